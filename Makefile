@@ -1,0 +1,29 @@
+# Every target does its own set-up: a fresh machine needs only python3.11 (or python3 >= 3.11) and make.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test e2e bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this.
+test: $(STAMP)
+	$(PY) -m pytest specs -m "not cluster" -n auto -p no:randomly $(PYTEST_ARGS)
+
+# The main job: every spec, cluster specs against the pinned minikube context (skipped, one line each, when none).
+e2e: $(STAMP)
+	$(PY) -m pytest specs -rs $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) artifacts .hypothesis
