@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml | $(PY)
 
 # Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this.
 test: $(STAMP)
-	$(PY) -m pytest specs -m "not cluster" -n auto -p no:randomly $(PYTEST_ARGS)
+	$(PY) -m pytest specs -m "not cluster" -n auto $(PYTEST_ARGS)
 
 # The main job: every spec, cluster specs against the pinned minikube context (skipped, one line each, when none).
 e2e: $(STAMP)

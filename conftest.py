@@ -1,0 +1,9 @@
+"""Repository-level pytest configuration.
+
+The harness's own pytest plugin (markers ``cluster`` and ``disruptive``, options ``--kube-context`` and
+``--namespace``, fixtures ``kube``, ``since``, ``issue_number``, ``forwards``) is loaded through its
+``pytest11`` entry point (``harness.pytest_plugin``), so it works the same in any project that installs
+the harness. The fakes' fixtures (``fake_qdrant``, ``fake_github``) are listed here.
+"""
+
+pytest_plugins: list[str] = []

@@ -1,0 +1,1 @@
+"""End-to-end resilience test harness: bounded waits, leak-proof port-forwards, pinned kube context."""
