@@ -1,0 +1,204 @@
+"""Kube access pinned to one context and namespace, behind an allow-list guard.
+
+Upstream's guard checked ``current-context`` once and then ran every kubectl without ``--context``, so a
+later ``use-context`` would have redirected destructive calls (stack-under-test.md §4, field-pitfalls.md §7).
+Here the context is resolved once, checked against the committed allow-list, and then passed explicitly
+on every kubectl child (``--context C -n NS``) and to the kubernetes client, which is built for that
+context alone (``new_client_from_config(context=...)``), never from the process-global configuration.
+The allow-list is checked again on every call.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import fnmatch
+import json
+import shutil
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from harness import process
+from harness.attempts import clamp_to_attempt
+from harness.config import HarnessConfig, load_config
+from harness.errors import ContextNotAllowed, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext
+
+DEFAULT_KUBECTL_TIMEOUT = 30.0
+_CONFIG_TIMEOUT = 10.0
+
+
+class Kube:
+    """kubectl and kubernetes-client access bound to one allowed context and one namespace.
+
+    Construct with :meth:`Kube.connect` (resolves and guards the context). ``context``, ``namespace`` and
+    ``kubectl_path`` are fixed for the object's life.
+    """
+
+    def __init__(self, context: str, namespace: str, *, allowed: tuple[str, ...], kubectl_path: str, kubeconfig: str | None = None) -> None:
+        self.context = context
+        self.namespace = namespace
+        self.allowed = allowed
+        self.kubectl_path = kubectl_path
+        self.kubeconfig = kubeconfig
+        self._api_client: Any = None
+        check_allowed(context, allowed)
+
+    # --- construction and the guard ------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        context: str | None = None,
+        namespace: str | None = None,
+        *,
+        config: HarnessConfig | None = None,
+        kubectl: str = "kubectl",
+        kubeconfig: str | None = None,
+    ) -> Kube:
+        """Resolve the context (``context`` or kubectl's current one), guard it, and return a pinned :class:`Kube`.
+
+        Raises :class:`KubectlNotFound` when kubectl is missing, :class:`NoKubeContext` when there is no
+        kubeconfig or no current context, :class:`ContextNotAllowed` when the context is outside
+        ``[tool.harness] allowed_contexts`` (default ``["minikube"]``).
+        """
+        config = config or load_config()
+        path = resolve_kubectl(kubectl)
+        resolved = context or current_context(path, kubeconfig=kubeconfig)
+        return cls(resolved, namespace or config.namespace, allowed=config.allowed_contexts, kubectl_path=path, kubeconfig=kubeconfig)
+
+    def guard(self) -> None:
+        """Re-check the pinned context against the allow-list. Raises :class:`ContextNotAllowed`."""
+        check_allowed(self.context, self.allowed)
+
+    # --- kubectl ---------------------------------------------------------------------------------------
+
+    def argv(self, *args: str) -> list[str]:
+        """The full kubectl argv for ``args``, pinned: ``kubectl [--kubeconfig K] --context C -n NS args...``."""
+        pinned = [self.kubectl_path]
+        if self.kubeconfig:
+            pinned += ["--kubeconfig", self.kubeconfig]
+        return [*pinned, "--context", self.context, "-n", self.namespace, *args]
+
+    def kubectl(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True) -> process.Completed:
+        """Run kubectl with ``args`` within ``timeout`` seconds (shortened to the current wait attempt's bound).
+
+        Raises :class:`KubectlTimeout` (group killed) on overrun, :class:`KubectlError` on a non-zero exit
+        when ``check``, :class:`ContextNotAllowed` if the pinned context is no longer allowed.
+        """
+        self.guard()
+        argv = self.argv(*args)
+        bound = clamp_to_attempt(timeout)
+        try:
+            done = process.run_bounded(argv, timeout=bound, input=input.encode() if input is not None else None)
+        except process.Timeout as exc:
+            raise KubectlTimeout(argv, bound, process.tail(exc.stderr)) from None
+        except FileNotFoundError:
+            raise KubectlNotFound(f"kubectl not found at {self.kubectl_path!r}; install kubectl or put it on PATH") from None
+        if check and done.returncode != 0:
+            raise KubectlError(argv, done.returncode, process.tail(done.stderr))
+        return done
+
+    def kubectl_json(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> Any:
+        """``kubectl args... -o json`` parsed. Raises as :meth:`kubectl`, and :class:`KubectlError` on unparsable output."""
+        done = self.kubectl(*args, "-o", "json", timeout=timeout)
+        try:
+            return json.loads(done.stdout)
+        except json.JSONDecodeError as exc:
+            raise KubectlError(done.argv, done.returncode, f"output is not JSON ({exc}): {done.stdout[:200]!r}") from None
+
+    def rollout_restart(self, deployment: str, *, timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> None:
+        """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
+        self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
+
+    def rollout_status(self, deployment: str, *, timeout: float = 300.0) -> str:
+        """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
+
+        ``timeout`` seconds go to kubectl's own ``--timeout`` and, with 10 s of slack, to the process bound;
+        a rollout that does not finish raises :class:`KubectlError` (kubectl's exit) or :class:`KubectlTimeout`.
+        (Default 300 s, as upstream's resilience helpers: stack-under-test.md §8.)
+        """
+        done = self.kubectl("rollout", "status", f"deployment/{deployment}", f"--timeout={timeout:.0f}s", timeout=timeout + 10.0)
+        return process.tail(done.stdout, 1)
+
+    # --- the API server's clock -------------------------------------------------------------------------
+
+    def api_client(self) -> Any:
+        """A kubernetes ``ApiClient`` built for this context only (the global default configuration is untouched)."""
+        if self._api_client is None:
+            from kubernetes import config as kube_config
+
+            self._api_client = kube_config.new_client_from_config(config_file=self.kubeconfig, context=self.context)
+        return self._api_client
+
+    def server_time(self, *, timeout: float = 10.0) -> datetime:
+        """The API server's clock, from the ``Date`` header of a ``GET /version`` (aware UTC datetime).
+
+        The header has whole seconds (RFC 9110 §5.6.7), so this is the server's time floored to the second:
+        a ``since`` anchored on it can only widen a window, never hide a run. Raises ``HarnessError`` subclasses
+        or the client's own errors when the server cannot be reached within ``timeout`` seconds.
+        """
+        self.guard()
+        bound = clamp_to_attempt(timeout)
+        response = self.api_client().call_api(
+            "/version", "GET", auth_settings=["BearerToken"], _preload_content=False, _request_timeout=(bound, bound)
+        )
+        raw = response[0] if isinstance(response, tuple) else response
+        date = raw.headers.get("Date") if hasattr(raw, "headers") else None
+        if not date:
+            raise KubectlError(["GET", "/version"], 0, "the API server's answer had no Date header")
+        return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
+
+    def clock_skew(self, *, timeout: float = 10.0) -> float:
+        """Host clock minus server clock, in signed seconds (positive: the host is ahead).
+
+        Measured against the midpoint of the request; the server's ``Date`` is floored to the second, so
+        the result is accurate to about ±0.5 s plus half the round trip.
+        """
+        before = time.time()
+        server = self.server_time(timeout=timeout)
+        after = time.time()
+        return (before + after) / 2 - (server.timestamp() + 0.5)
+
+    def close(self) -> None:
+        """Release the kubernetes client's connection pool (bounded; idempotent)."""
+        if self._api_client is not None:
+            self._api_client.close()
+            self._api_client = None
+
+    def __repr__(self) -> str:
+        return f"Kube(context={self.context!r}, namespace={self.namespace!r})"
+
+
+def resolve_kubectl(kubectl: str = "kubectl") -> str:
+    """The absolute path of ``kubectl``. Raises :class:`KubectlNotFound` with the fix."""
+    path = shutil.which(kubectl)
+    if path is None:
+        raise KubectlNotFound(f"kubectl not found ({kubectl!r} is not on PATH): install kubectl to run cluster specs")
+    return path
+
+
+def current_context(kubectl_path: str, *, kubeconfig: str | None = None) -> str:
+    """``kubectl config current-context``. Raises :class:`NoKubeContext` when there is none (or no kubeconfig)."""
+    argv = [kubectl_path, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "config", "current-context"]
+    try:
+        done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT)
+    except process.Timeout:
+        raise KubectlTimeout(argv, _CONFIG_TIMEOUT, "") from None
+    except FileNotFoundError:
+        raise KubectlNotFound(f"kubectl not found at {kubectl_path!r}") from None
+    name = done.stdout.strip()
+    if done.returncode != 0 or not name:
+        said = process.tail(done.stderr, 1) or "no output"
+        raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass --kube-context")
+    return name
+
+
+def check_allowed(context: str, allowed: tuple[str, ...]) -> None:
+    """Raise :class:`ContextNotAllowed` unless ``context`` matches one of the ``allowed`` glob patterns."""
+    if any(fnmatch.fnmatchcase(context, pattern) for pattern in allowed):
+        return
+    raise ContextNotAllowed(
+        f"refusing kube context {context!r}: cluster specs may only touch {', '.join(allowed)} "
+        f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube` or "
+        f"`pytest --kube-context minikube`; to allow another local cluster, add it to allowed_contexts in a commit."
+    )
