@@ -1,1 +1,53 @@
-"""End-to-end resilience test harness: bounded waits, leak-proof port-forwards, pinned kube context."""
+"""End-to-end resilience test harness: bounded waits, pinned kube context, windows that cannot hide a run.
+
+Public API (see README.md for a tour):
+
+- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`StopWaiting`, :class:`WaitTimeout`,
+  :func:`current_attempt`, :func:`clamp_to_attempt`;
+- time: :func:`parse_k8s_time`, :func:`created_since`, :func:`agent_runs_since`;
+- kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
+- ids: :func:`unique_issue_number`.
+"""
+
+from harness.agentruns import AgentRunRecord, agent_runs_since
+from harness.attempts import Attempt, clamp_to_attempt, current_attempt
+from harness.errors import (
+    ContextNotAllowed,
+    HarnessError,
+    KubectlError,
+    KubectlNotFound,
+    KubectlTimeout,
+    NoKubeContext,
+    StopWaiting,
+    TimestampError,
+    WaitTimeout,
+)
+from harness.ids import unique_issue_number
+from harness.kube import Kube
+from harness.timestamps import created_since, parse_k8s_time, window_cutoff
+from harness.waiting import WaitSummary, wait_for, wait_for_sync
+
+__all__ = [
+    "AgentRunRecord",
+    "Attempt",
+    "ContextNotAllowed",
+    "HarnessError",
+    "Kube",
+    "KubectlError",
+    "KubectlNotFound",
+    "KubectlTimeout",
+    "NoKubeContext",
+    "StopWaiting",
+    "TimestampError",
+    "WaitSummary",
+    "WaitTimeout",
+    "agent_runs_since",
+    "clamp_to_attempt",
+    "created_since",
+    "current_attempt",
+    "parse_k8s_time",
+    "unique_issue_number",
+    "wait_for",
+    "wait_for_sync",
+    "window_cutoff",
+]

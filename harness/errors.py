@@ -71,3 +71,72 @@ class WaitTimeout(AssertionError):
 
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
+
+
+# --- port-forwards and fetch_through (issue #3) -------------------------------------------------------
+
+class HopFailure(AssertionError):
+    """A request or a port-forward failed; ``hop`` says where: ``"port-forward"`` (kubectl) or ``"service"``.
+
+    Common attributes: ``target`` (``svc/x`` or the base URL), ``path`` (``None`` outside a request),
+    ``budget`` in seconds (or ``None``), ``exit_code`` (``None`` while kubectl lives) and ``stderr_tail``
+    (kubectl's last stderr lines, ``""`` without a forward).
+    """
+
+    hop = "service"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.target, self.path, self.budget = target, path, budget
+        self.exit_code, self.stderr_tail = exit_code, stderr_tail
+
+
+class PortForwardNotReady(HopFailure):
+    """A port-forward did not become ready within its budget (no banner, no TCP answer, or kubectl exited).
+
+    Its process group was killed first. Extra attribute: ``kubectl_version`` (client gitVersion or a note).
+    """
+
+    hop = "port-forward"
+
+    def __init__(self, message: str, *, kubectl_version: str = "unknown", **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.kubectl_version = kubectl_version
+
+
+class PortForwardGone(HopFailure):
+    """``fetch_through`` refused at once: the forward had already exited (or was closed) before the request."""
+
+    hop = "port-forward"
+
+
+class PortForwardBroken(PortForwardGone):
+    """The forward's kubectl is alive but reported ``an error occurred forwarding`` / ``lost connection to pod``,
+    or several requests in a row were reset: it will never recover (kubernetes/kubectl#686). Reopen it."""
+
+
+class PortForwardDied(HopFailure):
+    """kubectl exited while a request was in flight (raised within about 200 ms of the exit, not at the timeout)."""
+
+    hop = "port-forward"
+
+
+class ServiceTimeout(HopFailure):
+    """The forward (if any) is alive, but the service did not finish answering within the request's total budget."""
+
+
+class ServiceUnreachable(HopFailure):
+    """The connection was refused, reset or closed without an answer while the forward (if any) stayed alive."""
+
+
+class ForwardLeak(HarnessError):
+    """At the end of the session a port-forward's kubectl (or one of its group) was still alive after being stopped."""

@@ -1,0 +1,143 @@
+"""The harness's pytest plugin (loaded through the ``pytest11`` entry point ``harness``).
+
+- Markers ``cluster`` (needs the pinned kube context) and ``disruptive`` (restarts or deletes shared
+  infrastructure; never overlaps another spec).
+- Options ``--kube-context`` and ``--namespace``.
+- The context guard runs once at session start, when a cluster spec is selected: no kubectl, no kubeconfig
+  or no current context skips every cluster spec with a one-line reason; a context outside
+  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix.
+- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock) and ``issue_number``.
+- Every ``wait_for`` a test ran is listed in the terminal summary and added to the JUnit report as
+  properties ``harness.wait.N``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from harness import waiting
+from harness.config import load_config
+from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
+from harness.ids import unique_issue_number
+from harness.kube import Kube
+
+_GUARD = pytest.StashKey[tuple[str, object]]()  # ("ok", Kube) | ("skip", reason) | ("fail", message)
+_WAIT_PREFIX = "harness.wait."
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "end-to-end harness")
+    group.addoption("--kube-context", default=None, help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)")
+    group.addoption("--namespace", default=None, help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none")
+    config.addinivalue_line("markers", "disruptive: restarts or deletes shared infrastructure; runs alone, never in parallel")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("cluster") for item in items):
+        config.stash[_GUARD] = _run_guard(config)
+
+
+def _run_guard(config: pytest.Config) -> tuple[str, object]:
+    try:
+        harness_config = load_config(config.rootpath)
+        kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
+    except (KubectlNotFound, NoKubeContext) as exc:
+        return "skip", f"no cluster: {exc}"
+    except ContextNotAllowed as exc:
+        return "fail", str(exc)
+    except (HarnessError, ValueError) as exc:
+        return "fail", f"kube context guard could not run: {exc}"
+    return "ok", kube
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("cluster") is None:
+        return
+    verdict, detail = item.config.stash.get(_GUARD, ("skip", "no cluster: guard did not run"))
+    if verdict == "skip":
+        pytest.skip(str(detail))
+    if verdict == "fail":
+        pytest.fail(str(detail), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kube(request: pytest.FixtureRequest) -> Kube:
+    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only)."""
+    verdict, detail = request.config.stash.get(_GUARD, ("skip", "no cluster: no spec marked cluster was selected"))
+    if verdict == "skip":
+        pytest.skip(str(detail))
+    if verdict == "fail":
+        pytest.fail(str(detail), pytrace=False)
+    assert isinstance(detail, Kube)
+    yield detail
+    detail.close()
+
+
+@pytest.fixture
+def since(request: pytest.FixtureRequest) -> datetime:
+    """An aware UTC anchor for "created since" windows: the API server's clock when a cluster is reachable, else the host's."""
+    verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
+    if verdict == "ok" and isinstance(detail, Kube):
+        return detail.server_time()
+    return datetime.now(timezone.utc)
+
+
+@pytest.fixture
+def issue_number() -> int:
+    """A GitHub issue number never used before on this machine (see :func:`harness.unique_issue_number`)."""
+    return unique_issue_number()
+
+
+# --- recording waits -----------------------------------------------------------------------------------
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    summaries = waiting.take_recorded()
+    if not summaries:
+        return
+    report = outcome.get_result()
+    start = sum(1 for name, _ in item.user_properties if name.startswith(_WAIT_PREFIX))
+    for offset, summary in enumerate(summaries):
+        entry = (f"{_WAIT_PREFIX}{start + offset}", json.dumps(_compact(summary)))
+        item.user_properties.append(entry)
+        report.user_properties.append(entry)
+
+
+def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
+    return {
+        "what": summary.describe,
+        "outcome": summary.outcome,
+        "elapsed": round(summary.elapsed, 3),
+        "attempts": len(summary.attempts),
+        "hung": summary.count("hung"),
+        "failed": summary.count("failed"),
+        "budget": summary.budget,
+    }
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    rows: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for name, value in getattr(report, "user_properties", ()):
+                if not name.startswith(_WAIT_PREFIX) or (report.nodeid, name) in seen:
+                    continue
+                seen.add((report.nodeid, name))
+                wait = json.loads(value)
+                rows.append(
+                    f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
+                    f"{wait['attempts']} attempts ({wait['hung']} hung, {wait['failed']} failed)  {wait['what']}"
+                )
+    if rows:
+        terminalreporter.write_sep("-", "harness waits")
+        for row in rows:
+            terminalreporter.write_line(row)

@@ -1,0 +1,298 @@
+"""``wait_for``: poll a probe until it answers, with every attempt bounded and every outcome counted.
+
+Upstream's poller re-checked its deadline only between attempts, so one probe that never settled held a
+run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity has the same gap
+(jd/tenacity#373). Here:
+
+- each attempt is bounded by ``min(probe_timeout, remaining budget)``: async probes are cancelled at the
+  bound; sync probes run in a worker thread and are *abandoned* at the bound (a thread cannot be killed),
+  and the wait counts how many abandoned attempts are still running;
+- deadlines use ``time.monotonic()`` (anyio's clock); the wait never sleeps past its deadline and never
+  starts an attempt with no budget left;
+- ``None`` means "not yet"; any other value (``False``, ``0``, ``""`` too) ends the wait; an exception is a
+  failed attempt; :class:`StopWaiting` ends the wait at once;
+- on timeout, :class:`WaitTimeout` names what was awaited, the budget, the attempts split into not-yet,
+  failed and hung, and the last error of each kind, and carries the per-attempt timeline.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, TypeVar
+
+import anyio
+
+from harness import attempts as attempt_context
+from harness.errors import StopWaiting, WaitTimeout
+
+T = TypeVar("T")
+Outcome = Literal["ok", "not-yet", "failed", "hung", "stopped"]
+
+_MAX_THREADS_PER_WAIT = 32
+"""Worker threads one wait may hold; abandoned attempts keep theirs until their probe returns."""
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One attempt on the timeline: ``start`` offset and ``duration`` in seconds, its ``bound``, outcome, error."""
+
+    number: int
+    start: float
+    duration: float
+    bound: float
+    outcome: Outcome
+    error: str | None = None
+
+
+@dataclass
+class WaitSummary:
+    """Everything one ``wait_for`` did; ``outcome`` is ``ok``, ``timeout``, ``stopped`` or ``interrupted``."""
+
+    describe: str
+    budget: float
+    interval: float
+    probe_timeout: float
+    outcome: str = "interrupted"
+    elapsed: float = 0.0
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    still_running: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, outcome: Outcome) -> int:
+        """How many attempts ended with ``outcome``."""
+        return sum(1 for a in self.attempts if a.outcome == outcome)
+
+    def last(self, outcome: Outcome) -> AttemptRecord | None:
+        """The last attempt that ended with ``outcome``, or ``None``."""
+        return next((a for a in reversed(self.attempts) if a.outcome == outcome), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the per-attempt timeline included)."""
+        return asdict(self)
+
+    def line(self) -> str:
+        """One line for the terminal summary: what, outcome, elapsed, attempts, hung, failed."""
+        return (
+            f"{self.outcome:<8} {self.elapsed:7.2f}s  {len(self.attempts):3d} attempts "
+            f"({self.count('hung')} hung, {self.count('failed')} failed)  {self.describe}"
+        )
+
+    def timeout_message(self) -> str:
+        """The :class:`WaitTimeout` message."""
+        parts = [f"{self.count('not-yet')} not yet", f"{self.count('failed')} failed"]
+        hung = [a for a in self.attempts if a.outcome == "hung"]
+        if hung:
+            bounds = {round(a.bound, 3) for a in hung}
+            at = f"at its {hung[0].bound:.1f}s bound" if len(bounds) == 1 else f"at bounds up to {max(bounds):.1f}s"
+            parts.append(f"{len(hung)} hung {at}")
+        text = f"timed out after {self.budget:.1f}s waiting for {self.describe} ({len(self.attempts)} attempts: {', '.join(parts)}"
+        failed = self.last("failed")
+        if failed is not None:
+            text += f"; last error: {failed.error}"
+        if hung:
+            text += f"; last hang: attempt {hung[-1].number} started at t+{hung[-1].start:.1f}s"
+        if self.still_running:
+            text += f"; {self.still_running} abandoned attempt(s) still running"
+        text += ")"
+        if self.notes:
+            text += f"\n  {self.notes[-1]}"
+        return text
+
+
+# --- recording for the pytest plugin -------------------------------------------------------------------
+
+_recorded_lock = threading.Lock()
+_recorded: list[WaitSummary] = []
+
+
+def take_recorded() -> list[WaitSummary]:
+    """Return and clear the summaries of waits that ended since the last call (the plugin calls it per test)."""
+    with _recorded_lock:
+        taken = list(_recorded)
+        _recorded.clear()
+    return taken
+
+
+def _record(summary: WaitSummary) -> None:
+    with _recorded_lock:
+        _recorded.append(summary)
+
+
+# --- the wait ------------------------------------------------------------------------------------------
+
+async def wait_for(
+    describe: str,
+    probe: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+) -> T:
+    """Call ``probe`` until it returns something other than ``None``, and return that.
+
+    ``describe`` completes "waiting for ..." (e.g. ``"an AgentRun to be created"``). ``timeout`` is the
+    whole budget, ``interval`` the pause between attempts, ``probe_timeout`` the per-attempt ceiling, all
+    in seconds. A probe reads its own bound with :func:`harness.current_attempt`. Async probes are
+    cancelled at their bound; sync probes run in a worker thread and are abandoned at it.
+
+    Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
+    :class:`StopWaiting` from the probe at once; ``ValueError`` for a non-positive ``timeout`` or
+    ``probe_timeout`` or a negative ``interval``; ``TypeError`` if a sync probe returns an awaitable.
+    """
+    if not timeout > 0 or not probe_timeout > 0 or not interval >= 0:
+        raise ValueError(f"wait_for({describe!r}): need timeout > 0, probe_timeout > 0, interval >= 0; got {timeout}, {probe_timeout}, {interval}")
+    summary = WaitSummary(describe, float(timeout), float(interval), float(probe_timeout))
+    runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
+    start = time.monotonic()
+    deadline = start + timeout
+    try:
+        while (remaining := deadline - time.monotonic()) > 0:
+            attempt = attempt_context.Attempt(len(summary.attempts) + 1, min(probe_timeout, remaining), 0.0)
+            outcome, value, error = await runner.run(attempt, summary, start)
+            if outcome == "ok":
+                summary.outcome = "ok"
+                return value
+            if outcome == "stopped":
+                summary.outcome = "stopped"
+                raise error
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            await anyio.sleep(min(interval, remaining))
+        summary.outcome = "timeout"
+        summary.still_running = runner.still_running()
+        raise WaitTimeout(summary.timeout_message(), summary)
+    finally:
+        summary.elapsed = time.monotonic() - start
+        summary.still_running = runner.still_running()
+        _record(summary)
+
+
+def wait_for_sync(
+    describe: str,
+    probe: Callable[[], Any],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+) -> Any:
+    """:func:`wait_for` for sync tests: runs it in its own event loop (``anyio.run``); same arguments and errors.
+
+    Must not be called from inside a running event loop (use ``await wait_for(...)`` there).
+    """
+    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout))
+
+
+def _is_async(probe: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(probe) or inspect.iscoroutinefunction(getattr(probe, "__call__", None))
+
+
+class _AsyncRunner:
+    """Runs an async probe under a cancel scope: at its bound it is cancelled, so nothing stays running."""
+
+    def __init__(self, probe: Callable[[], Awaitable[Any]]) -> None:
+        self.probe = probe
+
+    def still_running(self) -> int:
+        return 0
+
+    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+        began = time.monotonic()
+        attempt.deadline = began + attempt.bound
+        token = attempt_context.enter(attempt)
+        outcome: Outcome = "not-yet"
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            with anyio.move_on_after(attempt.bound) as scope:
+                value = await self.probe()
+                outcome = "not-yet" if value is None else "ok"
+            if scope.cancelled_caught:
+                outcome = "hung"
+        except StopWaiting as exc:
+            outcome, error = "stopped", exc
+        except Exception as exc:  # a failed attempt; BaseException (Ctrl-C, cancellation) propagates
+            outcome, error = "failed", exc
+        finally:
+            attempt_context.leave(token)
+        _append(summary, attempt, start, began, outcome, error)
+        return outcome, value, error
+
+
+class _ThreadRunner:
+    """Runs a sync probe in a worker thread; at its bound the attempt is abandoned and counted while it runs on."""
+
+    def __init__(self, probe: Callable[[], Any]) -> None:
+        self.probe = probe
+        self.limiter = anyio.CapacityLimiter(_MAX_THREADS_PER_WAIT)
+        self._lock = threading.Lock()
+        self._abandoned_running = 0
+
+    def still_running(self) -> int:
+        with self._lock:
+            return self._abandoned_running
+
+    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+        began = time.monotonic()
+        attempt.deadline = began + attempt.bound
+        state = {"done": False, "abandoned": False}
+
+        def call() -> Any:
+            try:
+                return self.probe()
+            finally:
+                with self._lock:
+                    state["done"] = True
+                    if state["abandoned"]:
+                        self._abandoned_running -= 1
+
+        token = attempt_context.enter(attempt)  # anyio copies the context into the worker thread
+        outcome: Outcome = "not-yet"
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            with anyio.move_on_after(attempt.bound) as scope:
+                value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=self.limiter)
+                outcome = "not-yet" if value is None else "ok"
+            if scope.cancelled_caught:
+                outcome = "hung"
+                with self._lock:
+                    if not state["done"]:
+                        state["abandoned"] = True
+                        self._abandoned_running += 1
+        except StopWaiting as exc:
+            outcome, error = "stopped", exc
+        except Exception as exc:
+            outcome, error = "failed", exc
+        finally:
+            attempt_context.leave(token)
+        if inspect.isawaitable(value):
+            _close(value)
+            raise TypeError(f"probe {self.probe!r} is sync but returned an awaitable; pass the async function itself")
+        _append(summary, attempt, start, began, outcome, error)
+        return outcome, value, error
+
+
+def _append(summary: WaitSummary, attempt: attempt_context.Attempt, start: float, began: float, outcome: Outcome, error: BaseException | None) -> None:
+    summary.attempts.append(
+        AttemptRecord(attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error))
+    )
+    summary.notes.extend(attempt.notes)
+
+
+def _describe_error(error: BaseException | None) -> str | None:
+    if error is None:
+        return None
+    text = str(error).strip() or "(no message)"
+    return f"{type(error).__name__}: {text}"
+
+
+def _close(awaitable: Any) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
