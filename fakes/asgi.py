@@ -1,0 +1,156 @@
+"""The ASGI adapter: a :class:`~fakes.runtime.FakeRuntime` served by uvicorn, faults enacted on the real socket.
+
+- hang: the request is read, nothing is sent; the coroutine waits for the client to go away or the server to stop,
+  then drops the connection.
+- drip: status and headers (with the true ``content-length``) at once, then one body byte per ``interval`` seconds.
+- reset: ``SO_LINGER`` on with a zero timeout on the accepted socket, then ``transport.abort()``: the kernel sends a
+  TCP RST, so the client reads ``ECONNRESET``, not a clean EOF.
+
+uvicorn does not put the transport in the ASGI scope, so :meth:`FakeASGI.protocol_class` returns an ``H11Protocol``
+subclass that registers each connection's transport under its peer address (``scope["client"]``). Serve with
+``http=fake_asgi.protocol_class()`` and ``loop="asyncio"`` (``fakes.server`` does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from fakes.core import FakeRequest, FakeResponse
+from fakes.runtime import FakeRuntime, Outcome
+
+
+class FakeASGI:
+    """ASGI 3 application for one runtime. Call :meth:`begin_shutdown` (inside the server loop) on stop."""
+
+    def __init__(self, runtime: FakeRuntime) -> None:
+        self.runtime = runtime
+        self._transports: dict[tuple[str, int], asyncio.Transport] = {}
+        self._stop: asyncio.Event | None = None
+
+    def protocol_class(self) -> type[H11Protocol]:
+        """An ``H11Protocol`` that records its transport by peer address, so a reset fault can reach the socket."""
+        registry = self._transports
+
+        class FakeH11Protocol(H11Protocol):
+            def connection_made(self, transport):  # type: ignore[override]
+                super().connection_made(transport)
+                if self.client:
+                    registry[tuple(self.client)] = transport
+
+            def connection_lost(self, exc):
+                if self.client and registry.get(tuple(self.client)) is self.transport:
+                    del registry[tuple(self.client)]
+                super().connection_lost(exc)
+
+        return FakeH11Protocol
+
+    def begin_shutdown(self) -> None:
+        """End every hang and drip now (called from the server loop before uvicorn waits for connections)."""
+        self.runtime.stopping.set()
+        self._stop_event().set()
+
+    def _stop_event(self) -> asyncio.Event:
+        if self._stop is None:
+            self._stop = asyncio.Event()
+        return self._stop
+
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        request = await self._read_request(scope, receive)
+        outcome = await asyncio.to_thread(self.runtime.dispatch, request)
+        await self._enact(outcome, scope, receive, send)
+
+    async def _read_request(self, scope, receive) -> FakeRequest:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        headers: dict[str, str] = {}
+        for name, value in scope.get("headers", []):
+            headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        host = headers.get("host") or "%s:%d" % tuple(scope.get("server") or ("localhost", 80))
+        raw_path = scope.get("raw_path") or scope["path"].encode()
+        return FakeRequest(
+            method=scope["method"],
+            path=scope["path"],
+            query=scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            body=b"".join(chunks),
+            base_url=f"{scope.get('scheme', 'http')}://{host}",
+            raw_path=raw_path.decode("latin-1"),
+        )
+
+    async def _enact(self, outcome: Outcome, scope, receive, send) -> None:
+        fault, response = outcome.fault, outcome.response
+        kind = fault.kind if fault is not None else None
+        if kind == "hang":
+            await self._wait(receive, None)
+            await self._drop(scope, rst=False)
+            return
+        if kind == "reset":
+            await self._drop(scope, rst=True)
+            return
+        assert response is not None
+        if kind == "latency" and await self._wait(receive, fault.delay):
+            await self._drop(scope, rst=False)
+            return
+        await send({"type": "http.response.start", "status": response.status, "headers": _headers(response)})
+        if kind != "drip":
+            await send({"type": "http.response.body", "body": response.body})
+            return
+        for i in range(len(response.body)):
+            if await self._wait(receive, fault.interval):
+                await self._drop(scope, rst=False)
+                return
+            await send({"type": "http.response.body", "body": response.body[i:i + 1], "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _wait(self, receive, seconds: float | None) -> bool:
+        """Sleep ``seconds`` (``None``: forever); True if the client left or the server is stopping first."""
+        stop = asyncio.ensure_future(self._stop_event().wait())
+        gone = asyncio.ensure_future(_until_disconnect(receive))
+        try:
+            done, _ = await asyncio.wait({stop, gone}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            return bool(done)
+        finally:
+            for task in (stop, gone):
+                task.cancel()
+            await asyncio.gather(stop, gone, return_exceptions=True)
+
+    async def _drop(self, scope, *, rst: bool) -> None:
+        """Close the connection without an answer: with a TCP RST when ``rst``, else a plain close."""
+        transport = self._transports.get(tuple(scope.get("client") or ()))
+        if transport is None or transport.is_closing():
+            return
+        if rst:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            transport.abort()
+        else:
+            transport.close()
+        # Let connection_lost run, so uvicorn sees a disconnect and does not try to send its own 500.
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+
+async def _until_disconnect(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _headers(response: FakeResponse) -> list[tuple[bytes, bytes]]:
+    out = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.headers]
+    if not any(k == b"content-length" for k, _ in out):
+        out.append((b"content-length", str(len(response.body)).encode()))
+    return out

@@ -1,0 +1,87 @@
+"""What happens to one request, decided once for every adapter (ASGI server, in-process transport).
+
+:class:`FakeRuntime` wraps a :class:`~fakes.core.FakeApp` with its journal and fault table. ``dispatch`` answers
+admin routes, records the request, picks a fault and calls the fake; the adapter then *enacts* the outcome in its own
+medium (a socket RST, or the httpx exception a socket client would see).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from dataclasses import dataclass
+
+from fakes.admin import handle_admin, is_admin_path
+from fakes.core import FakeApp, FakeRequest, FakeResponse
+from fakes.faults import Fault, FaultTable
+from fakes.journal import Journal, JournalEntry
+
+log = logging.getLogger("fakes")
+
+
+@dataclass
+class Outcome:
+    """The decision for one request.
+
+    ``response`` is what to send (``None`` for hang and reset); ``fault`` is the fault to enact, if any (for drip the
+    response is dripped, for latency it is delayed); ``entry`` is the journal entry (``None`` for admin and health).
+    """
+
+    response: FakeResponse | None
+    fault: Fault | None = None
+    entry: JournalEntry | None = None
+
+
+class FakeRuntime:
+    """A fake plus its journal and faults. Thread-safe: adapters may dispatch from any thread."""
+
+    def __init__(self, app: FakeApp) -> None:
+        self.app = app
+        self.journal = Journal()
+        self.faults = FaultTable()
+        #: Set when the serving adapter shuts down: in-flight hangs and drips end at once.
+        self.stopping = threading.Event()
+
+    def dispatch(self, request: FakeRequest) -> Outcome:
+        """Decide the outcome of ``request``; never raises (a crash in the fake becomes a 500 naming it)."""
+        if is_admin_path(request.path):
+            return Outcome(self._guarded(lambda: handle_admin(self, request)))
+        health = request.path in self.app.unrecorded_paths
+        fault = self.faults.take(request.method, request.path, health=health)
+        entry = None if health else self.journal.record(request, fault=fault.kind if fault else None)
+        if fault is None or fault.kind in ("drip", "latency"):
+            response = self._guarded(lambda: self.app.handle(request))
+        else:
+            if fault.apply:
+                self._guarded(lambda: self.app.handle(request))
+            response = self._fault_response(fault) if fault.kind == "status" else None
+        if entry is not None:
+            self.journal.stamp(entry, response.status if response is not None else None)
+        return Outcome(response, fault, entry)
+
+    def reset(self) -> None:
+        """Clear the fake's state, the journal and the faults."""
+        self.app.reset()
+        self.journal.clear()
+        self.faults.clear()
+
+    def _fault_response(self, fault: Fault) -> FakeResponse:
+        if fault.body is not None:
+            has_type = any(k.lower() == "content-type" for k, _ in fault.headers)
+            base = [] if has_type else [("content-type", "application/json" if fault.body[:1] in (b"{", b"[")
+                                          else "text/plain; charset=utf-8")]
+            return FakeResponse(fault.status, base + list(fault.headers), fault.body)
+        own = getattr(self.app, "error_response", None)
+        if own is not None:
+            response = own(fault.status)
+            response.headers = list(response.headers) + list(fault.headers)
+            return response
+        return FakeResponse.text(fault.status, f"injected fault: HTTP {fault.status}", list(fault.headers))
+
+    def _guarded(self, call) -> FakeResponse:
+        try:
+            return call()
+        except Exception as exc:  # a bug in the fake must reach the spec as a loud 500, not a dropped connection
+            log.error("fake %s crashed: %s", self.app.name, traceback.format_exc())
+            return FakeResponse.text(500, f"fake {self.app.name} crashed: {type(exc).__name__}: {exc}")

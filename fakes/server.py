@@ -1,0 +1,175 @@
+"""Serving a fake: uvicorn in a thread on an OS-chosen port (``serve_fake``), or in-process with no socket
+(``in_process``), both giving a :class:`FakeHandle`.
+
+Lifecycle rules (house rules): the listening socket is bound by us with port 0 (never probed and released), start and
+stop are bounded (``start_timeout`` / ``stop_timeout`` seconds, ``FakeServerError`` naming the hop when exceeded),
+hangs and drips end at stop, and the thread and socket are gone when the context exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import uvicorn
+
+from fakes.asgi import FakeASGI
+from fakes.core import FakeApp
+from fakes.faults import Fault
+from fakes.journal import JournalEntry
+from fakes.runtime import FakeRuntime
+from fakes.transport import AsyncFakeTransport, FakeTransport
+
+
+class FakeServerError(RuntimeError):
+    """The fake's server did not start or stop within its bound, or died while starting."""
+
+
+class FakeHandle:
+    """What a spec holds while a fake runs.
+
+    ``url`` is the base URL (``http://127.0.0.1:<port>`` on a socket; ``http://<name>.fake`` in-process, where only
+    :meth:`transport` / :meth:`async_transport` reach it). ``app`` is the fake itself, ``runtime`` its journal and
+    fault table.
+    """
+
+    def __init__(self, runtime: FakeRuntime, url: str, *, served: bool) -> None:
+        self.runtime = runtime
+        self.app = runtime.app
+        self.url = url
+        #: True when a real socket serves ``url``; False for :func:`in_process` handles.
+        self.served = served
+
+    def requests(self, *, path_prefix: str | None = None, since: Any = None, method: str | None = None
+                 ) -> list[JournalEntry]:
+        """Journal entries, oldest first, filtered by path prefix, ``since`` (epoch s / RFC 3339) and method."""
+        return self.runtime.journal.entries(path_prefix=path_prefix, since=since, method=method)
+
+    def reset(self) -> None:
+        """Clear the fake's state, the journal and every fault."""
+        self.runtime.reset()
+
+    def fault(self, kind: str, path: str = "*", *, method: str = "*", times: int | None = None, **params: Any
+              ) -> Fault:
+        """Add a fault (see ``fakes.faults``): e.g. ``fault("status", "/collections/*", status=429,
+        headers=[("retry-after", "2")], times=1)`` or ``fault("hang", "/collections/c/points/query")``.
+
+        Raises ``fakes.faults.FaultSpecError`` on a bad kind or parameter.
+        """
+        return self.runtime.faults.add(Fault(kind=kind, path=path, method=method, times=times, **params))
+
+    def clear_faults(self, fault_id: str | None = None) -> None:
+        """Remove one fault by id, or all of them."""
+        self.runtime.faults.clear(fault_id)
+
+    def transport(self) -> FakeTransport:
+        """A sync httpx transport to this fake with no socket (state shared with the served fake)."""
+        return FakeTransport(self.runtime)
+
+    def async_transport(self) -> AsyncFakeTransport:
+        """An async httpx transport to this fake with no socket."""
+        return AsyncFakeTransport(self.runtime)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An ``httpx.Client`` on ``url`` (socket when served, the in-process transport otherwise); caller closes it."""
+        kwargs.setdefault("timeout", 10.0)
+        if not self.served:
+            kwargs.setdefault("transport", self.transport())
+        return httpx.Client(base_url=self.url, **kwargs)
+
+
+class _FakeUvicornServer(uvicorn.Server):
+    """uvicorn's server, plus: signal our readiness event, and end hangs before waiting for connections."""
+
+    def __init__(self, config: uvicorn.Config, asgi: FakeASGI) -> None:
+        super().__init__(config)
+        self.asgi = asgi
+        self.ready = threading.Event()
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            self.ready.set()
+
+    async def shutdown(self, sockets=None) -> None:
+        self.asgi.begin_shutdown()
+        await super().shutdown(sockets=sockets)
+
+
+def build_server(runtime: FakeRuntime, *, graceful_timeout: float = 5.0, log_level: str = "warning"
+                 ) -> _FakeUvicornServer:
+    """A uvicorn server for ``runtime`` (h11, asyncio loop, no lifespan, no websockets, no access log)."""
+    asgi = FakeASGI(runtime)
+    config = uvicorn.Config(
+        asgi, http=asgi.protocol_class(), loop="asyncio", lifespan="off", ws="none", access_log=False,
+        log_level=log_level, timeout_graceful_shutdown=graceful_timeout, timeout_keep_alive=5,
+    )
+    return _FakeUvicornServer(config, asgi)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: the OS chooses). IPv6 hosts may be bracketed."""
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family, backlog=128, reuse_port=False)
+
+
+def url_for(sock: socket.socket) -> str:
+    """``http://host:port`` for a bound socket (IPv6 bracketed)."""
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+@contextlib.contextmanager
+def serve_fake(app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 10.0,
+               stop_timeout: float = 10.0) -> Iterator[FakeHandle]:
+    """Serve ``app`` on a real socket in a daemon thread; yields a :class:`FakeHandle` with ``url`` set.
+
+    Raises :class:`FakeServerError` if uvicorn is not serving within ``start_timeout`` seconds or its thread is still
+    alive ``stop_timeout`` seconds after stop was requested (then it is force-exited first). ``OSError`` from bind
+    (e.g. a busy fixed port) propagates unchanged.
+    """
+    runtime = FakeRuntime(app)
+    server = build_server(runtime, graceful_timeout=max(stop_timeout / 2, 0.5))
+    sock = bind(host, port)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except BaseException as exc:  # surfaced to the starting thread below (SystemExit included)
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name=f"fake-{app.name}-{sock.getsockname()[1]}", daemon=True)
+    try:
+        thread.start()
+        ready_or_dead = server.ready.wait(start_timeout)
+        if not ready_or_dead or not thread.is_alive():
+            raise FakeServerError(f"fake {app.name}: uvicorn did not start serving on {url_for(sock)} within "
+                                  f"{start_timeout:.1f} s" + (f" ({errors[0]!r})" if errors else ""))
+        yield FakeHandle(runtime, url_for(sock), served=True)
+    finally:
+        _stop(server, thread, app.name, stop_timeout)
+        sock.close()
+
+
+def _stop(server: _FakeUvicornServer, thread: threading.Thread, name: str, timeout: float) -> None:
+    if not thread.is_alive():
+        return
+    server.should_exit = True
+    thread.join(timeout)
+    if thread.is_alive():
+        server.force_exit = True
+        thread.join(2.0)
+    if thread.is_alive():
+        raise FakeServerError(f"fake {name}: uvicorn thread still alive {timeout + 2.0:.1f} s after stop was requested")
+
+
+def in_process(app: FakeApp) -> FakeHandle:
+    """A handle with no server: reach the fake through ``handle.transport()`` / ``async_transport()`` at
+    ``handle.url`` (``http://<name>.fake``). Nothing to stop."""
+    return FakeHandle(FakeRuntime(app), f"http://{app.name}.fake", served=False)
