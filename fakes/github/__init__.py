@@ -1,0 +1,38 @@
+"""A fake GitHub (REST subset, App installation tokens, signed webhooks) that githubkit and PyGithub accept (issue #5).
+
+Public API:
+
+- :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
+- :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
+  those bytes, record the delivery, never retry).
+- :func:`verify_signature`: SHA-256-only, constant-time signature check for receivers; never raises.
+- Payload builders over the fake's state: :func:`issues_opened_payload`, :func:`issues_labeled_payload`,
+  :func:`issue_comment_created_payload`, :func:`pull_request_opened_payload`.
+"""
+
+from fakes.github.app import HEALTH_PATH, FakeGitHub
+from fakes.github.payloads import (
+    issue_comment_created_payload,
+    issues_labeled_payload,
+    issues_opened_payload,
+    pull_request_opened_payload,
+)
+from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
+from fakes.github.webhooks import Delivery, DeliveryLog, redeliver, send_reordered, send_webhook
+
+__all__ = [
+    "HEALTH_PATH",
+    "Delivery",
+    "DeliveryLog",
+    "FakeGitHub",
+    "issue_comment_created_payload",
+    "issues_labeled_payload",
+    "issues_opened_payload",
+    "pull_request_opened_payload",
+    "redeliver",
+    "send_reordered",
+    "send_webhook",
+    "sign_sha1",
+    "sign_sha256",
+    "verify_signature",
+]

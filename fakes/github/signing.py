@@ -1,0 +1,49 @@
+"""Webhook signatures: HMAC over the exact body bytes (GitHub docs "Validating webhook deliveries"; fakes-api.md §3.9).
+
+``X-Hub-Signature-256: sha256=<hex>`` is HMAC-SHA256 keyed with the secret's UTF-8 bytes over the body exactly as sent;
+the legacy ``X-Hub-Signature: sha1=<hex>`` is the same over SHA-1. Receivers should accept SHA-256 only:
+:func:`verify_signature` does, and never raises (a malformed header is a 401 for the receiver, not a 500; §3.10).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import string
+
+_HEX = frozenset(string.hexdigits.lower())
+
+
+def _key(secret: str | bytes) -> bytes:
+    return secret.encode("utf-8") if isinstance(secret, str) else secret
+
+
+def sign_sha256(secret: str | bytes, body: bytes) -> str:
+    """The ``X-Hub-Signature-256`` value for ``body``: ``sha256=`` + 64 lower-case hex digits."""
+    return "sha256=" + hmac.new(_key(secret), body, hashlib.sha256).hexdigest()
+
+
+def sign_sha1(secret: str | bytes, body: bytes) -> str:
+    """The legacy ``X-Hub-Signature`` value: ``sha1=`` + 40 hex digits (GitHub still sends it; never verify with it)."""
+    return "sha1=" + hmac.new(_key(secret), body, hashlib.sha1).hexdigest()
+
+
+def verify_signature(secret: str | bytes, body: bytes, header: str | bytes | None) -> bool:
+    """True when ``header`` is a valid ``sha256=<hex>`` HMAC of ``body`` under ``secret``, compared in constant time.
+
+    ``False``, never an exception, for a missing header, a non-ASCII or non-hex one, one without ``=``, the wrong length,
+    or a ``sha1=`` signature (a downgrade that githubkit's ``verify`` would accept; fakes-api.md §3.10 item 2).
+    """
+    if isinstance(header, bytes):
+        try:
+            header = header.decode("ascii")
+        except UnicodeDecodeError:
+            return False
+    if not isinstance(header, str) or not isinstance(body, (bytes, bytearray)):
+        return False
+    prefix, sep, digest = header.strip().partition("=")
+    if not sep or prefix.lower() != "sha256" or len(digest) != 64 or not set(digest.lower()) <= _HEX:
+        return False
+    expected = hmac.new(_key(secret), bytes(body), hashlib.sha256).hexdigest()
+    # Both sides are ASCII bytes here, so compare_digest cannot raise TypeError (it does on non-ASCII str, §3.10 item 3).
+    return hmac.compare_digest(expected.encode("ascii"), digest.lower().encode("ascii"))
