@@ -139,11 +139,14 @@ class Kube:
         """
         self.guard()
         bound = clamp_to_attempt(timeout)
-        response = self.api_client().call_api(
-            "/version", "GET", auth_settings=["BearerToken"], _preload_content=False, _request_timeout=(bound, bound)
-        )
-        raw = response[0] if isinstance(response, tuple) else response
-        date = raw.headers.get("Date") if hasattr(raw, "headers") else None
+        from kubernetes import client as kube_client
+
+        raw = kube_client.VersionApi(self.api_client()).get_code_with_http_info(_preload_content=False, _request_timeout=(bound, bound))
+        raw = raw[0] if isinstance(raw, tuple) else raw
+        try:
+            date = raw.headers.get("Date")
+        finally:
+            raw.release_conn()
         if not date:
             raise KubectlError(["GET", "/version"], 0, "the API server's answer had no Date header")
         return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)

@@ -87,9 +87,11 @@ class WaitSummary:
         parts = [f"{self.count('not-yet')} not yet", f"{self.count('failed')} failed"]
         hung = [a for a in self.attempts if a.outcome == "hung"]
         if hung:
-            bounds = {round(a.bound, 3) for a in hung}
-            at = f"at its {hung[0].bound:.1f}s bound" if len(bounds) == 1 else f"at bounds up to {max(bounds):.1f}s"
-            parts.append(f"{len(hung)} hung {at}")
+            ceiling = max(a.bound for a in hung)
+            clause = f"{len(hung)} hung at its {ceiling:.1f}s bound"
+            if hung[-1].bound < ceiling - 1e-3:
+                clause += f" (the last clamped to {hung[-1].bound:.2f}s by the budget)"
+            parts.append(clause)
         text = f"timed out after {self.budget:.1f}s waiting for {self.describe} ({len(self.attempts)} attempts: {', '.join(parts)}"
         failed = self.last("failed")
         if failed is not None:

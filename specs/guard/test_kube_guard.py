@@ -1,0 +1,196 @@
+"""Guard specs for Kube, the context guard and agent_runs_since, through a scripted kubectl on PATH."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime, timezone
+from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from harness import ContextNotAllowed, Kube, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext, WaitTimeout, agent_runs_since, wait_for_sync
+from harness.config import HarnessConfig, load_config
+from harness.process import LIVE_CHILDREN, group_alive
+
+MINIKUBE_ONLY = HarnessConfig(("minikube",), "controller-agent")
+
+
+def agentruns(*runs: tuple[str, str, str | None]) -> str:
+    items = [
+        {"metadata": {"name": name, "creationTimestamp": stamp}, **({"status": {"phase": phase}} if phase else {})}
+        for name, stamp, phase in runs
+    ]
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_standin) -> None:
+    kubectl_standin.answer(
+        "get", "agentruns.v1alpha1.core.controller-agent.dev",
+        stdout=agentruns(("old", "2024-05-01T14:06:55Z", "Succeeded"), ("new", "2024-05-01T14:07:05Z", None)),
+    )
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=timezone.utc), kube=kube)
+    assert [(r.name, r.phase) for r in runs] == [("new", None)]
+    calls = [c["argv"] for c in kubectl_standin.calls()]
+    assert calls[0] == ["config", "current-context"]
+    for argv in calls[1:]:
+        assert argv[:4] == ["--context", "minikube", "-n", "controller-agent"], argv
+    assert len(calls) == 2
+
+
+def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> None:
+    kubectl_standin.answer("get", "agentruns", stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")))
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=timezone.utc)
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1)
+    assert "window: AgentRuns created at or after 2024-05-01T14:07:02+00:00" in str(caught.value)
+
+
+def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
+    kubectl_standin.current_context = "prod-eu-1"
+    kubectl_standin.write()
+    with pytest.raises(ContextNotAllowed) as caught:
+        Kube.connect(config=MINIKUBE_ONLY)
+    assert "'prod-eu-1'" in str(caught.value) and "kubectl config use-context minikube" in str(caught.value)
+    assert [c["argv"] for c in kubectl_standin.calls()] == [["config", "current-context"]]
+
+
+def test_requested_context_outside_the_allow_list_is_refused_without_calling_kubectl(kubectl_standin) -> None:
+    with pytest.raises(ContextNotAllowed):
+        Kube.connect("gke_prod", config=MINIKUBE_ONLY)
+    assert kubectl_standin.calls() == []
+
+
+def test_allow_list_globs_come_from_committed_config_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubectl_standin) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["minikube", "kind-*"]\nnamespace = "e2e"\n')
+    config = load_config(tmp_path)
+    assert Kube.connect("kind-dev", config=config).namespace == "e2e"
+    monkeypatch.setenv("HARNESS_ALLOWED_CONTEXTS", "*")  # no environment variable can widen the list
+    with pytest.raises(ContextNotAllowed):
+        Kube.connect("prod", config=load_config(tmp_path))
+
+
+def test_malformed_config_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = "minikube"\n')
+    with pytest.raises(ValueError, match="allowed_contexts must be a list"):
+        load_config(tmp_path)
+
+
+def test_the_guard_runs_again_on_every_call(kubectl_standin) -> None:
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    kube.context = "prod"  # a pinned context can only change by mistake; the next call must still refuse
+    with pytest.raises(ContextNotAllowed):
+        kube.kubectl("get", "pods")
+    assert len(kubectl_standin.calls()) == 1
+
+
+def test_no_current_context_is_a_skip_reason(kubectl_standin) -> None:
+    kubectl_standin.current_context = None
+    kubectl_standin.write()
+    with pytest.raises(NoKubeContext, match="current-context is not set"):
+        Kube.connect(config=MINIKUBE_ONLY)
+
+
+def test_missing_kubectl_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(KubectlNotFound, match="not on PATH"):
+        Kube.connect(config=MINIKUBE_ONLY)
+
+
+def test_kubectl_failure_carries_code_argv_and_stderr(kubectl_standin) -> None:
+    kubectl_standin.answer("get", "agentruns", stderr='error: the server doesn\'t have a resource type "agentruns"\n', exit=1)
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    with pytest.raises(KubectlError) as caught:
+        kube.kubectl_json("get", "agentruns")
+    assert caught.value.returncode == 1
+    assert "--context" in caught.value.argv
+    assert "doesn't have a resource type" in str(caught.value)
+
+
+def test_kubectl_timeout_kills_its_whole_process_group(kubectl_standin) -> None:
+    kubectl_standin.answer("get", "pods", sleep=60, grandchild=True)
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    started = time.monotonic()
+    with pytest.raises(KubectlTimeout, match="process group was killed"):
+        kube.kubectl("get", "pods", timeout=1.0)
+    assert time.monotonic() - started < 1.0 + 2.0
+    hung = kubectl_standin.calls()[-1]
+    assert not group_alive(hung["pgid"]), "a process of the timed-out kubectl's group is still alive"
+    assert hung["pid"] not in LIVE_CHILDREN
+
+
+def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin) -> None:
+    kubectl_standin.answer("get", "pods", sleep=60)
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("pods", lambda: kube.kubectl("get", "pods", timeout=30.0), timeout=1.0, interval=0.1, probe_timeout=0.5)
+    assert len(caught.value.summary.attempts) >= 2
+    # Each kubectl was killed at its attempt's bound (not at its 30 s timeout), so none runs on.
+    deadline = time.monotonic() + 5
+    while any(group_alive(c["pgid"]) for c in kubectl_standin.calls()[1:]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(group_alive(c["pgid"]) for c in kubectl_standin.calls()[1:])
+
+
+class _DateServer(BaseHTTPRequestHandler):
+    offset = 0.0
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        body = b'{"major":"1","minor":"32","gitVersion":"v1.32.0"}'
+        self.send_response(200)  # adds Date from date_time_string() below
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        return format_datetime(datetime.fromtimestamp(time.time() + self.offset, timezone.utc), usegmt=True)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def api_server(tmp_path: Path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _DateServer)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: minikube\n"
+        f"clusters: [{{name: mk, cluster: {{server: 'http://127.0.0.1:{server.server_port}'}}}}]\n"
+        "contexts: [{name: minikube, context: {cluster: mk, user: u}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+    )
+    yield kubeconfig
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)
+
+
+def test_server_time_and_clock_skew_come_from_the_api_servers_date_header(api_server: Path, kubectl_standin) -> None:
+    _DateServer.offset = -90.0  # the "minikube VM" is 90 s behind the host
+    try:
+        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(api_server))
+        server_now = kube.server_time()
+        assert server_now.tzinfo is not None
+        assert abs((datetime.now(timezone.utc) - server_now).total_seconds() - 90) < 2.5
+        assert 87.5 < kube.clock_skew() < 92.5
+        kube.close()
+    finally:
+        _DateServer.offset = 0.0
+
+
+def test_global_kubernetes_configuration_is_untouched(api_server: Path, kubectl_standin) -> None:
+    from kubernetes import client
+
+    before = client.Configuration.get_default_copy().host
+    kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(api_server))
+    kube.server_time()
+    kube.close()
+    assert client.Configuration.get_default_copy().host == before

@@ -1,0 +1,195 @@
+"""Guard specs for wait_for: bounded attempts, hung counted apart from failed, nothing after the deadline."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import anyio
+import pytest
+
+from harness import StopWaiting, WaitTimeout, current_attempt, wait_for, wait_for_sync
+
+SLACK = 0.5  # generous bound for a loaded CI machine; the real overrun is measured in benchmarks/bench_wait_for.py
+
+
+@pytest.fixture
+def release() -> threading.Event:
+    """Set at teardown, so sync probes abandoned by a spec end and their threads do not outlive it."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def test_never_settling_async_probe_times_out_within_budget_counted_hung() -> None:
+    async def never() -> None:
+        await anyio.sleep(3600)
+
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a probe that never settles", never, timeout=1.0, interval=0.1, probe_timeout=0.3)
+    assert time.monotonic() - started < 1.0 + SLACK
+    summary = caught.value.summary
+    assert summary.count("hung") == len(summary.attempts) >= 3
+    assert summary.count("failed") == 0
+    assert "hung at its 0.3s bound" in str(caught.value)
+    assert summary.still_running == 0  # async attempts are cancelled, not abandoned
+
+
+def test_never_settling_sync_probe_times_out_within_budget_and_reports_abandoned_threads(release: threading.Event) -> None:
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a blocking probe", lambda: release.wait(30) and None, timeout=1.0, interval=0.1, probe_timeout=0.3)
+    assert time.monotonic() - started < 1.0 + SLACK
+    summary = caught.value.summary
+    assert summary.count("hung") == len(summary.attempts) >= 3
+    assert summary.still_running == len(summary.attempts)
+    assert "abandoned attempt(s) still running" in str(caught.value)
+
+
+@pytest.mark.anyio
+async def test_async_wait_for_with_sync_probe_is_bounded_too(release: threading.Event) -> None:
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout):
+        await wait_for("a blocking probe", lambda: release.wait(30) and None, timeout=0.6, interval=0.05, probe_timeout=0.2)
+    assert time.monotonic() - started < 0.6 + SLACK
+
+
+def test_failing_probe_is_counted_failed_with_its_last_error() -> None:
+    calls = []
+
+    def refuse() -> None:
+        calls.append(1)
+        raise RuntimeError(f"kubectl said no ({len(calls)})")
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("an AgentRun to be created", refuse, timeout=0.5, interval=0.05, probe_timeout=1.0)
+    message = str(caught.value)
+    assert message.startswith("timed out after 0.5s waiting for an AgentRun to be created (")
+    assert f"{len(calls)} failed" in message
+    assert f"last error: RuntimeError: kubectl said no ({len(calls)})" in message
+    assert "hung" not in message
+    assert isinstance(caught.value, AssertionError)
+
+
+def test_not_yet_attempts_are_counted_apart() -> None:
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("nothing", lambda: None, timeout=0.3, interval=0.05)
+    summary = caught.value.summary
+    assert summary.count("not-yet") == len(summary.attempts) >= 2
+    assert "0 failed" in str(caught.value)
+
+
+def test_probe_that_hangs_once_then_answers_returns_its_value(release: threading.Event) -> None:
+    calls = []
+
+    def flaky() -> str | None:
+        calls.append(1)
+        if len(calls) == 1:
+            release.wait(30)
+            return None
+        return "ready"
+
+    assert wait_for_sync("a flaky probe", flaky, timeout=5.0, interval=0.01, probe_timeout=0.2) == "ready"
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("value", [False, 0, "", []])
+def test_any_value_but_none_ends_the_wait(value: object) -> None:
+    assert wait_for_sync("a falsy answer", lambda: value, timeout=1.0) == value
+
+
+def test_stop_waiting_ends_at_once_with_its_cause() -> None:
+    calls = []
+
+    async def failed_run() -> None:
+        calls.append(1)
+        try:
+            raise LookupError("AgentRun r-1 phase Failed")
+        except LookupError as cause:
+            raise StopWaiting("the run failed; it will never succeed") from cause
+
+    started = time.monotonic()
+    with pytest.raises(StopWaiting) as caught:
+        wait_for_sync("a run to succeed", failed_run, timeout=30.0, interval=0.1)
+    assert time.monotonic() - started < 1.0
+    assert len(calls) == 1
+    assert isinstance(caught.value.__cause__, LookupError)
+
+
+def test_budget_shorter_than_probe_timeout_bounds_the_single_attempt() -> None:
+    bounds = []
+
+    async def record_bound() -> None:
+        attempt = current_attempt()
+        bounds.append(attempt.bound)
+        await anyio.sleep(3600)
+
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a short budget", record_bound, timeout=0.4, interval=1.0, probe_timeout=30.0)
+    assert time.monotonic() - started < 0.4 + SLACK
+    assert len(bounds) == 1 and bounds[0] <= 0.4
+    assert "1 hung at its 0.4s bound" in str(caught.value)
+
+
+def test_no_attempt_starts_after_the_deadline() -> None:
+    starts = []
+
+    def probe() -> None:
+        starts.append(time.monotonic())
+        time.sleep(0.05)
+
+    begun = time.monotonic()
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("slow not-yet answers", probe, timeout=0.5, interval=0.07, probe_timeout=1.0)
+    assert all(start - begun < 0.5 for start in starts)
+    timeline = caught.value.summary.attempts
+    assert all(a.start < 0.5 for a in timeline)
+    assert all(a.bound <= 0.5 - a.start + 0.01 for a in timeline)  # each bound is within what was left
+
+
+def test_probe_reads_its_own_bound_sync_and_async() -> None:
+    seen = []
+
+    def sync_probe() -> float:
+        seen.append(current_attempt().bound)
+        return current_attempt().remaining()
+
+    assert 0 < wait_for_sync("a bound", sync_probe, timeout=10.0, probe_timeout=2.5) <= 2.5
+    assert seen == [2.5]
+    assert current_attempt() is None
+
+
+def test_sync_probe_returning_a_coroutine_is_a_clear_error() -> None:
+    async def real() -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="pass the async function itself"):
+        wait_for_sync("a mistaken probe", lambda: real(), timeout=1.0)
+
+
+@pytest.mark.parametrize("kwargs", [{"timeout": 0}, {"probe_timeout": 0}, {"interval": -1}])
+def test_nonsense_budgets_are_rejected(kwargs: dict) -> None:
+    with pytest.raises(ValueError, match="wait_for"):
+        wait_for_sync("anything", lambda: 1, **kwargs)
+
+
+def test_wait_timeout_carries_the_per_attempt_timeline() -> None:
+    calls = []
+
+    async def mixed() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("refused")
+        if len(calls) == 2:
+            await anyio.sleep(3600)
+        return None
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a mixed probe", mixed, timeout=0.8, interval=0.05, probe_timeout=0.2)
+    timeline = caught.value.summary.attempts
+    assert [a.outcome for a in timeline[:3]] == ["failed", "hung", "not-yet"]
+    assert timeline[0].error == "ConnectionError: refused"
+    assert [a.number for a in timeline] == list(range(1, len(timeline) + 1))
+    assert all(later.start >= earlier.start + earlier.duration for earlier, later in zip(timeline, timeline[1:]))
