@@ -2,6 +2,8 @@
 
 Public API:
 
+- :func:`serve` (uvicorn in a thread, port 0) and :func:`in_process` (no socket): context managers yielding a
+  ``fakes.server.FakeHandle``; ``python -m fakes.github`` runs it standalone.
 - :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
 - :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
   those bytes, record the delivery, never retry).
@@ -17,6 +19,7 @@ from fakes.github.payloads import (
     issues_opened_payload,
     pull_request_opened_payload,
 )
+from fakes.github.server import in_process, serve
 from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
 from fakes.github.webhooks import Delivery, DeliveryLog, redeliver, send_reordered, send_webhook
 
@@ -25,12 +28,14 @@ __all__ = [
     "Delivery",
     "DeliveryLog",
     "FakeGitHub",
+    "in_process",
     "issue_comment_created_payload",
     "issues_labeled_payload",
     "issues_opened_payload",
     "pull_request_opened_payload",
     "redeliver",
     "send_reordered",
+    "serve",
     "send_webhook",
     "sign_sha1",
     "sign_sha256",

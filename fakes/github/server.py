@@ -1,0 +1,38 @@
+"""Running the fake GitHub through the shared machinery (``fakes/server.py``): on a socket or in-process.
+
+Both are context managers yielding a :class:`fakes.server.FakeHandle` (``url``, ``app`` = the :class:`FakeGitHub`,
+journal, faults, transports). On exit the server stops and the fake's webhook worker is closed, so no thread
+outlives the block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from fakes.github.app import FakeGitHub
+from fakes.server import FakeHandle, in_process as _in_process, serve_fake
+
+
+@contextlib.contextmanager
+def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle]:
+    """Serve a new :class:`FakeGitHub` (``options`` go to its constructor) with uvicorn in a thread; port 0 lets the OS
+    choose. Raises ``fakes.server.FakeServerError`` when the server does not start or stop within its bounds."""
+    fake = FakeGitHub(**options)
+    try:
+        with serve_fake(fake, host, port) as handle:
+            yield handle
+    finally:
+        fake.close()
+
+
+@contextlib.contextmanager
+def in_process(**options: Any) -> Iterator[FakeHandle]:
+    """A new :class:`FakeGitHub` reachable only through ``handle.transport()`` / ``async_transport()`` at
+    ``handle.url`` (``http://github.fake``): no socket, no server thread."""
+    fake = FakeGitHub(**options)
+    try:
+        yield _in_process(fake)
+    finally:
+        fake.close()
