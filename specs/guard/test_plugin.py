@@ -1,0 +1,117 @@
+"""Guard specs for the pytest plugin: cluster specs skip or fail by the guard's verdict; waits are reported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.ids import FIRST, LAST, unique_issue_number
+
+CLUSTER_SPEC = """
+import pytest
+
+@pytest.mark.cluster
+def test_needs_the_cluster(kube):
+    kube.kubectl("get", "pods")
+
+def test_cluster_free():
+    pass
+"""
+
+WAITING_SPEC = """
+import pytest
+from harness import wait_for_sync, WaitTimeout
+
+def test_waits():
+    assert wait_for_sync("the answer", lambda: 42, timeout=1.0) == 42
+    with pytest.raises(WaitTimeout):
+        wait_for_sync("a deploy that never rolls out", lambda: None, timeout=0.2, interval=0.05)
+"""
+
+
+def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.current_context = None
+    kubectl_standin.write()
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.re_match_lines([r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"])
+
+
+def test_cluster_specs_skip_when_kubectl_is_missing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*no cluster: kubectl not found*"])
+
+
+def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.current_context = "gke_prod_europe"
+    kubectl_standin.write()
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
+    result.stdout.fnmatch_lines(["*refusing kube context 'gke_prod_europe'*use-context minikube*"])
+    assert [c["argv"] for c in kubectl_standin.calls()] == [["config", "current-context"]]
+
+
+def test_kube_context_option_is_guarded_too(pytester: pytest.Pytester, kubectl_standin) -> None:
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("--kube-context", "docker-desktop")
+    result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
+    assert kubectl_standin.calls() == []
+
+
+def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.answer("get", "pods", stdout="No resources found\n")
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("--namespace", "e2e-ns")
+    result.assert_outcomes(passed=2)
+    assert kubectl_standin.calls()[-1]["argv"] == ["--context", "minikube", "-n", "e2e-ns", "get", "pods"]
+
+
+def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(WAITING_SPEC)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(f"--junitxml={junit}")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*harness waits*",
+            "*test_waits: ok * 1 attempts (0 hung, 0 failed)  the answer",
+            "*test_waits: timeout * attempts (0 hung, 0 failed)  a deploy that never rolls out",
+        ]
+    )
+    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    assert '"what": "the answer"' in properties["harness.wait.0"]
+    assert '"outcome": "timeout"' in properties["harness.wait.1"]
+
+
+def test_unique_issue_numbers_are_distinct_across_processes(tmp_path: Path) -> None:
+    state = tmp_path / "issue-numbers"
+    script = (
+        "import sys; from pathlib import Path; from harness.ids import unique_issue_number as u;"
+        "print(' '.join(str(u(Path(sys.argv[1]))) for _ in range(40)))"
+    )
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    numbers: list[int] = []
+    for worker in workers:
+        out, _ = worker.communicate(timeout=60)
+        assert worker.returncode == 0
+        numbers += [int(n) for n in out.split()]
+    numbers += [unique_issue_number(state) for _ in range(10)]
+    assert len(numbers) == 170 == len(set(numbers))
+    assert all(FIRST <= n <= LAST for n in numbers)
+
+
+def test_unique_issue_numbers_wrap_inside_the_range(tmp_path: Path) -> None:
+    state = tmp_path / "issue-numbers"
+    state.write_text(str(LAST))
+    assert [unique_issue_number(state), unique_issue_number(state)] == [LAST, FIRST]
+    state.write_text("garbage")
+    assert FIRST <= unique_issue_number(state) <= LAST
