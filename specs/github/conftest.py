@@ -1,0 +1,84 @@
+"""Fixtures for the fake GitHub's conformance specs (issue #5): a seeded fake (in-process or on a socket), real
+clients (githubkit per schema version with retries off, PyGithub over the socket), a webhook receiver, a leak check."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from githubkit import GitHub
+
+from fakes.github import FakeGitHub, in_process
+from fakes.server import FakeHandle, serve_fake
+from specs.github.receiver import Receiver
+
+SCHEMAS = ["2022-11-28", "2026-03-10"]
+TOKEN = "ghp_alice_token"
+REPO = "octo/hello"
+
+
+def seed(fake: FakeGitHub) -> None:
+    """The world most specs start from: alice (with a token), public octo/hello with issue #1, private octo/secret."""
+    fake.add_user("alice", token=TOKEN)
+    fake.add_user("mallory", token="ghp_mallory")
+    fake.add_repo(REPO, files={"README.md": "# hello\n", "docs/guide.md": "guide é\n", "docs/img/logo.txt": "logo"})
+    fake.add_repo("octo/secret", private=True, collaborators=["alice"])
+    fake.add_label(REPO, "needs triage", color="d73a4a", description="Someone should look")
+    fake.add_issue(REPO, "First issue", body="Body é", user="alice", labels=["bug"])
+    fake.add_issue("octo/secret", "Hidden", body="x", user="alice")
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def no_leaks() -> Iterator[None]:
+    """Fail the test if threads or file descriptors are not back to baseline after it (bounded settle: 5 s)."""
+    threads, fds = set(threading.enumerate()), _fds()
+    yield
+    deadline = time.monotonic() + 5.0
+    extra: set[threading.Thread] = set()
+    while time.monotonic() < deadline:
+        extra = {t for t in set(threading.enumerate()) - threads if t.is_alive()}
+        if not extra and _fds() <= fds:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"leaked threads {sorted(t.name for t in extra)} / fds {_fds()} > {fds}")
+
+
+@pytest.fixture
+def fake_inproc() -> Iterator[FakeHandle]:
+    """A seeded fake reached through the in-process transport (no socket)."""
+    with in_process() as handle:
+        seed(handle.app)
+        yield handle
+
+
+@pytest.fixture
+def served(no_leaks, fake_github: FakeHandle) -> Iterator[FakeHandle]:
+    """The ``fake_github`` fixture (a real socket), seeded; leak-checked after the server stops."""
+    seed(fake_github.app)
+    yield fake_github
+
+
+@pytest.fixture(params=SCHEMAS)
+def schema(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
+    """githubkit with alice's token, in-process, automatic retries off (specs use ``kit.rest(schema)``)."""
+    yield GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
+                 http_cache=False, timeout=10.0)
+
+
+@pytest.fixture
+def receiver(no_leaks) -> Iterator[FakeHandle]:
+    """A webhook receiver on a real socket that checks signatures like the gateway (401 on mismatch, else 202)."""
+    with serve_fake(Receiver(secret="s3cret")) as handle:
+        yield handle
