@@ -6,4 +6,4 @@ The harness's own pytest plugin (markers ``cluster`` and ``disruptive``, options
 the harness. The fakes' fixtures (``fake_qdrant``, ``fake_github``) are listed here.
 """
 
-pytest_plugins: list[str] = ["fakes.github.fixtures"]
+pytest_plugins: list[str] = ["fakes.github.fixtures", "fakes.qdrant.fixtures"]

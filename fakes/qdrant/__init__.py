@@ -1,0 +1,60 @@
+"""A fake Qdrant that qdrant-client cannot tell from the real one, with fault injection (issue #4).
+
+Engine: the data behind the REST layer lives in **qdrant-edge-py 0.9** shards, Qdrant's own Rust shard/segment engine
+running in-process (``fakes/qdrant/engine.py``). Why edge and not qdrant-client's local mode: edge *is* the server's
+engine (filters, scoring, Cosine normalization at insert, payload merge, id order, engine error texts), where local
+mode is a Python re-implementation that tracks it (fakes-api.md §0.3, §2.14). Local mode is the second opinion the
+differential suite (``specs/qdrant/test_differential.py``) compares against, and it evaluates the one thing the edge
+binding gets wrong: ``match: {value: true}`` (the binding coerces ``True`` to ``1``), see ``fakes/qdrant/filters.py``.
+
+Server version matched: **1.20.0**, reported by ``GET /``. The edge 0.9.0 wheel's SBOM
+(``qdrant_edge_py-0.9.0.dist-info/sboms``) records Qdrant's ``api`` crate at ``1.20.1-dev``: the engine was built
+from the dev branch after the 1.20.0 release, so it carries the ≥ 1.19.1 unindexed ``match.text`` rule (word tokens,
+lower-cased, every query token present, any order; qdrant#10341) and not the ≤ 1.19.0 substring rule. qdrant-client
+1.20 accepts 1.20 without a compatibility warning. Text-index tokenizer settings are recorded, not modelled.
+
+The wire (envelopes, error codes and messages, auth, point ids, ``wait``) is the fake's own code, from the server
+source as quoted in ``shared/reference/fakes-api.md`` §2 (``fakes/qdrant/wire.py``, ``fakes/qdrant/app.py``). Known
+wire differences: messages of 400 ``Format error in JSON body`` keep Qdrant's prefix and gist but not serde's exact
+wording or its ``at line L column C`` suffix; unsupported query kinds, ``prefetch``, scroll ``order_by`` and geo
+conditions answer 501 naming the feature instead of a wrong result.
+
+Use::
+
+    with fakes.qdrant.serve() as fq:                     # a real socket on 127.0.0.1:<OS port>
+        client = QdrantClient(url=fq.url)
+    fq = fakes.qdrant.in_process(); QdrantClient(url=fq.url, transport=fq.transport())   # no socket
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from fakes.qdrant.app import QdrantFake
+from fakes.qdrant.wire import QDRANT_VERSION
+from fakes.server import FakeHandle, serve_fake
+from fakes.server import in_process as _in_process
+
+__all__ = ["QDRANT_VERSION", "QdrantFake", "in_process", "serve"]
+
+
+@contextlib.contextmanager
+def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle]:
+    """Serve a fresh fake Qdrant on ``host:port`` (0 = OS-chosen) in a thread; yields its ``FakeHandle``.
+
+    ``options`` go to :class:`QdrantFake` (``api_key``, ``apply_delay``). The fake's temporary files are removed on
+    exit. Raises ``fakes.server.FakeServerError`` if the server does not start or stop within its bound.
+    """
+    app = QdrantFake(**options)
+    try:
+        with serve_fake(app, host, port) as handle:
+            yield handle
+    finally:
+        app.close()
+
+
+def in_process(**options: Any) -> FakeHandle:
+    """A fake Qdrant with no socket (reach it through ``handle.transport()``); call ``handle.app.close()`` when done."""
+    return _in_process(QdrantFake(**options))
