@@ -12,7 +12,7 @@ import httpx
 import pytest
 from githubkit.exception import RequestFailed
 
-from specs.github.conftest import REPO, TOKEN
+from specs.github.world import REPO, TOKEN
 
 O, R = REPO.split("/")
 
