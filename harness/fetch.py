@@ -159,13 +159,13 @@ async def _watch_exit(fwd: Forward, scope: anyio.CancelScope) -> None:
 
 
 async def _settle(fwd: Forward) -> bool:
-    """After a reset or refusal, wait up to :data:`SETTLE` seconds for kubectl to exit or log an error; True if it exited."""
+    """After a reset or refusal, wait up to :data:`SETTLE` seconds for kubectl to exit; True if it exited.
+
+    A logged forwarding error does not end the wait early: ``lost connection to pod`` precedes the exit."""
     deadline = time.monotonic() + SETTLE
     while time.monotonic() < deadline:
         if fwd.exit_summary() is not None:
             return True
-        if fwd.broken_reason() is not None:
-            return False
         await anyio.sleep(WATCH_INTERVAL)
     return fwd.exit_summary() is not None
 

@@ -1,0 +1,461 @@
+"""``PortForward``: a supervised ``kubectl port-forward`` that cannot hang a run or outlive it (issue #3).
+
+Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
+
+- the banner is not readiness: ready = banner parsed *and* a TCP connection (or an HTTP answer on
+  ``ready_path``) succeeded, raced against the child's exit, within a budget (default 30 s);
+- kubectl picks the local port (``:REMOTE``) and prints it (``Forwarding from 127.0.0.1:NNNNN -> R``): no
+  fixed port map, no probe-and-release race; only 127.0.0.1 is used (``--address 127.0.0.1``);
+- since v1.23 kubectl exits on the first forwarding error (kubernetes PR #103526), with code 1 only since
+  PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
+- a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
+  resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059): stderr lines ``an error
+  occurred forwarding`` / ``lost connection to pod``, or several resets in a row, mark it broken;
+- shells and single-PID kills leave orphans holding ports: no shell, own process group, parent-death
+  signal, stop = SIGINT, short grace, SIGKILL of the group, reap (harness.process).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import selectors
+import signal
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import anyio
+
+from harness import process
+from harness.errors import HopFailure, PortForwardNotReady
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from harness.kube import Kube
+
+DEFAULT_READY_TIMEOUT = 30.0
+"""Seconds a forward may take to become ready (upstream's 30 s readiness wait)."""
+
+DEFAULT_STOP_GRACE = 1.0
+"""Seconds kubectl gets to exit on SIGINT before its group is SIGKILLed."""
+
+DEFAULT_RESET_LIMIT = 3
+"""Consecutive reset or empty answers (with kubectl alive) that mark a forward broken."""
+
+READY_POLL = 0.05
+"""Seconds between readiness checks (banner, TCP connect, HTTP answer)."""
+
+_BANNER = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
+_BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod")
+_STDERR_LINES = 200
+
+
+@dataclass(frozen=True)
+class ForwardExit:
+    """How kubectl ended: ``returncode`` (Popen's: negative = killed by that signal), ``signal`` name or
+    ``None``, ``stderr_tail`` (last lines, `` | ``-joined), ``at`` (``time.monotonic()`` when the watcher saw it),
+    ``stopped_by_harness`` (the exit followed :meth:`PortForward.close`)."""
+
+    returncode: int
+    signal: str | None
+    stderr_tail: str
+    at: float
+    stopped_by_harness: bool = False
+
+    def summary(self) -> str:
+        how = f"killed by {self.signal}" if self.signal else f"exited rc={self.returncode}"
+        who = " after the harness stopped it" if self.stopped_by_harness else ""
+        return f"kubectl {how}{who}: {self.stderr_tail or '(no stderr)'}"
+
+
+class PortForward:
+    """One ``kubectl port-forward TARGET :REMOTE`` child, supervised from start to reap.
+
+    Use ``with port_forward(kube, "svc/fake-github", 80) as fwd:`` (or ``async with``), or call
+    :meth:`start` / :meth:`astart` and :meth:`close` / :meth:`aclose` yourself. Once ready: ``local_port``
+    (int) and ``base_url`` (``http://127.0.0.1:NNNNN``). ``exit`` is the recorded :class:`ForwardExit` or
+    ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at`` and ``ready_at``
+    are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
+    """
+
+    def __init__(
+        self,
+        kube: Kube,
+        target: str,
+        remote_port: int,
+        *,
+        ready_timeout: float = DEFAULT_READY_TIMEOUT,
+        ready_path: str | None = None,
+        reset_limit: int = DEFAULT_RESET_LIMIT,
+        stop_grace: float = DEFAULT_STOP_GRACE,
+    ) -> None:
+        self.kube = kube
+        self.target = target
+        self.remote_port = remote_port
+        self.ready_timeout = ready_timeout
+        self.ready_path = ready_path
+        self.reset_limit = reset_limit
+        self.stop_grace = stop_grace
+        self.argv: list[str] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.local_port: int | None = None
+        self.exit: ForwardExit | None = None
+        self.started_at: float | None = None
+        self.banner_at: float | None = None
+        self.ready_at: float | None = None
+        self.answers = 0
+        self._resets = 0
+        self._broken: str | None = None
+        self._closed = False
+        self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
+        self._lock = threading.Lock()
+        self._spawned = threading.Event()
+        self._banner = threading.Event()
+        self._spawn_error: OSError | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- what fetch_through reads --------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<local_port>``; raises ``RuntimeError`` before the banner was read."""
+        if self.local_port is None:
+            raise RuntimeError(f"port-forward {self.target} has no local port yet: start() it first")
+        return f"http://127.0.0.1:{self.local_port}"
+
+    def gone_reason(self) -> str | None:
+        """Why this forward can no longer carry a request (exited or closed), or ``None``."""
+        if self.exit is not None:
+            return self.exit.summary()
+        if self._closed:
+            return "closed by the harness"
+        return None
+
+    def exit_summary(self) -> str | None:
+        """``kubectl exited rc=N: <stderr tail>`` once the child exited, else ``None``."""
+        return self.exit.summary() if self.exit is not None else None
+
+    def exit_code(self) -> int | None:
+        """The child's Popen return code once it exited (negative: killed by that signal), else ``None``."""
+        return self.exit.returncode if self.exit is not None else None
+
+    def broken_reason(self) -> str | None:
+        """Why a still-running forward is known broken (a kubectl error line, or resets in a row), or ``None``."""
+        return self._broken
+
+    def stderr_tail(self, lines: int = 8) -> str:
+        """kubectl's last ``lines`` stderr lines, `` | ``-joined (``""`` if none)."""
+        return process.tail("\n".join(list(self._stderr)), lines)
+
+    def note_answer(self) -> None:
+        """A request through this forward got a complete HTTP answer: resets are no longer consecutive."""
+        self.answers += 1
+        self._resets = 0
+
+    def note_reset(self) -> None:
+        """A request was reset or closed without an answer with kubectl alive; ``reset_limit`` in a row = broken."""
+        self._resets += 1
+        if self._resets >= self.reset_limit and self._broken is None and self.exit is None:
+            self._broken = f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+
+    @property
+    def alive(self) -> bool:
+        """True while kubectl runs and the forward is neither closed nor known broken."""
+        return self.gone_reason() is None and self._broken is None
+
+    # --- life cycle ----------------------------------------------------------------------------------
+
+    def start(self) -> PortForward:
+        """Spawn kubectl and block until ready. Raises :class:`PortForwardNotReady` (group killed first),
+        ``ContextNotAllowed`` from the guard. Any other exception (Ctrl-C included) closes the forward too."""
+        deadline = self._launch()
+        try:
+            while (problem := self._ready_step(deadline)) is not None:
+                if problem is _PROBE_HTTP:
+                    if self._http_ready_sync(deadline):
+                        break
+                self._wait_a_little(deadline)
+        except BaseException:
+            self.close()
+            raise
+        return self._became_ready()
+
+    async def astart(self) -> PortForward:
+        """The async :meth:`start`: same readiness, errors and clean-up; cancellation closes the forward."""
+        deadline = self._launch()
+        try:
+            while (problem := self._ready_step(deadline)) is not None:
+                if problem is _PROBE_HTTP:
+                    if await self._http_ready_async(deadline):
+                        break
+                await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
+        except BaseException:
+            await self.aclose()
+            raise
+        return self._became_ready()
+
+    def close(self) -> None:
+        """Stop kubectl: SIGINT, ``stop_grace`` seconds, SIGKILL of the group, reap; join the watcher. Idempotent."""
+        with self._lock:
+            self._closed = True
+            proc = self.proc
+        if proc is not None:
+            process.kill_group(proc, first=signal.SIGINT, grace=self.stop_grace)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+
+    async def aclose(self) -> None:
+        """The async :meth:`close`: waits for the grace without blocking the event loop; shielded from cancellation."""
+        with anyio.CancelScope(shield=True):
+            with self._lock:
+                self._closed = True
+                proc = self.proc
+            if proc is not None and self.exit is None:
+                _signal(proc, signal.SIGINT)
+                end = time.monotonic() + self.stop_grace
+                while self.exit is None and time.monotonic() < end:
+                    await anyio.sleep(0.02)
+            self.close()  # SIGKILLs whatever is left of the group and reaps: immediate by now
+
+    def __enter__(self) -> PortForward:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PortForward:
+        return await self.astart()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "ready" if self.ready_at and self.alive else (self.gone_reason() or self._broken or "starting")
+        return f"PortForward({self.target} :{self.remote_port} -> {self.local_port}, {state})"
+
+    # --- internals: spawning and watching ------------------------------------------------------------
+
+    def _launch(self) -> float:
+        if self._thread is not None:
+            raise RuntimeError(f"port-forward {self.target} was already started; open a new PortForward to reopen")
+        self.kube.guard()
+        self.argv = self.kube.argv("port-forward", self.target, f":{self.remote_port}", "--address", "127.0.0.1")
+        self.started_at = time.monotonic()
+        # The watcher thread spawns the child itself: PR_SET_PDEATHSIG fires when the *spawning thread* exits,
+        # and this thread lives exactly as long as the child.
+        self._thread = threading.Thread(target=self._supervise, name=f"port-forward {self.target}", daemon=True)
+        self._thread.start()
+        return self.started_at + self.ready_timeout
+
+    def _supervise(self) -> None:
+        with self._lock:
+            if self._closed:
+                self._spawned.set()
+                return
+            try:
+                self.proc = process.spawn(self.argv)
+            except OSError as exc:
+                self._spawn_error = exc
+            finally:
+                self._spawned.set()
+        if self.proc is not None:
+            self._watch(self.proc)
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Read stdout (banner) and stderr (errors) as they come; record the exit the moment it happens."""
+        assert proc.stdout is not None and proc.stderr is not None
+        pidfd = _pidfd(proc.pid)
+        buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+        with selectors.DefaultSelector() as sel:
+            for fd in buffers:
+                os.set_blocking(fd, False)
+                sel.register(fd, selectors.EVENT_READ)
+            if pidfd is not None:
+                sel.register(pidfd, selectors.EVENT_READ)
+            try:
+                while True:
+                    events = sel.select(timeout=None if pidfd is not None else 0.05)
+                    if any(key.fd == pidfd for key, _ in events) or (pidfd is None and proc.poll() is not None):
+                        break
+                    for key, _ in events:
+                        if not self._read(key.fd, buffers[key.fd], proc):
+                            sel.unregister(key.fd)
+            finally:
+                if pidfd is not None:
+                    os.close(pidfd)
+        for fd, buffer in buffers.items():  # what it wrote just before dying is already in the pipes
+            while self._read(fd, buffer, proc):
+                pass
+            if buffer:
+                self._line(fd, bytes(buffer), proc)
+        self._record_exit(proc)
+
+    def _read(self, fd: int, buffer: bytearray, proc: subprocess.Popen[bytes]) -> bool:
+        """Read what is available on ``fd``; False at EOF or when nothing more is there right now."""
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        buffer.extend(chunk)
+        while (newline := buffer.find(b"\n")) >= 0:
+            self._line(fd, bytes(buffer[:newline]), proc)
+            del buffer[: newline + 1]
+        return True
+
+    def _line(self, fd: int, raw: bytes, proc: subprocess.Popen[bytes]) -> None:
+        line = raw.decode(errors="replace").rstrip("\r")
+        assert proc.stdout is not None
+        if fd == proc.stdout.fileno():
+            match = _BANNER.match(line)
+            if match and self.local_port is None:
+                self.local_port = int(match.group(1))
+                self.banner_at = time.monotonic()
+                self._banner.set()
+            return
+        self._stderr.append(line)
+        if self._broken is None and any(marker in line for marker in _BROKEN_MARKERS):
+            self._broken = f"kubectl reported: {line.strip()}"
+
+    def _record_exit(self, proc: subprocess.Popen[bytes]) -> None:
+        # Whatever the leader left in its group (a helper it started) must not outlive it; the group is
+        # signalled while the leader is still an unreaped zombie, so its pid cannot have been reused.
+        process.kill_group(proc, reap_timeout=5.0)
+        returncode = proc.returncode
+        if returncode is None:  # unreapable within 5 s: close() and the leak audit deal with it
+            return
+        sig = signal.Signals(-returncode).name if returncode < 0 and -returncode in signal.Signals._value2member_map_ else None
+        self.exit = ForwardExit(returncode, sig, self.stderr_tail(), time.monotonic(), stopped_by_harness=self._closed)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+    # --- internals: readiness ------------------------------------------------------------------------
+
+    def _ready_step(self, deadline: float) -> object | None:
+        """One readiness check: ``None`` when ready, :data:`_PROBE_HTTP` when the HTTP probe is due, else a
+        reason to keep waiting. Raises :class:`PortForwardNotReady` when it can no longer become ready."""
+        if not self._spawned.wait(timeout=max(0.0, min(5.0, deadline - time.monotonic()))):
+            self._not_ready("the watcher thread did not spawn kubectl")
+        if self._spawn_error is not None:
+            self._not_ready(f"kubectl could not be started ({self._spawn_error})")
+        if self.exit is not None:
+            self._not_ready(f"kubectl exited before the forward was ready ({self.exit.summary()})")
+        if self._broken is not None:
+            self._not_ready(f"kubectl reported a forwarding error before the forward was ready ({self._broken})")
+        if time.monotonic() >= deadline:
+            stage = "its banner (`Forwarding from 127.0.0.1:...`)" if self.local_port is None else "a TCP answer on its local port"
+            self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
+        if self.local_port is None:
+            return "banner"
+        try:
+            with socket.create_connection(("127.0.0.1", self.local_port), timeout=min(1.0, max(0.01, deadline - time.monotonic()))):
+                pass
+        except OSError:
+            return "tcp"
+        return _PROBE_HTTP if self.ready_path else None
+
+    def _wait_a_little(self, deadline: float) -> None:
+        pause = min(READY_POLL, max(0.0, deadline - time.monotonic()))
+        if self.local_port is None:
+            self._banner.wait(pause)  # wakes as soon as the banner is parsed
+        else:
+            time.sleep(pause)  # polling a real condition (TCP/HTTP answer), bounded by the deadline
+
+    def _http_ready_sync(self, deadline: float) -> bool:
+        from harness.fetch import fetch_through_sync
+
+        try:
+            fetch_through_sync(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+        except HopFailure:
+            return False
+        return True
+
+    async def _http_ready_async(self, deadline: float) -> bool:
+        from harness.fetch import fetch_through
+
+        try:
+            await fetch_through(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+        except HopFailure:
+            return False
+        return True
+
+    def _became_ready(self) -> PortForward:
+        self.ready_at = time.monotonic()
+        return self
+
+    def _not_ready(self, why: str) -> None:
+        waited = time.monotonic() - (self.started_at or time.monotonic())
+        self.close()
+        exit_code = self.exit.returncode if self.exit is not None else None
+        stopped = " (after the harness stopped it)" if self.exit is None or self.exit.stopped_by_harness else ""
+        stderr = self.stderr_tail()
+        version = client_version(self.kube.kubectl_path)
+        raise PortForwardNotReady(
+            f"port-forward {self.target} :{self.remote_port} (context {self.kube.context}, namespace {self.kube.namespace}) "
+            f"not ready after {waited:.1f}s: {why}. kubectl client {version}; exit code {exit_code}{stopped}; "
+            f"stderr: {stderr or '(empty)'}",
+            target=self.target, budget=self.ready_timeout, exit_code=exit_code, stderr_tail=stderr, kubectl_version=version,
+        )
+
+
+_PROBE_HTTP = object()
+
+
+def port_forward(
+    kube: Kube,
+    target: str,
+    remote_port: int,
+    *,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    ready_path: str | None = None,
+    reset_limit: int = DEFAULT_RESET_LIMIT,
+    stop_grace: float = DEFAULT_STOP_GRACE,
+) -> PortForward:
+    """A not-yet-started :class:`PortForward` to use as ``with`` or ``async with`` (starts on enter, closes on exit).
+
+    ``target`` is ``svc/NAME``, ``pod/NAME`` or ``deploy/NAME``; ``remote_port`` the port in the pod or
+    service. ``ready_path`` adds an HTTP readiness probe (any status counts) to the TCP one; leave it
+    ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12).
+    """
+    return PortForward(kube, target, remote_port, ready_timeout=ready_timeout, ready_path=ready_path,
+                       reset_limit=reset_limit, stop_grace=stop_grace)
+
+
+@functools.lru_cache(maxsize=8)
+def client_version(kubectl_path: str) -> str:
+    """The kubectl client's ``gitVersion`` (``kubectl version --client -o json``, 10 s bound), or why it is unknown.
+
+    Recorded in every readiness failure: kubectl's exit semantics changed twice (PRs #103526, #114460).
+    """
+    import json
+
+    try:
+        done = process.run_bounded([kubectl_path, "version", "--client", "-o", "json"], timeout=10.0)
+        return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
+    except (OSError, process.Timeout, ValueError, KeyError, TypeError) as exc:
+        return f"unknown ({type(exc).__name__}: {exc})"
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3: the watcher polls instead
+        return None
+
+
+def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

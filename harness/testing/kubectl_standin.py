@@ -1,0 +1,190 @@
+"""A ``kubectl`` stand-in that emulates ``port-forward`` (and ``version --client``) for cluster-free guard specs.
+
+Run as a script (the ``kubectl_standin`` fixture writes a ``kubectl`` wrapper with the venv's interpreter on
+PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
+
+    {"target_port": 8123,            # the local server playing the pod
+     "mode": "relay",                # see below
+     "after": 0,                     # connections relayed normally before the mode's fault applies
+     "exit_code": 1,                 # for exit-after / port-in-use
+     "silent": false,                # exit-after without any stderr (older kubectl's exit 0)
+     "delay": 0.3,                   # die-mid-request: seconds after the request arrived
+     "ignore_sigint": false,         # make the harness escalate to SIGKILL
+     "grandchild": false,            # start a helper in the same process group (orphan check)
+     "ipv6_first_port_offset": null, # print a [::1] line first with another port (parser check)
+     "version": "v1.32.0-standin"}
+
+Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
+
+- ``relay``: relay every connection to the target (kubectl on a healthy pod);
+- ``no-banner``: bind, print nothing, stay alive;
+- ``exit-after``: after ``after`` connections, the next one gets kubectl's ``an error occurred forwarding ...
+  connection refused`` and ``lost connection to pod`` lines and the process exits ``exit_code``
+  (kubernetes PR #103526 since v1.23; exit code 1 since PR #114460, 0 before); ``silent`` prints nothing;
+- ``reset-all``: after ``after`` connections, stay alive but reset every connection, printing ``an error
+  occurred forwarding`` each time (a ``svc/`` forward pinned to a dead pod, kubernetes/kubectl#686);
+- ``die-mid-request``: after ``after`` connections, the next one is relayed and the process exits 1
+  ``delay`` seconds after that connection arrived, with ``lost connection to pod``;
+- ``port-in-use``: print kubectl's ``Unable to listen on port ... address already in use`` lines, exit 1.
+
+Every invocation appends its argv to ``argv.jsonl`` and its pid to ``pids`` next to the scenario file.
+The process gives up by itself after ``max_life`` seconds (default 120), so even a harness bug cannot leave
+it running for long.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+PREFIX = "E1130 04:00:00.000000   12345 portforward.go:413] "
+
+
+def main(argv: list[str]) -> int:
+    scenario_path = Path(os.environ["KUBECTL_STANDIN_SCENARIO"])
+    scenario = json.loads(scenario_path.read_text())
+    with open(scenario_path.with_name("argv.jsonl"), "a") as f:
+        f.write(json.dumps(argv) + "\n")
+    with open(scenario_path.with_name("pids"), "a") as f:
+        f.write(f"{os.getpid()}\n")
+    args = _strip_globals(argv)
+    if args[:1] == ["version"]:
+        version = scenario.get("version", "v1.32.0-standin")
+        print(json.dumps({"clientVersion": {"gitVersion": version, "major": "1", "minor": "32"}}))
+        return 0
+    if args[:1] != ["port-forward"] or len(args) < 3:
+        print(f"error: the stand-in only emulates port-forward and version, got {args}", file=sys.stderr)
+        return 2
+    give_up = threading.Timer(float(scenario.get("max_life", 120.0)), lambda: os._exit(3))
+    give_up.daemon = True
+    give_up.start()
+    return PortForward(scenario, remote=int(args[2].split(":")[-1])).run()
+
+
+def _strip_globals(argv: list[str]) -> list[str]:
+    """Drop ``--kubeconfig X``, ``--context X``, ``-n X`` so the subcommand comes first."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--kubeconfig", "--context", "-n", "--namespace"):
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+class PortForward:
+    def __init__(self, scenario: dict, remote: int) -> None:
+        self.s = scenario
+        self.remote = remote
+        self.mode = scenario.get("mode", "relay")
+        self.after = int(scenario.get("after", 0))
+        self.connections = 0
+
+    def run(self) -> int:
+        if self.s.get("ignore_sigint"):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if self.s.get("grandchild"):
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        if self.mode == "port-in-use":
+            return self._port_in_use()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+        if self.mode != "no-banner":
+            offset = self.s.get("ipv6_first_port_offset")
+            if offset is not None:
+                print(f"Forwarding from [::1]:{port + int(offset)} -> {self.remote}", flush=True)
+            print(f"Forwarding from 127.0.0.1:{port} -> {self.remote}", flush=True)
+            if offset is None:
+                print(f"Forwarding from [::1]:{port} -> {self.remote}", flush=True)
+        while True:
+            conn, _ = listener.accept()
+            self.connections += 1
+            print(f"Handling connection for {port}", flush=True)
+            faulty = self.connections > self.after
+            if not faulty or self.mode in ("relay", "no-banner"):
+                self._relay(conn)
+            elif self.mode == "exit-after":
+                return self._exit_after(conn, port)
+            elif self.mode == "reset-all":
+                self._error_line(port, "failed to find sandbox \"0123abcd\" in store: not found")
+                _reset(conn)
+            elif self.mode == "die-mid-request":
+                self._relay(conn)
+                dying = threading.Timer(float(self.s.get("delay", 0.3)), self._die, args=(port,))
+                dying.daemon = True
+                dying.start()
+
+    def _relay(self, conn: socket.socket) -> None:
+        try:
+            upstream = socket.create_connection(("127.0.0.1", int(self.s["target_port"])), timeout=5)
+        except OSError as exc:
+            self._error_line(conn.getsockname()[1], f"dial tcp4 127.0.0.1:{self.remote}: connect: {exc}")
+            _reset(conn)
+            return
+        upstream.settimeout(None)
+        for a, b in ((conn, upstream), (upstream, conn)):
+            threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def _error_line(self, port: int, why: str) -> None:
+        print(f"{PREFIX}an error occurred forwarding {port} -> {self.remote}: error forwarding port {self.remote} "
+              f"to pod 0123abcd, uid : {why}", file=sys.stderr, flush=True)
+
+    def _exit_after(self, conn: socket.socket, port: int) -> int:
+        code = int(self.s.get("exit_code", 1))
+        if not self.s.get("silent"):
+            self._error_line(port, f"failed to execute portforward in network namespace \"/var/run/netns/cni-1\": "
+                                   f"failed to connect to localhost:{self.remote} inside namespace \"0123abcd\", "
+                                   f"IPv4: dial tcp4 127.0.0.1:{self.remote}: connect: connection refused "
+                                   f"IPv6 dial tcp6 [::1]:{self.remote}: connect: connection refused ")
+            print("error: lost connection to pod", file=sys.stderr, flush=True)
+        conn.close()
+        return code
+
+    def _die(self, port: int) -> None:
+        self._error_line(port, "error creating error stream for port: Timeout occurred")
+        print("error: lost connection to pod", file=sys.stderr, flush=True)
+        os._exit(1)
+
+    def _port_in_use(self) -> int:
+        print(f"Unable to listen on port 0: Listeners failed to create with the following errors: [unable to create "
+              f"listener: Error listen tcp4 127.0.0.1:0: bind: address already in use]", file=sys.stderr, flush=True)
+        print(f"error: unable to listen on any of the requested ports: [{{0 {self.remote}}}]", file=sys.stderr, flush=True)
+        return int(self.s.get("exit_code", 1))
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(65536):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _reset(conn: socket.socket) -> None:
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    conn.close()
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # kubectl exits quietly on SIGINT
+        sys.exit(0)

@@ -1,0 +1,60 @@
+"""Install and script the ``kubectl`` stand-in (:mod:`harness.testing.kubectl_standin`) in a directory.
+
+The ``kubectl_standin`` fixture (harness.forward_fixtures) puts one on PATH per test; benchmarks use
+:class:`KubectlStandIn` directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.kube import Kube
+
+_SCRIPT = Path(__file__).with_name("kubectl_standin.py")
+
+
+class KubectlStandIn:
+    """A ``kubectl`` executable in ``directory`` that emulates ``port-forward``; ``path`` is its absolute path.
+
+    :meth:`script` writes the scenario (see :mod:`harness.testing.kubectl_standin` for the keys);
+    :meth:`argvs` and :meth:`pids` read back what each invocation recorded.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.scenario_file = directory / "scenario.json"
+        self.path = str(directory / "kubectl")
+        wrapper = (
+            f"#!{sys.executable}\n"
+            "import os, runpy, sys\n"
+            f"os.environ['KUBECTL_STANDIN_SCENARIO'] = {str(self.scenario_file)!r}\n"
+            f"runpy.run_path({str(_SCRIPT)!r}, run_name='__main__')\n"
+        )
+        Path(self.path).write_text(wrapper)
+        os.chmod(self.path, os.stat(self.path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        self.script(mode="relay", target_port=9)
+
+    def script(self, **scenario: Any) -> KubectlStandIn:
+        """Replace the scenario (``mode``, ``target_port``, ``after``, ``exit_code``, ``silent``, ``delay``, ...)."""
+        self.scenario_file.write_text(json.dumps(scenario))
+        return self
+
+    def kube(self, context: str = "minikube", namespace: str = "controller-agent") -> Kube:
+        """A pinned :class:`Kube` whose kubectl is this stand-in."""
+        return Kube(context, namespace, allowed=("minikube",), kubectl_path=self.path)
+
+    def argvs(self) -> list[list[str]]:
+        """The argv (without the program) of every invocation so far, in order."""
+        log = self.dir / "argv.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def pids(self) -> list[int]:
+        """The pid of every invocation so far."""
+        log = self.dir / "pids"
+        return [int(line) for line in log.read_text().split()] if log.exists() else []
