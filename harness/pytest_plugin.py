@@ -40,8 +40,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    if any(item.get_closest_marker("cluster") for item in items):
-        config.stash[_GUARD] = _run_guard(config)
+    cluster_items = [item for item in items if item.get_closest_marker("cluster")]
+    if not cluster_items:
+        return
+    config.stash[_GUARD] = verdict, detail = _run_guard(config)
+    if verdict == "skip":
+        # A skip marker on each item (not one raised from this plugin) gives `-rs` one line per spec.
+        for item in cluster_items:
+            item.add_marker(pytest.mark.skip(reason=str(detail)))
 
 
 def _run_guard(config: pytest.Config) -> tuple[str, object]:
