@@ -11,6 +11,7 @@ Seeding goes through :class:`FakeGitHub`'s methods in-process, or the admin API 
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from http import HTTPStatus
@@ -48,6 +49,7 @@ from fakes.github.state import (
 )
 from fakes.github.webhooks import DELIVERY_TIMEOUT, Delivery, DeliveryLog, Dispatcher, send_webhook
 
+_APP_IDS = itertools.count(int(time.time()) % 1_000_000 * 10 + 100_000)
 HEALTH_PATH = "/healthz"  # not a GitHub route; outside /_fake/ so the machinery treats it as the health route
 ADMIN_PREFIX = "/_fake/github/"
 ANON_LIMIT, TOKEN_LIMIT = 60, 5000  # GitHub's primary hourly limits (unauthenticated, token)
@@ -246,7 +248,9 @@ class FakeGitHub:
         """A GitHub App with a freshly generated RSA key pair (``app.private_key_pem`` goes to the app under test)."""
         private, public = generate_key_pair()
         with self.lock:
-            app_id = self._new_id()
+            # Process-wide unique, like real App ids: githubkit caches JWTs per App id across clients for 8 minutes,
+            # so two fakes reusing an id would see a stale JWT signed with the other fake's key.
+            app_id = next(_APP_IDS)
             app = App(id=app_id, slug=slug, name=name or slug, client_id=f"Iv23li{app_id:014d}",
                       owner=self.add_user(owner), public_key_pem=public, private_key_pem=private, created_at=self.now())
             self.apps[app.id] = app
