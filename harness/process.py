@@ -72,6 +72,13 @@ def kill_group(proc: subprocess.Popen[bytes], *, first: int = signal.SIGKILL, gr
     forget(proc)
 
 
+def kill_pid_group(pgid: int) -> None:
+    """SIGKILL process group ``pgid`` (a child spawned by :func:`spawn` leads its own group) and forget it."""
+    _signal_group(pgid, signal.SIGKILL)
+    with _lock:
+        LIVE_CHILDREN.pop(pgid, None)
+
+
 def forget(proc: subprocess.Popen[bytes]) -> None:
     """Drop a reaped child from :data:`LIVE_CHILDREN`."""
     with _lock:

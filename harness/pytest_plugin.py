@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness import waiting
+from harness import process, waiting
 from harness.config import load_config
 from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.ids import unique_issue_number
@@ -127,6 +127,19 @@ def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
         "failed": summary.count("failed"),
         "budget": summary.budget,
     }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _harness_leak_audit():
+    """At session end, any child the harness spawned and never reaped is killed and fails the session loudly
+    (an error on the session's last test, which pytest-xdist reports from every worker)."""
+    yield
+    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if process.group_alive(pid)}
+    for pid in survivors:
+        process.kill_pid_group(pid)
+    if survivors:
+        listing = "; ".join(f"pid {pid}: {' '.join(argv)}" for pid, argv in survivors.items())
+        pytest.fail(f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

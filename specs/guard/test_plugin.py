@@ -115,3 +115,22 @@ def test_unique_issue_numbers_wrap_inside_the_range(tmp_path: Path) -> None:
     assert [unique_issue_number(state), unique_issue_number(state)] == [LAST, FIRST]
     state.write_text("garbage")
     assert FIRST <= unique_issue_number(state) <= LAST
+
+
+def test_a_child_left_running_fails_the_session_and_is_killed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import sys
+        from harness import process
+
+        def test_leaks_a_child():
+            proc = process.spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+            open("leaked.pid", "w").write(str(proc.pid))
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*harness leak audit: child processes outlived their tests and were killed now: pid *time.sleep(60)*"])
+    from harness.process import group_alive
+
+    assert not group_alive(int((pytester.path / "leaked.pid").read_text()))
