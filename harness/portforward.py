@@ -52,6 +52,9 @@ DEFAULT_RESET_LIMIT = 3
 READY_POLL = 0.05
 """Seconds between readiness checks (banner, TCP connect, HTTP answer)."""
 
+TCP_HOLD = 0.2
+"""Seconds the TCP readiness probe holds its connection open: a forward whose pod side fails closes it (or exits)."""
+
 _BANNER = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 _BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod")
 _STDERR_LINES = 200
@@ -177,9 +180,10 @@ class PortForward:
         ``ContextNotAllowed`` from the guard. Any other exception (Ctrl-C included) closes the forward too."""
         deadline = self._launch()
         try:
-            while (problem := self._ready_step(deadline)) is not None:
-                if problem is _PROBE_HTTP:
-                    if self._http_ready_sync(deadline):
+            while True:
+                if self._ready_step(deadline) is _PROBE_TCP:
+                    if self._tcp_ready_sync(deadline) and (not self.ready_path or self._http_ready_sync(deadline)):
+                        self._check_running()  # it may have died or broken during the probe
                         break
                 self._wait_a_little(deadline)
         except BaseException:
@@ -191,9 +195,10 @@ class PortForward:
         """The async :meth:`start`: same readiness, errors and clean-up; cancellation closes the forward."""
         deadline = self._launch()
         try:
-            while (problem := self._ready_step(deadline)) is not None:
-                if problem is _PROBE_HTTP:
-                    if await self._http_ready_async(deadline):
+            while True:
+                if self._ready_step(deadline) is _PROBE_TCP:
+                    if await self._tcp_ready_async(deadline) and (not self.ready_path or await self._http_ready_async(deadline)):
+                        self._check_running()
                         break
                 await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
         except BaseException:
@@ -342,28 +347,58 @@ class PortForward:
 
     # --- internals: readiness ------------------------------------------------------------------------
 
-    def _ready_step(self, deadline: float) -> object | None:
-        """One readiness check: ``None`` when ready, :data:`_PROBE_HTTP` when the HTTP probe is due, else a
-        reason to keep waiting. Raises :class:`PortForwardNotReady` when it can no longer become ready."""
+    def _ready_step(self, deadline: float) -> object:
+        """One readiness check: :data:`_PROBE_TCP` when the banner is in and a probe is due, else ``"banner"``.
+        Raises :class:`PortForwardNotReady` when it can no longer become ready (exited, broken, out of budget)."""
         if not self._spawned.wait(timeout=max(0.0, min(5.0, deadline - time.monotonic()))):
             self._not_ready("the watcher thread did not spawn kubectl")
+        self._check_running()
+        if time.monotonic() >= deadline:
+            stage = "its banner (`Forwarding from 127.0.0.1:...`)" if self.local_port is None else "a TCP answer on its local port"
+            self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
+        if self.local_port is None:
+            return "banner"
+        return _PROBE_TCP
+
+    def _tcp_ready_sync(self, deadline: float) -> bool:
+        """Connect and hold the connection :data:`TCP_HOLD` seconds: kubectl accepts before it dials the pod,
+        so a pod-side refusal only shows as the forward closing or resetting the connection (or exiting)."""
+        assert self.local_port is not None
+        budget = max(0.01, deadline - time.monotonic())
+        try:
+            with socket.create_connection(("127.0.0.1", self.local_port), timeout=min(1.0, budget)) as conn:
+                conn.settimeout(min(TCP_HOLD, budget))
+                try:
+                    return conn.recv(1) != b""  # data: a server-speaks-first protocol answered; b"": closed on us
+                except TimeoutError:
+                    return True  # held open and silent, as an HTTP or gRPC server waiting for the client is
+        except OSError:
+            return False
+
+    async def _tcp_ready_async(self, deadline: float) -> bool:
+        """The async :meth:`_tcp_ready_sync`."""
+        assert self.local_port is not None
+        budget = max(0.01, deadline - time.monotonic())
+        try:
+            with anyio.fail_after(min(1.0, budget)):
+                stream = await anyio.connect_tcp("127.0.0.1", self.local_port)
+        except (OSError, TimeoutError):
+            return False
+        async with stream:
+            with anyio.move_on_after(min(TCP_HOLD, budget)):
+                try:
+                    await stream.receive(1)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+                    return False
+            return True
+
+    def _check_running(self) -> None:
         if self._spawn_error is not None:
             self._not_ready(f"kubectl could not be started ({self._spawn_error})")
         if self.exit is not None:
             self._not_ready(f"kubectl exited before the forward was ready ({self.exit.summary()})")
         if self._broken is not None:
             self._not_ready(f"kubectl reported a forwarding error before the forward was ready ({self._broken})")
-        if time.monotonic() >= deadline:
-            stage = "its banner (`Forwarding from 127.0.0.1:...`)" if self.local_port is None else "a TCP answer on its local port"
-            self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
-        if self.local_port is None:
-            return "banner"
-        try:
-            with socket.create_connection(("127.0.0.1", self.local_port), timeout=min(1.0, max(0.01, deadline - time.monotonic()))):
-                pass
-        except OSError:
-            return "tcp"
-        return _PROBE_HTTP if self.ready_path else None
 
     def _wait_a_little(self, deadline: float) -> None:
         pause = min(READY_POLL, max(0.0, deadline - time.monotonic()))
@@ -409,7 +444,7 @@ class PortForward:
         )
 
 
-_PROBE_HTTP = object()
+_PROBE_TCP = object()
 
 
 def port_forward(

@@ -10,7 +10,9 @@ PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
      "silent": false,                # exit-after without any stderr (older kubectl's exit 0)
      "delay": 0.3,                   # die-mid-request: seconds after the request arrived
      "ignore_sigint": false,         # make the harness escalate to SIGKILL
-     "grandchild": false,            # start a helper in the same process group (orphan check)
+     "grandchild": false,            # start a helper in the same process group (pid in ``grandchildren``)
+     "stderr_banner": null,          # one line written to stderr at start (a client warning)
+     "listen_delay": null,           # print the banner, listen() only this many seconds later
      "ipv6_first_port_offset": null, # print a [::1] line first with another port (parser check)
      "version": "v1.32.0-standin"}
 
@@ -94,13 +96,21 @@ class PortForward:
         if self.s.get("ignore_sigint"):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         if self.s.get("grandchild"):
-            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            with open(Path(os.environ["KUBECTL_STANDIN_SCENARIO"]).with_name("grandchildren"), "a") as f:
+                f.write(f"{helper.pid}\n")
+        if self.s.get("stderr_banner"):
+            print(self.s["stderr_banner"], file=sys.stderr, flush=True)
         if self.mode == "port-in-use":
             return self._port_in_use()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
         port = listener.getsockname()[1]
+        if self.s.get("listen_delay"):
+            # Banner first, listen later: the banner alone is not readiness (field-pitfalls.md §3).
+            threading.Timer(float(self.s["listen_delay"]), listener.listen, args=(16,)).start()
+        else:
+            listener.listen(16)
         if self.mode != "no-banner":
             offset = self.s.get("ipv6_first_port_offset")
             if offset is not None:
@@ -108,6 +118,8 @@ class PortForward:
             print(f"Forwarding from 127.0.0.1:{port} -> {self.remote}", flush=True)
             if offset is None:
                 print(f"Forwarding from [::1]:{port} -> {self.remote}", flush=True)
+        if self.s.get("listen_delay"):
+            time.sleep(float(self.s["listen_delay"]) + 0.05)  # accept() on an unlistened socket fails
         while True:
             conn, _ = listener.accept()
             self.connections += 1

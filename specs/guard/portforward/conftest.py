@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from harness import process
+from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures for these specs)
 from harness.testing.target import TargetServer
 
 
