@@ -107,11 +107,15 @@ def serialise(payload: Any, *, hostile: bool = False) -> bytes:
 def build_request(event: str, payload: Any, *, secret: str | bytes | None, delivery_id: str | None = None,
                   hook_id: int = 1, target_type: str = "repository", target_id: int | None = None,
                   content_type: str = "json", hostile: bool = False) -> tuple[str, dict[str, str], bytes]:
-    """Serialise and sign once: ``(delivery_id, headers, body)`` ready to send as-is."""
+    """Serialise and sign once: ``(delivery_id, headers, body)`` ready to send as-is.
+
+    ``payload`` is a JSON-able object, or ``bytes`` already serialised (sent exactly as given, e.g. the docs' test
+    vector body ``Hello, World!``). Raises ``ValueError`` for an unknown ``content_type``.
+    """
     if content_type not in ("json", "form"):
         raise ValueError(f"webhook content_type must be 'json' or 'form', not {content_type!r}")
     delivery_id = delivery_id or str(uuid.uuid4())
-    text = serialise(payload, hostile=hostile)
+    text = bytes(payload) if isinstance(payload, (bytes, bytearray)) else serialise(payload, hostile=hostile)
     if content_type == "form":
         body = urlencode({"payload": text.decode("utf-8")}).encode("ascii")
         mime = "application/x-www-form-urlencoded"
