@@ -1,0 +1,22 @@
+"""Disruptive cluster spec: the orchestrator survives a rollout restart and comes back Available.
+
+Upstream's rollout specs wait with `rollout status --timeout=300s` (stack-under-test.md §8); `readyReplicas`
+alone counts the outgoing pod (failure mode 13), so completion is read from `rollout status`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import Kube
+
+pytestmark = [pytest.mark.cluster, pytest.mark.disruptive]
+
+
+def test_orchestrator_rollout_restart_completes(kube: Kube) -> None:
+    before = kube.kubectl_json("get", "deployment", "agent-orchestrator")["metadata"].get("generation", 0)
+    kube.rollout_restart("agent-orchestrator")
+    assert "successfully rolled out" in kube.rollout_status("agent-orchestrator", timeout=300.0)
+    after = kube.kubectl_json("get", "deployment", "agent-orchestrator")
+    assert after["metadata"]["generation"] > before
+    assert after["status"].get("updatedReplicas") == after["spec"].get("replicas", 1)
