@@ -110,14 +110,15 @@ class Kube:
         """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
-    def rollout_status(self, deployment: str, *, timeout: float = 300.0) -> str:
+    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
-        ``timeout`` seconds go to kubectl's own ``--timeout`` and, with 10 s of slack, to the process bound;
-        a rollout that does not finish raises :class:`KubectlError` (kubectl's exit) or :class:`KubectlTimeout`.
-        (Default 300 s, as upstream's resilience helpers: stack-under-test.md §8.)
+        ``timeout`` seconds go to kubectl's own ``--timeout``; the process is killed ``grace`` seconds later
+        if kubectl has not exited by itself. A rollout that does not finish raises :class:`KubectlError`
+        (kubectl's exit) or :class:`KubectlTimeout`. (Default 300 s, as upstream's resilience helpers:
+        stack-under-test.md §8.)
         """
-        done = self.kubectl("rollout", "status", f"deployment/{deployment}", f"--timeout={timeout:.0f}s", timeout=timeout + 10.0)
+        done = self.kubectl("rollout", "status", f"deployment/{deployment}", f"--timeout={timeout:.0f}s", timeout=timeout + grace)
         return process.tail(done.stdout, 1)
 
     # --- the API server's clock -------------------------------------------------------------------------

@@ -194,3 +194,22 @@ def test_global_kubernetes_configuration_is_untouched(api_server: Path, kubectl_
     kube.server_time()
     kube.close()
     assert client.Configuration.get_default_copy().host == before
+
+
+def test_rollout_restart_and_status_are_pinned_and_bounded(kubectl_standin) -> None:
+    kubectl_standin.answer("rollout", "restart", stdout="deployment.apps/agent-orchestrator restarted\n")
+    kubectl_standin.answer("rollout", "status", stdout='Waiting for deployment "agent-orchestrator" rollout to finish\ndeployment "agent-orchestrator" successfully rolled out\n')
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    kube.rollout_restart("agent-orchestrator")
+    assert kube.rollout_status("agent-orchestrator", timeout=120) == 'deployment "agent-orchestrator" successfully rolled out'
+    restart, status = [c["argv"] for c in kubectl_standin.calls()[1:]]
+    assert restart == ["--context", "minikube", "-n", "controller-agent", "rollout", "restart", "deployment/agent-orchestrator"]
+    assert status[4:] == ["rollout", "status", "deployment/agent-orchestrator", "--timeout=120s"]
+
+
+def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_standin) -> None:
+    kubectl_standin.answer("rollout", "status", sleep=60)
+    kube = Kube.connect(config=MINIKUBE_ONLY)
+    with pytest.raises(KubectlTimeout) as caught:
+        kube.rollout_status("agent-orchestrator", timeout=0.5, grace=0.5)  # the stand-in ignores --timeout
+    assert caught.value.timeout == pytest.approx(1.0)
