@@ -6,24 +6,38 @@ Public API (see README.md for a tour):
   :func:`current_attempt`, :func:`clamp_to_attempt`;
 - time: :func:`parse_k8s_time`, :func:`created_since`, :func:`agent_runs_since`;
 - kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
-- ids: :func:`unique_issue_number`.
+- ids: :func:`unique_issue_number`;
+- port-forwards: :class:`PortForward`, :func:`port_forward`, :class:`ForwardPool`, :func:`fetch_through`,
+  :func:`fetch_through_sync` and the hop errors (:class:`PortForwardNotReady`, :class:`PortForwardGone`,
+  :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`).
 """
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
 from harness.errors import (
     ContextNotAllowed,
+    ForwardLeak,
     HarnessError,
+    HopFailure,
     KubectlError,
     KubectlNotFound,
     KubectlTimeout,
     NoKubeContext,
+    PortForwardBroken,
+    PortForwardDied,
+    PortForwardGone,
+    PortForwardNotReady,
+    ServiceTimeout,
+    ServiceUnreachable,
     StopWaiting,
     TimestampError,
     WaitTimeout,
 )
+from harness.fetch import fetch_through, fetch_through_sync
+from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
 from harness.kube import Kube
+from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
@@ -31,12 +45,23 @@ __all__ = [
     "AgentRunRecord",
     "Attempt",
     "ContextNotAllowed",
+    "ForwardExit",
+    "ForwardLeak",
+    "ForwardPool",
     "HarnessError",
+    "HopFailure",
     "Kube",
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
     "NoKubeContext",
+    "PortForward",
+    "PortForwardBroken",
+    "PortForwardDied",
+    "PortForwardGone",
+    "PortForwardNotReady",
+    "ServiceTimeout",
+    "ServiceUnreachable",
     "StopWaiting",
     "TimestampError",
     "WaitSummary",
@@ -45,7 +70,10 @@ __all__ = [
     "clamp_to_attempt",
     "created_since",
     "current_attempt",
+    "fetch_through",
+    "fetch_through_sync",
     "parse_k8s_time",
+    "port_forward",
     "unique_issue_number",
     "wait_for",
     "wait_for_sync",
