@@ -6,7 +6,8 @@
 - The context guard runs once at session start, when a cluster spec is selected: no kubectl, no kubeconfig
   or no current context skips every cluster spec with a one-line reason; a context outside
   ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix.
-- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock) and ``issue_number``.
+- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock), ``issue_number`` and
+  ``forwards`` (the session's :class:`harness.ForwardPool`).
 - Every ``wait_for`` a test ran is listed in the terminal summary and added to the JUnit report as
   properties ``harness.wait.N``.
 """
@@ -21,6 +22,7 @@ import pytest
 from harness import process, waiting
 from harness.config import load_config
 from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
+from harness.forward_fixtures import forwards  # noqa: F401 (the session ForwardPool fixture)
 from harness.ids import unique_issue_number
 from harness.kube import Kube
 
