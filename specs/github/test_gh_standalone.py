@@ -1,0 +1,115 @@
+"""The fake GitHub standalone: ``python -m fakes.github`` and the command its Deployment runs, seeded and read through
+the HTTP admin API only (``/_fake/github/*``, ``/_fake/requests``), as a spec against the cluster copy would."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from githubkit import GitHub
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "fakes" / "github" / "manifests"
+START_TIMEOUT = 20.0  # seconds for the process to print its listening line (imports included)
+
+
+def _manifest_container() -> dict:
+    deployment = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
+    return deployment["spec"]["template"]["spec"]["containers"][0]
+
+
+def _command(kind: str) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ)
+    if kind == "module":
+        return [sys.executable, "-m", "fakes.github", "--port", "0"], env
+    container = _manifest_container()
+    command = list(container["command"])
+    assert command[:3] == ["python", "-m", "fakes.github"]
+    env.update({item["name"]: item["value"] for item in container.get("env", [])})
+    # The manifest's own command; only the bind address is overridden (last flag wins) so the OS picks the port.
+    return [sys.executable, *command[1:], "--host", "127.0.0.1", "--port", "0"], env
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while (remaining := deadline - time.monotonic()) > 0:
+            if sel.select(remaining):
+                return proc.stdout.readline().decode()
+            if proc.poll() is not None:
+                break
+    raise AssertionError(f"python -m fakes.github printed no listening line within {timeout:.0f} s "
+                         f"(exit code {proc.poll()})")
+
+
+@pytest.mark.parametrize("kind", ["module", "manifest"])
+def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
+    argv, env = _command(kind)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr.txt", "wb"), env=env,
+                            cwd=Path(__file__).resolve().parents[2])
+    try:
+        line = _read_line(proc, START_TIMEOUT)
+        assert line.startswith("fake github listening on http://127.0.0.1:"), line
+        url = line.rsplit(" ", 1)[-1].strip()
+        with httpx.Client(base_url=url, timeout=10.0) as http:
+            assert http.get("/healthz").json() == {"status": "ok"}
+            for route, body in [("users", {"login": "alice", "token": "ghp_a"}), ("repos", {"full_name": "octo/hello"}),
+                                ("issues", {"repo": "octo/hello", "title": "Seeded", "user": "alice"})]:
+                answer = http.post(f"/_fake/github/{route}", json=body)
+                assert answer.status_code == 201, answer.text
+            bad = http.post("/_fake/github/issues", json={"repo": "octo/hello"})
+            assert bad.status_code == 400 and "'title' is required" in bad.json()["message"]
+            kit = GitHub("ghp_a", base_url=url, auto_retry=False, http_cache=False, timeout=10.0)
+            issue = kit.rest.issues.get("octo", "hello", 1).parsed_data
+            expected_base = env.get("PUBLIC_BASE_URL") if kind == "manifest" else url
+            assert issue.title == "Seeded" and issue.url == f"{expected_base}/repos/octo/hello/issues/1"
+            assert http.get("/nope").status_code == 501
+            journal = http.get("/_fake/requests").json()["requests"]
+            assert [(e["method"], e["path"], e["status"]) for e in journal] == [
+                ("GET", "/repos/octo/hello/issues/1", 200), ("GET", "/nope", 501)]
+            assert journal[0]["headers"]["authorization"] == "<redacted>"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=10.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5.0)
+            raise AssertionError("python -m fakes.github ignored SIGTERM for 10 s") from None
+        finally:
+            proc.stdout.close()
+    # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so a graceful stop exits -15 (not 0).
+    stderr = (tmp_path / "stderr.txt").read_text()
+    assert code in (0, -signal.SIGTERM) and "Traceback" not in stderr, stderr
+
+
+def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
+    with httpx.Client(base_url=served.url, timeout=10.0) as http:
+        app = http.post("/_fake/github/apps", json={"slug": "reply-bot"}).json()
+        assert app["private_key"].startswith("-----BEGIN RSA PRIVATE KEY-----")
+        inst = http.post("/_fake/github/installations", json={"app_id": app["id"], "account": "octo"}).json()
+        assert inst["app_slug"] == "reply-bot"
+        http.post("/_fake/github/hooks", json={"url": f"{receiver.url}/hook", "secret": "s3cret"}).raise_for_status()
+        trigger = http.post("/_fake/github/webhooks", json={"event": "issues", "action": "opened",
+                                                            "repo": "octo/hello", "number": 1})
+        assert trigger.status_code == 202 and trigger.json() == {"hooks": 1}
+        assert http.post("/_fake/github/deliveries/drain", json={"timeout": 10}).json() == {"drained": True}
+        deliveries = http.get("/_fake/github/deliveries").json()
+        assert [(d["event"], d["action"], d["status"]) for d in deliveries] == [("issues", "opened", 202)]
+        again = http.post(f"/_fake/github/deliveries/{deliveries[0]['id']}/redeliver", json={})
+        assert again.status_code == 202
+        assert http.post("/_fake/github/deliveries/drain", json={}).json() == {"drained": True}
+        unknown = http.post("/_fake/github/webhooks", json={"event": "push", "action": "x", "repo": "octo/hello"})
+        assert unknown.status_code == 400 and "no payload builder for push.x" in unknown.json()["message"]
+        assert http.post("/_fake/github/clock", json={"advance": 5}).status_code == 200
+    ids = [r.headers["x-github-delivery"] for r in receiver.app.received]
+    assert len(ids) == 2 and ids[0] == ids[1] and all(r.verified for r in receiver.app.received)
+    assert served.requests() == []  # admin calls are never journaled
