@@ -1,0 +1,93 @@
+"""Faults injected by route on the fake GitHub (shared machinery: hang, drip, reset, status, latency), as githubkit
+sees them with automatic retries off (fakes-api.md §3.5: one retried 5xx would cost about 1 s, a persistent one 14 s).
+An injected status carries GitHub's own error body, so clients parse it like a real one."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from githubkit import GitHub
+from githubkit.exception import (
+    PrimaryRateLimitExceeded,
+    RequestError,
+    RequestFailed,
+    RequestTimeout,
+    SecondaryRateLimitExceeded,
+)
+
+from specs.github.world import TOKEN
+
+ISSUE = "/repos/octo/hello/issues/1"
+
+
+@pytest.fixture
+def kit(served):
+    client = GitHub(TOKEN, base_url=served.url, auto_retry=False, http_cache=False, timeout=1.0)
+    yield client
+
+
+def test_injected_502_once_then_the_real_answer(served, kit):
+    served.fault("status", ISSUE, status=502, times=1)
+    with pytest.raises(RequestFailed) as failed:
+        kit.rest.issues.get("octo", "hello", 1)
+    assert failed.value.response.status_code == 502
+    assert failed.value.response.json() == {"message": "Bad Gateway", "documentation_url": "https://docs.github.com/rest",
+                                            "status": "502"}
+    assert kit.rest.issues.get("octo", "hello", 1).parsed_data.number == 1
+    assert [(e.status, e.fault) for e in served.requests(path_prefix=ISSUE)] == [(502, "status"), (200, None)]
+
+
+def test_rate_limit_faults_raise_githubkits_rate_limit_errors(served, kit):
+    served.fault("status", ISSUE, status=429, headers=[("retry-after", "7")], times=1)
+    with pytest.raises(SecondaryRateLimitExceeded) as secondary:
+        kit.rest.issues.get("octo", "hello", 1)
+    assert secondary.value.retry_after.total_seconds() == 7
+    reset = str(int(time.time()) + 60)
+    served.fault("status", ISSUE, status=403, times=1,
+                 headers=[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", reset)])
+    with pytest.raises(PrimaryRateLimitExceeded):
+        kit.rest.issues.get("octo", "hello", 1)
+
+
+def test_hang_is_a_timeout_and_reset_a_request_error(served, kit):
+    served.fault("hang", ISSUE, times=1)
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout):
+        kit.rest.issues.get("octo", "hello", 1)
+    assert time.monotonic() - started < 5.0  # the client's 1 s timeout, generously bounded
+    served.fault("reset", ISSUE, times=1)
+    with pytest.raises(RequestError) as reset:
+        kit.rest.issues.get("octo", "hello", 1)
+    assert not isinstance(reset.value, RequestFailed)  # no HTTP answer at all
+    assert [e.status for e in served.requests(path_prefix=ISSUE)] == [None, None]
+
+
+def test_drip_outlives_githubkits_per_read_timeout(served, kit):
+    # 1 s per-read timeout, one byte every 20 ms: every read succeeds, so the whole answer takes far longer than 1 s.
+    served.fault("drip", "/repos/octo/nope", interval=0.02, times=1)
+    started = time.monotonic()
+    with pytest.raises(RequestFailed) as missing:
+        kit.rest.repos.get("octo", "nope")
+    took = time.monotonic() - started
+    body = missing.value.response.content
+    assert missing.value.response.status_code == 404 and took >= len(body) * 0.02 * 0.8 > 1.0
+
+
+def test_latency_delays_but_answers(served, kit):
+    served.fault("latency", ISSUE, delay=0.3, times=1)
+    started = time.monotonic()
+    assert kit.rest.issues.get("octo", "hello", 1).status_code == 200
+    assert time.monotonic() - started >= 0.3
+
+
+def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc):
+    kit = GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
+                 http_cache=False, timeout=1.0)
+    fake_inproc.fault("reset", ISSUE, times=1)
+    with pytest.raises(RequestError):
+        kit.rest.issues.get("octo", "hello", 1)
+    fake_inproc.fault("status", ISSUE, status=503, times=1)
+    with pytest.raises(RequestFailed) as unavailable:
+        kit.rest.issues.get("octo", "hello", 1)
+    assert unavailable.value.response.json()["status"] == "503"
