@@ -1,0 +1,128 @@
+"""fetch_through a port-forward: every failure names its hop (issue #3, part 2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import anyio
+import pytest
+
+from harness.errors import PortForwardBroken, PortForwardDied, PortForwardGone, ServiceTimeout, ServiceUnreachable
+from harness.fetch import fetch_through, fetch_through_sync
+from harness.portforward import port_forward
+from harness.testing.standin import KubectlStandIn
+from harness.testing.target import TargetServer
+
+
+def test_exited_forward_is_refused_at_once(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port, stderr_banner="W1130 a client warning")
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        assert fwd.proc is not None
+        os.kill(fwd.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while fwd.exit is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        start = time.monotonic()
+        with pytest.raises(PortForwardGone) as caught:
+            fetch_through_sync(fwd, "GET", "/ok", timeout=10.0)
+        assert time.monotonic() - start < 0.5
+        assert caught.value.hop == "port-forward" and caught.value.exit_code == -9
+        assert "W1130 a client warning" in caught.value.stderr_tail
+    assert target.requests == []  # nothing was sent
+    with pytest.raises(PortForwardGone):
+        fetch_through_sync(fwd, "GET", "/ok", timeout=10.0)
+
+
+def test_forward_closed_by_the_harness_is_refused(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        pass
+    with pytest.raises(PortForwardGone, match="after the harness stopped it"):
+        fetch_through_sync(fwd, "GET", "/ok", timeout=10.0)
+    assert target.requests == []
+
+
+def test_forward_dying_mid_request_is_reported_near_the_exit_not_at_the_timeout(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
+    kubectl_standin.script(mode="die-mid-request", after=1, delay=0.3, target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        start = time.monotonic()
+        with pytest.raises(PortForwardDied) as caught:
+            fetch_through_sync(fwd, "GET", "/hang", timeout=20.0)
+        raised = time.monotonic()
+        assert raised - start < 5.0
+        assert fwd.exit is not None and raised - fwd.exit.at < 1.0  # the benchmark gives the real figure
+        err = caught.value
+        assert err.hop == "port-forward" and err.exit_code == 1 and "lost connection to pod" in err.stderr_tail
+        assert "died mid-request" in str(err) and "/hang" in str(err)
+
+
+def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    async def main() -> None:
+        kubectl_standin.script(target_port=target.port)
+        async with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+            assert fwd.proc is not None
+            pid = fwd.proc.pid
+
+            async def kill_when_hung() -> None:
+                while "/hang" not in target.requests:
+                    await anyio.sleep(0.01)
+                os.kill(pid, signal.SIGKILL)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(kill_when_hung)
+                start = time.monotonic()
+                with pytest.raises(PortForwardDied) as caught:
+                    await fetch_through(fwd, "GET", "/hang", timeout=20.0)
+            assert time.monotonic() - start < 5.0
+            assert caught.value.exit_code == -9 and "SIGKILL" in str(caught.value)
+
+    anyio.run(main)
+
+
+def test_silent_service_behind_a_live_forward_is_a_service_timeout(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        with pytest.raises(ServiceTimeout) as caught:
+            fetch_through_sync(fwd, "GET", "/hang", timeout=0.5)
+        assert caught.value.hop == "service" and caught.value.budget == pytest.approx(0.5)
+        assert "/hang" in str(caught.value) and "0.50s" in str(caught.value) and "port-forward is alive" in str(caught.value)
+        with pytest.raises(ServiceTimeout, match="headers received"):
+            fetch_through_sync(fwd, "GET", "/drip?every=0.2&size=40", timeout=0.6)
+        assert fwd.alive
+
+
+def test_reset_behind_a_live_forward_is_unreachable_service_with_stderr(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port, stderr_banner="W1130 a client warning")
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        with pytest.raises(ServiceUnreachable) as caught:
+            fetch_through_sync(fwd, "GET", "/reset", timeout=5.0)
+        assert caught.value.hop == "service" and "W1130 a client warning" in caught.value.stderr_tail
+        assert "W1130 a client warning" in str(caught.value)
+
+
+def test_forward_resetting_every_connection_is_blamed_on_the_forward(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(mode="reset-all", after=1, target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        with pytest.raises(PortForwardBroken) as caught:
+            fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
+        assert caught.value.hop == "port-forward" and "an error occurred forwarding" in str(caught.value)
+        start = time.monotonic()
+        with pytest.raises(PortForwardBroken, match="refused before sending"):
+            fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
+        assert time.monotonic() - start < 0.5
+
+
+def test_streams_are_closed_on_every_path(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        fds_before = len(os.listdir("/proc/self/fd"))
+        for _ in range(12):
+            with pytest.raises(ServiceTimeout):
+                fetch_through_sync(fwd, "GET", "/drip?every=0.05&size=1000", timeout=0.1)
+            fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
+        assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).status_code == 200
+        assert len(os.listdir("/proc/self/fd")) <= fds_before
