@@ -72,10 +72,15 @@ class ForwardExit:
     at: float
     stopped_by_harness: bool = False
 
-    def summary(self) -> str:
+    def how(self) -> str:
+        """``kubectl exited rc=N`` or ``kubectl killed by SIGNAL``, plus who stopped it."""
         how = f"killed by {self.signal}" if self.signal else f"exited rc={self.returncode}"
         who = " after the harness stopped it" if self.stopped_by_harness else ""
-        return f"kubectl {how}{who}: {self.stderr_tail or '(no stderr)'}"
+        return f"kubectl {how}{who}"
+
+    def summary(self) -> str:
+        """:meth:`how` and the stderr tail, for one-line messages."""
+        return f"{self.how()}: {self.stderr_tail or '(no stderr)'}"
 
 
 class PortForward:
@@ -396,7 +401,7 @@ class PortForward:
         if self._spawn_error is not None:
             self._not_ready(f"kubectl could not be started ({self._spawn_error})")
         if self.exit is not None:
-            self._not_ready(f"kubectl exited before the forward was ready ({self.exit.summary()})")
+            self._not_ready(f"kubectl exited before the forward was ready ({self.exit.how()})")
         if self._broken is not None:
             self._not_ready(f"kubectl reported a forwarding error before the forward was ready ({self._broken})")
 
