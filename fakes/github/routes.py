@@ -30,8 +30,16 @@ def _number(call: Call, name: str = "number") -> int | None:
         return None
 
 
-def _need_token(call: Call, doc: str) -> FakeResponse | None:
-    return errors.requires_authentication(doc) if call.token is None else None
+def _need_token(call: Call, doc: str, repo: Repo) -> FakeResponse | None:
+    """Writes need a token; an installation token only writes to repositories its installation covers.
+
+    Finer permissions (triage for labels, push for contents) are deliberately not modelled.
+    """
+    if call.token is None:
+        return errors.requires_authentication(doc)
+    if call.token.installation is not None and not call.token.installation.covers(repo):
+        return errors.error(403, "Resource not accessible by integration", doc)
+    return None
 
 
 @route("GET", _REPO)
@@ -104,7 +112,7 @@ def create_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc)) is not None:
+    if (refusal := _need_token(call, doc, repo)) is not None:
         return refusal
     body, bad = parse_body(call.request, doc)
     if bad is not None:
@@ -144,7 +152,7 @@ def update_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, c = _comment(fake, call)
     if c is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc)) is not None:
+    if (refusal := _need_token(call, doc, repo)) is not None:
         return refusal
     body, bad = parse_body(call.request, doc)
     if bad is not None:
@@ -176,7 +184,7 @@ def add_labels(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc)) is not None:
+    if (refusal := _need_token(call, doc, repo)) is not None:
         return refusal
     body, bad = parse_body(call.request, doc)
     if bad is not None:
@@ -206,7 +214,7 @@ def remove_label(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc)) is not None:
+    if (refusal := _need_token(call, doc, repo)) is not None:
         return refusal
     name = call.params["name"].lower()
     kept = [lab for lab in iss.labels if lab.name.lower() != name]
@@ -217,8 +225,8 @@ def remove_label(fake: FakeGitHub, call: Call) -> FakeResponse:
     return FakeResponse.json(200, [render.label(call.base, repo, lab) for lab in iss.labels])
 
 
-def _react(fake: FakeGitHub, call: Call, reactions: list[Reaction], doc: str) -> FakeResponse:
-    if (refusal := _need_token(call, doc)) is not None:
+def _react(fake: FakeGitHub, call: Call, repo: Repo, reactions: list[Reaction], doc: str) -> FakeResponse:
+    if (refusal := _need_token(call, doc, repo)) is not None:
         return refusal
     body, bad = parse_body(call.request, doc)
     if bad is not None:
@@ -240,7 +248,7 @@ def react_issue(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(_DOCS["issue_reaction"])
-    return _react(fake, call, iss.reactions, _DOCS["issue_reaction"])
+    return _react(fake, call, repo, iss.reactions, _DOCS["issue_reaction"])
 
 
 @route("POST", _REPO + "/issues/comments/{comment_id}/reactions")
@@ -248,7 +256,7 @@ def react_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, c = _comment(fake, call)
     if c is None:
         return errors.not_found(_DOCS["comment_reaction"])
-    return _react(fake, call, c.reactions, _DOCS["comment_reaction"])
+    return _react(fake, call, repo, c.reactions, _DOCS["comment_reaction"])
 
 
 @route("GET", _REPO + "/pulls/{number}")

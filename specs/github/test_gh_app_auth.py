@@ -147,3 +147,17 @@ def test_pygithub_integration_and_installation_auth_refresh(no_leaks):
         token_posts = handle.requests(path_prefix="/app/installations/")
         assert len(token_posts) >= 3 and all(e.status == 201 for e in token_posts)
         assert all(e.status != 401 for e in handle.requests())
+
+
+def test_installation_token_writes_only_where_installed(world):
+    handle, app, _ = world
+    selected = handle.app.add_installation(app.id, "octo", repositories=["octo/secret"])
+    now = time.time()
+    answer = _token_request(handle, selected.id, _jwt(app.private_key_pem, app.id, now - 60, now + 300))
+    assert answer.json()["repository_selection"] == "selected"
+    token = answer.json()["token"]
+    with handle.client(headers={"authorization": f"token {token}"}) as http:
+        refused = http.post(f"/repos/{REPO}/issues/1/comments", json={"body": "x"})
+        allowed = http.post("/repos/octo/secret/issues/1/comments", json={"body": "x"})
+    assert refused.status_code == 403 and refused.json()["message"] == "Resource not accessible by integration"
+    assert allowed.status_code == 201
