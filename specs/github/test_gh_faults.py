@@ -91,3 +91,35 @@ def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc):
     with pytest.raises(RequestFailed) as unavailable:
         kit.rest.issues.get("octo", "hello", 1)
     assert unavailable.value.response.json()["status"] == "503"
+
+
+def _fetch(target: str, path: str, timeout: float):
+    import functools
+
+    import anyio
+
+    from harness import fetch_through
+
+    return anyio.run(functools.partial(fetch_through, target, "GET", path, timeout=timeout,
+                                       headers={"authorization": f"token {TOKEN}"}))
+
+
+def test_faults_seen_from_harness_fetch_through(served):
+    from harness import ServiceTimeout, ServiceUnreachable
+
+    served.fault("drip", "/repos/octo/nope", interval=0.02)  # the drip githubkit sat through above
+    started = time.monotonic()
+    with pytest.raises(ServiceTimeout) as dripped:
+        _fetch(served.url, "/repos/octo/nope", timeout=0.5)
+    assert time.monotonic() - started < 3.0 and dripped.value.hop == "service"
+    assert "/repos/octo/nope" in str(dripped.value)
+    served.fault("hang", ISSUE, times=1)
+    with pytest.raises(ServiceTimeout):
+        _fetch(served.url, ISSUE, timeout=0.5)
+    served.fault("reset", ISSUE, times=1)
+    with pytest.raises(ServiceUnreachable):
+        _fetch(served.url, ISSUE, timeout=2.0)
+    served.fault("status", ISSUE, status=502, times=1)
+    answer = _fetch(served.url, ISSUE, timeout=2.0)  # an error status is an answer, not a hop failure
+    assert answer.status_code == 502 and answer.json()["status"] == "502"
+    assert _fetch(served.url, ISSUE, timeout=2.0).json()["number"] == 1
