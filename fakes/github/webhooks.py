@@ -1,4 +1,6 @@
-"""The webhook sender: serialise once, sign those bytes, send those bytes, record the delivery (fakes-api.md §3.8-§3.10).
+"""The webhook sender: serialise once, sign those bytes, send those bytes, record the delivery.
+
+GitHub's behaviour as in fakes-api.md §3.8-§3.10.
 
 Like GitHub it waits at most 10 s for an answer, marks slower or non-2xx answers failed and never retries on its own;
 :func:`redeliver` resends a recorded delivery with the same ``X-GitHub-Delivery`` GUID, as GitHub's manual redelivery
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlencode
 
+import anyio
 import httpx
 
 from fakes.github.signing import sign_sha1, sign_sha256
@@ -139,25 +142,28 @@ def build_request(event: str, payload: Any, *, secret: str | bytes | None, deliv
     return delivery_id, headers, body
 
 
-def _post(delivery: Delivery, *, timeout: float, transport: httpx.BaseTransport | None) -> Delivery:
-    """One attempt with one total deadline of ``timeout`` seconds (checked per chunk, so a drip cannot stretch it)."""
+def _post(delivery: Delivery, *, timeout: float, transport: httpx.AsyncBaseTransport | None) -> Delivery:
+    """One attempt under one total deadline of ``timeout`` seconds (connect, send and the whole answer).
+
+    httpx's own timeouts are per phase and per read, so a dripping receiver would stretch them without end
+    (field-pitfalls.md §13); ``anyio.fail_after`` around the whole exchange does not. Runs a private event loop, so call
+    it from synchronous code (from async code: ``await anyio.to_thread.run_sync(...)``).
+    """
     started = time.monotonic()
-    deadline = started + timeout
     delivery.delivered_at = time.time()
+
+    async def exchange() -> None:
+        async with httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False) as c:
+            with anyio.fail_after(timeout):
+                response = await c.post(delivery.url, content=delivery.body, headers=delivery.headers)
+            delivery.status, delivery.response_body = response.status_code, response.content[:4096]
+
     try:
-        with httpx.Client(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False) as client:
-            with client.stream("POST", delivery.url, content=delivery.body, headers=delivery.headers) as response:
-                chunks = []
-                for chunk in response.iter_raw():
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise httpx.ReadTimeout(f"answer still arriving after the {timeout:.0f} s delivery deadline")
-                delivery.response_body = b"".join(chunks)[:4096]
-                delivery.status = response.status_code
-        if time.monotonic() > deadline:
-            delivery.status, delivery.error = None, f"answered after the {timeout:.0f} s delivery deadline"
+        anyio.run(exchange)
+    except TimeoutError:
+        delivery.error = f"timed out: no complete answer within the {timeout:g} s delivery deadline"
     except httpx.TimeoutException as exc:
-        delivery.error = f"timed out: no complete answer within {timeout:.0f} s ({type(exc).__name__}: {exc})"
+        delivery.error = f"timed out: no complete answer within {timeout:g} s ({type(exc).__name__})"
     except httpx.HTTPError as exc:
         delivery.error = f"{type(exc).__name__}: {exc}"
     delivery.duration = time.monotonic() - started
@@ -167,7 +173,7 @@ def _post(delivery: Delivery, *, timeout: float, transport: httpx.BaseTransport 
 def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | None, delivery_id: str | None = None,
                  hook_id: int = 1, target_type: str = "repository", target_id: int | None = None,
                  content_type: str = "json", hostile: bool = False, duplicate: bool = False,
-                 timeout: float = DELIVERY_TIMEOUT, transport: httpx.BaseTransport | None = None,
+                 timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
                  log: DeliveryLog | None = None) -> Delivery:
     """Deliver ``payload`` as GitHub would and return the recorded :class:`Delivery` (never raises for a failed send).
 
@@ -191,8 +197,8 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
     return first
 
 
-def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT, transport: httpx.BaseTransport | None = None,
-              log: DeliveryLog | None = None) -> Delivery:
+def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
+              transport: httpx.AsyncBaseTransport | None = None, log: DeliveryLog | None = None) -> Delivery:
     """Resend a recorded delivery: same GUID, same headers, same bytes (GitHub's manual redelivery).
 
     Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery.
@@ -209,7 +215,7 @@ def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT, transport:
 
 
 def send_reordered(url: str, events: list[tuple[str, Any]], *, secret: str | bytes | None,
-                   timeout: float = DELIVERY_TIMEOUT, transport: httpx.BaseTransport | None = None,
+                   timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
                    log: DeliveryLog | None = None, **options: Any) -> list[Delivery]:
     """The "reordered deliveries" fault: GUIDs are assigned in the given order, then sent last-first.
 

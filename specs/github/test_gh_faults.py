@@ -1,5 +1,6 @@
 """Faults injected by route on the fake GitHub (shared machinery: hang, drip, reset, status, latency), as githubkit
-sees them with automatic retries off (fakes-api.md §3.5: one retried 5xx would cost about 1 s, a persistent one 14 s).
+sees them with automatic retries off (fakes-api.md §3.5: one retried 5xx would cost about 1 s, a persistent one 14 s)
+and as ``harness.fetch_through`` sees them (one total deadline, errors naming the hop).
 An injected status carries GitHub's own error body, so clients parse it like a real one."""
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def test_injected_502_once_then_the_real_answer(served, kit):
     with pytest.raises(RequestFailed) as failed:
         kit.rest.issues.get("octo", "hello", 1)
     assert failed.value.response.status_code == 502
-    assert failed.value.response.json() == {"message": "Bad Gateway", "documentation_url": "https://docs.github.com/rest",
-                                            "status": "502"}
+    assert failed.value.response.json() == {
+        "message": "Bad Gateway", "documentation_url": "https://docs.github.com/rest", "status": "502"}
     assert kit.rest.issues.get("octo", "hello", 1).parsed_data.number == 1
     assert [(e.status, e.fault) for e in served.requests(path_prefix=ISSUE)] == [(502, "status"), (200, None)]
 

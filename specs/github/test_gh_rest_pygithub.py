@@ -14,9 +14,15 @@ from specs.github.world import REPO, TOKEN
 
 @pytest.fixture
 def pyg(served):
-    client = Github(base_url=served.url, auth=Auth.Token(TOKEN), retry=None, timeout=10, seconds_between_requests=None, seconds_between_writes=None)
+    client = _client(served.url, TOKEN)
     yield client
     client.close()
+
+
+def _client(url: str, token: str, **options) -> Github:
+    """PyGithub with retries off and without its default politeness pauses (0.25 s per request, 1 s per write)."""
+    return Github(base_url=url, auth=Auth.Token(token), retry=None, timeout=10, seconds_between_requests=None,
+                  seconds_between_writes=None, **options)
 
 
 def test_issue_comment_edit_follows_url_fields(pyg, served):
@@ -35,7 +41,7 @@ def test_issue_comment_edit_follows_url_fields(pyg, served):
 def test_pagination_and_total_count(served, count):
     for i in range(count):
         served.app.add_comment(REPO, 1, f"c{i}", user="alice")
-    client = Github(base_url=served.url, auth=Auth.Token(TOKEN), retry=None, timeout=10, seconds_between_requests=None, seconds_between_writes=None, per_page=2)
+    client = _client(served.url, TOKEN, per_page=2)
     try:
         comments = client.get_repo(REPO).get_issue(1).get_comments()
         assert [c.body for c in comments] == [f"c{i}" for i in range(count)]
@@ -43,7 +49,8 @@ def test_pagination_and_total_count(served, count):
     finally:
         client.close()
     if count > 1:  # totalCount asked for one item per page and read the page number of rel="last"
-        assert any(e.query_params.get("per_page") == ["1"] for e in served.requests(path_prefix=f"/repos/{REPO}/issues/1/comments"))
+        listed = served.requests(path_prefix=f"/repos/{REPO}/issues/1/comments")
+        assert any(e.query_params.get("per_page") == ["1"] for e in listed)
 
 
 def test_labels_bare_array_and_space_in_name(pyg, served):
@@ -62,7 +69,8 @@ def test_reactions_twice(pyg, served):
     assert first.id == second.id and first.content == "+1"
     comment = issue.create_comment("x")
     assert comment.create_reaction("eyes").id == comment.create_reaction("eyes").id
-    statuses = [e.status for e in served.requests(path_prefix=f"/repos/{REPO}/issues") if e.path.endswith("/reactions")]
+    statuses = [e.status for e in served.requests(path_prefix=f"/repos/{REPO}/issues")
+                if e.path.endswith("/reactions")]
     assert statuses == [201, 200, 201, 200]
 
 
@@ -73,7 +81,11 @@ def test_pull_and_lazy_404(pyg, served):
     with pytest.raises(UnknownObjectException):
         pyg.get_repo(REPO).get_issue(99)
     with pytest.raises(UnknownObjectException):
-        Github(base_url=served.url, auth=Auth.Token("ghp_mallory"), retry=None, timeout=10, seconds_between_requests=None, seconds_between_writes=None).get_repo("octo/secret")
+        outsider = _client(served.url, "ghp_mallory")
+        try:
+            outsider.get_repo("octo/secret")
+        finally:
+            outsider.close()
 
 
 def test_contents(pyg):

@@ -206,3 +206,11 @@ def _app_jwt(app) -> str:
 
     now = int(time.time())
     return jwt.encode({"iss": str(app.id), "iat": now - 60, "exp": now + 300}, app.private_key_pem, algorithm="RS256")
+
+
+def test_a_dripping_receiver_cannot_stretch_the_delivery_deadline(receiver):
+    receiver.fault("drip", "/hook", interval=0.05)  # ~40 body bytes at 50 ms each would take about 2 s
+    log = DeliveryLog()
+    slow = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log)
+    assert slow.status is None and "deadline" in slow.error
+    assert slow.duration < 1.5  # one total deadline, not per read
