@@ -126,3 +126,42 @@ def test_streams_are_closed_on_every_path(kubectl_standin: KubectlStandIn, targe
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).status_code == 200
         assert len(os.listdir("/proc/self/fd")) <= fds_before
+
+
+class _ExitingForward:
+    """A forward whose kubectl "exits" at ``exit_at`` while its socket stays open (a helper outside the group
+    holding it): only the recorded exit can end the request, so this isolates fetch_through's exit watch."""
+
+    target = "svc/x"
+
+    def __init__(self, base_url: str, exit_at: float) -> None:
+        self.base_url, self.exit_at = base_url, exit_at
+
+    def exit_summary(self) -> str | None:
+        return "kubectl exited rc=1: error: lost connection to pod" if time.monotonic() >= self.exit_at else None
+
+    def gone_reason(self) -> str | None:
+        return self.exit_summary()
+
+    def exit_code(self) -> int | None:
+        return 1 if self.exit_summary() else None
+
+    def broken_reason(self) -> str | None:
+        return None
+
+    def stderr_tail(self) -> str:
+        return "error: lost connection to pod" if self.exit_summary() else ""
+
+    def note_answer(self) -> None:
+        pass
+
+    def note_reset(self) -> None:
+        pass
+
+
+def test_recorded_exit_ends_a_request_whose_socket_stays_open(target: TargetServer) -> None:
+    fwd = _ExitingForward(target.url, exit_at=time.monotonic() + 0.3)
+    with pytest.raises(PortForwardDied) as caught:
+        fetch_through_sync(fwd, "GET", "/hang", timeout=20.0)  # type: ignore[arg-type]
+    assert time.monotonic() - fwd.exit_at < 1.0  # not the 20 s budget
+    assert caught.value.exit_code == 1 and "lost connection to pod" in caught.value.stderr_tail
