@@ -21,19 +21,16 @@ from typing import Any, Callable
 from urllib.parse import unquote
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
-from fakes.github import errors, render
+from fakes.github import errors
 from fakes.github.auth import (
     INSTALLATION_TOKEN_TTL,
     UNDECODABLE,
     generate_key_pair,
-    looks_like_jwt,
     new_installation_token,
     split_authorization,
     verify_app_jwt,
 )
-from fakes.github.paging import paginate
 from fakes.github.state import (
-    REACTION_CONTENTS,
     App,
     Comment,
     Hook,
@@ -41,7 +38,6 @@ from fakes.github.state import (
     Issue,
     Label,
     PullInfo,
-    Reaction,
     Repo,
     Token,
     User,

@@ -53,10 +53,6 @@ class JwtVerdict:
     message: str | None  # GitHub's 401 message when refused
 
 
-def looks_like_jwt(token: str) -> bool:
-    return token.count(".") == 2
-
-
 def verify_app_jwt(token: str, apps: list[App], now: float) -> JwtVerdict:
     """Check an App JWT as GitHub does; ``now`` is the fake's clock in epoch seconds."""
     try:

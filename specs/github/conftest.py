@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from githubkit import GitHub
 
-from fakes.github import FakeGitHub, in_process
+from fakes.github import in_process
 from fakes.server import FakeHandle, serve_fake
 from specs.github.receiver import Receiver
 from specs.github.world import SCHEMAS, TOKEN, seed
