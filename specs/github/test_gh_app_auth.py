@@ -161,3 +161,14 @@ def test_installation_token_writes_only_where_installed(world):
         allowed = http.post("/repos/octo/secret/issues/1/comments", json={"body": "x"})
     assert refused.status_code == 403 and refused.json()["message"] == "Resource not accessible by integration"
     assert allowed.status_code == 201
+
+
+def test_githubkit_app_endpoints_parse_in_both_schemas(world, schema):
+    handle, app, inst = world
+    kit = GitHub(AppAuthStrategy(str(app.id), app.private_key_pem), base_url=handle.url, transport=handle.transport(),
+                 auto_retry=False, http_cache=False, cache_strategy=MemCacheStrategy())
+    found = kit.rest(schema).apps.get_repo_installation("octo", "hello").parsed_data
+    assert (found.id, found.app_id, found.app_slug, found.account.login) == (inst.id, app.id, "reply-bot", "octo")
+    assert found.access_tokens_url == f"{handle.url}/app/installations/{inst.id}/access_tokens"
+    token = kit.rest(schema).apps.create_installation_access_token(inst.id).parsed_data
+    assert token.token.startswith("ghs_") and str(token.expires_at).endswith("Z")

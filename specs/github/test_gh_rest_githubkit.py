@@ -200,3 +200,19 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
     assert health.status_code == 200
     assert [(e.method, e.path, e.status) for e in fake_inproc.requests()] == [
         ("PUT", f"/repos/{REPO}/issues/1/labels", 501)]
+
+
+def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, fake_inproc):
+    fake = fake_inproc.app
+    for i in range(30):  # issue #1 is already open: 31 in all (field-pitfalls.md §17's worked case)
+        fake.add_issue(REPO, f"bulk {i}", user="alice", created_at="2024-01-01T00:00:00Z",
+                       updated_at="2024-06-01T00:00:00Z" if i == 5 else "2024-01-01T00:00:00Z")
+    fake.add_issue(REPO, "closed one", user="alice", state="closed")
+    rest = kit.rest(schema)
+    first = rest.issues.list_for_repo(O, R)
+    assert len(first.parsed_data) == 30 and 'rel="next"' in first.headers["link"]
+    every = list(kit.rest.paginate(rest.issues.list_for_repo, owner=O, repo=R))
+    assert len(every) == 31 and all(i.state == "open" for i in every)
+    assert len(rest.issues.list_for_repo(O, R, state="all", per_page=100).parsed_data) == 32
+    recent = rest.issues.list_for_repo(O, R, since="2024-05-01T00:00:00Z").parsed_data
+    assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue #1 was created (and updated) now
