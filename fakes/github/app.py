@@ -43,7 +43,7 @@ from fakes.github.state import (
     User,
     parse_iso,
 )
-from fakes.github.webhooks import DELIVERY_TIMEOUT, Delivery, DeliveryLog, Dispatcher, send_webhook
+from fakes.github.webhooks import DELIVERY_TIMEOUT, Delivery, DeliveryLog, Dispatcher, redeliver, send_webhook
 
 _APP_IDS = itertools.count(int(time.time()) % 1_000_000 * 10 + 100_000)
 HEALTH_PATH = "/healthz"  # not a GitHub route; outside /_fake/ so the machinery treats it as the health route
@@ -150,7 +150,7 @@ class FakeGitHub:
         with self.lock:
             self._offset += float(seconds)
 
-    def _new_id(self) -> int:
+    def new_id(self) -> int:
         self._next_id += 1
         return self._next_id
 
@@ -161,7 +161,7 @@ class FakeGitHub:
         with self.lock:
             found = self.users.get(login.lower())
             if found is None:
-                found = self.users[login.lower()] = User(login=login, id=self._new_id(), type=type)
+                found = self.users[login.lower()] = User(login=login, id=self.new_id(), type=type)
             if token:
                 self.tokens[token] = Token(value=token, expires_at=None, user=found)
             return found
@@ -176,7 +176,7 @@ class FakeGitHub:
             if full_name.lower() in self.repos:
                 raise ValueError(f"repository {full_name} already exists in the fake")
             owner = self.add_user(owner_login)
-            repo = Repo(id=self._new_id(), owner=owner, name=name, created_at=self.now(), private=private,
+            repo = Repo(id=self.new_id(), owner=owner, name=name, created_at=self.now(), private=private,
                         description=description, default_branch=default_branch, collaborators=set(collaborators))
             for path, content in (files or {}).items():
                 repo.files[path.strip("/")] = content.encode() if isinstance(content, str) else content
@@ -198,7 +198,7 @@ class FakeGitHub:
             existing = repo.labels.get(name.lower())
             if existing is not None:
                 return existing
-            lab = repo.labels[name.lower()] = Label(id=self._new_id(), name=name, color=color, description=description)
+            lab = repo.labels[name.lower()] = Label(id=self.new_id(), name=name, color=color, description=description)
             return lab
 
     def add_issue(self, full_name: str, title: str, *, body: str | None = None, user: str | None = None,
@@ -209,7 +209,7 @@ class FakeGitHub:
             repo = self.repo(full_name)
             author = self.add_user(user or repo.owner.login)
             created = _when(created_at, self.now())
-            iss = Issue(id=self._new_id(), number=repo.next_number, title=title, body=body, user=author,
+            iss = Issue(id=self.new_id(), number=repo.next_number, title=title, body=body, user=author,
                         created_at=created, updated_at=_when(updated_at, created), state=state,
                         closed_at=created if state == "closed" else None)
             iss.labels = [self.add_label(full_name, name) for name in labels]
@@ -228,7 +228,7 @@ class FakeGitHub:
             sha = lambda ref: hashlib.sha1(f"{full_name}:{ref}:{iss.number}".encode()).hexdigest()  # noqa: E731
             iss.pull = PullInfo(head_ref=head, base_ref=base or repo.default_branch, head_sha=sha(head),
                                 base_sha=sha(base or repo.default_branch))
-            iss.pull_id = self._new_id()
+            iss.pull_id = self.new_id()
             return iss
 
     def add_comment(self, full_name: str, number: int, body: str, *, user: str | None = None,
@@ -238,7 +238,7 @@ class FakeGitHub:
             repo = self.repo(full_name)
             iss = self._issue_or_raise(repo, number)
             author = self.add_user(user or repo.owner.login)
-            return self._create_comment(repo, iss, body, author, None, _when(created_at, self.now()))
+            return self.create_comment(repo, iss, body, author, None, _when(created_at, self.now()))
 
     def add_app(self, slug: str = "fake-app", *, name: str | None = None, owner: str = "octocat") -> App:
         """A GitHub App with a freshly generated RSA key pair (``app.private_key_pem`` goes to the app under test)."""
@@ -257,7 +257,7 @@ class FakeGitHub:
         with self.lock:
             if app_id not in self.apps:
                 raise KeyError(f"no App {app_id} seeded in the fake GitHub")
-            inst = Installation(id=self._new_id(), app=self.apps[app_id], account=self.add_user(account),
+            inst = Installation(id=self.new_id(), app=self.apps[app_id], account=self.add_user(account),
                                 created_at=self.now(), repositories=repositories)
             self.installations[inst.id] = inst
             return inst
@@ -268,7 +268,7 @@ class FakeGitHub:
         if content_type not in ("json", "form"):
             raise ValueError(f"hook content_type must be 'json' or 'form', not {content_type!r}")
         with self.lock:
-            hook = Hook(id=self._new_id(), url=url, secret=secret, events=list(events or ["issues", "issue_comment"]),
+            hook = Hook(id=self.new_id(), url=url, secret=secret, events=list(events or ["issues", "issue_comment"]),
                         content_type=content_type, repo=repo)
             self.hooks.append(hook)
             return hook
@@ -296,6 +296,12 @@ class FakeGitHub:
     def _deliver(self, hook: Hook, event: str, payload: dict[str, Any]) -> Delivery:
         return send_webhook(hook.url, event, payload, secret=hook.secret, hook_id=hook.id,
                             content_type=hook.content_type, timeout=self.delivery_timeout, log=self.deliveries)
+
+    def redeliver_later(self, delivery_id: str) -> None:
+        """Queue a manual redelivery of a recorded delivery (same GUID, same bytes); ``KeyError`` if unknown."""
+        if self.deliveries.by_id(delivery_id) is None:
+            raise KeyError(f"no recorded delivery {delivery_id!r} to redeliver")
+        self._dispatcher.submit(lambda: redeliver(delivery_id, timeout=self.delivery_timeout, log=self.deliveries))
 
     def drain_deliveries(self, timeout: float = DELIVERY_TIMEOUT + 2.0) -> bool:
         """Wait up to ``timeout`` seconds for queued deliveries to be attempted; True when none is left."""
@@ -395,7 +401,7 @@ class FakeGitHub:
             ("x-ratelimit-used", str(used)),
             ("x-ratelimit-resource", "core"),
             ("x-github-media-type", "github.v3; format=json"),
-            ("x-github-request-id", f"FAKE:{self._new_id():X}"),
+            ("x-github-request-id", f"FAKE:{self.new_id():X}"),
         ])
         return response
 
@@ -424,9 +430,9 @@ class FakeGitHub:
         except KeyError:
             raise KeyError(f"no issue #{number} in {repo.full_name}") from None
 
-    def _create_comment(self, repo: Repo, iss: Issue, body: str, author: User, via: App | None,
+    def create_comment(self, repo: Repo, iss: Issue, body: str, author: User, via: App | None,
                         when: float) -> Comment:
-        c = Comment(id=self._new_id(), repo=repo, issue_number=iss.number, body=body, user=author, created_at=when,
+        c = Comment(id=self.new_id(), repo=repo, issue_number=iss.number, body=body, user=author, created_at=when,
                     updated_at=when, via_app=via)
         self.comments[c.id] = c
         iss.comment_ids.append(c.id)

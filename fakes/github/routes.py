@@ -123,7 +123,7 @@ def create_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
         return errors.invalid_request(f"For 'properties/body', {body['body']!r} is not a string.", doc)
     token = call.token
     via = token.installation.app if token.installation is not None else None
-    c = fake._create_comment(repo, iss, body["body"], token.actor, via, fake.now())
+    c = fake.create_comment(repo, iss, body["body"], token.actor, via, fake.now())
     shown = render.comment(call.base, repo, c)
     fake.emit("issue_comment", issue_comment_created_payload(fake, repo.full_name, c.id, base=call.base), repo=repo)
     return FakeResponse.json(201, shown, [("location", shown["url"])])
@@ -238,7 +238,7 @@ def _react(fake: FakeGitHub, call: Call, repo: Repo, reactions: list[Reaction], 
     for r in reactions:
         if r.content == content and r.user.login == actor.login:
             return FakeResponse.json(200, render.reaction(call.base, r))  # an existing reaction: 200, not a second one
-    r = Reaction(id=fake._new_id(), user=actor, content=content, created_at=fake.now())
+    r = Reaction(id=fake.new_id(), user=actor, content=content, created_at=fake.now())
     reactions.append(r)
     return FakeResponse.json(201, render.reaction(call.base, r))
 

@@ -25,7 +25,6 @@ from typing import Any, Callable
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
 from fakes.github import payloads, render
-from fakes.github.webhooks import redeliver
 
 _PREFIX = "/_fake/github/"
 
@@ -195,7 +194,7 @@ def _drain(fake: Any, body: dict, base: str) -> tuple[int, Any]:
 def _redeliver(fake: Any, guid: str) -> FakeResponse:
     if fake.deliveries.by_id(guid) is None:
         raise AdminError(f"no recorded delivery {guid!r} to redeliver", 404)
-    fake._dispatcher.submit(lambda: redeliver(guid, timeout=fake.delivery_timeout, log=fake.deliveries))
+    fake.redeliver_later(guid)
     return FakeResponse.json(202, {"id": guid})
 
 

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import urlencode
 
@@ -40,7 +40,8 @@ class Delivery:
     """One delivery attempt: what was sent (exact bytes and headers) and how the receiver answered.
 
     ``status`` is the HTTP status or ``None`` when no answer came (``error`` says why: timeout, refused, reset);
-    ``duration`` is seconds from send to the end of the answer (or the failure); ``redelivery`` marks a resend.
+    ``duration`` is seconds from send to the end of the answer (or the failure); ``redelivery`` marks a manual resend
+    (:func:`redeliver`), ``duplicate`` the second copy of a ``duplicate=True`` send.
     """
 
     id: str
@@ -54,6 +55,7 @@ class Delivery:
     duration: float | None = None
     delivered_at: float | None = None
     redelivery: bool = False
+    duplicate: bool = False
     response_body: bytes = b""
 
     @property
@@ -66,7 +68,7 @@ class Delivery:
         return {
             "id": self.id, "event": self.event, "action": self.action, "url": self.url, "status": self.status,
             "error": self.error, "duration": self.duration, "delivered_at": self.delivered_at,
-            "redelivery": self.redelivery, "ok": self.ok,
+            "redelivery": self.redelivery, "duplicate": self.duplicate, "ok": self.ok,
         }
 
 
@@ -189,7 +191,7 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
     log = log if log is not None else DEFAULT_LOG
     first = None
     for attempt in range(2 if duplicate else 1):
-        delivery = Delivery(delivery_id, event, action, url, dict(headers), body, redelivery=attempt > 0)
+        delivery = Delivery(delivery_id, event, action, url, dict(headers), body, duplicate=attempt > 0)
         _post(delivery, timeout=timeout, transport=transport)
         log.add(delivery)
         first = first or delivery
@@ -229,19 +231,19 @@ def send_reordered(url: str, events: list[tuple[str, Any]], *, secret: str | byt
     return [sent[guid] for _, _, guid in prepared]
 
 
-@dataclass
 class Dispatcher:
     """A single background worker that sends deliveries caused by API calls, so ``handle()`` never waits on a receiver.
 
     Started on first use; :meth:`close` stops it within its timeout. Jobs are plain callables.
     """
 
-    name: str = "fake-github-webhooks"
-    _jobs: list[Callable[[], None]] = field(default_factory=list)
-    _cond: threading.Condition = field(default_factory=threading.Condition)
-    _thread: threading.Thread | None = None
-    _closing: bool = False
-    _busy: bool = False
+    def __init__(self, name: str = "fake-github-webhooks") -> None:
+        self.name = name
+        self._jobs: list[Callable[[], None]] = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._busy = False
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._cond:

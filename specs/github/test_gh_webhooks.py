@@ -117,6 +117,7 @@ def test_duplicate_reordered_and_form_encoded_faults(receiver):
     log = DeliveryLog()
     dup = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, duplicate=True, log=log)
     assert [r.headers["x-github-delivery"] for r in receiver.app.received] == [dup.id, dup.id]
+    assert [(d.duplicate, d.redelivery) for d in log.all()] == [(False, False), (True, False)]
     receiver.app.reset()
     batch = send_reordered(f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)],
                            secret=SECRET, log=log)
