@@ -3,7 +3,7 @@
 Public API:
 
 - :func:`serve` (uvicorn in a thread, port 0) and :func:`in_process` (no socket): context managers yielding a
-  ``fakes.server.FakeHandle``; ``python -m fakes.github`` runs it standalone.
+  ``fakes.server.FakeHandle``; ``python -m fakes.github`` runs it standalone. :func:`unserved` lists the 501s.
 - :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
 - :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
   those bytes, record the delivery, never retry).
@@ -19,7 +19,7 @@ from fakes.github.payloads import (
     issues_opened_payload,
     pull_request_opened_payload,
 )
-from fakes.github.server import in_process, serve
+from fakes.github.server import in_process, serve, unserved
 from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
 from fakes.github.webhooks import Delivery, DeliveryLog, redeliver, send_reordered, send_webhook
 
@@ -37,6 +37,7 @@ __all__ = [
     "send_reordered",
     "serve",
     "send_webhook",
+    "unserved",
     "sign_sha1",
     "sign_sha256",
     "verify_signature",

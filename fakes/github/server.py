@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fakes.github.app import FakeGitHub
+from fakes.journal import JournalEntry
 from fakes.server import FakeHandle, in_process as _in_process, serve_fake
 
 
@@ -36,3 +37,12 @@ def in_process(**options: Any) -> Iterator[FakeHandle]:
         yield _in_process(fake)
     finally:
         fake.close()
+
+
+def unserved(handle: FakeHandle) -> list[JournalEntry]:
+    """Journal entries the fake answered 501 (an endpoint it does not model), oldest first.
+
+    ``assert unserved(gh) == []`` is the spec's "no unstubbed endpoint was called"; it cannot pass vacuously because
+    unserved calls are journaled with their 501 (health checks are the only requests never journaled).
+    """
+    return [entry for entry in handle.requests() if entry.status == 501]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from githubkit import GitHub
 
-from fakes.github import in_process
+from fakes.github import in_process, unserved
 from fakes.server import FakeHandle, serve_fake
 from specs.github.receiver import Receiver
 from specs.github.world import SCHEMAS, TOKEN, seed
@@ -60,6 +60,7 @@ def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
     """githubkit with alice's token, in-process, automatic retries off (specs use ``kit.rest(schema)``)."""
     yield GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
                  http_cache=False, timeout=10.0)
+    assert [(e.method, e.path) for e in unserved(fake_inproc)] == []  # githubkit called only modelled routes
 
 
 @pytest.fixture

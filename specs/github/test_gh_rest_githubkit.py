@@ -180,7 +180,8 @@ def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fak
     from githubkit.exception import PrimaryRateLimitExceeded
 
     with fake_inproc.client(headers={"authorization": f"token {TOKEN}"}) as http:
-        answers = [http.get(f"/repos/{REPO}"), http.get("/repos/octo/nope"), http.get("/user/repos")]
+        answers = [http.get(f"/repos/{REPO}"), http.get("/repos/octo/nope"),
+                   http.post(f"/repos/{REPO}/issues/1/comments", json={})]
     for answer in answers:
         assert {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-used",
                 "x-ratelimit-resource"} <= set(answer.headers), answer
@@ -195,7 +196,7 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
     with fake_inproc.client() as http:
         unserved = http.put(f"/repos/{REPO}/issues/1/labels", json={"labels": ["x"]})
         health = http.get("/healthz")
-    assert unserved.status_code == 501
+    assert unserved.status_code == 501 and unserved.headers["x-ratelimit-used"] == "1"
     assert unserved.json()["message"] == f"fake GitHub does not serve PUT /repos/{REPO}/issues/1/labels"
     assert health.status_code == 200
     assert [(e.method, e.path, e.status) for e in fake_inproc.requests()] == [

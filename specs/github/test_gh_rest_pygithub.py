@@ -9,6 +9,7 @@ import json
 import pytest
 from github import Auth, Github, UnknownObjectException
 
+from fakes.github import unserved
 from specs.github.world import REPO, TOKEN
 
 
@@ -17,6 +18,7 @@ def pyg(served):
     client = _client(served.url, TOKEN)
     yield client
     client.close()
+    assert unserved(served) == []  # PyGithub called nothing the fake does not model
 
 
 def _client(url: str, token: str, **options) -> Github:
