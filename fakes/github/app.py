@@ -70,6 +70,22 @@ _DOCS = {
 }
 
 
+@dataclass(frozen=True)
+class Quota:
+    """One request's place in its primary rate limit; ``reset`` is epoch seconds."""
+
+    limit: int
+    used: int
+    remaining: int
+    reset: int
+    exhausted: bool
+
+    def headers(self) -> list[tuple[str, str]]:
+        return [("x-ratelimit-limit", str(self.limit)), ("x-ratelimit-remaining", str(self.remaining)),
+                ("x-ratelimit-reset", str(self.reset)), ("x-ratelimit-used", str(self.used)),
+                ("x-ratelimit-resource", "core")]
+
+
 @dataclass
 class Call:
     """One API request after authentication: the request, its base URL and who sent it."""
@@ -138,6 +154,7 @@ class FakeGitHub:
         self._used: dict[str, int] = {}
         self._window_start = self.now()
         self._remaining_override: int | None = None
+        self._request_seq = 0
 
     # -- clock and ids --------------------------------------------------------------------------------------------
 
@@ -342,10 +359,15 @@ class FakeGitHub:
         if request.path.startswith(ADMIN_PREFIX):  # reached only when a caller bypasses the machinery
             return self.admin(request) or errors.not_served(request.method, request.path)
         with self.lock:
-            response = self._dispatch(request)
-            return self._with_rate_limit(request, response)
+            quota = self._spend(request)
+            response = self._dispatch(request, quota)
+            response.headers.extend(quota.headers())
+            response.headers.append(("x-github-media-type", "github.v3; format=json"))
+            self._request_seq += 1
+            response.headers.append(("x-github-request-id", f"FAKE:{self._request_seq:08X}"))
+            return response
 
-    def _dispatch(self, request: FakeRequest) -> FakeResponse:
+    def _dispatch(self, request: FakeRequest, quota: Quota) -> FakeResponse:
         path = request.raw_path or request.path
         path = path.split("?", 1)[0]
         for method, regex, handler, auth in _ROUTES:
@@ -357,9 +379,9 @@ class FakeGitHub:
             refusal = self._authenticate(call, auth)
             if refusal is not None:
                 return refusal
-            if self._remaining_override == 0:
+            if quota.exhausted:
                 return errors.error(403, f"API rate limit exceeded for {self._identity(call)}.",
-                                    "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting")
+                                    "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api")
             return handler(self, call)
         return errors.not_served(request.method.upper(), request.path)
 
@@ -380,30 +402,28 @@ class FakeGitHub:
         return None
 
     def _identity(self, call: Call) -> str:
+        """Who exceeded the limit, in GitHub's words ("user ID 1", "installation ID 2"); never the token itself.
+        GitHub names an anonymous caller by IP address, which the fake does not see: it says "anonymous caller"."""
         if call.app is not None:
-            return f"app:{call.app.id}"
-        return f"token:{call.token.value}" if call.token is not None else "anonymous"
+            return f"app ID {call.app.id}"
+        if call.token is None:
+            return "anonymous caller"
+        if call.token.installation is not None:
+            return f"installation ID {call.token.installation.id}"
+        return f"user ID {call.token.actor.id}"
 
-    def _with_rate_limit(self, request: FakeRequest, response: FakeResponse) -> FakeResponse:
-        """GitHub's ``x-ratelimit-*`` headers on every response (§3.4); the hour window restarts on the fake's clock."""
+    def _spend(self, request: FakeRequest) -> Quota:
+        """Count this request against its credential's hourly quota (§3.4: 60 anonymous, 5000 with a token); the
+        window restarts on the fake's clock. Past the limit, API calls get GitHub's 403 with ``remaining`` 0."""
         now = self.now()
         if now - self._window_start >= 3600:
             self._window_start, self._used = now, {}
-        credential = split_authorization(request.headers.get("authorization"))
-        key = credential or "anonymous"
+        key = split_authorization(request.headers.get("authorization")) or "anonymous"
         limit = ANON_LIMIT if key == "anonymous" else TOKEN_LIMIT
         used = self._used[key] = self._used.get(key, 0) + 1
         remaining = max(0, limit - used) if self._remaining_override is None else self._remaining_override
-        response.headers.extend([
-            ("x-ratelimit-limit", str(limit)),
-            ("x-ratelimit-remaining", str(remaining)),
-            ("x-ratelimit-reset", str(int(self._window_start + 3600))),
-            ("x-ratelimit-used", str(used)),
-            ("x-ratelimit-resource", "core"),
-            ("x-github-media-type", "github.v3; format=json"),
-            ("x-github-request-id", f"FAKE:{self.new_id():X}"),
-        ])
-        return response
+        exhausted = used > limit if self._remaining_override is None else self._remaining_override <= 0
+        return Quota(limit, used, remaining, int(self._window_start + 3600), exhausted)
 
     # -- shared lookups -------------------------------------------------------------------------------------------
 

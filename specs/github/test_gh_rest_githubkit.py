@@ -188,8 +188,10 @@ def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fak
     assert [int(a.headers["x-ratelimit-used"]) for a in answers] == [1, 2, 3]
     assert int(answers[0].headers["x-ratelimit-remaining"]) == 4999
     fake_inproc.app.set_rate_limit_remaining(0)
-    with pytest.raises(PrimaryRateLimitExceeded):
+    with pytest.raises(PrimaryRateLimitExceeded) as limited:
         kit.rest(schema).issues.get(O, R, 1)
+    alice = fake_inproc.app.users["alice"].id
+    assert limited.value.response.json()["message"] == f"API rate limit exceeded for user ID {alice}."
 
 
 def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
@@ -217,3 +219,15 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
     assert len(rest.issues.list_for_repo(O, R, state="all", per_page=100).parsed_data) == 32
     recent = rest.issues.list_for_repo(O, R, since="2024-05-01T00:00:00Z").parsed_data
     assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue #1 was created (and updated) now
+
+
+def test_anonymous_callers_get_60_an_hour_then_githubs_403(fake_inproc):
+    with fake_inproc.client() as http:
+        answers = [http.get(f"/repos/{REPO}") for _ in range(61)]
+        fake_inproc.app.advance_clock(3600)  # a new hourly window
+        fresh = http.get(f"/repos/{REPO}")
+    assert [a.status_code for a in answers[:60]] == [200] * 60
+    last = answers[60]
+    assert last.status_code == 403 and last.headers["x-ratelimit-remaining"] == "0"
+    assert last.json()["message"] == "API rate limit exceeded for anonymous caller." and last.json()["status"] == "403"
+    assert fresh.status_code == 200 and fresh.headers["x-ratelimit-used"] == "1"
