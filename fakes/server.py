@@ -9,6 +9,7 @@ hangs and drips end at stop, and the thread and socket are gone when the context
 from __future__ import annotations
 
 import contextlib
+import signal
 import socket
 import threading
 from collections.abc import Iterator
@@ -98,6 +99,20 @@ class _FakeUvicornServer(uvicorn.Server):
     async def shutdown(self, sockets=None) -> None:
         self.asgi.begin_shutdown()
         await super().shutdown(sockets=sockets)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """SIGINT/SIGTERM request a graceful stop; unlike uvicorn's own, the signal is not re-raised afterwards, so
+        ``python -m fakes.<name>`` runs its cleanup (temporary files) and exits 0 (a pod's clean stop)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
 
 
 def build_server(runtime: FakeRuntime, *, graceful_timeout: float = 5.0, log_level: str = "warning"
