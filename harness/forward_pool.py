@@ -71,19 +71,29 @@ class ForwardPool:
     async def aget(self, kube: Kube, target: str, remote_port: int, *, ready_path: str | None = None) -> PortForward:
         """The async :meth:`get` (readiness awaited on the event loop; cancellation closes the new forward)."""
         key = self._key(kube, target, remote_port)
-        current = self._forwards.get(key)
-        if current is not None and current.alive:
-            return current
-        fresh = self._replace(key, kube, target, remote_port, ready_path)
-        pause = self._pause(key)
-        if pause > 0:
-            await anyio.sleep(pause)
+        lock = self._key_lock(key)
+        # The key lock is a thread lock (sync probes run in worker threads): poll it instead of blocking the loop.
+        deadline = time.monotonic() + clamp_to_attempt(self.ready_timeout + self.max_backoff)
+        while not lock.acquire(blocking=False):
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"another caller has been opening the forward for {key} for too long")
+            await anyio.sleep(0.01)
         try:
-            await fresh.astart()
-        except BaseException:
-            self._failed(key, fresh)
-            raise
-        return self._succeeded(key, fresh)
+            current = self._forwards.get(key)
+            if current is not None and current.alive:
+                return current
+            fresh = self._replace(key, kube, target, remote_port, ready_path)
+            pause = self._pause(key)
+            if pause > 0:
+                await anyio.sleep(pause)
+            try:
+                await fresh.astart()
+            except BaseException:
+                self._failed(key, fresh)
+                raise
+            return self._succeeded(key, fresh)
+        finally:
+            lock.release()
 
     def close(self) -> None:
         """Stop every forward, then audit: raise :class:`ForwardLeak` naming each kubectl group still alive."""

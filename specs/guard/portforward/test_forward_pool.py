@@ -122,3 +122,20 @@ def test_as_a_wait_for_probe_errors_are_failed_attempts_and_the_pool_reopens(
     assert status == 200
     assert [type(e) for e in errors] == [PortForwardDied]
     assert pool.opened == 2 and first.exit is not None
+
+
+def test_concurrent_async_gets_share_one_forward(pool: ForwardPool, kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+    kubectl_standin.script(target_port=target.port)
+    kube = kubectl_standin.kube()
+    got = []
+
+    async def main() -> None:
+        async def one() -> None:
+            got.append(await pool.aget(kube, "svc/x", 80))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(one)
+
+    anyio.run(main)
+    assert len({id(f) for f in got}) == 1 and pool.opened == 1
