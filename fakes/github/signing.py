@@ -45,5 +45,6 @@ def verify_signature(secret: str | bytes, body: bytes, header: str | bytes | Non
     if not sep or prefix.lower() != "sha256" or len(digest) != 64 or not set(digest.lower()) <= _HEX:
         return False
     expected = hmac.new(_key(secret), bytes(body), hashlib.sha256).hexdigest()
-    # Both sides are ASCII bytes here, so compare_digest cannot raise TypeError (it does on non-ASCII str, §3.10 item 3).
+    # Both sides are ASCII bytes here, so compare_digest cannot raise TypeError (it does on non-ASCII str,
+    # fakes-api.md §3.10 item 3).
     return hmac.compare_digest(expected.encode("ascii"), digest.lower().encode("ascii"))

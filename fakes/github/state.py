@@ -111,7 +111,8 @@ class Repo:
     description: str | None = None
     default_branch: str = "main"
     collaborators: set[str] = field(default_factory=set)
-    labels: dict[str, Label] = field(default_factory=dict)  # lower-cased name -> label (GitHub matches names case-insensitively)
+    # lower-cased name -> label: GitHub matches label names case-insensitively
+    labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)  # path without leading slash -> content on the default branch
     next_number: int = 1
@@ -131,7 +132,8 @@ class App:
     public_key_pem: str
     private_key_pem: str
     created_at: float
-    permissions: dict[str, str] = field(default_factory=lambda: {"issues": "write", "metadata": "read", "pull_requests": "write"})
+    permissions: dict[str, str] = field(
+        default_factory=lambda: {"issues": "write", "metadata": "read", "pull_requests": "write"})
     events: list[str] = field(default_factory=lambda: ["issues", "issue_comment", "pull_request"])
 
     @property

@@ -76,8 +76,9 @@ def test_jwt_refusals_carry_githubs_messages(world):
     good = _jwt(app.private_key_pem, app.id, now - 60, now + 300)
     assert _token_request(handle, 999_999, good).status_code == 404
     with handle.client() as http:
-        assert http.get(f"/repos/{REPO}/installation", headers={"authorization": f"Bearer {good}"}).json()["id"] == inst.id
-        assert http.get("/repos/nobody/else/installation", headers={"authorization": f"Bearer {good}"}).status_code == 404
+        as_app = {"authorization": f"Bearer {good}"}
+        assert http.get(f"/repos/{REPO}/installation", headers=as_app).json()["id"] == inst.id
+        assert http.get("/repos/nobody/else/installation", headers=as_app).status_code == 404
 
 
 def test_installation_token_schemes_and_expiry(world):

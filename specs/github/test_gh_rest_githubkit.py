@@ -49,7 +49,8 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
     for i in range(count):
         fake_inproc.app.add_comment(REPO, 1, f"c{i}", user="alice")
     rest = kit.rest(schema)
-    via_link = [c.body for c in kit.rest.paginate(rest.issues.list_comments, owner=O, repo=R, issue_number=1, per_page=3)]
+    pages_of = kit.rest.paginate(rest.issues.list_comments, owner=O, repo=R, issue_number=1, per_page=3)
+    via_link = [c.body for c in pages_of]
     assert via_link == [f"c{i}" for i in range(count)]
     pages = -(-count // 3)
     assert _pages_requested(fake_inproc) == [str(n) for n in range(1, max(pages, 1) + 1)]  # Link rel=next only
@@ -63,7 +64,8 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
 
 
 def _pages_requested(handle) -> list[str]:
-    return [e.query_params.get("page", ["1"])[-1] for e in handle.requests(path_prefix=f"/repos/{REPO}/issues/1/comments")]
+    listed = handle.requests(path_prefix=f"/repos/{REPO}/issues/1/comments")
+    return [e.query_params.get("page", ["1"])[-1] for e in listed]
 
 
 def test_link_header_shape_and_per_page_cap(fake_inproc):
