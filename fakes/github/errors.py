@@ -53,4 +53,4 @@ def problems_parsing_json(documentation_url: str = DOCS) -> FakeResponse:
 
 def not_served(method: str, path: str) -> FakeResponse:
     """501 for anything the fake does not model: never a silent 200 (issue #5; fakes-api.md §3.1)."""
-    return error(501, f"fake GitHub does not serve {method} {path}", "https://docs.github.com/rest",)
+    return error(501, f"fake GitHub does not serve {method} {path}")
