@@ -6,4 +6,8 @@ The harness's own pytest plugin (markers ``cluster`` and ``disruptive``, options
 the harness. The fakes' fixtures (``fake_qdrant``, ``fake_github``) are listed here.
 """
 
-pytest_plugins: list[str] = ["fakes.github.fixtures", "fakes.qdrant.fixtures"]
+pytest_plugins = [
+    "pytester",  # the plugin's guard specs run inner pytest sessions
+    "fakes.github.fixtures",
+    "fakes.qdrant.fixtures",
+]

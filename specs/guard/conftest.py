@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
 
 _STANDIN_SOURCE = Path(__file__).with_name("kubectl_standin.py")
 
