@@ -20,7 +20,7 @@ import anyio
 from harness import process
 from harness.attempts import clamp_to_attempt
 from harness.errors import ForwardLeak
-from harness.portforward import DEFAULT_READY_TIMEOUT, PortForward
+from harness.portforward import DEFAULT_READY_TIMEOUT, PortForward, client_version
 
 if TYPE_CHECKING:
     import subprocess
@@ -43,6 +43,8 @@ class ForwardPool:
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.opened = 0
+        self.kubectl_versions: dict[str, str] = {}
+        """kubectl path -> client gitVersion, recorded at the first open (exit semantics changed twice)."""
         self._forwards: dict[Key, PortForward] = {}
         self._failures: dict[Key, int] = {}
         self._not_before: dict[Key, float] = {}
@@ -130,6 +132,8 @@ class ForwardPool:
             else:
                 self._failures[key] = 0
             old.close()
+        if kube.kubectl_path not in self.kubectl_versions:
+            self.kubectl_versions[kube.kubectl_path] = client_version(kube.kubectl_path)
         fresh = PortForward(kube, target, remote_port, ready_timeout=clamp_to_attempt(self.ready_timeout), ready_path=ready_path)
         self.opened += 1
         return fresh

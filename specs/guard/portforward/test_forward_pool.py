@@ -37,6 +37,7 @@ def test_one_forward_per_key(pool: ForwardPool, kubectl_standin: KubectlStandIn,
     assert pool.get(kube, "svc/fake-github", 80) is first
     other = pool.get(kube, "svc/fake-github", 8080)
     assert other is not first and pool.opened == 2
+    assert pool.kubectl_versions == {kubectl_standin.path: "v1.32.0-standin"}
     assert fetch_through_sync(first, "GET", "/ok", timeout=5.0).status_code == 200
 
 
