@@ -113,10 +113,11 @@ class QdrantFake:
         return FakeResponse(404, [("content-type", "text/plain; charset=utf-8")], b"")
 
     def error_response(self, status: int) -> FakeResponse:
-        """The body an injected ``status`` fault carries: Qdrant's error envelope (429 worded as rate limiting)."""
-        message = {429: "Rate limiting exceeded: injected by the fake", 503: "Service unavailable: injected by the fake",
-                   }.get(status, f"Service internal error: injected HTTP {status} by the fake")
-        return error_envelope(QdrantError(status, message), time.monotonic())
+        """The body an injected ``status`` fault carries: Qdrant's error envelope, worded as Qdrant words that status
+        (``StorageError`` prefixes, fakes-api.md §2.2)."""
+        prefix = {400: "Bad request", 403: "Forbidden", 404: "Not found", 408: "Timeout",
+                  429: "Rate limiting exceeded", 503: "Shard temporarily unavailable"}.get(status, "Service internal error")
+        return error_envelope(QdrantError(status, f"{prefix}: injected HTTP {status} by the fake"), time.monotonic())
 
     def reset(self) -> None:
         """Drop every collection (and cancel updates still waiting for ``apply_delay``)."""
@@ -193,6 +194,8 @@ class QdrantFake:
                                    "path parameters")
         body = read_body(request) if request.body.strip() else {}
         vectors, named, raw = _vector_config(body.get("vectors"))
+        if not vectors:  # real Qdrant allows sparse-only / vector-less collections; the edge engine does not
+            raise not_modelled("collections without dense vectors")
         with self._lock:
             if c in self._collections:
                 raise QdrantError(409, f"Wrong input: Collection `{c}` already exists!")

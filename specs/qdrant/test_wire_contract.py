@@ -163,4 +163,4 @@ def test_api_key_plain_text_401_and_both_headers():
 def test_injected_status_fault_carries_qdrant_error_envelope(fake_qdrant, raw):
     fake_qdrant.fault("status", "/collections", status=503, times=1)
     response = raw.get("/collections")
-    assert response.status_code == 503 and _error(response).startswith("Service unavailable")
+    assert response.status_code == 503 and _error(response).startswith("Shard temporarily unavailable")

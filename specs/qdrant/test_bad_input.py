@@ -1,0 +1,59 @@
+"""Bad input never crashes the fake: any JSON body to any route gets Qdrant's error envelope with a 4xx (or 501 for
+an unmodelled feature), never a 500, and the collection is unchanged (house rules: "bad input ... loses nothing")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fakes.qdrant
+
+ROUTES = [("PUT", "/collections/c/points"), ("POST", "/collections/c/points"), ("POST", "/collections/c/points/query"),
+          ("POST", "/collections/c/points/search"), ("POST", "/collections/c/points/scroll"),
+          ("POST", "/collections/c/points/count"), ("POST", "/collections/c/points/payload"),
+          ("PUT", "/collections/c/points/payload"), ("POST", "/collections/c/points/payload/delete"),
+          ("POST", "/collections/c/points/payload/clear"), ("POST", "/collections/c/points/delete"),
+          ("PUT", "/collections/c/index"), ("PUT", "/collections/other")]
+KEYS = ["points", "batch", "ids", "vectors", "vector", "payload", "payloads", "filter", "must", "should", "key",
+        "match", "value", "range", "limit", "offset", "query", "nearest", "using", "with_payload", "with_vector",
+        "keys", "field_name", "field_schema", "id", "has_id", "score_threshold", "exact", "size", "distance", "nested"]
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.floats(-2, 2, allow_nan=False),
+                    st.sampled_from(["", "a", "Cosine", "keyword", "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d", "1"]))
+json_values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)), max_leaves=8)
+bodies = st.dictionaries(st.sampled_from(KEYS), json_values, max_size=4)
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with fakes.qdrant.serve() as fq, httpx.Client(base_url=fq.url, timeout=10) as client:
+        client.put("/collections/c", json={"vectors": {"size": 2, "distance": "Cosine"}})
+        client.put("/collections/c/points?wait=true", json={"points": [{"id": 1, "vector": [1, 0], "payload": {"a": 1}}]})
+        yield client
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(ROUTES), body=bodies)
+def test_garbage_bodies_get_a_qdrant_error_never_a_crash(http, route, body):
+    method, path = route
+    response = http.request(method, path + "?wait=true", json=body)
+    assert response.status_code != 500, f"{method} {path} {body}: {response.text}"
+    if response.status_code != 200:
+        assert response.status_code in (400, 404, 409, 422, 501), response.text
+        error = response.json()["status"]["error"]
+        assert error.split(":")[0] in ("Format error in JSON body", "Validation error in JSON body", "Wrong input",
+                                       "Bad request", "Not found", "Service internal error"), error
+    http.delete("/collections/other")
+
+
+def test_non_json_and_non_object_bodies(http):
+    for content in (b"[1,2]", b"42", b"nul", b"\xff\xfe"):
+        response = http.post("/collections/c/points/scroll", content=content,
+                             headers={"content-type": "application/json"})
+        assert response.status_code == 400, content
+        assert response.json()["status"]["error"].startswith("Format error in JSON body: ")
