@@ -6,8 +6,9 @@
 - The context guard runs once at session start, when a cluster spec is selected: no kubectl, no kubeconfig
   or no current context skips every cluster spec with a one-line reason; a context outside
   ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix.
-- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock), ``issue_number`` and
-  ``forwards`` (the session's :class:`harness.ForwardPool`).
+- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock), ``issue_number``,
+  ``forwards`` (the session's :class:`harness.ForwardPool`) and ``kubectl_standin`` (a scripted kubectl on
+  PATH, for cluster-free specs: :class:`harness.testing.standin.KubectlStandIn`).
 - Every ``wait_for`` a test ran is listed in the terminal summary and added to the JUnit report as
   properties ``harness.wait.N``.
 """
@@ -22,7 +23,7 @@ import pytest
 from harness import process, waiting
 from harness.config import load_config
 from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
-from harness.forward_fixtures import forwards  # noqa: F401 (the session ForwardPool fixture)
+from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import unique_issue_number
 from harness.kube import Kube
 

@@ -1,4 +1,5 @@
-"""A ``kubectl`` stand-in that emulates ``port-forward`` (and ``version --client``) for cluster-free guard specs.
+"""A ``kubectl`` stand-in for cluster-free guard specs: ``port-forward``, ``version``, ``config current-context``,
+and scripted answers to any other command.
 
 Run as a script (the ``kubectl_standin`` fixture writes a ``kubectl`` wrapper with the venv's interpreter on
 PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
@@ -14,7 +15,15 @@ PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
      "stderr_banner": null,          # one line written to stderr at start (a client warning)
      "listen_delay": null,           # print the banner, listen() only this many seconds later
      "ipv6_first_port_offset": null, # print a [::1] line first with another port (parser check)
-     "version": "v1.32.0-standin"}
+     "version": "v1.32.0-standin",
+     "current_context": "minikube",  # answer to `config current-context`; null: "current-context is not set"
+     "responses": [{"match": ["get", "agentruns"], "stdout": "...", "stderr": "", "exit": 0,
+                    "sleep": 0, "grandchild": false}]}
+
+Any command other than ``port-forward``, ``version`` and ``config current-context`` is answered by the first
+response whose ``match`` words all occur in argv, in order; ``sleep`` makes it hang (seconds), ``grandchild``
+first starts a child that sleeps as long, to prove a timeout kills the whole group. No match: exit 1 with
+kubectl's unknown-command wording.
 
 Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
 
@@ -62,13 +71,49 @@ def main(argv: list[str]) -> int:
         version = scenario.get("version", "v1.32.0-standin")
         print(json.dumps({"clientVersion": {"gitVersion": version, "major": "1", "minor": "32"}}))
         return 0
-    if args[:1] != ["port-forward"] or len(args) < 3:
-        print(f"error: the stand-in only emulates port-forward and version, got {args}", file=sys.stderr)
-        return 2
+    if args[:2] == ["config", "current-context"]:
+        return _current_context(scenario)
+    if args[:1] != ["port-forward"]:
+        return _scripted(scenario, argv)
+    if len(args) < 3:
+        print(f"error: TYPE/NAME and list of ports are required for port-forward, got {args}", file=sys.stderr)
+        return 1
     give_up = threading.Timer(float(scenario.get("max_life", 120.0)), lambda: os._exit(3))
     give_up.daemon = True
     give_up.start()
     return PortForward(scenario, remote=int(args[2].split(":")[-1])).run()
+
+
+def _current_context(scenario: dict) -> int:
+    context = scenario.get("current_context", "minikube")
+    if context is None:
+        print("error: current-context is not set", file=sys.stderr)
+        return 1
+    print(context)
+    return 0
+
+
+def _scripted(scenario: dict, argv: list[str]) -> int:
+    for response in scenario.get("responses", []):
+        if _contains_in_order(argv, response["match"]):
+            if response.get("grandchild"):
+                subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({float(response.get('sleep') or 60)})"])
+            if response.get("sleep"):
+                time.sleep(float(response["sleep"]))
+            sys.stdout.write(response.get("stdout", ""))
+            sys.stderr.write(response.get("stderr", ""))
+            return int(response.get("exit", 0))
+    print(f'error: unknown command "{" ".join(_strip_globals(argv))}" for "kubectl" (the stand-in has no scripted answer)', file=sys.stderr)
+    return 1
+
+
+def _contains_in_order(argv: list[str], words: list[str]) -> bool:
+    position = 0
+    for word in words:
+        if word not in argv[position:]:
+            return False
+        position = argv.index(word, position) + 1
+    return True
 
 
 def _strip_globals(argv: list[str]) -> list[str]:

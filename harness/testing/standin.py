@@ -19,10 +19,11 @@ _SCRIPT = Path(__file__).with_name("kubectl_standin.py")
 
 
 class KubectlStandIn:
-    """A ``kubectl`` executable in ``directory`` that emulates ``port-forward``; ``path`` is its absolute path.
+    """A ``kubectl`` executable in ``directory``; ``path`` is its absolute path.
 
-    :meth:`script` writes the scenario (see :mod:`harness.testing.kubectl_standin` for the keys);
-    :meth:`argvs` and :meth:`pids` read back what each invocation recorded.
+    :meth:`script` sets the port-forward scenario (see :mod:`harness.testing.kubectl_standin` for the keys),
+    :meth:`answer` scripts other commands, :meth:`set_current_context` the context; :meth:`argvs` and
+    :meth:`pids` read back what each invocation recorded (each pid leads its own process group).
     """
 
     def __init__(self, directory: Path) -> None:
@@ -38,10 +39,28 @@ class KubectlStandIn:
         )
         Path(self.path).write_text(wrapper)
         os.chmod(self.path, os.stat(self.path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        self._port_forward: dict[str, Any] = {}
+        self._answers: list[dict[str, Any]] = []
+        self._context: str | None = "minikube"
         self.script(mode="relay", target_port=9)
 
     def script(self, **scenario: Any) -> KubectlStandIn:
-        """Replace the scenario (``mode``, ``target_port``, ``after``, ``exit_code``, ``silent``, ``delay``, ...)."""
+        """Replace the port-forward scenario (``mode``, ``target_port``, ``after``, ``exit_code``, ``silent``, ``delay``, ...)."""
+        self._port_forward = scenario
+        return self._write()
+
+    def answer(self, *match: str, stdout: str = "", stderr: str = "", exit: int = 0, sleep: float = 0.0, grandchild: bool = False) -> KubectlStandIn:
+        """Script the answer to the first other command whose argv contains the words ``match``, in order."""
+        self._answers.append({"match": list(match), "stdout": stdout, "stderr": stderr, "exit": exit, "sleep": sleep, "grandchild": grandchild})
+        return self._write()
+
+    def set_current_context(self, name: str | None) -> KubectlStandIn:
+        """What ``config current-context`` answers; ``None``: kubectl's "current-context is not set" (exit 1)."""
+        self._context = name
+        return self._write()
+
+    def _write(self) -> KubectlStandIn:
+        scenario = {**self._port_forward, "current_context": self._context, "responses": self._answers}
         self.scenario_file.write_text(json.dumps(scenario))
         return self
 

@@ -35,7 +35,7 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
     kube = Kube.connect(config=MINIKUBE_ONLY)
     runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=timezone.utc), kube=kube)
     assert [(r.name, r.phase) for r in runs] == [("new", None)]
-    calls = [c["argv"] for c in kubectl_standin.calls()]
+    calls = kubectl_standin.argvs()
     assert calls[0] == ["config", "current-context"]
     for argv in calls[1:]:
         assert argv[:4] == ["--context", "minikube", "-n", "controller-agent"], argv
@@ -52,18 +52,17 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
 
 
 def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
-    kubectl_standin.current_context = "prod-eu-1"
-    kubectl_standin.write()
+    kubectl_standin.set_current_context("prod-eu-1")
     with pytest.raises(ContextNotAllowed) as caught:
         Kube.connect(config=MINIKUBE_ONLY)
     assert "'prod-eu-1'" in str(caught.value) and "kubectl config use-context minikube" in str(caught.value)
-    assert [c["argv"] for c in kubectl_standin.calls()] == [["config", "current-context"]]
+    assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 
 def test_requested_context_outside_the_allow_list_is_refused_without_calling_kubectl(kubectl_standin) -> None:
     with pytest.raises(ContextNotAllowed):
         Kube.connect("gke_prod", config=MINIKUBE_ONLY)
-    assert kubectl_standin.calls() == []
+    assert kubectl_standin.argvs() == []
 
 
 def test_allow_list_globs_come_from_committed_config_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubectl_standin) -> None:
@@ -86,12 +85,11 @@ def test_the_guard_runs_again_on_every_call(kubectl_standin) -> None:
     kube.context = "prod"  # a pinned context can only change by mistake; the next call must still refuse
     with pytest.raises(ContextNotAllowed):
         kube.kubectl("get", "pods")
-    assert len(kubectl_standin.calls()) == 1
+    assert len(kubectl_standin.argvs()) == 1
 
 
 def test_no_current_context_is_a_skip_reason(kubectl_standin) -> None:
-    kubectl_standin.current_context = None
-    kubectl_standin.write()
+    kubectl_standin.set_current_context(None)
     with pytest.raises(NoKubeContext, match="current-context is not set"):
         Kube.connect(config=MINIKUBE_ONLY)
 
@@ -119,9 +117,9 @@ def test_kubectl_timeout_kills_its_whole_process_group(kubectl_standin) -> None:
     with pytest.raises(KubectlTimeout, match="process group was killed"):
         kube.kubectl("get", "pods", timeout=1.0)
     assert time.monotonic() - started < 1.0 + 2.0
-    hung = kubectl_standin.calls()[-1]
-    assert not group_alive(hung["pgid"]), "a process of the timed-out kubectl's group is still alive"
-    assert hung["pid"] not in LIVE_CHILDREN
+    hung = kubectl_standin.pids()[-1]  # each kubectl leads its own process group
+    assert not group_alive(hung), "a process of the timed-out kubectl's group is still alive"
+    assert hung not in LIVE_CHILDREN
 
 
 def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin) -> None:
@@ -132,9 +130,9 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
     assert len(caught.value.summary.attempts) >= 2
     # Each kubectl was killed at its attempt's bound (not at its 30 s timeout), so none runs on.
     deadline = time.monotonic() + 5
-    while any(group_alive(c["pgid"]) for c in kubectl_standin.calls()[1:]) and time.monotonic() < deadline:
+    while any(group_alive(pid) for pid in kubectl_standin.pids()[1:]) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(group_alive(c["pgid"]) for c in kubectl_standin.calls()[1:])
+    assert not any(group_alive(pid) for pid in kubectl_standin.pids()[1:])
 
 
 class _DateServer(BaseHTTPRequestHandler):
@@ -202,7 +200,7 @@ def test_rollout_restart_and_status_are_pinned_and_bounded(kubectl_standin) -> N
     kube = Kube.connect(config=MINIKUBE_ONLY)
     kube.rollout_restart("agent-orchestrator")
     assert kube.rollout_status("agent-orchestrator", timeout=120) == 'deployment "agent-orchestrator" successfully rolled out'
-    restart, status = [c["argv"] for c in kubectl_standin.calls()[1:]]
+    restart, status = kubectl_standin.argvs()[1:]
     assert restart == ["--context", "minikube", "-n", "controller-agent", "rollout", "restart", "deployment/agent-orchestrator"]
     assert status[4:] == ["rollout", "status", "deployment/agent-orchestrator", "--timeout=120s"]
 

@@ -34,8 +34,7 @@ def test_waits():
 
 
 def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytester: pytest.Pytester, kubectl_standin) -> None:
-    kubectl_standin.current_context = None
-    kubectl_standin.write()
+    kubectl_standin.set_current_context(None)
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("-rs")
     result.assert_outcomes(passed=1, skipped=1)
@@ -51,20 +50,19 @@ def test_cluster_specs_skip_when_kubectl_is_missing(pytester: pytest.Pytester, m
 
 
 def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(pytester: pytest.Pytester, kubectl_standin) -> None:
-    kubectl_standin.current_context = "gke_prod_europe"
-    kubectl_standin.write()
+    kubectl_standin.set_current_context("gke_prod_europe")
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
     result.stdout.fnmatch_lines(["*refusing kube context 'gke_prod_europe'*use-context minikube*"])
-    assert [c["argv"] for c in kubectl_standin.calls()] == [["config", "current-context"]]
+    assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 
 def test_kube_context_option_is_guarded_too(pytester: pytest.Pytester, kubectl_standin) -> None:
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("--kube-context", "docker-desktop")
     result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
-    assert kubectl_standin.calls() == []
+    assert kubectl_standin.argvs() == []
 
 
 def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pytester, kubectl_standin) -> None:
@@ -72,7 +70,7 @@ def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pyteste
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("--namespace", "e2e-ns")
     result.assert_outcomes(passed=2)
-    assert kubectl_standin.calls()[-1]["argv"] == ["--context", "minikube", "-n", "e2e-ns", "get", "pods"]
+    assert kubectl_standin.argvs()[-1] == ["--context", "minikube", "-n", "e2e-ns", "get", "pods"]
 
 
 def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pytester) -> None:

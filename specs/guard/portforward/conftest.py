@@ -12,7 +12,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures for these specs)
 from harness.testing.leaks import snapshot
 from harness.testing.target import TargetServer
 
