@@ -112,6 +112,11 @@ class QdrantFake:
                 return envelope(result, started)
         return FakeResponse(404, [("content-type", "text/plain; charset=utf-8")], b"")
 
+    @property
+    def data_dir(self) -> Path:
+        """Where this fake's shards live (a fresh temporary directory, removed by :meth:`close`)."""
+        return self._root
+
     def error_response(self, status: int) -> FakeResponse:
         """The body an injected ``status`` fault carries: Qdrant's error envelope, worded as Qdrant words that status
         (``StorageError`` prefixes, fakes-api.md §2.2)."""

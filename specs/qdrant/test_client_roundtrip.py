@@ -194,3 +194,27 @@ def test_in_process_transport_serves_the_same_client():
         assert [e.path for e in handle.requests()][-1] == "/collections/t/points/count"
     finally:
         handle.app.close()
+
+
+def test_async_client_over_the_in_process_async_transport():
+    import anyio
+    from qdrant_client import AsyncQdrantClient
+
+    import fakes.qdrant
+
+    handle = fakes.qdrant.in_process()
+
+    async def main() -> None:
+        client = AsyncQdrantClient(url=handle.url, transport=handle.async_transport(), check_compatibility=False)
+        try:
+            await client.create_collection("t", vectors_config=m.VectorParams(size=2, distance=m.Distance.DOT))
+            await client.upsert("t", [m.PointStruct(id=1, vector=[1, 2]), m.PointStruct(id=2, vector=[2, 1])])
+            hits = (await client.query_points("t", query=[1, 0])).points
+            assert [(h.id, h.score) for h in hits] == [(2, 2.0), (1, 1.0)]
+        finally:
+            await client.close()
+
+    try:
+        anyio.run(main)
+    finally:
+        handle.app.close()
