@@ -13,11 +13,19 @@ from the dev branch after the 1.20.0 release, so it carries the ≥ 1.19.1 unind
 lower-cased, every query token present, any order; qdrant#10341) and not the ≤ 1.19.0 substring rule. qdrant-client
 1.20 accepts 1.20 without a compatibility warning. Text-index tokenizer settings are recorded, not modelled.
 
+Where the engines disagree, the fake follows the engine (it *is* the engine) and a spec pins each case, so a change
+on either side shows up at once: (1) the edge binding's ``MatchValue(True)`` → ``1`` coercion is a binding artifact,
+worked around as above; (2) ``should: []`` inside ``nested`` matches nothing in the engine, everything in local mode;
+(3) the field-flag form ``{"key": "x[]", "is_empty": true}`` is true for ``["c", null]`` in the engine, false in local
+mode (and in the engine's own ``{"is_empty": {"key": ...}}`` form); (4) ``set_payload`` with a null on a point whose
+payload was cleared stores the null in the engine and drops it in local mode. See ``specs/qdrant/test_differential.py``
+and ``specs/qdrant/test_mutation_differential.py``.
+
 The wire (envelopes, error codes and messages, auth, point ids, ``wait``) is the fake's own code, from the server
 source as quoted in ``shared/reference/fakes-api.md`` §2 (``fakes/qdrant/wire.py``, ``fakes/qdrant/app.py``). Known
 wire differences: messages of 400 ``Format error in JSON body`` keep Qdrant's prefix and gist but not serde's exact
 wording or its ``at line L column C`` suffix; unsupported query kinds, ``prefetch``, scroll ``order_by`` and geo
-conditions answer 501 naming the feature instead of a wrong result.
+conditions, and collections without a dense vector answer 501 naming the feature instead of a wrong result.
 
 Use::
 
