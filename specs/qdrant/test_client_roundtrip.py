@@ -27,12 +27,17 @@ def docs(client: QdrantClient) -> QdrantClient:
 
 
 def test_version_check_passes_without_warning(fake_qdrant):
+    """qdrant-client's own check (the code its background thread runs) accepts the version the fake claims."""
+    from importlib.metadata import version
+
+    from qdrant_client.common.version_check import get_server_version, is_compatible
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         info = QdrantClient(url=fake_qdrant.url, timeout=5, check_compatibility=False).info()
     assert info.version == "1.20.0" and info.title == "qdrant - vector search engine"
-    client = QdrantClient(url=fake_qdrant.url, timeout=5)  # runs its own version check
-    client.close()
+    server = get_server_version(fake_qdrant.url, {}, None, 5)
+    assert server == "1.20.0" and is_compatible(version("qdrant-client"), server)
 
 
 def test_collections_create_get_exists_list_delete(client: QdrantClient, fake_qdrant):
