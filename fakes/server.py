@@ -12,6 +12,7 @@ import contextlib
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -162,14 +163,18 @@ def serve_fake(app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_ti
     thread = threading.Thread(target=run, name=f"fake-{app.name}-{sock.getsockname()[1]}", daemon=True)
     try:
         thread.start()
-        ready_or_dead = server.ready.wait(start_timeout)
-        if not ready_or_dead or not thread.is_alive():
+        deadline = time.monotonic() + start_timeout
+        while not server.ready.wait(0.05) and thread.is_alive() and time.monotonic() < deadline:
+            pass  # a thread that died while starting is reported at once, not after start_timeout
+        if not server.ready.is_set() or not thread.is_alive():
             raise FakeServerError(f"fake {app.name}: uvicorn did not start serving on {url_for(sock)} within "
                                   f"{start_timeout:.1f} s" + (f" ({errors[0]!r})" if errors else ""))
         yield FakeHandle(runtime, url_for(sock), served=True)
     finally:
-        _stop(server, thread, app.name, stop_timeout)
-        sock.close()
+        try:
+            _stop(server, thread, app.name, stop_timeout)
+        finally:
+            sock.close()
 
 
 def _stop(server: _FakeUvicornServer, thread: threading.Thread, name: str, timeout: float) -> None:

@@ -126,3 +126,18 @@ def test_serve_fake_leaves_no_thread_or_socket_even_with_open_faults(no_leaks):
             handle.fault("drip", interval=1.0)
             with httpx.Client(base_url=handle.url, timeout=5) as client, client.stream("GET", "/x") as response:
                 assert response.status_code == 200
+
+
+def test_a_fake_that_cannot_start_is_reported_at_once(no_leaks, monkeypatch):
+    from fakes import server as server_module
+    from fakes.server import FakeServerError
+
+    def broken_run(self, sockets=None):
+        raise RuntimeError("boom at startup")
+
+    monkeypatch.setattr(server_module._FakeUvicornServer, "run", broken_run)
+    started = time.monotonic()
+    with pytest.raises(FakeServerError, match="boom at startup"):
+        with serve_fake(EchoFake(), start_timeout=10.0):
+            pass
+    assert time.monotonic() - started < 2.0
