@@ -70,6 +70,8 @@ def test_manifest_shape():
     assert service["spec"]["ports"][0]["port"] == 6333
     dockerfile = (ROOT / "fakes" / "qdrant" / "Dockerfile").read_text()
     assert '"python", "-m", "fakes.qdrant", "--host", "0.0.0.0", "--port", "6333"' in dockerfile
+    copied = {word for line in dockerfile.splitlines() if line.startswith("COPY ") for word in line.split()[1:-1]}
+    assert {"pyproject.toml", "README.md", "harness", "fakes"} <= copied  # what `pip install .` needs
     assert container["command"] == ["python", "-m", "fakes.qdrant", "--host", "0.0.0.0", "--port", "6333"]
 
 
