@@ -3,8 +3,9 @@
 Routes (JSON in and out; errors are ``400 {"error": "..."}`` naming the bad input):
 
 - ``GET /_fake/`` → ``{"name", "requests", "faults"}``: which fake this is, journal size, active faults.
-- ``GET /_fake/requests?path_prefix=&since=&method=`` → ``{"requests": [entry, ...]}`` (see ``JournalEntry.to_dict``;
-  ``since`` is epoch seconds or RFC 3339).
+- ``GET /_fake/requests?path_prefix=&since=&method=`` → ``{"requests": [entry, ...], "dropped": n}`` (see
+  ``JournalEntry.to_dict``; ``since`` is epoch seconds or RFC 3339; ``dropped`` counts entries the bounded journal
+  let go).
 - ``POST /_fake/reset`` → ``{"reset": true}``: the fake's state, the journal and the faults are all cleared.
 - ``GET /_fake/faults`` → ``{"faults": [...]}``; ``POST /_fake/faults`` with a fault object (``Fault.from_dict``) →
   201 and the fault with its ``id``; ``DELETE /_fake/faults`` clears all; ``DELETE /_fake/faults/{id}`` one (404 if
@@ -53,7 +54,7 @@ def handle_admin(runtime: FakeRuntime, request: FakeRequest) -> FakeResponse:
             )
         except ValueError as exc:
             return _error(400, str(exc))
-        return FakeResponse.json(200, {"requests": [e.to_dict() for e in entries]})
+        return FakeResponse.json(200, {"requests": [e.to_dict() for e in entries], "dropped": runtime.journal.dropped})
     if route == "/reset" and method == "POST":
         runtime.reset()
         return FakeResponse.json(200, {"reset": True})

@@ -9,6 +9,7 @@ recorded (the machinery skips ``FakeApp.unrecorded_paths``), so readiness probes
 from __future__ import annotations
 
 import base64
+import collections
 import dataclasses
 import json
 import threading
@@ -43,9 +44,19 @@ class JournalEntry:
     status: int | None = None
     fault: str | None = None
     query_params: dict[str, list[str]] = field(default_factory=dict)
+    #: The body's size on the wire; ``body`` holds at most the journal's ``max_body`` bytes of it.
+    body_size: int = 0
+
+    @property
+    def body_truncated(self) -> bool:
+        return self.body_size > len(self.body)
 
     def json(self) -> Any:
-        """The body parsed as JSON (``None`` when empty). Raises ``ValueError`` on a body that is not JSON."""
+        """The body parsed as JSON (``None`` when empty). Raises ``ValueError`` on a body that is not JSON or was
+        truncated by the journal's ``max_body``."""
+        if self.body_truncated:
+            raise ValueError(f"journal entry {self.seq} ({self.method} {self.path}): body of {self.body_size} bytes "
+                             f"was truncated to {len(self.body)}; raise Journal.max_body to inspect it")
         return json.loads(self.body) if self.body.strip() else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +70,7 @@ class JournalEntry:
             "headers": self.headers,
             "status": self.status,
             "fault": self.fault,
+            "body_size": self.body_size,
         }
         try:
             out["body"] = self.body.decode()
@@ -102,17 +114,23 @@ def _utc():
 
 
 class Journal:
-    """A thread-safe, append-only list of :class:`JournalEntry` (cleared only by :meth:`clear`)."""
+    """A thread-safe, append-only log of :class:`JournalEntry`, bounded so a fake left running in a cluster cannot
+    grow without limit: the newest ``max_entries`` entries are kept (``dropped`` counts the rest) and each body is
+    kept up to ``max_body`` bytes (``body_size`` tells the full size)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_entries: int = 10_000, max_body: int = 1 << 20) -> None:
         self._lock = threading.Lock()
-        self._entries: list[JournalEntry] = []
+        self._entries: collections.deque[JournalEntry] = collections.deque(maxlen=max_entries)
         self._seq = 0
+        self.max_body = max_body
+        self.dropped = 0
 
     def record(self, request: FakeRequest, *, fault: str | None = None) -> JournalEntry:
         """Append ``request`` (headers redacted) and return its entry; stamp the status later with :meth:`stamp`."""
         with self._lock:
             self._seq += 1
+            if len(self._entries) == self._entries.maxlen:
+                self.dropped += 1
             entry = JournalEntry(
                 seq=self._seq,
                 time=time.time(),
@@ -120,9 +138,10 @@ class Journal:
                 path=request.path,
                 query=request.query,
                 headers=redact_headers(request.headers),
-                body=request.body,
+                body=request.body[: self.max_body],
                 fault=fault,
                 query_params=request.query_params,
+                body_size=len(request.body),
             )
             self._entries.append(entry)
             return entry
@@ -159,3 +178,4 @@ class Journal:
         """Forget every entry (sequence numbers keep counting, so a stale ``seq`` never aliases a new one)."""
         with self._lock:
             self._entries.clear()
+            self.dropped = 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 
 
 def test_journal_records_method_path_query_body_and_status_with_credentials_redacted(echo):
@@ -48,7 +49,8 @@ def test_since_accepts_rfc3339(echo):
         client.get("/x")
         assert [e["path"] for e in client.get("/_fake/requests", params={"since": "2000-01-01T00:00:00Z"})
                 .json()["requests"]] == ["/x"]
-        assert client.get("/_fake/requests", params={"since": "2999-01-01T00:00:00+02:00"}).json() == {"requests": []}
+        assert client.get("/_fake/requests", params={"since": "2999-01-01T00:00:00+02:00"}).json() == {"requests": [],
+                                                                                                "dropped": 0}
 
 
 def test_admin_faults_add_list_clear_and_reset(echo):
@@ -80,3 +82,17 @@ def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo):
         raw = client.post("/_fake/faults", content=b"{nope", headers={"content-type": "application/json"})
         assert raw.status_code == 400 and "not JSON" in raw.json()["error"]
         assert client.get("/_fake/nothing-here").status_code == 404
+
+
+def test_journal_is_bounded_in_entries_and_body_bytes():
+    from fakes.core import FakeRequest
+    from fakes.journal import Journal
+
+    journal = Journal(max_entries=3, max_body=4)
+    for i in range(5):
+        journal.record(FakeRequest("POST", f"/p/{i}", body=b'{"k": 12345}'))
+    entries = journal.entries()
+    assert [e.path for e in entries] == ["/p/2", "/p/3", "/p/4"] and journal.dropped == 2
+    assert entries[0].body == b'{"k"' and entries[0].body_size == 12 and entries[0].body_truncated
+    with pytest.raises(ValueError, match="truncated"):
+        entries[0].json()
