@@ -75,7 +75,9 @@ class FakeRuntime:
         own = getattr(self.app, "error_response", None)
         if own is not None:
             response = own(fault.status)
-            response.headers = list(response.headers) + list(fault.headers)
+            overridden = {k.lower() for k, _ in fault.headers}  # the fault's headers win over the fake's defaults
+            response.headers = [(k, v) for k, v in response.headers if k.lower() not in overridden] + list(
+                fault.headers)
             return response
         return FakeResponse.text(fault.status, f"injected fault: HTTP {fault.status}", list(fault.headers))
 

@@ -122,7 +122,10 @@ class QdrantFake:
         (``StorageError`` prefixes, fakes-api.md §2.2)."""
         prefix = {400: "Bad request", 403: "Forbidden", 404: "Not found", 408: "Timeout",
                   429: "Rate limiting exceeded", 503: "Shard temporarily unavailable"}.get(status, "Service internal error")
-        return error_envelope(QdrantError(status, f"{prefix}: injected HTTP {status} by the fake"), time.monotonic())
+        # Qdrant always sends Retry-After with a 429 (fakes-api.md §2.2); a fault's own header replaces this one.
+        headers = [("retry-after", "1")] if status == 429 else []
+        return error_envelope(QdrantError(status, f"{prefix}: injected HTTP {status} by the fake", headers),
+                              time.monotonic())
 
     def reset(self) -> None:
         """Drop every collection (and cancel updates still waiting for ``apply_delay``)."""

@@ -56,7 +56,14 @@ def test_status_503_and_429_with_retry_after(fq, client: QdrantClient):
     with pytest.raises(ResourceExhaustedResponse) as limited:
         client.count("c")
     assert limited.value.retry_after_s == 7
+    fq.fault("status", COUNT, status=429, times=1)  # like Qdrant, a 429 always carries Retry-After
+    with pytest.raises(ResourceExhaustedResponse) as default:
+        client.count("c")
+    assert default.value.retry_after_s == 1
     assert client.count("c").count == 1
+    fq.fault("status", COUNT, status=429, headers=[("Retry-After", "7")], times=1)
+    raw = httpx.post(fq.url + COUNT, json={}, timeout=5)
+    assert raw.headers.get_list("retry-after") == ["7"]  # the fault's header replaces the default, no duplicate
 
 
 def test_status_fault_with_apply_loses_the_answer_not_the_write(fq, client: QdrantClient):
