@@ -9,7 +9,8 @@ Public API (see README.md for a tour):
 - ids: :func:`unique_issue_number`;
 - port-forwards: :class:`PortForward`, :func:`port_forward`, :class:`ForwardPool`, :func:`fetch_through`,
   :func:`fetch_through_sync` and the hop errors (:class:`PortForwardNotReady`, :class:`PortForwardGone`,
-  :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`).
+  :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`);
+- Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant.
 """
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
@@ -38,6 +39,7 @@ from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
 from harness.kube import Kube
 from harness.portforward import ForwardExit, PortForward, port_forward
+from harness.qdrant import QdrantReadError, QdrantView
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
@@ -60,6 +62,8 @@ __all__ = [
     "PortForwardDied",
     "PortForwardGone",
     "PortForwardNotReady",
+    "QdrantReadError",
+    "QdrantView",
     "ServiceTimeout",
     "ServiceUnreachable",
     "StopWaiting",
