@@ -16,6 +16,7 @@ Public API (see README.md for a tour):
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
 from harness.errors import (
+    ApiServerUnreachable,
     ContextNotAllowed,
     ForwardLeak,
     HarnessError,
@@ -45,6 +46,7 @@ from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
 __all__ = [
     "AgentRunRecord",
+    "ApiServerUnreachable",
     "Attempt",
     "ContextNotAllowed",
     "ForwardExit",

@@ -51,6 +51,10 @@ class KubectlTimeout(KubectlError):
         self.stderr_tail = stderr_tail
 
 
+class ApiServerUnreachable(HarnessError):
+    """The kubernetes client could not get an answer from the context's API server within its bound."""
+
+
 class NoKubeContext(HarnessError):
     """There is no kubeconfig or no current context: cluster specs are skipped with this message."""
 

@@ -21,7 +21,7 @@ from typing import Any
 from harness import process
 from harness.attempts import clamp_to_attempt
 from harness.config import HarnessConfig, load_config
-from harness.errors import ContextNotAllowed, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext
+from harness.errors import ApiServerUnreachable, ContextNotAllowed, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext
 
 DEFAULT_KUBECTL_TIMEOUT = 30.0
 _CONFIG_TIMEOUT = 10.0
@@ -124,32 +124,46 @@ class Kube:
     # --- the API server's clock -------------------------------------------------------------------------
 
     def api_client(self) -> Any:
-        """A kubernetes ``ApiClient`` built for this context only (the global default configuration is untouched)."""
+        """A kubernetes ``ApiClient`` built for this context only (the global default configuration is untouched).
+
+        urllib3's retries are off, so a call's ``_request_timeout`` bounds it (the client would otherwise retry
+        a refused connection three times, each with the full timeout).
+        """
         if self._api_client is None:
+            from kubernetes import client as kube_client
             from kubernetes import config as kube_config
 
-            self._api_client = kube_config.new_client_from_config(config_file=self.kubeconfig, context=self.context)
+            configuration = kube_client.Configuration()
+            kube_config.load_kube_config(config_file=self.kubeconfig, context=self.context, client_configuration=configuration, persist_config=False)
+            configuration.retries = False
+            self._api_client = kube_client.ApiClient(configuration)
         return self._api_client
 
     def server_time(self, *, timeout: float = 10.0) -> datetime:
         """The API server's clock, from the ``Date`` header of a ``GET /version`` (aware UTC datetime).
 
         The header has whole seconds (RFC 9110 §5.6.7), so this is the server's time floored to the second:
-        a ``since`` anchored on it can only widen a window, never hide a run. Raises ``HarnessError`` subclasses
-        or the client's own errors when the server cannot be reached within ``timeout`` seconds.
+        a ``since`` anchored on it can only widen a window, never hide a run. Raises :class:`ApiServerUnreachable`
+        when the API server does not answer within ``timeout`` seconds (shortened to the current wait attempt),
+        answers with an error status, or sends no ``Date``.
         """
         self.guard()
         bound = clamp_to_attempt(timeout)
         from kubernetes import client as kube_client
 
-        raw = kube_client.VersionApi(self.api_client()).get_code_with_http_info(_preload_content=False, _request_timeout=(bound, bound))
+        try:
+            raw = kube_client.VersionApi(self.api_client()).get_code_with_http_info(_preload_content=False, _request_timeout=(bound, bound))
+        except Exception as exc:  # urllib3 and ApiException alike: the hop is the API server
+            raise ApiServerUnreachable(
+                f"the API server of context {self.context!r} did not answer GET /version within {bound:.1f}s: {type(exc).__name__}: {exc}"
+            ) from exc
         raw = raw[0] if isinstance(raw, tuple) else raw
         try:
             date = raw.headers.get("Date")
         finally:
             raw.release_conn()
         if not date:
-            raise KubectlError(["GET", "/version"], 0, "the API server's answer had no Date header")
+            raise ApiServerUnreachable(f"the API server of context {self.context!r} answered GET /version without a Date header")
         return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
 
     def clock_skew(self, *, timeout: float = 10.0) -> float:

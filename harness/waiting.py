@@ -17,6 +17,7 @@ run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity 
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import threading
@@ -109,7 +110,7 @@ class WaitSummary:
 # --- recording for the pytest plugin -------------------------------------------------------------------
 
 _recorded_lock = threading.Lock()
-_recorded: list[WaitSummary] = []
+_recorded: collections.deque[WaitSummary] = collections.deque(maxlen=1000)  # bounded outside pytest, where nobody takes them
 
 
 def take_recorded() -> list[WaitSummary]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ContextNotAllowed, Kube, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext, WaitTimeout, agent_runs_since, wait_for_sync
+from harness import ApiServerUnreachable, ContextNotAllowed, Kube, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext, WaitTimeout, agent_runs_since, wait_for_sync
 from harness.config import HarnessConfig, load_config
 from harness.process import LIVE_CHILDREN, group_alive
 
@@ -43,12 +43,14 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
 
 
 def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> None:
-    kubectl_standin.answer("get", "agentruns", stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")))
+    kubectl_standin.answer("get", "agentruns.v1alpha1.core.controller-agent.dev", stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")))
     kube = Kube.connect(config=MINIKUBE_ONLY)
     since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=timezone.utc)
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync("an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1)
     assert "window: AgentRuns created at or after 2024-05-01T14:07:02+00:00" in str(caught.value)
+    summary = caught.value.summary  # listed fine, nothing new: not-yet (the last attempt may hang at its clamped bound)
+    assert summary.count("failed") == 0 and summary.count("not-yet") >= 1
 
 
 def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
@@ -211,3 +213,23 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
     with pytest.raises(KubectlTimeout) as caught:
         kube.rollout_status("agent-orchestrator", timeout=0.5, grace=0.5)  # the stand-in ignores --timeout
     assert caught.value.timeout == pytest.approx(1.0)
+
+
+def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_hop(tmp_path: Path, kubectl_standin) -> None:
+    import socket
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        kubeconfig = tmp_path / "silent-kubeconfig"
+        kubeconfig.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: minikube\n"
+            f"clusters: [{{name: mk, cluster: {{server: 'http://127.0.0.1:{silent.getsockname()[1]}'}}}}]\n"
+            "contexts: [{name: minikube, context: {cluster: mk, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
+        )
+        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(kubeconfig))
+        started = time.monotonic()
+        with pytest.raises(ApiServerUnreachable, match="did not answer GET /version within 0.5s"):
+            kube.server_time(timeout=0.5)
+        assert time.monotonic() - started < 0.5 + 1.0  # one attempt, no urllib3 retries
+        kube.close()
