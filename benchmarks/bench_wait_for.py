@@ -67,7 +67,6 @@ def harness_rate(seconds: float, kind: str) -> float:
 
 
 def tenacity_rate(seconds: float) -> float:
-
     with_tenacity = 0
 
     @tenacity.retry(retry=tenacity.retry_if_result(lambda r: r is None), stop=tenacity.stop_after_delay(seconds), wait=tenacity.wait_none())
@@ -102,7 +101,7 @@ def main() -> None:
     print(f"attempts/s, None probe, interval 0 (tenacity, same loop: {theirs:,.0f}/s)")
     for kind in ("async", "sync"):
         ours = harness_rate(args.rate_seconds, kind)
-        print(f"  wait_for, {kind} probe{' (worker thread per attempt)' if kind == 'sync' else ''}: {ours:,.0f}/s, ratio to tenacity {ours / theirs:.3f}")
+        print(f"  wait_for, {kind} probe{' (a daemon thread per attempt)' if kind == 'sync' else ''}: {ours:,.0f}/s, ratio to tenacity {ours / theirs:.3f}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -102,6 +103,30 @@ def since(request: pytest.FixtureRequest) -> datetime:
 def issue_number() -> int:
     """A GitHub issue number never used before on this machine (see :func:`harness.unique_issue_number`)."""
     return unique_issue_number()
+
+
+# --- the test's own budget ------------------------------------------------------------------------------
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Every wait in the test ends before the test's pytest-timeout fires (see ``waiting.set_test_deadline``)."""
+    timeout = _test_timeout(item)
+    waiting.set_test_deadline(time.monotonic() + timeout if timeout else None, timeout or 0.0)
+    try:
+        yield
+    finally:
+        waiting.set_test_deadline(None)
+
+
+def _test_timeout(item: pytest.Item) -> float | None:
+    """The item's pytest-timeout in seconds (marker, option or ini), or ``None`` when there is none."""
+    try:
+        import pytest_timeout
+
+        value = pytest_timeout._get_item_settings(item).timeout  # the plugin's own resolution of marker > option > ini
+    except Exception:  # pytest-timeout absent or its private helper changed: no clamp rather than a wrong one
+        return None
+    return float(value) if value and value > 0 else None
 
 
 # --- recording waits -----------------------------------------------------------------------------------

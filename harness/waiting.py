@@ -18,8 +18,10 @@ run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity 
 from __future__ import annotations
 
 import collections
+import contextvars
 import functools
 import inspect
+import math
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -27,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 from harness import attempts as attempt_context
 from harness.errors import StopWaiting, WaitTimeout
@@ -34,8 +37,8 @@ from harness.errors import StopWaiting, WaitTimeout
 T = TypeVar("T")
 Outcome = Literal["ok", "not-yet", "failed", "hung", "stopped"]
 
-_MAX_THREADS_PER_WAIT = 32
-"""Worker threads one wait may hold; abandoned attempts keep theirs until their probe returns."""
+_MAX_ABANDONED = 32
+"""Abandoned sync attempts of one wait that may run at once; past it, attempts fail without a new thread."""
 
 
 @dataclass(frozen=True)
@@ -89,22 +92,59 @@ class WaitSummary:
         hung = [a for a in self.attempts if a.outcome == "hung"]
         if hung:
             ceiling = max(a.bound for a in hung)
-            clause = f"{len(hung)} hung at its {ceiling:.1f}s bound"
+            clause = f"{len(hung)} hung at its {seconds(ceiling)}s bound"
             if hung[-1].bound < ceiling - 1e-3:
-                clause += f" (the last clamped to {hung[-1].bound:.2f}s by the budget)"
+                clause += f" (the last clamped to {seconds(hung[-1].bound)}s by the budget)"
             parts.append(clause)
-        text = f"timed out after {self.budget:.1f}s waiting for {self.describe} ({len(self.attempts)} attempts: {', '.join(parts)}"
+        text = f"timed out after {seconds(self.budget)}s waiting for {self.describe} ({len(self.attempts)} attempts: {', '.join(parts)}"
         failed = self.last("failed")
         if failed is not None:
-            text += f"; last error: {failed.error}"
+            text += f"; last error (attempt {failed.number} at t+{seconds(failed.start)}s): {failed.error}"
         if hung:
-            text += f"; last hang: attempt {hung[-1].number} started at t+{hung[-1].start:.1f}s"
+            text += f"; last hang: attempt {hung[-1].number} started at t+{seconds(hung[-1].start)}s"
         if self.still_running:
             text += f"; {self.still_running} abandoned attempt(s) still running"
         text += ")"
         if self.notes:
             text += f"\n  {self.notes[-1]}"
         return text
+
+
+def seconds(value: float) -> str:
+    """Seconds for messages: three significant digits, at least one decimal (``30.0``, ``0.3``, ``0.05``, ``120.0``)."""
+    text = f"{value:.3g}"
+    return text if "." in text or "e" in text else f"{text}.0"
+
+
+# --- the running test's own budget (set by the pytest plugin) ------------------------------------------
+
+_test_deadline: tuple[float, float] | None = None  # (monotonic deadline, the test's timeout in seconds)
+
+
+def set_test_deadline(deadline: float | None, timeout: float = 0.0) -> None:
+    """Clamp every wait to end before ``deadline`` (``time.monotonic()``), the test's pytest-timeout; ``None`` clears.
+
+    The plugin sets it per test, so a wait fails with its own description before pytest-timeout kills the
+    test with a bare stack dump (stack-under-test.md §9, item 43: waits longer than the test timeout).
+    """
+    global _test_deadline
+    _test_deadline = None if deadline is None else (deadline, timeout)
+
+
+def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
+    """``timeout`` shortened so the wait ends a margin before the test's deadline, and a note when it was."""
+    pinned = _test_deadline
+    if pinned is None:
+        return timeout, None
+    deadline, test_timeout = pinned
+    margin = min(10.0, max(0.5, 0.05 * test_timeout))  # left for the test's own assertions and teardown
+    left = max(0.0, deadline - margin - time.monotonic())
+    if left >= timeout:
+        return timeout, None
+    return left, (
+        f"budget clamped from {seconds(timeout)}s to {seconds(left)}s: what was left of the test's "
+        f"{seconds(test_timeout)}s pytest-timeout, less {seconds(margin)}s for its teardown"
+    )
 
 
 # --- recording for the pytest plugin -------------------------------------------------------------------
@@ -140,16 +180,23 @@ async def wait_for(
 
     ``describe`` completes "waiting for ..." (e.g. ``"an AgentRun to be created"``). ``timeout`` is the
     whole budget, ``interval`` the pause between attempts, ``probe_timeout`` the per-attempt ceiling, all
-    in seconds. A probe reads its own bound with :func:`harness.current_attempt`. Async probes are
-    cancelled at their bound; sync probes run in a worker thread and are abandoned at it.
+    in seconds. Inside a pytest test the budget is shortened to end before the test's pytest-timeout (and
+    the message says so). A probe reads its own bound with :func:`harness.current_attempt`. Async probes
+    are cancelled at their bound; sync probes run in a daemon thread and are abandoned at it.
 
     Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
-    :class:`StopWaiting` from the probe at once; ``ValueError`` for a non-positive ``timeout`` or
-    ``probe_timeout`` or a negative ``interval``; ``TypeError`` if a sync probe returns an awaitable.
+    :class:`StopWaiting` from the probe at once; ``ValueError`` for a non-positive or infinite ``timeout`` or
+    ``probe_timeout``, or a negative or infinite ``interval``; ``TypeError`` if a sync probe returns an awaitable.
     """
-    if not timeout > 0 or not probe_timeout > 0 or not interval >= 0:
-        raise ValueError(f"wait_for({describe!r}): need timeout > 0, probe_timeout > 0, interval >= 0; got {timeout}, {probe_timeout}, {interval}")
-    summary = WaitSummary(describe, float(timeout), float(interval), float(probe_timeout))
+    if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
+        raise ValueError(
+            f"wait_for({describe!r}): need finite timeout > 0, probe_timeout > 0 and interval >= 0 seconds; "
+            f"got timeout={timeout}, probe_timeout={probe_timeout}, interval={interval}"
+        )
+    timeout, clamped = _clamp_to_test(float(timeout))
+    summary = WaitSummary(describe, timeout, float(interval), float(probe_timeout))
+    if clamped:
+        summary.notes.append(clamped)
     runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
     start = time.monotonic()
     deadline = start + timeout
@@ -228,11 +275,15 @@ class _AsyncRunner:
 
 
 class _ThreadRunner:
-    """Runs a sync probe in a worker thread; at its bound the attempt is abandoned and counted while it runs on."""
+    """Runs a sync probe in a daemon thread; at its bound the attempt is abandoned and counted while it runs on.
+
+    Daemon threads (not anyio's worker pool) so an abandoned probe that never returns cannot keep the
+    process from exiting; at most ``_MAX_ABANDONED`` of one wait's abandoned attempts run at once, after
+    which further attempts fail at once instead of piling up threads.
+    """
 
     def __init__(self, probe: Callable[[], Any]) -> None:
         self.probe = probe
-        self.limiter = anyio.CapacityLimiter(_MAX_THREADS_PER_WAIT)
         self._lock = threading.Lock()
         self._abandoned_running = 0
 
@@ -243,42 +294,71 @@ class _ThreadRunner:
     async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
         began = time.monotonic()
         attempt.deadline = began + attempt.bound
-        state = {"done": False, "abandoned": False}
-
-        def call() -> Any:
-            try:
-                return self.probe()
-            finally:
-                with self._lock:
-                    state["done"] = True
-                    if state["abandoned"]:
-                        self._abandoned_running -= 1
-
-        token = attempt_context.enter(attempt)  # anyio copies the context into the worker thread
-        outcome: Outcome = "not-yet"
-        value: Any = None
-        error: BaseException | None = None
+        if self.still_running() >= _MAX_ABANDONED:
+            error = RuntimeError(f"{self.still_running()} abandoned attempts of this probe are still running; not starting another thread")
+            _append(summary, attempt, start, began, "failed", error)
+            return "failed", None, error
+        token = attempt_context.enter(attempt)
         try:
-            with anyio.move_on_after(attempt.bound) as scope:
-                value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True, limiter=self.limiter)
-                outcome = "not-yet" if value is None else "ok"
-            if scope.cancelled_caught:
-                outcome = "hung"
-                with self._lock:
-                    if not state["done"]:
-                        state["abandoned"] = True
-                        self._abandoned_running += 1
-        except StopWaiting as exc:
-            outcome, error = "stopped", exc
-        except Exception as exc:
-            outcome, error = "failed", exc
+            context = contextvars.copy_context()  # the probe sees its attempt (harness.current_attempt)
         finally:
             attempt_context.leave(token)
+        box: dict[str, Any] = {"done": False, "abandoned": False}
+        finished = anyio.Event()
+        wake = _waker(anyio.lowlevel.current_token(), finished.set)
+
+        def body() -> None:
+            try:
+                box["value"] = context.run(self.probe)
+            except BaseException as exc:  # handed to the awaiting side, which classifies it
+                box["error"] = exc
+            finally:
+                with self._lock:
+                    box["done"] = True
+                    if box["abandoned"]:
+                        self._abandoned_running -= 1
+                wake()
+
+        threading.Thread(target=body, name=f"wait_for probe #{attempt.number}: {summary.describe}"[:80], daemon=True).start()
+        with anyio.move_on_after(attempt.bound) as scope:
+            await finished.wait()
+        outcome, value, error = self._classify(scope.cancelled_caught, box)
         if inspect.isawaitable(value):
             _close(value)
             raise TypeError(f"probe {self.probe!r} is sync but returned an awaitable; pass the async function itself")
         _append(summary, attempt, start, began, outcome, error)
+        if error is not None and not isinstance(error, Exception):
+            raise error  # KeyboardInterrupt, SystemExit from the probe: not an attempt's failure
         return outcome, value, error
+
+    def _classify(self, timed_out: bool, box: dict[str, Any]) -> tuple[Outcome, Any, BaseException | None]:
+        with self._lock:
+            if timed_out and not box["done"]:
+                box["abandoned"] = True
+                self._abandoned_running += 1
+                return "hung", None, None
+        if "error" in box:
+            error = box["error"]
+            return ("stopped" if isinstance(error, StopWaiting) else "failed"), None, error
+        value = box.get("value")
+        return ("not-yet" if value is None else "ok"), value, None
+
+
+def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -> Callable[[], None]:
+    """A thread-safe, non-blocking ``callback`` scheduler for the event loop of ``token`` (asyncio or trio).
+
+    Calling it after that loop has closed does nothing: the wait that started the thread has moved on.
+    """
+    native = token.native_token
+    schedule = native.call_soon_threadsafe if hasattr(native, "call_soon_threadsafe") else native.run_sync_soon
+
+    def wake() -> None:
+        try:
+            schedule(callback)
+        except RuntimeError:  # the loop is closed (trio's RunFinishedError is a RuntimeError too)
+            pass
+
+    return wake
 
 
 def _append(summary: WaitSummary, attempt: attempt_context.Attempt, start: float, began: float, outcome: Outcome, error: BaseException | None) -> None:

@@ -67,7 +67,8 @@ def test_failing_probe_is_counted_failed_with_its_last_error() -> None:
     message = str(caught.value)
     assert message.startswith("timed out after 0.5s waiting for an AgentRun to be created (")
     assert f"{len(calls)} failed" in message
-    assert f"last error: RuntimeError: kubectl said no ({len(calls)})" in message
+    assert f"last error (attempt {len(calls)} at t+" in message
+    assert message.endswith(f"): RuntimeError: kubectl said no ({len(calls)}))")
     assert "hung" not in message
     assert isinstance(caught.value, AssertionError)
 
@@ -169,7 +170,9 @@ def test_sync_probe_returning_a_coroutine_is_a_clear_error() -> None:
         wait_for_sync("a mistaken probe", lambda: real(), timeout=1.0)
 
 
-@pytest.mark.parametrize("kwargs", [{"timeout": 0}, {"probe_timeout": 0}, {"interval": -1}])
+@pytest.mark.parametrize(
+    "kwargs", [{"timeout": 0}, {"probe_timeout": 0}, {"interval": -1}, {"timeout": float("inf")}, {"timeout": float("nan")}, {"interval": float("inf")}]
+)
 def test_nonsense_budgets_are_rejected(kwargs: dict) -> None:
     with pytest.raises(ValueError, match="wait_for"):
         wait_for_sync("anything", lambda: 1, **kwargs)
@@ -193,3 +196,53 @@ def test_wait_timeout_carries_the_per_attempt_timeline() -> None:
     assert timeline[0].error == "ConnectionError: refused"
     assert [a.number for a in timeline] == list(range(1, len(timeline) + 1))
     assert all(later.start >= earlier.start + earlier.duration for earlier, later in zip(timeline, timeline[1:]))
+
+
+def test_abandoned_sync_attempts_are_daemon_threads_and_capped(release: threading.Event) -> None:
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02)
+    summary = caught.value.summary
+    probes = [t for t in threading.enumerate() if t.name.startswith("wait_for probe #")]
+    assert probes and all(t.daemon for t in probes)  # they cannot keep the interpreter from exiting
+    assert summary.still_running == len(probes) == 32  # the cap: further attempts fail instead of piling up threads
+    assert summary.count("failed") > 0
+    assert "abandoned attempts of this probe are still running" in str(caught.value)
+
+
+def test_a_process_whose_probe_never_returns_still_exits_promptly() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import threading; from harness import wait_for_sync, WaitTimeout\n"
+        "try: wait_for_sync('forever', lambda: threading.Event().wait(), timeout=0.3, probe_timeout=0.1)\n"
+        "except WaitTimeout: print('timed out')\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "timed out"
+    assert time.monotonic() - started < 15  # interpreter start-up included; a non-daemon probe thread would never exit
+
+
+def test_a_wait_longer_than_the_test_timeout_fails_first_with_its_own_message(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        from harness import wait_for_sync
+
+        @pytest.mark.timeout(3)
+        def test_long_wait():
+            wait_for_sync("a deployment that never rolls out", lambda: None, timeout=600.0, interval=0.1)
+        """
+    )
+    started = time.monotonic()
+    result = pytester.runpytest_subprocess()
+    assert time.monotonic() - started < 60
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*WaitTimeout: timed out after 2.*s waiting for a deployment that never rolls out*",
+            "*budget clamped from 600.0s to 2.*s: what was left of the test's 3.0s pytest-timeout*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Timeout (>3.0s) from pytest-timeout*")
