@@ -17,6 +17,7 @@ PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
      "ipv6_first_port_offset": null, # print a [::1] line first with another port (parser check)
      "version": "v1.32.0-standin",
      "current_context": "minikube",  # answer to `config current-context`; null: "current-context is not set"
+     "contexts": ["minikube"],       # answer to `config get-contexts -o name`
      "responses": [{"match": ["get", "agentruns"], "stdout": "...", "stderr": "", "exit": 0,
                     "sleep": 0, "grandchild": false}]}
 
@@ -73,6 +74,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args[:2] == ["config", "current-context"]:
         return _current_context(scenario)
+    if args[:2] == ["config", "get-contexts"]:
+        print("\n".join(scenario.get("contexts", ["minikube"])))
+        return 0
     if args[:1] != ["port-forward"]:
         return _scripted(scenario, argv)
     if len(args) < 3:

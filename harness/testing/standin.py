@@ -22,7 +22,8 @@ class KubectlStandIn:
     """A ``kubectl`` executable in ``directory``; ``path`` is its absolute path.
 
     :meth:`script` sets the port-forward scenario (see :mod:`harness.testing.kubectl_standin` for the keys),
-    :meth:`answer` scripts other commands, :meth:`set_current_context` the context; :meth:`argvs` and
+    :meth:`answer` scripts other commands, :meth:`set_current_context` and :meth:`set_contexts` the
+    kubeconfig's contexts; :meth:`argvs` and
     :meth:`pids` read back what each invocation recorded (each pid leads its own process group).
     """
 
@@ -42,6 +43,7 @@ class KubectlStandIn:
         self._port_forward: dict[str, Any] = {}
         self._answers: list[dict[str, Any]] = []
         self._context: str | None = "minikube"
+        self._contexts: list[str] = ["minikube"]
         self.script(mode="relay", target_port=9)
 
     def script(self, **scenario: Any) -> KubectlStandIn:
@@ -59,8 +61,13 @@ class KubectlStandIn:
         self._context = name
         return self._write()
 
+    def set_contexts(self, *names: str) -> KubectlStandIn:
+        """The contexts the kubeconfig defines (``config get-contexts -o name``); default ``minikube`` only."""
+        self._contexts = list(names)
+        return self._write()
+
     def _write(self) -> KubectlStandIn:
-        scenario = {**self._port_forward, "current_context": self._context, "responses": self._answers}
+        scenario = {**self._port_forward, "current_context": self._context, "contexts": self._contexts, "responses": self._answers}
         self.scenario_file.write_text(json.dumps(scenario))
         return self
 
