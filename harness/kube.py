@@ -13,6 +13,7 @@ from __future__ import annotations
 import email.utils
 import fnmatch
 import json
+import os
 import shutil
 import time
 from datetime import datetime, timezone
@@ -57,14 +58,38 @@ class Kube:
     ) -> Kube:
         """Resolve the context (``context`` or kubectl's current one), guard it, and return a pinned :class:`Kube`.
 
-        Raises :class:`KubectlNotFound` when kubectl is missing, :class:`NoKubeContext` when there is no
-        kubeconfig or no current context, :class:`ContextNotAllowed` when the context is outside
-        ``[tool.harness] allowed_contexts`` (default ``["minikube"]``).
+        Raises ``ValueError`` for an empty ``context``; :class:`ContextNotAllowed` when the context is outside
+        ``[tool.harness] allowed_contexts`` (default ``["minikube"]``), before anything runs for a requested one;
+        :class:`KubectlNotFound` when kubectl is missing; :class:`NoKubeContext` when there is no kubeconfig,
+        no current context, or the context is not defined in the kubeconfig.
         """
+        if context is not None and not context.strip():
+            raise ValueError("context must be a non-empty name (or None for kubectl's current context)")
         config = config or load_config()
+        if context is not None:
+            check_allowed(context, config.allowed_contexts)  # refuse before running anything at all
+        if kubeconfig is not None and not os.path.isfile(kubeconfig):
+            raise NoKubeContext(f"kubeconfig {kubeconfig!r} does not exist")
         path = resolve_kubectl(kubectl)
         resolved = context or current_context(path, kubeconfig=kubeconfig)
-        return cls(resolved, namespace or config.namespace, allowed=config.allowed_contexts, kubectl_path=path, kubeconfig=kubeconfig)
+        kube = cls(resolved, namespace or config.namespace, allowed=config.allowed_contexts, kubectl_path=path, kubeconfig=kubeconfig)
+        kube.require_context_in_kubeconfig()
+        return kube
+
+    def require_context_in_kubeconfig(self) -> None:
+        """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig (one bounded call)."""
+        argv = [self.kubectl_path, *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []), "config", "get-contexts", "-o", "name"]
+        try:
+            done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT)
+        except process.Timeout:
+            raise KubectlTimeout(argv, _CONFIG_TIMEOUT, "") from None
+        names = done.stdout.split()
+        if done.returncode != 0 or self.context not in names:
+            known = ", ".join(names) or "none"
+            raise NoKubeContext(
+                f"context {self.context!r} is not in the kubeconfig (contexts: {known}); start minikube (`minikube start`) "
+                "so that it creates the context, or pass --kube-context with one that exists"
+            )
 
     def guard(self) -> None:
         """Re-check the pinned context against the allow-list. Raises :class:`ContextNotAllowed`."""

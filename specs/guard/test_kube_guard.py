@@ -36,10 +36,8 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
     runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=timezone.utc), kube=kube)
     assert [(r.name, r.phase) for r in runs] == [("new", None)]
     calls = kubectl_standin.argvs()
-    assert calls[0] == ["config", "current-context"]
-    for argv in calls[1:]:
-        assert argv[:4] == ["--context", "minikube", "-n", "controller-agent"], argv
-    assert len(calls) == 2
+    assert calls[:2] == [["config", "current-context"], ["config", "get-contexts", "-o", "name"]]  # kubeconfig reads
+    assert calls[2:] == [["--context", "minikube", "-n", "controller-agent", "get", "agentruns.v1alpha1.core.controller-agent.dev", "-o", "json"]]
 
 
 def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> None:
@@ -70,6 +68,7 @@ def test_requested_context_outside_the_allow_list_is_refused_without_calling_kub
 def test_allow_list_globs_come_from_committed_config_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubectl_standin) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["minikube", "kind-*"]\nnamespace = "e2e"\n')
     config = load_config(tmp_path)
+    kubectl_standin.set_contexts("minikube", "kind-dev")
     assert Kube.connect("kind-dev", config=config).namespace == "e2e"
     monkeypatch.setenv("HARNESS_ALLOWED_CONTEXTS", "*")  # no environment variable can widen the list
     with pytest.raises(ContextNotAllowed):
@@ -87,13 +86,26 @@ def test_the_guard_runs_again_on_every_call(kubectl_standin) -> None:
     kube.context = "prod"  # a pinned context can only change by mistake; the next call must still refuse
     with pytest.raises(ContextNotAllowed):
         kube.kubectl("get", "pods")
-    assert len(kubectl_standin.argvs()) == 1
+    assert len(kubectl_standin.argvs()) == 2  # current-context and get-contexts at connect, nothing since
 
 
 def test_no_current_context_is_a_skip_reason(kubectl_standin) -> None:
     kubectl_standin.set_current_context(None)
     with pytest.raises(NoKubeContext, match="current-context is not set"):
         Kube.connect(config=MINIKUBE_ONLY)
+
+
+def test_a_context_missing_from_the_kubeconfig_is_a_skip_reason_not_a_failure_later(kubectl_standin) -> None:
+    kubectl_standin.set_current_context(None).set_contexts()
+    with pytest.raises(NoKubeContext, match="context 'minikube' is not in the kubeconfig"):
+        Kube.connect("minikube", config=MINIKUBE_ONLY)
+
+
+def test_a_missing_kubeconfig_file_and_an_empty_context_are_named(kubectl_standin, tmp_path: Path) -> None:
+    with pytest.raises(NoKubeContext, match="does not exist"):
+        Kube.connect(config=MINIKUBE_ONLY, kubeconfig=str(tmp_path / "nope"))
+    with pytest.raises(ValueError, match="non-empty"):
+        Kube.connect("", config=MINIKUBE_ONLY)
 
 
 def test_missing_kubectl_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -120,6 +132,9 @@ def test_kubectl_timeout_kills_its_whole_process_group(kubectl_standin) -> None:
         kube.kubectl("get", "pods", timeout=1.0)
     assert time.monotonic() - started < 1.0 + 2.0
     hung = kubectl_standin.pids()[-1]  # each kubectl leads its own process group
+    settle = time.monotonic() + 2.0  # SIGKILL is sent; the grandchild (not our child) needs a moment to die
+    while group_alive(hung) and time.monotonic() < settle:
+        time.sleep(0.02)
     assert not group_alive(hung), "a process of the timed-out kubectl's group is still alive"
     assert hung not in LIVE_CHILDREN
 
@@ -202,7 +217,7 @@ def test_rollout_restart_and_status_are_pinned_and_bounded(kubectl_standin) -> N
     kube = Kube.connect(config=MINIKUBE_ONLY)
     kube.rollout_restart("agent-orchestrator")
     assert kube.rollout_status("agent-orchestrator", timeout=120) == 'deployment "agent-orchestrator" successfully rolled out'
-    restart, status = kubectl_standin.argvs()[1:]
+    restart, status = kubectl_standin.argvs()[2:]
     assert restart == ["--context", "minikube", "-n", "controller-agent", "rollout", "restart", "deployment/agent-orchestrator"]
     assert status[4:] == ["rollout", "status", "deployment/agent-orchestrator", "--timeout=120s"]
 

@@ -41,6 +41,14 @@ def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytest
     result.stdout.re_match_lines([r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"])
 
 
+def test_a_requested_context_that_does_not_exist_skips_too(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.set_current_context(None).set_contexts()
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("-rs", "--kube-context", "minikube")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*no cluster: context 'minikube' is not in the kubeconfig*"])
+
+
 def test_cluster_specs_skip_when_kubectl_is_missing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     pytester.makepyfile(CLUSTER_SPEC)
