@@ -15,7 +15,7 @@ _HEX = frozenset(string.hexdigits.lower())
 
 
 def _key(secret: str | bytes) -> bytes:
-    return secret.encode("utf-8") if isinstance(secret, str) else secret
+    return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
 
 
 def sign_sha256(secret: str | bytes, body: bytes) -> str:
@@ -28,12 +28,16 @@ def sign_sha1(secret: str | bytes, body: bytes) -> str:
     return "sha1=" + hmac.new(_key(secret), body, hashlib.sha1).hexdigest()
 
 
-def verify_signature(secret: str | bytes, body: bytes, header: str | bytes | None) -> bool:
+def verify_signature(secret: str | bytes | None, body: bytes, header: str | bytes | None) -> bool:
     """True when ``header`` is a valid ``sha256=<hex>`` HMAC of ``body`` under ``secret``, compared in constant time.
 
     ``False``, never an exception, for a missing header, a non-ASCII or non-hex one, one without ``=``, the wrong length,
-    or a ``sha1=`` signature (a downgrade that githubkit's ``verify`` would accept; fakes-api.md §3.10 item 2).
+    or a ``sha1=`` signature (a downgrade that githubkit's ``verify`` would accept; fakes-api.md §3.10 item 2). Also
+    ``False`` for a missing (``None``, e.g. an unset env var), empty or non-text ``secret``: anyone can compute an HMAC
+    under the empty key, so accepting it would let unsigned forgeries through.
     """
+    if not isinstance(secret, (str, bytes, bytearray)) or not secret:
+        return False
     if isinstance(header, bytes):
         try:
             header = header.decode("ascii")

@@ -16,6 +16,7 @@ sent with ``content=``.
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import threading
 import time
@@ -103,10 +104,20 @@ DEFAULT_LOG = DeliveryLog()
 
 def serialise(payload: Any, *, hostile: bool = False) -> bytes:
     """The body bytes: compact UTF-8 JSON like GitHub's; ``hostile`` adds ``\\/`` escapes and extra whitespace."""
-    if not hostile:
-        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text = json.dumps(payload, separators=(" ,", ":  "), ensure_ascii=False).replace("/", "\\/")
-    return (text + "\n").encode("utf-8")
+    try:
+        if not hostile:
+            return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+        text = json.dumps(payload, separators=(" ,", ":  "), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # Python would otherwise write NaN/Infinity, which no JSON parser accepts
+        raise ValueError(f"webhook payload is not valid JSON: it contains NaN or Infinity ({exc})") from None
+    return (text.replace("/", "\\/") + "\n").encode("utf-8")
+
+
+def check_timeout(timeout: float) -> float:
+    """``timeout`` as a positive finite float; ``ValueError`` otherwise (a caller's mistake, not a slow receiver)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ValueError(f"webhook delivery timeout must be a positive finite number of seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def build_request(event: str, payload: Any, *, secret: str | bytes | None, delivery_id: str | None = None,
@@ -182,8 +193,10 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
     ``secret`` None sends no signature headers (GitHub omits them when a hook has no secret). ``duplicate`` sends the
     identical request a second time (same GUID, same bytes) right after the first; both attempts are recorded and the
     first is returned. ``timeout`` is the total wait in seconds; there is no retry. Raises ``ValueError`` for an
-    unknown ``content_type``.
+    unknown ``content_type``, a payload holding NaN or Infinity (not JSON) and a ``timeout`` that is not a positive
+    finite number, before anything is sent.
     """
+    timeout = check_timeout(timeout)
     delivery_id, headers, body = build_request(event, payload, secret=secret, delivery_id=delivery_id, hook_id=hook_id,
                                                target_type=target_type, target_id=target_id,
                                                content_type=content_type, hostile=hostile)
@@ -203,8 +216,10 @@ def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
               transport: httpx.AsyncBaseTransport | None = None, log: DeliveryLog | None = None) -> Delivery:
     """Resend a recorded delivery: same GUID, same headers, same bytes (GitHub's manual redelivery).
 
-    Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery.
+    Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery, and
+    ``ValueError`` for a ``timeout`` that is not a positive finite number.
     """
+    timeout = check_timeout(timeout)
     log = log if log is not None else DEFAULT_LOG
     original = log.by_id(delivery_id)
     if original is None:
