@@ -12,6 +12,8 @@ Seeding goes through :class:`FakeGitHub`'s methods in-process, or the admin API 
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import re
 import threading
 from http import HTTPStatus
@@ -41,9 +43,19 @@ from fakes.github.state import (
     Repo,
     Token,
     User,
+    checked_epoch,
+    describe,
     parse_iso,
 )
-from fakes.github.webhooks import DELIVERY_TIMEOUT, Delivery, DeliveryLog, Dispatcher, redeliver, send_webhook
+from fakes.github.webhooks import (
+    DELIVERY_TIMEOUT,
+    Delivery,
+    DeliveryLog,
+    Dispatcher,
+    check_timeout,
+    redeliver,
+    send_webhook,
+)
 
 _APP_IDS = itertools.count(int(time.time()) % 1_000_000 * 10 + 100_000)
 HEALTH_PATH = "/healthz"  # not a GitHub route; outside /_fake/ so the machinery treats it as the health route
@@ -107,9 +119,10 @@ _ROUTES: list[tuple[str, re.Pattern[str], Handler, str]] = []  # method, pattern
 
 def route(method: str, pattern: str, auth: str = "token") -> Callable[[Handler], Handler]:
     """Register a handler; ``auth`` is "token" (optional token, checked when sent) or "jwt" (an App JWT required)."""
-    # {name+} spans segments (a contents path); {number} and {..._id} are digits, so /issues/comments is no issue.
+    # {name+} spans segments (a contents path); {number} and {..._id} are integers, so /issues/comments is no issue.
+    # A negative one matches too and finds nothing: GitHub answers 404 for /issues/-1, not "unserved".
     regex_text = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", pattern)
-    regex_text = re.sub(r"\{(number|\w+_id)\}", r"(?P<\1>[0-9]+)", regex_text)
+    regex_text = re.sub(r"\{(number|\w+_id)\}", r"(?P<\1>-?[0-9]+)", regex_text)
     regex = re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", regex_text) + "$")
 
     def register(handler: Handler) -> Handler:
@@ -134,7 +147,7 @@ class FakeGitHub:
                  clock: Callable[[], float] = time.time, delivery_timeout: float = DELIVERY_TIMEOUT) -> None:
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.token_ttl = token_ttl
-        self.delivery_timeout = delivery_timeout
+        self.delivery_timeout = check_timeout(delivery_timeout)
         self._clock = clock
         self.lock = threading.RLock()
         self.deliveries = DeliveryLog()
@@ -163,9 +176,20 @@ class FakeGitHub:
         return self._clock() + self._offset
 
     def advance_clock(self, seconds: float) -> None:
-        """Move the fake's clock forward (expires tokens and JWTs without sleeping)."""
+        """Move the fake's clock by ``seconds`` (expires tokens and JWTs without sleeping; negative moves it back).
+
+        Raises ``ValueError`` naming the input, and changes nothing, when ``seconds`` is not a finite number or would
+        put the fake's time before 1970 or past year 9999 (trial finding 10: such a clock broke every later request).
+        """
+        try:
+            step = float(seconds)
+        except (TypeError, ValueError, OverflowError):
+            step = math.nan
         with self.lock:
-            self._offset += float(seconds)
+            if isinstance(seconds, bool) or not math.isfinite(step):
+                raise ValueError(f"clock advance must be a finite number of seconds, got {describe(seconds)}")
+            checked_epoch(self.now() + step, f"clock advance {describe(seconds)} s: the fake's new time")
+            self._offset += step
 
     def new_id(self) -> int:
         self._next_id += 1
@@ -225,9 +249,9 @@ class FakeGitHub:
         with self.lock:
             repo = self.repo(full_name)
             author = self.add_user(user or repo.owner.login)
-            created = _when(created_at, self.now())
+            created = _when(created_at, self.now(), "created_at")
             iss = Issue(id=self.new_id(), number=repo.next_number, title=title, body=body, user=author,
-                        created_at=created, updated_at=_when(updated_at, created), state=state,
+                        created_at=created, updated_at=_when(updated_at, created, "updated_at"), state=state,
                         closed_at=created if state == "closed" else None)
             iss.labels = [self.add_label(full_name, name) for name in labels]
             repo.issues[iss.number] = iss
@@ -255,7 +279,7 @@ class FakeGitHub:
             repo = self.repo(full_name)
             iss = self._issue_or_raise(repo, number)
             author = self.add_user(user or repo.owner.login)
-            return self.create_comment(repo, iss, body, author, None, _when(created_at, self.now()))
+            return self.create_comment(repo, iss, body, author, None, _when(created_at, self.now(), "created_at"))
 
     def add_app(self, slug: str = "fake-app", *, name: str | None = None, owner: str = "octocat") -> App:
         """A GitHub App with a freshly generated RSA key pair (``app.private_key_pem`` goes to the app under test)."""
@@ -472,16 +496,34 @@ def _split_full_name(full_name: str) -> tuple[str, str]:
     return owner, name
 
 
-def _when(value: float | str | None, default: float) -> float:
+def _when(value: float | str | None, default: float, what: str) -> float:
+    """A seeded timestamp: ISO text or epoch seconds, checked to be in range (``ValueError`` naming ``what``)."""
     if value is None:
         return default
-    return parse_iso(value) if isinstance(value, str) else float(value)
+    return checked_epoch(parse_iso(value) if isinstance(value, str) else value, what)
+
+
+def load_json(request: FakeRequest) -> Any:
+    """The request body as strict JSON (None when empty); raises :class:`BadJson` for anything GitHub would not parse.
+
+    Besides what ``FakeRequest.json`` refuses, this refuses by itself what Python's parser lets through or crashes on:
+    ``NaN``/``Infinity`` and numbers that overflow a double (``1e400``), over-long integers (``ValueError``) and deep
+    nesting (``RecursionError``), so no body can reach a handler and come back as a 500 or as invalid JSON.
+    """
+    try:
+        value = request.json()
+        json.dumps(value, allow_nan=False)  # ValueError on NaN/Infinity anywhere inside
+    except BadJson:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise BadJson(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    return value
 
 
 def parse_body(request: FakeRequest, doc: str) -> tuple[Any, FakeResponse | None]:
-    """The JSON body, or GitHub's 400 ``Problems parsing JSON`` response."""
+    """The JSON body, or GitHub's 400 ``Problems parsing JSON`` response for every body :func:`load_json` refuses."""
     try:
-        return request.json(), None
+        return load_json(request), None
     except BadJson:
         return None, errors.problems_parsing_json(doc)
 

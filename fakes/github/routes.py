@@ -120,13 +120,27 @@ def create_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     if not isinstance(body, dict) or "body" not in body:
         return errors.validation_failed("IssueComment", "body", "missing_field", doc)
     if not isinstance(body["body"], str):
-        return errors.invalid_request(f"For 'properties/body', {body['body']!r} is not a string.", doc)
+        return errors.invalid_request(f"For 'properties/body', {str(body['body'])[:80]!r} is not a string.", doc)
+    if (too_long := _body_too_long(body["body"], doc)) is not None:
+        return too_long
     token = call.token
     via = token.installation.app if token.installation is not None else None
     c = fake.create_comment(repo, iss, body["body"], token.actor, via, fake.now())
     shown = render.comment(call.base, repo, c)
     fake.emit("issue_comment", issue_comment_created_payload(fake, repo.full_name, c.id, base=call.base), repo=repo)
     return FakeResponse.json(201, shown, [("location", shown["url"])])
+
+
+MAX_BODY = 65536  # characters in a comment body; GitHub's 422 below is quoted in danger/danger#424 and later threads
+MAX_LABEL_NAME = 50  # characters in a label name (github/docs#32156)
+
+
+def _body_too_long(text: str, doc: str) -> FakeResponse | None:
+    """GitHub's 422 for a body over 65536 characters (its current wording: code ``unprocessable``, field ``data``)."""
+    if len(text) <= MAX_BODY:
+        return None
+    return errors.validation_failed("IssueComment", "data", "unprocessable", doc,
+                                    message=f"Body is too long (maximum is {MAX_BODY} characters)")
 
 
 def _comment(fake: FakeGitHub, call: Call):  # -> tuple[Repo | None, Comment | None]
@@ -159,6 +173,8 @@ def update_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
         return bad
     if not isinstance(body, dict) or not isinstance(body.get("body"), str):
         return errors.validation_failed("IssueComment", "body", "missing_field", doc)
+    if (too_long := _body_too_long(body["body"], doc)) is not None:
+        return too_long
     c.body = body["body"]
     c.updated_at = fake.now()
     return FakeResponse.json(200, render.comment(call.base, repo, c))
@@ -192,6 +208,10 @@ def add_labels(fake: FakeGitHub, call: Call) -> FakeResponse:
     names = _label_names(body)
     if names is None:
         return errors.invalid_request("For 'properties/labels', the value is not an array of label names.", doc)
+    too_long = next((name for name in names if len(name) > MAX_LABEL_NAME), None)
+    if too_long is not None:  # checked before any label is created: all or nothing
+        return errors.error(422, "Validation Failed", doc,
+                            errors=[{"value": too_long, "resource": "Label", "field": "name", "code": "invalid"}])
     added = []
     for name in names:
         lab = fake.add_label(repo.full_name, name)  # GitHub creates a label that does not exist yet

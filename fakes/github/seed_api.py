@@ -25,8 +25,11 @@ from typing import Any, Callable
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
 from fakes.github import payloads, render
+from fakes.github.app import load_json
+from fakes.github.state import describe
 
 _PREFIX = "/_fake/github/"
+MAX_DRAIN = 300.0  # seconds a drain may wait: bounded, like every wait in the harness
 
 
 class AdminError(ValueError):
@@ -58,7 +61,7 @@ def handle_admin(fake: Any, request: FakeRequest) -> FakeResponse:
         if request.method.upper() != "POST":
             raise AdminError(f"{request.method} {request.path}: the fake GitHub's admin API has no such route", 404)
         try:
-            body = request.json() or {}
+            body = load_json(request) or {}
         except BadJson as exc:
             raise AdminError(f"POST {request.path}: body is not JSON ({exc.detail})") from None
         if not isinstance(body, dict):
@@ -187,7 +190,11 @@ def _webhooks(fake: Any, body: dict, base: str) -> tuple[int, Any]:
 
 
 def _drain(fake: Any, body: dict, base: str) -> tuple[int, Any]:
-    done = fake.drain_deliveries(float(_field(body, "timeout", (int, float), "deliveries/drain", 12.0)))
+    timeout = _field(body, "timeout", (int, float), "deliveries/drain", 12.0)
+    if not 0 < timeout <= MAX_DRAIN:  # NaN fails too
+        raise AdminError(f"POST {_PREFIX}deliveries/drain: field 'timeout' must be seconds in (0, {MAX_DRAIN:g}], "
+                         f"got {describe(timeout)}")
+    done = fake.drain_deliveries(float(timeout))
     return 200, {"drained": done}
 
 

@@ -10,11 +10,36 @@ stricter and harmless). Times are epoch seconds (floats) on the fake's clock, wh
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 # GitHub's reaction contents (REST "Reactions" docs); anything else is a 422.
 REACTION_CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+
+# 9999-12-31T23:59:59Z: the last second ``datetime`` (so :func:`iso`) can show; the fake's clock stays in 0..this.
+MAX_EPOCH = 253402300799.0
+
+
+def describe(value: object) -> str:
+    """``value`` for an error message, short even for a 4000-digit integer (whose ``repr`` may raise)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
+    return repr(value)[:60]
+
+
+def checked_epoch(value: object, what: str) -> float:
+    """``value`` (epoch seconds) as a float in 0..:data:`MAX_EPOCH`; ``ValueError`` naming ``what`` otherwise (NaN,
+    infinities, overflowing integers, non-numbers), so no timestamp can later crash :func:`iso` or emit NaN."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        seconds = math.nan
+    if isinstance(value, bool) or not 0 <= seconds <= MAX_EPOCH:  # NaN fails the comparison too
+        raise ValueError(f"{what} must be epoch seconds between 0 and {MAX_EPOCH:.0f} (year 9999), "
+                         f"got {describe(value)}")
+    return seconds
 
 
 def iso(ts: float | None) -> str | None:
