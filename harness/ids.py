@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import time
 from pathlib import Path
 
 FIRST = 1_000_000
@@ -26,27 +27,50 @@ def default_state_file() -> Path:
     return Path(base) / "issue-numbers"
 
 
-def unique_issue_number(state_file: Path | None = None) -> int:
+def unique_issue_number(state_file: Path | None = None, *, lock_timeout: float = 10.0) -> int:
     """A number in ``[FIRST, LAST]`` never returned before on this machine (until ~2.1e9 calls wrap it).
 
-    Distinct across calls, runs and pytest-xdist workers: the counter is read and advanced under an
-    exclusive ``flock`` on ``state_file`` (default :func:`default_state_file`). Raises ``OSError`` when
-    the state file cannot be created or locked.
+    Distinct across calls, runs and pytest-xdist workers: the counter in ``state_file`` (default
+    :func:`default_state_file`) is read and advanced under an exclusive ``flock`` on a sibling ``.lock`` file,
+    and replaced atomically (write, fsync, rename), so a crash mid-update leaves the old value, never a torn
+    one. Raises ``TimeoutError`` when the lock is not had within ``lock_timeout`` seconds, ``OSError`` when
+    the files cannot be created.
     """
     path = state_file or default_state_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="ascii") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            handle.seek(0)
-            text = handle.read().strip()
-            current = int(text) if text.isdigit() and FIRST <= int(text) <= LAST else FIRST + secrets.randbelow(LAST - FIRST) // 2
-            following = current + 1 if current < LAST else FIRST
-            handle.seek(0)
-            handle.truncate()
-            handle.write(str(following))
-            handle.flush()
+    lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        _lock_within(lock, lock_timeout, path)
+        current = _read(path)
+        following = current + 1 if current < LAST else FIRST
+        scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        scratch.write_text(str(following), encoding="ascii")
+        with open(scratch, "rb") as handle:
             os.fsync(handle.fileno())
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-    return current
+        os.replace(scratch, path)
+        return current
+    finally:
+        os.close(lock)  # closing the descriptor releases the flock
+
+
+def _lock_within(fd: int, timeout: float, path: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"could not lock {path}.lock within {timeout:.1f}s: another process holds it") from None
+            time.sleep(0.005)  # lock contention back-off between non-blocking tries
+
+
+def _read(path: Path) -> int:
+    """The stored counter; a missing or unreadable file starts at a random point in the lower half of the range."""
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (FileNotFoundError, UnicodeDecodeError):
+        text = ""
+    if text.isdigit() and FIRST <= int(text) <= LAST:
+        return int(text)
+    return FIRST + secrets.randbelow(LAST - FIRST) // 2

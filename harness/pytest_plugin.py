@@ -92,7 +92,13 @@ def kube(request: pytest.FixtureRequest) -> Kube:
 
 @pytest.fixture
 def since(request: pytest.FixtureRequest) -> datetime:
-    """An aware UTC anchor for "created since" windows: the API server's clock when a cluster is reachable, else the host's."""
+    """An aware UTC anchor for "created since" windows.
+
+    With a guarded cluster in this session: the API server's clock (``Kube.server_time()``, floored to the
+    second); if that server does not answer, the fixture errors with :class:`harness.ApiServerUnreachable`
+    rather than silently anchoring on a clock that may be skewed. Without a cluster (cluster-free specs):
+    the host's clock, ``datetime.now(timezone.utc)``.
+    """
     verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
     if verdict == "ok" and isinstance(detail, Kube):
         return detail.server_time()
@@ -186,5 +192,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
                 )
     if rows:
         terminalreporter.write_sep("-", "harness waits")
+        terminalreporter.write_line("every wait_for each test ran; a timeout here may be what that test expected (failures are reported above)")
         for row in rows:
             terminalreporter.write_line(row)

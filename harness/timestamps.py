@@ -11,6 +11,7 @@ turn's run could match (triggers are about 20 s apart).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
@@ -41,7 +42,10 @@ def parse_k8s_time(value: str | datetime) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise TimestampError(f"naive datetime {value!r}: Kubernetes times carry a zone; pass an aware datetime")
-        return value.astimezone(timezone.utc)
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError as exc:
+            raise TimestampError(f"datetime {value!r} is outside the representable UTC range ({exc})") from None
     if not isinstance(value, str):
         raise TimestampError(f"not a Kubernetes timestamp: {value!r} (expected an RFC 3339 string or a datetime)")
     match = _RFC3339.fullmatch(value.strip())
@@ -51,11 +55,12 @@ def parse_k8s_time(value: str | datetime) -> datetime:
         raise TimestampError(f"timestamp without a zone: {value!r} (Kubernetes always sends Z or an offset)")
     micro = (match["frac"] or "").ljust(6, "0")[:6]
     zone = "+00:00" if match["zone"] in "Zz" else match["zone"]
+    if zone[1:3] > "23" or zone[4:6] > "59":
+        raise TimestampError(f"offset out of range in {value!r} (RFC 3339: hours 00-23, minutes 00-59)")
     try:
-        parsed = datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}")
-    except ValueError as exc:
+        return datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}").astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:  # day 31 of April, hour 24, or an instant outside datetime's range
         raise TimestampError(f"not a valid RFC 3339 timestamp: {value!r} ({exc})") from None
-    return parsed.astimezone(timezone.utc)
 
 
 def creation_timestamp(item: Any) -> datetime:
@@ -88,14 +93,17 @@ def window_cutoff(
 ) -> datetime:
     """``since - granularity - skew`` (seconds), as an aware UTC datetime.
 
-    Raises ``ValueError`` for a naive ``since``, a negative ``granularity`` or ``skew``, or a widening
+    Raises ``ValueError`` for a ``since`` that is not an aware datetime, a negative or non-finite
+    ``granularity`` or ``skew``, or a widening
     (``granularity + skew``) not below ``min_trigger_spacing``: widening must never let a previous turn's
     run match.
     """
+    if not isinstance(since, datetime):
+        raise ValueError(f"since must be an aware datetime, got {type(since).__name__} {since!r}; parse strings with parse_k8s_time()")
     if since.tzinfo is None or since.utcoffset() is None:
         raise ValueError(f"since must be timezone-aware (got naive {since!r}); use datetime.now(timezone.utc) or Kube.server_time()")
-    if granularity < 0 or skew < 0:
-        raise ValueError(f"granularity and skew must be >= 0 seconds, got {granularity} and {skew}")
+    if not (0 <= granularity < math.inf and 0 <= skew < math.inf):
+        raise ValueError(f"granularity and skew must be finite and >= 0 seconds, got {granularity} and {skew}")
     if granularity + skew >= min_trigger_spacing:
         raise ValueError(
             f"a widening of {granularity + skew:.1f}s (granularity {granularity}s + skew {skew}s) is not below the "
@@ -117,10 +125,13 @@ def created_since(
     ``granularity`` (default 1 s: ``creationTimestamp`` is truncated to the second) and ``skew`` (default
     2 s of host-vs-server clock difference) are seconds, the values upstream settled on. Items created in
     the same second are ordered by name, descending, so the order is deterministic (upstream took ``[0]``
-    of an arbitrary order: stack-under-test.md §9, item 47). Raises ``ValueError`` as :func:`window_cutoff`,
-    and :class:`TimestampError` for an item with a missing or unreadable timestamp.
+    of an arbitrary order: stack-under-test.md §9, item 47). Raises ``ValueError`` as :func:`window_cutoff`
+    or for a whole listing passed as ``items``, and :class:`TimestampError` for an item with a missing or
+    unreadable timestamp.
     """
     cutoff = window_cutoff(since, granularity=granularity, skew=skew, min_trigger_spacing=min_trigger_spacing)
+    if isinstance(items, dict) and "items" in items:
+        raise ValueError("pass the listing's items (listing['items']), not the whole kubectl listing")
     stamped = [(creation_timestamp(item), object_name(item), item) for item in items]
     kept = [entry for entry in stamped if entry[0] >= cutoff]
     kept.sort(key=lambda entry: (entry[0], entry[1]), reverse=True)

@@ -51,6 +51,11 @@ def test_clock_skew_fits_the_window_allowance(kube: Kube) -> None:
     )
 
 
-def test_agent_runs_listing_is_readable(kube: Kube, since) -> None:
-    # Every run must carry a readable creationTimestamp; one that does not would break every window.
-    agent_runs_since(since, kube=kube)
+def test_agent_runs_listing_is_readable(kube: Kube) -> None:
+    # Every run must carry a readable creationTimestamp and a known phase; one that does not breaks every window.
+    from datetime import datetime, timezone
+
+    runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=timezone.utc), kube=kube)  # all of them
+    assert all(run.created.tzinfo is not None for run in runs)
+    unknown = [(run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")]
+    assert not unknown, f"AgentRuns with a phase the specs do not know: {unknown}"

@@ -140,3 +140,18 @@ def test_a_child_left_running_fails_the_session_and_is_killed(pytester: pytest.P
     from harness.process import group_alive
 
     assert not group_alive(int((pytester.path / "leaked.pid").read_text()))
+
+
+def test_unique_issue_numbers_give_up_on_a_held_lock_within_their_bound(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    state = tmp_path / "issue-numbers"
+    holder = os.open(tmp_path / "issue-numbers.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with pytest.raises(TimeoutError, match="could not lock"):
+            unique_issue_number(state, lock_timeout=0.2)
+    finally:
+        os.close(holder)
+    assert FIRST <= unique_issue_number(state) <= LAST

@@ -36,7 +36,22 @@ def test_parser_table(raw: str, expected: str) -> None:
     assert parsed.utcoffset() == timedelta(0)
 
 
-@pytest.mark.parametrize("raw", ["2024-05-01T12:00:00", "2024-05-01T12:00:00.5", "yesterday", "", "2024-13-01T00:00:00Z", "2024-05-01"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "2024-05-01T12:00:00",
+        "2024-05-01T12:00:00.5",
+        "yesterday",
+        "",
+        "2024-13-01T00:00:00Z",
+        "2024-04-31T00:00:00Z",
+        "2024-05-01",
+        "2024-05-01T12:00:00+00:60",
+        "2024-05-01T12:00:00+24:00",
+        "0001-01-01T00:00:00+01:00",  # before datetime.min in UTC
+        "9999-12-31T23:59:59-01:00",  # after datetime.max in UTC
+    ],
+)
 def test_parser_rejects_naive_and_garbage_naming_the_input(raw: str) -> None:
     with pytest.raises(TimestampError) as caught:
         parse_k8s_time(raw)
@@ -88,6 +103,18 @@ def test_newest_first_with_same_second_ties_broken_by_name() -> None:
 def test_naive_since_is_rejected() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         created_since([], datetime(2024, 5, 1, 12))
+
+
+def test_since_as_a_string_and_non_finite_widenings_are_named() -> None:
+    with pytest.raises(ValueError, match="since must be an aware datetime, got str"):
+        created_since([], "2024-05-01T12:00:00Z")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="finite"):
+        created_since([], at("2024-05-01T12:00:00"), granularity=float("nan"))
+
+
+def test_a_whole_listing_instead_of_its_items_is_named() -> None:
+    with pytest.raises(ValueError, match=r"listing\['items'\]"):
+        created_since({"items": [run("a", "2024-05-01T12:00:00Z")]}, at("2024-05-01T12:00:00"))  # type: ignore[arg-type]
 
 
 def test_widening_not_below_trigger_spacing_is_rejected() -> None:
