@@ -9,18 +9,75 @@ adapters").
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
+#: Deepest nesting of arrays/objects a request body may have: serde_json's default recursion limit (128), which
+#: real Qdrant's actix extractor uses. Deeper bodies are rejected before any fake code recurses into them.
+MAX_JSON_DEPTH = 128
+#: Integers a body may carry: the union of i64 and u64, what serde_json, Go and most servers keep as an integer.
+#: Outside it a real parser loses precision or fails, and the fakes' engines overflow.
+JSON_INT_MIN, JSON_INT_MAX = -(2**63), 2**64 - 1
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
 
 class BadJson(ValueError):
-    """The request body is not valid JSON; ``detail`` is the parser's message (each fake words its own error)."""
+    """The request body is not valid JSON (as a real server's parser sees it).
 
-    def __init__(self, detail: str) -> None:
+    ``detail`` is a readable message; ``reason`` says which rule failed, so each fake can word its own error:
+    ``"syntax"`` (Python's parser refused it), ``"encoding"`` (not UTF-8/16/32), ``"depth"`` (nested deeper than
+    :data:`MAX_JSON_DEPTH`), ``"constant"`` (``NaN``, ``Infinity``, ``-Infinity``: Python accepts them, RFC 8259
+    and real servers do not), ``"range"`` (a float that overflows to infinity such as ``1e400``, or an integer
+    outside :data:`JSON_INT_MIN`..:data:`JSON_INT_MAX`).
+    """
+
+    def __init__(self, detail: str, reason: str = "syntax") -> None:
         super().__init__(detail)
         self.detail = detail
+        self.reason = reason
+
+
+class NonJsonValue(ValueError):
+    """A fake tried to answer with NaN or an infinity, which JSON cannot carry (``FakeResponse.json``)."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise BadJson(f"{name} is not a JSON value (RFC 8259 has no NaN or Infinity)", "constant")
+
+
+def _checked_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise BadJson(f"number {text[:40]} is out of range for a 64-bit float", "range")
+    return value
+
+
+def _checked_int(text: str, *, wide_as_float: bool = False) -> int | float:
+    # Length first: int() of a 5000-digit string raises ValueError (Python's digit limit), and a bound needs no more.
+    if len(text.lstrip("-")) <= 20:
+        value = int(text)
+        if JSON_INT_MIN <= value <= JSON_INT_MAX:
+            return value
+    if wide_as_float:  # serde_json: an integer beyond i64/u64 is read as the nearest f64
+        return _checked_float(text)
+    shown = text if len(text) <= 40 else f"{text[:20]}...({len(text)} digits)"
+    raise BadJson(f"integer {shown} is out of range (a JSON integer must fit in i64 or u64)", "range")
+
+
+def json_depth(body: bytes) -> int:
+    """How deeply arrays/objects nest in ``body`` (0 for a scalar), counted without parsing (brackets inside
+    strings are skipped), so a hostile body is measured in C-speed passes, not recursion."""
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    return max(itertools.accumulate(1 if c in b"[{" else -1 for c in brackets))
 
 
 @dataclass(frozen=True)
@@ -51,14 +108,30 @@ class FakeRequest:
         values = self.query_params.get(name)
         return values[-1] if values else default
 
-    def json(self) -> Any:
-        """The body parsed as JSON; an empty body is ``None``. Raises :class:`BadJson` on a malformed body."""
+    def json(self, *, max_depth: int = MAX_JSON_DEPTH, wide_ints_as_float: bool = False) -> Any:
+        """The body parsed as strict JSON (RFC 8259, as real servers parse it); an empty body is ``None``.
+
+        Raises :class:`BadJson` (see its ``reason``) on a syntax or encoding error, nesting deeper than
+        ``max_depth``, ``NaN``/``Infinity``, a float overflowing to infinity, or an integer outside i64/u64 (unless
+        ``wide_ints_as_float``: then such an integer becomes the nearest float, as serde_json reads it, and only an
+        infinite one is refused). Never raises ``RecursionError``, ``OverflowError`` or another ``ValueError``.
+        """
         if not self.body.strip():
             return None
+        depth = json_depth(self.body)
+        if depth > max_depth:
+            raise BadJson(f"nesting depth {depth} exceeds the limit of {max_depth}", "depth")
         try:
-            return json.loads(self.body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return json.loads(self.body, parse_constant=_reject_constant, parse_float=_checked_float,
+                              parse_int=lambda text: _checked_int(text, wide_as_float=wide_ints_as_float))
+        except BadJson:
+            raise
+        except UnicodeDecodeError as exc:
+            raise BadJson(str(exc), "encoding") from exc
+        except json.JSONDecodeError as exc:
             raise BadJson(str(exc)) from exc
+        except RecursionError:  # unreachable after the depth check; kept so no body can ever escape as a 500
+            raise BadJson(f"nesting is too deep to parse (limit {max_depth})", "depth") from None
 
 
 @dataclass
@@ -71,8 +144,15 @@ class FakeResponse:
 
     @classmethod
     def json(cls, status: int, payload: Any, headers: list[tuple[str, str]] | None = None) -> FakeResponse:
-        """A JSON response, compact UTF-8 like the real services send."""
-        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        """A JSON response, compact UTF-8 like the real services send.
+
+        Raises :class:`NonJsonValue` if ``payload`` holds NaN or an infinity: a fake never puts invalid JSON on the
+        wire (the caller answers a clear error instead; the shared runtime turns it into a 500 naming it).
+        """
+        try:
+            body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except ValueError as exc:
+            raise NonJsonValue(f"the answer would contain NaN or Infinity, which is not JSON ({exc})") from None
         return cls(status, [("content-type", "application/json"), *(headers or [])], body)
 
     @classmethod

@@ -13,7 +13,7 @@ import traceback
 from dataclasses import dataclass
 
 from fakes.admin import handle_admin, is_admin_path
-from fakes.core import FakeApp, FakeRequest, FakeResponse
+from fakes.core import FakeApp, FakeRequest, FakeResponse, NonJsonValue
 from fakes.faults import Fault, FaultTable
 from fakes.journal import Journal, JournalEntry
 
@@ -84,6 +84,9 @@ class FakeRuntime:
     def _guarded(self, call) -> FakeResponse:
         try:
             return call()
+        except NonJsonValue as exc:  # the fake computed NaN/Infinity: say so rather than put invalid JSON on the wire
+            log.error("fake %s: %s", self.app.name, exc)
+            return FakeResponse.text(500, f"fake {self.app.name} refused to send invalid JSON: {exc}")
         except Exception as exc:  # a bug in the fake must reach the spec as a loud 500, not a dropped connection
             log.error("fake %s crashed: %s", self.app.name, traceback.format_exc())
             return FakeResponse.text(500, f"fake {self.app.name} crashed: {type(exc).__name__}: {exc}")

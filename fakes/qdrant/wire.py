@@ -128,7 +128,7 @@ def _json_repr(value: Any) -> str:
 def read_body(request: FakeRequest) -> dict[str, Any]:
     """The JSON object body; 400 ``Format error in JSON body`` on bad JSON or a non-object."""
     try:
-        body = request.json()
+        body = request.json(wide_ints_as_float=True)  # serde_json reads an integer beyond u64/i64 as an f64
     except BadJson as exc:
         raise format_error(exc.detail) from None
     if body is None:
