@@ -27,6 +27,14 @@ wire differences: messages of 400 ``Format error in JSON body`` keep Qdrant's pr
 wording or its ``at line L column C`` suffix; unsupported query kinds, ``prefetch``, scroll ``order_by`` and geo
 conditions, and collections without a dense vector answer 501 naming the feature instead of a wrong result.
 
+Malformed and hostile JSON (``fakes.core.FakeRequest.json``): nesting past serde_json's recursion limit of 128,
+``NaN``/``Infinity`` and floats past f64 are 400 ``Format error in JSON body`` with serde's gist (``recursion limit
+exceeded``, ``expected value``, ``number out of range``); an integer beyond u64/i64 is read as an f64 as serde_json
+does (so ``limit: 1e20`` is a 400 type error and a payload keeps it as a float). Deliberately stricter than Qdrant
+(unverified what the server does, serde casts with ``as f32``): a vector component past f32's range is refused with
+400 instead of being stored as infinity. An answer that would hold NaN or an infinity (a Dot score overflowing f32;
+Qdrant's serde_json would print ``null``) is a 500 ``Service internal error`` naming it, never invalid JSON.
+
 Use::
 
     with fakes.qdrant.serve() as fq:                     # a real socket on 127.0.0.1:<OS port>

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import qdrant_edge as qe
 
-from fakes.core import FakeRequest, FakeResponse
+from fakes.core import FakeRequest, FakeResponse, NonJsonValue
 from fakes.qdrant.engine import DISTANCES, SCHEMA_TYPES, Collection, VectorSpec
 from fakes.qdrant.filters import normalize_filter
 from fakes.qdrant.wire import (
@@ -38,6 +39,7 @@ from fakes.qdrant.wire import (
     wrong_input,
 )
 
+F32_MAX = float(np.finfo(np.float32).max)
 HEALTH_TEXT = {"/healthz": "healthz check passed", "/livez": "healthz check passed", "/readyz": "all shards are ready"}
 NO_AUTH = ("/", "/healthz", "/livez", "/readyz")
 _C = r"/collections/(?P<c>[^/]+)"
@@ -109,7 +111,12 @@ class QdrantFake:
                     result = action(request, **match.groupdict())
                 except QdrantError as exc:
                     return error_envelope(exc, started)
-                return envelope(result, started)
+                try:
+                    return envelope(result, started)
+                except NonJsonValue:  # e.g. a Dot score past f32 (real Qdrant's serde_json would print null there)
+                    return error_envelope(QdrantError(500, "Service internal error: fake qdrant: the answer holds a "
+                                                      "NaN or infinite number (a score or vector overflowed f32), "
+                                                      "which JSON cannot carry"), started)
         return FakeResponse(404, [("content-type", "text/plain; charset=utf-8")], b"")
 
     @property
@@ -477,7 +484,12 @@ def _floats(values: Any, where: str) -> list[float]:
     if not isinstance(values, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                for x in values):
         raise format_error(f"{where}: invalid type, expected a sequence of numbers")
-    return [float(x) for x in values]
+    floats = [float(x) for x in values]
+    # Vectors are f32: a component past f32's range would be stored as infinity and make scores NaN/inf. The fake
+    # refuses it (stricter than serde's `as f32` cast; see the module docstring of fakes/qdrant/__init__.py).
+    if floats and float(np.max(np.abs(floats))) > F32_MAX:
+        raise format_error(f"{where}: number out of range for f32 (|x| > {F32_MAX:.8e})")
+    return floats
 
 
 def _ids(values: Any, where: str) -> list:

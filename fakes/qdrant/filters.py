@@ -153,6 +153,10 @@ def _edge_field(cond: dict[str, Any]) -> qe.FieldCondition:
 
 def _edge_match(match: dict[str, Any]):
     (kind, value), = match.items()
+    values = value if isinstance(value, list) else [value]
+    if kind in ("value", "any", "except") and any(_beyond_i64(v) for v in values):
+        # Qdrant's integer match values are i64 (``IntPayloadType``): a larger integer fits no variant of the enum.
+        raise format_error(f"match.{kind}: data did not match any variant of untagged enum ValueVariants")
     if kind == "value":
         return qe.MatchValue(value)
     if kind == "any":
@@ -170,6 +174,10 @@ def _edge_match(match: dict[str, Any]):
     if kind == "substring":
         return qe.MatchSubstring(value)
     raise format_error(f"unknown match kind `{kind}`")
+
+
+def _beyond_i64(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
 
 
 def _edge_range(rng: dict[str, Any]):

@@ -125,12 +125,18 @@ def _json_repr(value: Any) -> str:
     return json.dumps(value) if not isinstance(value, str) else value
 
 
+#: serde_json's own words for what ``FakeRequest.json`` refuses (its ``at line L column C`` suffix is not modelled):
+#: depth past 128 is ``recursion limit exceeded``, ``NaN``/``Infinity`` are no JSON token (``expected value``), and a
+#: float past f64 is ``number out of range``.
+_SERDE_GIST = {"depth": "recursion limit exceeded", "constant": "expected value", "range": "number out of range"}
+
+
 def read_body(request: FakeRequest) -> dict[str, Any]:
     """The JSON object body; 400 ``Format error in JSON body`` on bad JSON or a non-object."""
     try:
         body = request.json(wide_ints_as_float=True)  # serde_json reads an integer beyond u64/i64 as an f64
     except BadJson as exc:
-        raise format_error(exc.detail) from None
+        raise format_error(_SERDE_GIST.get(exc.reason, exc.detail)) from None
     if body is None:
         raise format_error("EOF while parsing a value at line 1 column 0")
     if not isinstance(body, dict):

@@ -57,3 +57,45 @@ def test_non_json_and_non_object_bodies(http):
                              headers={"content-type": "application/json"})
         assert response.status_code == 400, content
         assert response.json()["status"]["error"].startswith("Format error in JSON body: ")
+
+
+def _raw(http: httpx.Client, method: str, path: str, content: bytes) -> httpx.Response:
+    return http.request(method, path, content=content, headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize("method,path,content,gist", [
+    ("PUT", "/collections/c/points?wait=true",
+     b'{"points":[{"id":9,"vector":[1,0],"payload":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}]}",
+     "recursion limit exceeded"),
+    ("POST", "/collections/c/points/scroll", b'{"filter":' + b'{"must":' * 5000 + b"{}" + b"}" * 5000 + b"}",
+     "recursion limit exceeded"),
+    ("PUT", "/collections/c/points?wait=true", b'{"points":[{"id":9,"vector":[NaN,0]}]}', "expected value"),
+    ("PUT", "/collections/c/points?wait=true", b'{"points":[{"id":9,"vector":[Infinity,0]}]}', "expected value"),
+    ("PUT", "/collections/c/points?wait=true", b'{"points":[{"id":9,"vector":[1e400,0]}]}', "number out of range"),
+    ("PUT", "/collections/c/points?wait=true", b'{"points":[{"id":9,"vector":[1e39,0]}]}', "out of range for f32"),
+    ("POST", "/collections/c/points/query", b'{"query":[1,0],"limit":100000000000000000000}', "limit: invalid type"),
+    ("POST", "/collections/c/points/count",
+     b'{"filter":{"must":[{"key":"a","match":{"value":18446744073709551615}}]}}', "did not match any variant"),
+])
+def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, gist):
+    """Trial finding 5: deep nesting, NaN/Infinity, overflowing numbers get Qdrant's 400 Format error."""
+    response = _raw(http, method, path, content)
+    assert response.status_code == 400, response.text
+    error = response.json()["status"]["error"]
+    assert error.startswith("Format error in JSON body: ") and gist in error, error
+    assert http.post("/collections/c/points/count", json={"exact": True}).json()["result"]["count"] == 1
+
+
+def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
+    """A Dot score of two in-range f32 vectors can overflow; the fake never sends ``Infinity`` on the wire."""
+    fq = fakes.qdrant.in_process()
+    try:
+        with fq.client() as client:
+            client.put("/collections/d", json={"vectors": {"size": 2, "distance": "Dot"}})
+            client.put("/collections/d/points?wait=true", json={"points": [{"id": 1, "vector": [3e38, 3e38]}]})
+            response = client.post("/collections/d/points/search", json={"vector": [3e38, 3e38], "limit": 1})
+        assert response.status_code == 500
+        error = response.json()["status"]["error"]
+        assert error.startswith("Service internal error: fake qdrant: the answer holds a NaN or infinite"), error
+    finally:
+        fq.app.close()
