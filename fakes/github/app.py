@@ -1,9 +1,10 @@
 """The fake GitHub REST API as a :class:`fakes.core.FakeApp`: state plus ``handle()``, framework-free (issue #5).
 
-Served (fakes-api.md §3.1): get repository, list issues, get issue, list/create/get/update issue comments, add and
+Served (fakes-api.md §1, §3.1): get repository, list issues, get issue, list/create/get/update issue comments, add and
 remove issue labels, reactions on issues and comments, get pull request, repository contents (file or directory),
-an App's installation access token and a repository's installation. Everything else answers 501 naming the method and
-path, and the journal records it, so "no unstubbed endpoint was called" cannot pass vacuously.
+an App's installation access token and a repository's installation, the authenticated user, a collaborator's
+permission, and the OAuth device / code / refresh endpoints (:mod:`fakes.github.oauth`). Everything else answers 501
+naming the method and path, and the journal records it, so "no unstubbed endpoint was called" cannot pass vacuously.
 
 Seeding goes through :class:`FakeGitHub`'s methods in-process, or the admin API under ``/_fake/github/`` (see
 :mod:`fakes.github.seed_api`) when the fake runs in its own process or pod.
@@ -15,6 +16,7 @@ import itertools
 import json
 import math
 import re
+import secrets
 import threading
 from http import HTTPStatus
 import time
@@ -39,6 +41,7 @@ from fakes.github.state import (
     Installation,
     Issue,
     Label,
+    OAuthState,
     PullInfo,
     Repo,
     Token,
@@ -79,6 +82,8 @@ _DOCS = {
     "contents": f"{_DOC}/repos/contents#get-repository-content",
     "access_token": f"{_DOC}/apps/apps#create-an-installation-access-token-for-an-app",
     "repo_installation": f"{_DOC}/apps/apps#get-a-repository-installation-for-the-authenticated-app",
+    "user": f"{_DOC}/users/users#get-the-authenticated-user",
+    "permission": f"{_DOC}/collaborators/collaborators#get-repository-permissions-for-a-user",
 }
 
 
@@ -118,7 +123,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], Handler, str]] = []  # method, pattern
 
 
 def route(method: str, pattern: str, auth: str = "token") -> Callable[[Handler], Handler]:
-    """Register a handler; ``auth`` is "token" (optional token, checked when sent) or "jwt" (an App JWT required)."""
+    """Register a handler; ``auth`` is "token" (optional token, checked when sent), "jwt" (an App JWT required) or
+    "none" (OAuth endpoints: no API credential, no API rate limit)."""
     # {name+} spans segments (a contents path); {number} and {..._id} are integers, so /issues/comments is no issue.
     # A negative one matches too and finds nothing: GitHub answers 404 for /issues/-1, not "unserved".
     regex_text = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", pattern)
@@ -138,17 +144,20 @@ class FakeGitHub:
     ``public_base_url`` (e.g. the in-cluster Service URL) is where URL fields point; when None they follow the request's
     ``Host``. ``token_ttl`` is the installation-token lifetime in seconds (GitHub: 3600); a short one lets a spec see a
     client refresh. ``clock`` returns epoch seconds; :meth:`advance_clock` moves the fake's time forward.
+    ``oauth_login`` is the user who approves OAuth device codes (at once) in :mod:`fakes.github.oauth`.
     """
 
     name = "github"
     unrecorded_paths = frozenset({HEALTH_PATH})
 
     def __init__(self, *, public_base_url: str | None = None, token_ttl: float = INSTALLATION_TOKEN_TTL,
-                 clock: Callable[[], float] = time.time, delivery_timeout: float = DELIVERY_TIMEOUT) -> None:
+                 clock: Callable[[], float] = time.time, delivery_timeout: float = DELIVERY_TIMEOUT,
+                 oauth_login: str = "octocat") -> None:
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.token_ttl = token_ttl
         self.delivery_timeout = check_timeout(delivery_timeout)
         self._clock = clock
+        self.oauth_login = oauth_login
         self.lock = threading.RLock()
         self.deliveries = DeliveryLog()
         self._dispatcher = Dispatcher()
@@ -164,6 +173,7 @@ class FakeGitHub:
         self.installations: dict[int, Installation] = {}
         self.tokens: dict[str, Token] = {}
         self.hooks: list[Hook] = []
+        self.oauth = OAuthState()
         self._used: dict[str, int] = {}
         self._window_start = self.now()
         self._remaining_override: int | None = None
@@ -202,7 +212,8 @@ class FakeGitHub:
         with self.lock:
             found = self.users.get(login.lower())
             if found is None:
-                found = self.users[login.lower()] = User(login=login, id=self.new_id(), type=type)
+                found = self.users[login.lower()] = User(login=login, id=self.new_id(), type=type,
+                                                         created_at=self.now())
             if token:
                 self.tokens[token] = Token(value=token, expires_at=None, user=found)
             return found
@@ -302,6 +313,17 @@ class FakeGitHub:
                                 created_at=self.now(), repositories=repositories)
             self.installations[inst.id] = inst
             return inst
+
+    def add_oauth_code(self, login: str) -> str:
+        """A web-flow ``code`` as if ``login`` approved the app in a browser; exchange it at
+        ``POST /login/oauth/access_token`` within 10 minutes of fake time (GitHub's code lifetime)."""
+        from fakes.github.oauth import CODE_TTL
+
+        with self.lock:
+            self.add_user(login)
+            code = secrets.token_hex(10)
+            self.oauth.codes[code] = (login, self.now() + CODE_TTL)
+            return code
 
     def add_hook(self, url: str, *, secret: str | None, events: list[str] | None = None, content_type: str = "json",
                  repo: str | None = None) -> Hook:
@@ -403,13 +425,15 @@ class FakeGitHub:
             refusal = self._authenticate(call, auth)
             if refusal is not None:
                 return refusal
-            if quota.exhausted:
+            if quota.exhausted and auth != "none":
                 return errors.error(403, f"API rate limit exceeded for {self._identity(call)}.",
                                     "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api")
             return handler(self, call)
         return errors.not_served(request.method.upper(), request.path)
 
     def _authenticate(self, call: Call, auth: str) -> FakeResponse | None:
+        if auth == "none":
+            return None
         credential = split_authorization(call.request.headers.get("authorization"))
         if auth == "jwt":
             verdict = verify_app_jwt(credential or "", list(self.apps.values()), self.now())
@@ -529,4 +553,5 @@ def parse_body(request: FakeRequest, doc: str) -> tuple[Any, FakeResponse | None
 
 
 # Route handlers live in fakes.github.routes; importing it registers them.
+from fakes.github import oauth as _oauth  # noqa: E402,F401
 from fakes.github import routes as _routes  # noqa: E402,F401

@@ -59,6 +59,33 @@ def user(base: str, u: User) -> dict[str, Any]:
     }
 
 
+def private_user(base: str, u: User, repos: list[Repo]) -> dict[str, Any]:
+    """private-user (``GET /user``): simple-user plus the profile, counts and private fields githubkit requires.
+
+    Profile text the fake does not hold is ``null`` (``blog`` is ``""``, as GitHub sends for an empty one); repository
+    counts come from ``repos``, the repositories this user owns.
+    """
+    private = sum(1 for r in repos if r.private)
+    when = iso(u.created_at)
+    return {
+        **user(base, u), "name": None, "company": None, "blog": "", "location": None, "email": None,
+        "hireable": None, "bio": None, "twitter_username": None, "notification_email": None,
+        "public_repos": len(repos) - private, "public_gists": 0, "followers": 0, "following": 0,
+        "created_at": when, "updated_at": when, "private_gists": 0, "total_private_repos": private,
+        "owned_private_repos": private, "disk_usage": 0, "collaborators": 0, "two_factor_authentication": False,
+    }
+
+
+def collaborator_permission(base: str, u: User, permission: str) -> dict[str, Any]:
+    """repository-collaborator-permission: legacy ``permission`` (admin/write/read/none), ``role_name`` and the
+    user as a collaborator (with its ``permissions`` flags)."""
+    flags = {"admin": permission == "admin", "maintain": permission == "admin",
+             "push": permission in ("admin", "write"), "triage": permission in ("admin", "write"),
+             "pull": permission != "none"}
+    return {"permission": permission, "role_name": permission,
+            "user": {**user(base, u), "permissions": flags, "role_name": permission}}
+
+
 def label(base: str, repo: Repo, lab: Label) -> dict[str, Any]:
     return {
         "id": lab.id,

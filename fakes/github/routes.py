@@ -354,3 +354,43 @@ def get_repo_installation(fake: FakeGitHub, call: Call) -> FakeResponse:
     if inst is None:
         return errors.not_found(_DOCS["repo_installation"])
     return FakeResponse.json(200, render.installation(call.base, inst))
+
+
+@route("GET", "/user")
+def get_authenticated_user(fake: FakeGitHub, call: Call) -> FakeResponse:
+    doc = _DOCS["user"]
+    if call.token is None:
+        return errors.requires_authentication(doc)
+    if call.token.installation is not None:  # an installation token acts as no user
+        return errors.error(403, "Resource not accessible by integration", doc)
+    me = call.token.actor
+    owned = [r for r in fake.repos.values() if r.owner.login.lower() == me.login.lower()]
+    return FakeResponse.json(200, render.private_user(call.base, me, owned))
+
+
+@route("GET", _REPO + "/collaborators/{username}/permission")
+def get_collaborator_permission(fake: FakeGitHub, call: Call) -> FakeResponse:
+    """Owner: admin; collaborator: write (the fake keeps no finer roles); anyone else: read on a public repository,
+    none on a private one. Only a caller with push access may ask (GitHub's 403 wording)."""
+    doc = _DOCS["permission"]
+    repo = fake.visible_repo(call)
+    if repo is None:
+        return errors.not_found(doc)
+    if call.token is None:
+        return errors.requires_authentication(doc)
+    if _permission(repo, call.token.actor.login) not in ("admin", "write") and (
+            call.token.installation is None or not call.token.installation.covers(repo)):
+        return errors.error(403, "Must have push access to view collaborator permission.", doc)
+    subject = fake.users.get(call.params["username"].lower())
+    if subject is None:
+        return errors.not_found(doc)
+    return FakeResponse.json(200, render.collaborator_permission(call.base, subject,
+                                                                 _permission(repo, subject.login)))
+
+
+def _permission(repo: Repo, login: str) -> str:
+    if login.lower() == repo.owner.login.lower():
+        return "admin"
+    if login.lower() in {c.lower() for c in repo.collaborators}:
+        return "write"
+    return "none" if repo.private else "read"

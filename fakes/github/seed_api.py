@@ -13,7 +13,10 @@ route. Routes (all POST unless noted):
 - ``apps`` ``{"slug"?, "name"?, "owner"?}`` -> ``{"id", "slug", "client_id", "private_key", "public_key"}``
 - ``installations`` ``{"app_id", "account", "repositories"?}``
 - ``hooks`` ``{"url", "secret"?, "events"?, "content_type"?, "repo"?}``
-- ``clock`` ``{"advance": seconds}``; ``rate_limit`` ``{"remaining": int | null}``
+- ``clock`` ``{"advance": seconds}`` (finite; the fake's time stays in 1970..9999); ``rate_limit``
+  ``{"remaining": int | null}``
+- ``oauth`` ``{"login"}``: who approves OAuth device codes from now on; answers ``{"login", "code"}`` with a web-flow
+  ``code`` for that user (:mod:`fakes.github.oauth`)
 - ``webhooks`` ``{"event", "action", "repo", "number"?, "comment_id"?, "label"?, "sender"?}``: build a payload from
   state and deliver it to every subscribed hook (in the background; 202 with the hook count)
 - GET ``deliveries``; POST ``deliveries/{guid}/redeliver`` (202); POST ``deliveries/drain`` ``{"timeout"?}``
@@ -155,6 +158,14 @@ def _clock(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 200, {"now": fake.now()}
 
 
+def _oauth(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+    login = _field(body, "login", str, "oauth")
+    if not login.strip():
+        raise AdminError(f"POST {_PREFIX}oauth: field 'login' must not be empty")
+    fake.oauth_login = login
+    return 200, {"login": login, "code": fake.add_oauth_code(login)}
+
+
 def _rate_limit(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     remaining = _field(body, "remaining", int, "rate_limit", None)
     fake.set_rate_limit_remaining(remaining)
@@ -220,6 +231,6 @@ def _state(fake: Any) -> dict[str, Any]:
 
 _HANDLERS: dict[str, Callable[[Any, dict, str], tuple[int, Any]]] = {
     "users": _users, "repos": _repos, "labels": _labels, "issues": _issues, "pulls": _pulls, "comments": _comments,
-    "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit,
+    "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit, "oauth": _oauth,
     "webhooks": _webhooks, "deliveries/drain": _drain,
 }

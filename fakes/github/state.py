@@ -67,6 +67,7 @@ class User:
     login: str
     id: int
     type: str = "User"  # "User", "Organization" or "Bot"
+    created_at: float = 0.0
 
 
 @dataclass
@@ -209,3 +210,31 @@ class Hook:
     events: list[str]
     content_type: str = "json"  # "json" or "form"
     repo: str | None = None  # full name it is limited to; None means every repository
+
+
+@dataclass
+class DeviceCode:
+    value: str
+    user_code: str
+    client_id: str
+    login: str  # who approves it (the fake's oauth_login when it was issued)
+    expires_at: float
+
+
+@dataclass
+class RefreshGrant:
+    value: str
+    client_id: str
+    login: str
+    expires_at: float
+    access_token: str  # revoked when this refresh token is used
+    from_device_flow: bool  # such a refresh token needs no client_secret (GitHub docs)
+
+
+@dataclass
+class OAuthState:
+    """Outstanding device codes, web-flow codes (code -> (login, expiry)) and refresh tokens, by value."""
+
+    device_codes: dict[str, DeviceCode] = field(default_factory=dict)
+    codes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    refresh: dict[str, RefreshGrant] = field(default_factory=dict)
