@@ -35,6 +35,17 @@ does (so ``limit: 1e20`` is a 400 type error and a payload keeps it as a float).
 400 instead of being stored as infinity. An answer that would hold NaN or an infinity (a Dot score overflowing f32;
 Qdrant's serde_json would print ``null``) is a 500 ``Service internal error`` naming it, never invalid JSON.
 
+Size limits, checked in qdrant/qdrant's source (trial finding 6): vector ``size`` is validated to 1..=65536
+(``#[validate(range(min = 1, max = 65536))]`` on ``VectorParams.size``, seen in the generated gRPC types; qdrant-edge
+re-applies the same bound and says it mirrors the REST ``VectorParams``), so 0 or 65537 is a 422 worded by
+``lib/collection/src/operations/validation.rs`` (``must be from 1 to 65536``). The JSON body limit is
+``service.max_request_size_mb`` (``config/config.yaml``: 32) × 1024², given to ``actix_web_validator::JsonConfig``
+in ``src/actix/mod.rs``; a larger body is a 400 whose message is actix's own text (no ``Format error`` prefix).
+Not verified, modelled as best understood: the exact wording of that 400 (actix-web's ``JsonPayloadError``
+display, which varies by actix version), whether REST's ``size`` is a ``NonZeroU64`` (0 would then be a 400 serde
+error, not a 422), and that the limit applies to every JSON route alike. The fake reads the whole body before
+refusing it (actix stops reading at the limit), so the refusal is faithful but its memory use is not.
+
 Use::
 
     with fakes.qdrant.serve() as fq:                     # a real socket on 127.0.0.1:<OS port>

@@ -40,6 +40,10 @@ from fakes.qdrant.wire import (
 )
 
 F32_MAX = float(np.finfo(np.float32).max)
+#: Qdrant's default ``service.max_request_size_mb`` (qdrant ``config/config.yaml``).
+MAX_REQUEST_SIZE_MB = 32
+#: ``VectorParams.size`` bounds: ``#[validate(range(min = 1, max = 65536))]`` in Qdrant's API types.
+MAX_VECTOR_SIZE = 65536
 HEALTH_TEXT = {"/healthz": "healthz check passed", "/livez": "healthz check passed", "/readyz": "all shards are ready"}
 NO_AUTH = ("/", "/healthz", "/livez", "/readyz")
 _C = r"/collections/(?P<c>[^/]+)"
@@ -55,15 +59,18 @@ class QdrantFake:
     Options: ``api_key`` (require ``api-key: <k>`` or ``Authorization: Bearer <k>``; 401 plain text otherwise);
     ``apply_delay`` (seconds, float: an update sent without ``wait=true`` is acknowledged at once and applied that
     much later, and a failing one is silently dropped, like qdrant/qdrant#9039; ``None`` applies it before answering,
-    still ``acknowledged``).
+    still ``acknowledged``); ``max_request_size_mb`` (Qdrant's ``service.max_request_size_mb``, default 32 as in
+    qdrant's ``config/config.yaml``: a larger body to a JSON route is a 400, ``src/actix/mod.rs`` ``JsonConfig``).
     """
 
     name = "qdrant"
     unrecorded_paths = frozenset({"/healthz", "/livez", "/readyz"})
 
-    def __init__(self, *, api_key: str | None = None, apply_delay: float | None = None) -> None:
+    def __init__(self, *, api_key: str | None = None, apply_delay: float | None = None,
+                 max_request_size_mb: int = MAX_REQUEST_SIZE_MB) -> None:
         self.api_key = api_key
         self.apply_delay = apply_delay
+        self.max_request_bytes = max_request_size_mb * 1024 * 1024
         self._lock = threading.RLock()
         self._root = Path(tempfile.mkdtemp(prefix="fake-qdrant-"))
         self._collections: dict[str, Collection] = {}
@@ -108,6 +115,7 @@ class QdrantFake:
             match = pattern.fullmatch(path)
             if match and method == request.method:
                 try:
+                    self._check_size(request)
                     result = action(request, **match.groupdict())
                 except QdrantError as exc:
                     return error_envelope(exc, started)
@@ -148,6 +156,12 @@ class QdrantFake:
         """Reset and delete the fake's temporary directory."""
         self.reset()
         shutil.rmtree(self._root, ignore_errors=True)
+
+    def _check_size(self, request: FakeRequest) -> None:
+        """actix's JSON extractor refuses a body past the limit before parsing it: 400, its own words (no prefix)."""
+        if len(request.body) > self.max_request_bytes:
+            raise QdrantError(400, f"JSON payload ({len(request.body)} bytes) is larger than allowed "
+                                   f"(limit: {self.max_request_bytes} bytes)")
 
     def _authorize(self, request: FakeRequest, path: str) -> None:
         if self.api_key is None or path in NO_AUTH or path.startswith(("/readyz/", "/livez/")):
@@ -462,8 +476,8 @@ def _vector_params(raw: Any, where: str) -> VectorSpec:
     size, distance = raw["size"], raw["distance"]
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         raise format_error(f"{where}.size: invalid value: integer `{size}`, expected u64")
-    if size < 1:
-        raise validation_error(f"{where}.size: value {size} invalid, must be 1 or larger")
+    if not 1 <= size <= MAX_VECTOR_SIZE:  # validator's range message with both bounds (``validation.rs``)
+        raise validation_error(f"{where}.size: value {size} invalid, must be from 1 to {MAX_VECTOR_SIZE}")
     if distance not in DISTANCES:
         raise format_error(f"{where}.distance: unknown variant `{distance}`, expected one of `Cosine`, `Euclid`, "
                            "`Dot`, `Manhattan`")

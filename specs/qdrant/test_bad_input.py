@@ -99,3 +99,40 @@ def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
         assert error.startswith("Service internal error: fake qdrant: the answer holds a NaN or infinite"), error
     finally:
         fq.app.close()
+
+
+@pytest.mark.parametrize("size", [0, 65537, 1_000_000_000_000])
+def test_vector_size_outside_qdrants_range_is_422(http, size):
+    """Trial finding 6: ``VectorParams.size`` is validated 1..=65536 by Qdrant (``validate(range)``), worded by
+    ``validation.rs`` ``describe_error`` for a range with both bounds."""
+    response = http.put("/collections/other", json={"vectors": {"size": size, "distance": "Cosine"}})
+    assert response.status_code == 422, response.text
+    assert response.json()["status"]["error"] == (
+        f"Validation error in JSON body: [vectors.size: value {size} invalid, must be from 1 to 65536]")
+    assert http.get("/collections/other/exists").json()["result"]["exists"] is False
+
+
+def test_the_largest_vector_size_is_accepted(http):
+    assert http.put("/collections/other", json={"vectors": {"size": 65536, "distance": "Dot"}}).status_code == 200
+    http.delete("/collections/other")
+
+
+def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
+    """Trial finding 6: Qdrant's default ``service.max_request_size_mb`` is 32 (``config/config.yaml``); the JSON
+    extractor refuses a bigger body with 400 before parsing it."""
+    fq = fakes.qdrant.in_process()
+    try:
+        with fq.client() as client:
+            client.put("/collections/c", json={"vectors": {"size": 2, "distance": "Cosine"}})
+            limit = 32 * 1024 * 1024
+            points = b'{"points":[{"id":1,"vector":[1,0]}]'
+            big = points + b" " * (limit - len(points)) + b"}"
+            response = client.put("/collections/c/points?wait=true", content=big)
+            assert response.status_code == 400
+            assert response.json()["status"]["error"] == (
+                f"JSON payload ({limit + 1} bytes) is larger than allowed (limit: {limit} bytes)")
+            assert client.post("/collections/c/points/count", json={}).json()["result"]["count"] == 0
+            at_limit = client.put("/collections/c/points?wait=true", content=big[:-2] + b"}")
+            assert at_limit.status_code == 200, at_limit.text[:200]
+    finally:
+        fq.app.close()
