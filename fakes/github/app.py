@@ -63,6 +63,7 @@ from fakes.github.webhooks import (
 _APP_IDS = itertools.count(int(time.time()) % 1_000_000 * 10 + 100_000)
 HEALTH_PATH = "/healthz"  # not a GitHub route; outside /_fake/ so the machinery treats it as the health route
 ADMIN_PREFIX = "/_fake/github/"
+OAUTH_PREFIX = "/login/"  # fakes.github.oauth's routes
 ANON_LIMIT, TOKEN_LIMIT = 60, 5000  # GitHub's primary hourly limits (unauthenticated, token)
 
 _DOC = "https://docs.github.com/rest"
@@ -405,15 +406,16 @@ class FakeGitHub:
         if request.path.startswith(ADMIN_PREFIX):  # reached only when a caller bypasses the machinery
             return self.admin(request) or errors.not_served(request.method, request.path)
         with self.lock:
-            quota = self._spend(request)
+            # OAuth endpoints live on github.com on GitHub: outside the REST API's quota and its headers.
+            quota = None if request.path.startswith(OAUTH_PREFIX) else self._spend(request)
             response = self._dispatch(request, quota)
-            response.headers.extend(quota.headers())
+            response.headers.extend(quota.headers() if quota is not None else [])
             response.headers.append(("x-github-media-type", "github.v3; format=json"))
             self._request_seq += 1
             response.headers.append(("x-github-request-id", f"FAKE:{self._request_seq:08X}"))
             return response
 
-    def _dispatch(self, request: FakeRequest, quota: Quota) -> FakeResponse:
+    def _dispatch(self, request: FakeRequest, quota: Quota | None) -> FakeResponse:
         path = request.raw_path or request.path
         path = path.split("?", 1)[0]
         for method, regex, handler, auth in _ROUTES:
@@ -425,7 +427,7 @@ class FakeGitHub:
             refusal = self._authenticate(call, auth)
             if refusal is not None:
                 return refusal
-            if quota.exhausted and auth != "none":
+            if quota is not None and quota.exhausted:
                 return errors.error(403, f"API rate limit exceeded for {self._identity(call)}.",
                                     "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api")
             return handler(self, call)

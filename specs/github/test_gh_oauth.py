@@ -194,3 +194,11 @@ def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_
                   for t in (by_code, by_device)]
     assert seeded.status_code == 200 and empty.status_code == 400 and "login" in empty.json()["message"]
     assert logins == ["e2e-user", "e2e-user"]
+
+
+def test_oauth_calls_do_not_spend_the_rest_api_rate_limit(fake_inproc):
+    with fake_inproc.client() as http:
+        for _ in range(61):  # one more than the anonymous hourly limit
+            assert "x-ratelimit-used" not in http.post("/login/device/code", data=CLIENT).headers
+        repo = http.get(f"/repos/{REPO}")
+    assert repo.status_code == 200 and repo.headers["x-ratelimit-used"] == "1"
