@@ -1,4 +1,5 @@
-"""A fake GitHub (REST subset, App installation tokens, signed webhooks) that githubkit and PyGithub accept (issue #5).
+"""A fake GitHub (REST subset, App installation tokens, OAuth user tokens, signed webhooks) that githubkit and PyGithub
+accept (issue #5; OAuth, ``GET /user`` and collaborator permission: trial finding 7, :mod:`fakes.github.oauth`).
 
 Public API:
 
@@ -7,7 +8,8 @@ Public API:
 - :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
 - :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
   those bytes, record the delivery, never retry).
-- :func:`verify_signature`: SHA-256-only, constant-time signature check for receivers; never raises.
+- :func:`verify_signature`: SHA-256-only, constant-time signature check for receivers; never raises (``False`` for a
+  missing or empty secret).
 - Payload builders over the fake's state: :func:`issues_opened_payload`, :func:`issues_labeled_payload`,
   :func:`issue_comment_created_payload`, :func:`pull_request_opened_payload`.
 """
