@@ -231,6 +231,7 @@ def _state(fake: Any) -> dict[str, Any]:
 
 _HANDLERS: dict[str, Callable[[Any, dict, str], tuple[int, Any]]] = {
     "users": _users, "repos": _repos, "labels": _labels, "issues": _issues, "pulls": _pulls, "comments": _comments,
-    "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit, "oauth": _oauth,
+    "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit,
+    "oauth": _oauth,
     "webhooks": _webhooks, "deliveries/drain": _drain,
 }
