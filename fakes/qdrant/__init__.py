@@ -50,7 +50,8 @@ Use::
 
     with fakes.qdrant.serve() as fq:                     # a real socket on 127.0.0.1:<OS port>
         client = QdrantClient(url=fq.url)
-    fq = fakes.qdrant.in_process(); QdrantClient(url=fq.url, transport=fq.transport())   # no socket
+    with fakes.qdrant.in_process() as fq:                # no socket
+        client = QdrantClient(url=fq.url, transport=fq.transport())
 """
 
 from __future__ import annotations
@@ -61,10 +62,28 @@ from typing import Any
 
 from fakes.qdrant.app import QdrantFake
 from fakes.qdrant.wire import QDRANT_VERSION
+from fakes.runtime import FakeRuntime
 from fakes.server import FakeHandle, serve_fake
-from fakes.server import in_process as _in_process
 
-__all__ = ["QDRANT_VERSION", "QdrantFake", "in_process", "serve"]
+__all__ = ["QDRANT_VERSION", "InProcessQdrant", "QdrantFake", "in_process", "serve"]
+
+
+class InProcessQdrant(FakeHandle):
+    """A :class:`~fakes.server.FakeHandle` on a fake Qdrant with no socket, which owns the fake's temporary directory.
+
+    Use it as a context manager (``with in_process() as fq:``) or call :meth:`close`; if neither happens, the
+    directory is still removed when the fake is garbage-collected or at interpreter exit (``weakref.finalize``).
+    """
+
+    def close(self) -> None:
+        """Drop every collection and delete the temporary directory (idempotent)."""
+        self.app.close()
+
+    def __enter__(self) -> InProcessQdrant:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 @contextlib.contextmanager
@@ -82,6 +101,9 @@ def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[Fa
         app.close()
 
 
-def in_process(**options: Any) -> FakeHandle:
-    """A fake Qdrant with no socket (reach it through ``handle.transport()``); call ``handle.app.close()`` when done."""
-    return _in_process(QdrantFake(**options))
+def in_process(**options: Any) -> InProcessQdrant:
+    """A fake Qdrant with no socket, reached through ``handle.transport()`` / ``async_transport()`` at ``handle.url``
+    (``http://qdrant.fake``). ``options`` as for :func:`serve`. Use ``with in_process() as fq:`` (or ``fq.close()``);
+    its temporary directory is removed at garbage collection or exit at the latest, so it cannot leak."""
+    app = QdrantFake(**options)
+    return InProcessQdrant(FakeRuntime(app), f"http://{app.name}.fake", served=False)

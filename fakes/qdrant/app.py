@@ -10,6 +10,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,9 @@ class QdrantFake:
         self.max_request_bytes = max_request_size_mb * 1024 * 1024
         self._lock = threading.RLock()
         self._root = Path(tempfile.mkdtemp(prefix="fake-qdrant-"))
+        # The directory goes when close() runs, or when the fake is garbage-collected, or at interpreter exit,
+        # whichever comes first: a forgotten close() cannot leave /tmp/fake-qdrant-* behind (trial finding 11).
+        self._remove_root = weakref.finalize(self, shutil.rmtree, str(self._root), True)
         self._collections: dict[str, Collection] = {}
         self._timers: set[threading.Timer] = set()
         self._routes: list[tuple[str, re.Pattern[str], Callable[..., Any]]] = [
@@ -129,7 +133,8 @@ class QdrantFake:
 
     @property
     def data_dir(self) -> Path:
-        """Where this fake's shards live (a fresh temporary directory, removed by :meth:`close`)."""
+        """Where this fake's shards live (a fresh temporary directory, removed by :meth:`close`, or at the latest when
+        the fake is garbage-collected or the interpreter exits)."""
         return self._root
 
     def error_response(self, status: int) -> FakeResponse:
@@ -153,9 +158,9 @@ class QdrantFake:
             self._collections.clear()
 
     def close(self) -> None:
-        """Reset and delete the fake's temporary directory."""
+        """Reset and delete the fake's temporary directory (idempotent)."""
         self.reset()
-        shutil.rmtree(self._root, ignore_errors=True)
+        self._remove_root()
 
     def _check_size(self, request: FakeRequest) -> None:
         """actix's JSON extractor refuses a body past the limit before parsing it: 400, its own words (no prefix)."""

@@ -88,17 +88,13 @@ def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, g
 
 def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
     """A Dot score of two in-range f32 vectors can overflow; the fake never sends ``Infinity`` on the wire."""
-    fq = fakes.qdrant.in_process()
-    try:
-        with fq.client() as client:
-            client.put("/collections/d", json={"vectors": {"size": 2, "distance": "Dot"}})
-            client.put("/collections/d/points?wait=true", json={"points": [{"id": 1, "vector": [3e38, 3e38]}]})
-            response = client.post("/collections/d/points/search", json={"vector": [3e38, 3e38], "limit": 1})
-        assert response.status_code == 500
-        error = response.json()["status"]["error"]
-        assert error.startswith("Service internal error: fake qdrant: the answer holds a NaN or infinite"), error
-    finally:
-        fq.app.close()
+    with fakes.qdrant.in_process() as fq, fq.client() as client:
+        client.put("/collections/d", json={"vectors": {"size": 2, "distance": "Dot"}})
+        client.put("/collections/d/points?wait=true", json={"points": [{"id": 1, "vector": [3e38, 3e38]}]})
+        response = client.post("/collections/d/points/search", json={"vector": [3e38, 3e38], "limit": 1})
+    assert response.status_code == 500
+    error = response.json()["status"]["error"]
+    assert error.startswith("Service internal error: fake qdrant: the answer holds a NaN or infinite"), error
 
 
 @pytest.mark.parametrize("size", [0, 65537, 1_000_000_000_000])
@@ -120,19 +116,15 @@ def test_the_largest_vector_size_is_accepted(http):
 def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
     """Trial finding 6: Qdrant's default ``service.max_request_size_mb`` is 32 (``config/config.yaml``); the JSON
     extractor refuses a bigger body with 400 before parsing it."""
-    fq = fakes.qdrant.in_process()
-    try:
-        with fq.client() as client:
-            client.put("/collections/c", json={"vectors": {"size": 2, "distance": "Cosine"}})
-            limit = 32 * 1024 * 1024
-            points = b'{"points":[{"id":1,"vector":[1,0]}]'
-            big = points + b" " * (limit - len(points)) + b"}"
-            response = client.put("/collections/c/points?wait=true", content=big)
-            assert response.status_code == 400
-            assert response.json()["status"]["error"] == (
-                f"JSON payload ({limit + 1} bytes) is larger than allowed (limit: {limit} bytes)")
-            assert client.post("/collections/c/points/count", json={}).json()["result"]["count"] == 0
-            at_limit = client.put("/collections/c/points?wait=true", content=big[:-2] + b"}")
-            assert at_limit.status_code == 200, at_limit.text[:200]
-    finally:
-        fq.app.close()
+    with fakes.qdrant.in_process() as fq, fq.client() as client:
+        client.put("/collections/c", json={"vectors": {"size": 2, "distance": "Cosine"}})
+        limit = 32 * 1024 * 1024
+        points = b'{"points":[{"id":1,"vector":[1,0]}]'
+        big = points + b" " * (limit - len(points)) + b"}"
+        response = client.put("/collections/c/points?wait=true", content=big)
+        assert response.status_code == 400
+        assert response.json()["status"]["error"] == (
+            f"JSON payload ({limit + 1} bytes) is larger than allowed (limit: {limit} bytes)")
+        assert client.post("/collections/c/points/count", json={}).json()["result"]["count"] == 0
+        at_limit = client.put("/collections/c/points?wait=true", content=big[:-2] + b"}")
+        assert at_limit.status_code == 200, at_limit.text[:200]

@@ -44,3 +44,43 @@ def test_reset_drops_collections_journal_and_faults(fake_qdrant, raw):
     assert raw.get("/collections").json()["result"] == {"collections": []}
     assert [e.path for e in fake_qdrant.requests()] == ["/collections"]
     assert fake_qdrant.runtime.faults.list() == []
+
+
+def _with_a_collection(fq) -> Path:
+    with fq.client() as http:
+        assert http.put("/collections/c", json={"vectors": {"size": 2, "distance": "Dot"}}).status_code == 200
+    assert any(fq.app.data_dir.iterdir())
+    return fq.app.data_dir
+
+
+def test_in_process_as_a_context_manager_removes_its_directory():
+    with fakes.qdrant.in_process() as fq:
+        data_dir = _with_a_collection(fq)
+    assert not data_dir.exists()
+    fq.close()  # idempotent
+
+
+def test_a_forgotten_in_process_handle_is_cleaned_at_garbage_collection():
+    """Trial finding 11: ``fq = in_process()`` with no close() left /tmp/fake-qdrant-* behind."""
+    import gc
+
+    fq = fakes.qdrant.in_process()
+    data_dir = _with_a_collection(fq)
+    del fq
+    gc.collect()
+    assert not data_dir.exists()
+
+
+def test_a_forgotten_in_process_handle_is_cleaned_at_interpreter_exit(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import fakes.qdrant\n"
+              "fq = fakes.qdrant.in_process()\n"
+              "fq.client().put('/collections/c', json={'vectors': {'size': 2, 'distance': 'Dot'}})\n"
+              "print(fq.app.data_dir, flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          cwd=Path(fakes.qdrant.__file__).parents[2])
+    assert done.returncode == 0, done.stderr
+    data_dir = Path(done.stdout.strip())
+    assert data_dir.name.startswith("fake-qdrant-") and not data_dir.exists()
