@@ -142,5 +142,17 @@ class ServiceUnreachable(HopFailure):
     """The connection was refused, reset or closed without an answer while the forward (if any) stayed alive."""
 
 
+class ServiceAnswerTooLarge(HopFailure):
+    """The service's answer body passed ``fetch_through``'s ``max_body`` bytes; reading stopped there, so a
+    service streaming without end cannot exhaust memory (trial finding 8). Extra attributes: ``max_body``,
+    ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``), ``status``."""
+
+    def __init__(
+        self, message: str, *, max_body: int, received: int, declared: int | None, status: int | None, **kw: object
+    ) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.max_body, self.received, self.declared, self.status = max_body, received, declared, status
+
+
 class ForwardLeak(HarnessError):
     """At the end of the session a port-forward's kubectl (or one of its group) was still alive after being stopped."""

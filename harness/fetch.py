@@ -6,24 +6,40 @@ only measure inactivity per phase (encode/httpx#1450: a server dripping one byte
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
 forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
 its exit, not at the request timeout (issue #3). Every failure is a :class:`~harness.errors.HopFailure`
-whose ``hop`` names the forward or the service.
+whose ``hop`` names the forward or the service; a caller's mistake (bad timeout, URL or argument) is a
+``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to ``max_body`` bytes
+only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s (trial finding 8).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
+import h11
 import httpx
 
 from harness.attempts import clamp_to_attempt
-from harness.errors import PortForwardBroken, PortForwardDied, PortForwardGone, ServiceTimeout, ServiceUnreachable
+from harness.errors import (
+    PortForwardBroken,
+    PortForwardDied,
+    PortForwardGone,
+    ServiceAnswerTooLarge,
+    ServiceTimeout,
+    ServiceUnreachable,
+)
 
 DEFAULT_TIMEOUT = 20.0
 """Seconds for one whole exchange (upstream ``fetchThrough``'s 20 s)."""
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+"""Bytes of response body read before giving up (64 MiB): far above any answer the stack's services give
+(Qdrant scrolls and GitHub pages are kilobytes to a few MiB), far below what would exhaust a CI runner."""
 
 WATCH_INTERVAL = 0.02
 """How often an in-flight request looks at the forward's recorded exit (seconds); bounds death detection."""
@@ -64,16 +80,31 @@ class _Progress:
 
 
 async def fetch_through(
-    forward: Forward | str, method: str, path: str, *, timeout: float = DEFAULT_TIMEOUT, **request: Any
+    forward: Forward | str,
+    method: str,
+    path: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_body: int = DEFAULT_MAX_BODY,
+    **request: Any,
 ) -> httpx.Response:
     """Send ``method path`` through ``forward`` and read the whole answer within ``timeout`` seconds in total.
 
     ``forward`` is a :class:`harness.PortForward` or a base URL such as ``"http://127.0.0.1:8123"``.
-    ``request`` goes to ``httpx.AsyncClient.stream`` (``params``, ``headers``, ``content``, ``json``, ...).
-    The budget is shortened to what is left of the current ``wait_for`` attempt. Returns the response with
-    its body read (any status: a 500 is an answer, not a hop failure); the stream is always closed.
+    ``request`` goes to ``httpx.AsyncClient.request`` (``params``, ``headers``, ``content``, ``json``, ...).
+    The budget is shortened to what is left of the current ``wait_for`` attempt. ``max_body`` caps the body
+    in bytes (default :data:`DEFAULT_MAX_BODY`, 64 MiB), counted as the service sends them (after chunked
+    framing, before any ``Content-Encoding`` is undone). Returns the response with its body read (any
+    status: a 500 is an answer, not a hop failure); the stream is always closed.
 
-    Raises (all :class:`~harness.errors.HopFailure`, so ``AssertionError``):
+    Raises, for the caller's mistakes, before or instead of sending (never as a hop failure):
+
+    - ``ValueError`` when ``timeout`` is not a finite number of seconds > 0, ``max_body`` not an int > 0, the
+      base URL not ``http(s)://HOST[:PORT]``, or httpx refuses the request (``httpx.InvalidURL``,
+      ``httpx.UnsupportedProtocol``, ``httpx.LocalProtocolError`` or h11's, kept as ``__cause__``);
+    - ``TypeError`` for a non-number ``timeout`` / ``max_body`` or an argument httpx does not take.
+
+    Raises for a failed hop (all :class:`~harness.errors.HopFailure`, so ``AssertionError``):
 
     - :class:`PortForwardGone` at once when the forward already exited or was closed;
       :class:`PortForwardBroken` when it is alive but known broken (kubectl logged a forwarding error, or
@@ -81,11 +112,17 @@ async def fetch_through(
     - :class:`PortForwardDied` when kubectl exits during the request (within ~200 ms of the exit), with its
       exit code and stderr tail;
     - :class:`ServiceTimeout` when the forward stays alive but the answer is not complete within the budget;
-    - :class:`ServiceUnreachable` when the connection is refused, reset or closed with the forward alive.
+    - :class:`ServiceUnreachable` when the connection is refused, reset or closed with the forward alive;
+    - :class:`ServiceAnswerTooLarge` when the ``Content-Length`` or the bytes read pass ``max_body``: at most
+      ``max_body`` plus one read (64 KiB) is held, then the connection is closed.
     """
-    budget = clamp_to_attempt(timeout)
+    _check_positive("timeout", timeout, float)
+    _check_positive("max_body", max_body, int)
     fwd = None if isinstance(forward, str) else forward
     base_url = forward if isinstance(forward, str) else forward.base_url
+    if fwd is None:
+        _check_base_url(base_url)
+    budget = clamp_to_attempt(timeout)
     where = _where(fwd, base_url, method, path)
     if fwd is not None:
         _refuse_if_unusable(fwd, where, path, budget)
@@ -100,16 +137,25 @@ async def fetch_through(
                 if fwd is not None:
                     tg.start_soon(_watch_exit, fwd, scope)
                 try:
-                    outcome = await _exchange(client, method, path, request, progress)
+                    outcome = await _exchange(client, method, path, request, progress, max_body)
                 except Exception as exc:  # kept, classified below: raising here would wrap it in an ExceptionGroup
                     outcome = exc
                 tg.cancel_scope.cancel()
-        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, httpx.Response):
+        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (httpx.Response, _TooLarge)):
             died = True
 
     elapsed = time.monotonic() - started
+    if isinstance(outcome, _TooLarge):
+        if fwd is not None:
+            fwd.note_answer()  # the forward carried an answer: the service is the hop at fault
+        raise _too_large(fwd, base_url, where, path, budget, max_body, outcome)
+    if isinstance(outcome, _REFUSED_BY_HTTPX):
+        raise ValueError(
+            f"{where}: not sent: httpx refused the request as given ({type(outcome).__name__}: {outcome}); "
+            f"this is the caller's mistake, not a failed hop"
+        ) from outcome
     if isinstance(outcome, Exception) and not isinstance(outcome, (httpx.TransportError, OSError)):
-        raise outcome  # a caller's mistake (bad URL, bad argument) or a decoding error: not a hop failure
+        raise outcome  # a caller's mistake (bad argument) or a decoding error: not a hop failure
     if isinstance(outcome, httpx.Response):
         if fwd is not None:
             fwd.note_answer()
@@ -127,7 +173,13 @@ async def fetch_through(
 
 
 def fetch_through_sync(
-    forward: Forward | str, method: str, path: str, *, timeout: float = DEFAULT_TIMEOUT, **request: Any
+    forward: Forward | str,
+    method: str,
+    path: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_body: int = DEFAULT_MAX_BODY,
+    **request: Any,
 ) -> httpx.Response:
     """The blocking twin of :func:`fetch_through` (same arguments, result and errors).
 
@@ -135,20 +187,89 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, **request))
+    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body, **request))
+
+
+_REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)
+"""Errors for a request httpx will not send as given. ``UnsupportedProtocol`` and ``LocalProtocolError`` are
+``TransportError`` subclasses, so without this they would be blamed on the service; h11's own
+``LocalProtocolError`` escapes httpx unwrapped when a body is shorter than its declared ``Content-Length``."""
+
+
+def _check_positive(name: str, value: object, kind: type) -> None:
+    """``value`` must be a finite number > 0 (an int when ``kind`` is ``int``); ``bool`` is not a number here."""
+    allowed = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, allowed):
+        unit = "bytes as an int" if kind is int else "seconds as a float"
+        raise TypeError(f"fetch_through: {name} must be {unit}, got {value!r}")
+    if not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+        raise ValueError(f"fetch_through: {name} must be finite and > 0, got {value!r}")
+
+
+def _check_base_url(base_url: str) -> None:
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"fetch_through: {base_url!r} is not a valid base URL ({exc})") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(
+            f"fetch_through: {base_url!r} is not a base URL such as 'http://127.0.0.1:8123' "
+            f"(scheme http or https and a host), nor a PortForward"
+        )
+    if url.port is not None and not 1 <= url.port <= 65535:
+        raise ValueError(f"fetch_through: base URL {base_url!r} has port {url.port}, outside 1..65535")
+
+
+class _TooLarge(Exception):
+    """The body passed ``max_body`` (internal: :func:`fetch_through` turns it into ``ServiceAnswerTooLarge``)."""
+
+    def __init__(self, received: int, declared: int | None, status: int) -> None:
+        super().__init__(received, declared, status)
+        self.received, self.declared, self.status = received, declared, status
+
+
+class _CappedBody(httpx.AsyncByteStream):
+    """The response's byte stream, stopped with :class:`_TooLarge` once more than ``max_body`` bytes came in."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, max_body: int, status: int) -> None:
+        self._inner, self._max_body, self._status = inner, max_body, status
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        received = 0
+        async for chunk in self._inner:
+            received += len(chunk)
+            if received > self._max_body:
+                raise _TooLarge(received, None, self._status)  # httpx closes the stream on the way out
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 async def _exchange(
-    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress
+    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress, max_body: int
 ) -> httpx.Response:
-    """Send and read the whole body; httpx closes the stream on every path, cancellation included."""
+    """Send and read the whole body (at most ``max_body`` bytes); httpx closes the stream on every path."""
 
     async def headers_in(response: httpx.Response) -> None:
         progress.status = response.status_code
+        declared = _content_length(response)
+        if declared is not None and declared > max_body:
+            raise _TooLarge(0, declared, response.status_code)  # refused before reading a byte of it
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = _CappedBody(response.stream, max_body, response.status_code)
 
     client.event_hooks["response"] = [headers_in]
     progress.stage = "waiting for response headers"
     return await client.request(method, path, **request)
+
+
+def _content_length(response: httpx.Response) -> int | None:
+    """The declared body size, or ``None`` (absent, unreadable, or no body follows: HEAD, 204, 304)."""
+    if response.request.method == "HEAD" or response.status_code in (204, 304):
+        return None
+    value = response.headers.get("content-length", "").strip()
+    return int(value) if value.isdigit() else None
 
 
 async def _watch_exit(fwd: Forward, scope: anyio.CancelScope) -> None:
@@ -214,6 +335,24 @@ def _service_failure(
         f"{where}: connection {_kind(outcome)} after {elapsed:.2f}s{alive}: {progress.describe()}: "
         f"{type(outcome).__name__}: {outcome}{said}",
         target=target, path=path, budget=budget, stderr_tail=stderr,
+    )
+
+
+def _too_large(
+    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, max_body: int, too_large: _TooLarge
+) -> ServiceAnswerTooLarge:
+    target = fwd.target if fwd is not None else base_url
+    stderr = fwd.stderr_tail() if fwd is not None else ""
+    if too_large.declared is not None:
+        seen = f"its Content-Length is {too_large.declared:,} bytes; nothing of the body was read"
+    else:
+        seen = f"reading stopped after {too_large.received:,} bytes"
+    return ServiceAnswerTooLarge(
+        f"{where}: the service sent more than max_body={max_body:,} bytes (HTTP {too_large.status}; {seen}) and "
+        f"the answer was dropped. The hop at fault is the service (an endless or runaway body); "
+        f"pass a larger max_body= if an answer this big is expected.",
+        target=target, path=path, budget=budget, stderr_tail=stderr, max_body=max_body,
+        received=too_large.received, declared=too_large.declared, status=too_large.status,
     )
 
 

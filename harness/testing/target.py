@@ -3,7 +3,9 @@
 Paths: ``/ok`` and ``/healthz`` (200 ``ok``), ``/status/NNN``, ``/hang`` (reads the request, never answers),
 ``/drip?every=S&size=N`` (headers with ``Content-Length: N`` at once, then one body byte every ``S`` seconds:
 the slow-loris case httpx's inactivity timeouts miss, encode/httpx#1450), ``/reset`` (RST, no answer),
-``/close`` (FIN, no answer). Built on the standard library's ``ThreadingHTTPServer``; :meth:`TargetServer.stop`
+``/close`` (FIN, no answer), ``/big?size=N`` (``N`` bytes with ``Content-Length: N``), ``/flood?chunk=N``
+(a chunked body of ``N``-byte chunks, as fast as the client reads, until it hangs up: the endless answer
+``max_body`` guards against; ``sent_bytes`` counts what went out). Built on the standard library's ``ThreadingHTTPServer``; :meth:`TargetServer.stop`
 releases every hanging handler and joins all threads, so nothing outlives a test.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -30,6 +33,8 @@ class TargetServer:
         self._stopping = threading.Event()
         self._arrived = threading.Condition()
         self.requests: list[str] = []
+        self.sent_bytes = 0
+        """Body bytes ``/flood`` and ``/big`` wrote (the socket's buffers may still hold some of them)."""
         server = self
 
         class Handler(_Handler):
@@ -99,6 +104,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif url.path == "/close":
             self.close_connection = True
+        elif url.path == "/big":
+            self._big(int(query.get("size", "0")))
+        elif url.path == "/flood":
+            self._flood(int(query.get("chunk", "65536")), stopping)
         else:
             self._answer(404, b"no such path on the target server")
 
@@ -125,3 +134,38 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
             except OSError:  # the client gave up: that is the point of the test
                 return
+
+    def _big(self, size: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        block = b"x" * 65536
+        left = size
+        self.connection.settimeout(5.0)
+        try:
+            while left > 0:
+                piece = block[: min(left, len(block))]
+                self.wfile.write(piece)
+                self.target.sent_bytes += len(piece)
+                left -= len(piece)
+        except OSError:  # the client stopped reading: expected when it caps the body
+            pass
+        self.close_connection = True
+
+    def _flood(self, chunk: int, stopping: threading.Event) -> None:
+        self.protocol_version = "HTTP/1.1"  # chunked framing needs HTTP/1.1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        frame = b"%x\r\n" % chunk + b"x" * chunk + b"\r\n"
+        deadline = time.monotonic() + _MAX_HOLD
+        self.connection.settimeout(5.0)  # a client that stops reading without hanging up cannot pin this thread
+        try:
+            while not stopping.is_set() and time.monotonic() < deadline:
+                self.wfile.write(frame)
+                self.target.sent_bytes += chunk
+        except OSError:  # the client hung up: that is the point of the test
+            pass
+        self.close_connection = True
