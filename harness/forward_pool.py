@@ -11,6 +11,7 @@ failing before they answered anything. :meth:`ForwardPool.close` stops every chi
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -20,7 +21,7 @@ import anyio
 from harness import process
 from harness.attempts import clamp_to_attempt
 from harness.errors import ForwardLeak
-from harness.portforward import DEFAULT_READY_TIMEOUT, PortForward, client_version
+from harness.portforward import DEFAULT_READY_TIMEOUT, PortForward, check_forward_args, client_version
 
 if TYPE_CHECKING:
     import subprocess
@@ -34,11 +35,15 @@ class ForwardPool:
     """Session-wide port-forwards, keyed by ``(context, namespace, target, remote_port)``.
 
     ``backoff`` is the first reopen delay in seconds, doubled per consecutive failure up to ``max_backoff``;
-    a forward that answered at least one request resets it. ``opened`` counts kubectl children started.
+    a forward that answered at least one request resets it (all three: finite seconds > 0, else ``ValueError``).
+    ``opened`` counts kubectl children started.
     Thread-safe: sync probes run in worker threads.
     """
 
     def __init__(self, *, ready_timeout: float = DEFAULT_READY_TIMEOUT, backoff: float = 0.25, max_backoff: float = 5.0) -> None:
+        for arg, seconds in (("ready_timeout", ready_timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
+                raise ValueError(f"ForwardPool: {arg} must be finite seconds > 0, got {seconds!r}")
         self.ready_timeout = ready_timeout
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -57,8 +62,10 @@ class ForwardPool:
         """A ready forward for the key, reopening a dead or broken one (after its backoff).
 
         Raises :class:`~harness.errors.PortForwardNotReady` when the reopen fails (the next call retries,
-        later), ``RuntimeError`` after :meth:`close`.
+        later), ``RuntimeError`` after :meth:`close`, ``ValueError`` / ``TypeError`` before any kubectl runs
+        for arguments :func:`~harness.portforward.check_forward_args` refuses.
         """
+        check_forward_args(target, remote_port, ready_path=ready_path)
         key = self._key(kube, target, remote_port)
         with self._key_lock(key):
             current = self._forwards.get(key)
@@ -72,6 +79,7 @@ class ForwardPool:
 
     async def aget(self, kube: Kube, target: str, remote_port: int, *, ready_path: str | None = None) -> PortForward:
         """The async :meth:`get` (readiness awaited on the event loop; cancellation closes the new forward)."""
+        check_forward_args(target, remote_port, ready_path=ready_path)
         key = self._key(kube, target, remote_port)
         lock = self._key_lock(key)
         # The key lock is a thread lock (sync probes run in worker threads): poll it instead of blocking the loop.

@@ -18,6 +18,7 @@ Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import selectors
@@ -91,6 +92,9 @@ class PortForward:
     (int) and ``base_url`` (``http://127.0.0.1:NNNNN``). ``exit`` is the recorded :class:`ForwardExit` or
     ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at`` and ``ready_at``
     are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
+
+    Raises ``ValueError`` (``TypeError`` for a wrong type) naming the argument, before anything is spawned,
+    for what :func:`check_forward_args` refuses.
     """
 
     def __init__(
@@ -104,6 +108,8 @@ class PortForward:
         reset_limit: int = DEFAULT_RESET_LIMIT,
         stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
+        check_forward_args(target, remote_port, ready_timeout=ready_timeout, stop_grace=stop_grace,
+                           reset_limit=reset_limit, ready_path=ready_path)
         self.kube = kube
         self.target = target
         self.remote_port = remote_port
@@ -451,6 +457,63 @@ class PortForward:
 
 _PROBE_TCP = object()
 
+_TARGET_TYPES = frozenset({
+    "po", "pod", "pods", "svc", "service", "services", "deploy", "deployment", "deployments",
+    "rs", "replicaset", "replicasets", "sts", "statefulset", "statefulsets",
+    "rc", "replicationcontroller", "replicationcontrollers", "ds", "daemonset", "daemonsets", "job", "jobs",
+})
+"""Resource types kubectl port-forward can resolve to a pod (kubectl's AttachablePodForObject), with aliases."""
+
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_NAME = re.compile(rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*")
+"""An object name as Kubernetes validates pods and deployments: an RFC 1123 subdomain (at most 253 characters)."""
+
+
+def check_forward_args(
+    target: str,
+    remote_port: int,
+    *,
+    ready_timeout: float = DEFAULT_READY_TIMEOUT,
+    stop_grace: float = DEFAULT_STOP_GRACE,
+    reset_limit: int = DEFAULT_RESET_LIMIT,
+    ready_path: str | None = None,
+) -> None:
+    """Refuse a port-forward kubectl could never open, before anything is spawned (trial nits).
+
+    ``target`` is kubectl's ``TYPE/NAME`` (``svc/x``, ``pod/x``, ``deployment/x``, ... optionally
+    ``TYPE.GROUP/NAME`` such as ``deployments.apps/x``) or a bare ``NAME``, which kubectl reads as a pod; the
+    name must be an RFC 1123 subdomain. ``remote_port`` is an int in 1..65535; ``ready_timeout`` and
+    ``stop_grace`` finite seconds > 0; ``reset_limit`` an int >= 1; ``ready_path`` ``None`` or starting with
+    ``/``. Raises ``ValueError`` (``TypeError`` for a wrong type) naming the argument and what was given.
+    Without this, ``remote_port=70000`` or ``target="; rm -rf /"`` waited out the whole ready timeout.
+    """
+    if not isinstance(target, str):
+        raise TypeError(f"port-forward: target must be a str such as 'svc/NAME', got {target!r}")
+    kind, slash, name = target.rpartition("/")
+    if slash and kind.split(".", 1)[0].lower() not in _TARGET_TYPES:
+        raise ValueError(
+            f"port-forward: target {target!r}: kubectl cannot forward to a {kind!r}; use TYPE/NAME with TYPE one of "
+            f"pod, svc, deployment, replicaset, statefulset, replicationcontroller, daemonset, job (or a bare pod name)"
+        )
+    if len(name) > 253 or not _NAME.fullmatch(name):
+        raise ValueError(
+            f"port-forward: target {target!r}: {name!r} is not a Kubernetes object name "
+            f"(RFC 1123: lowercase letters, digits, '-' and '.', at most 253 characters)"
+        )
+    if isinstance(remote_port, bool) or not isinstance(remote_port, int):
+        raise TypeError(f"port-forward {target}: remote_port must be an int, got {remote_port!r}")
+    if not 1 <= remote_port <= 65535:
+        raise ValueError(f"port-forward {target}: remote_port must be in 1..65535, got {remote_port}")
+    for arg, seconds in (("ready_timeout", ready_timeout), ("stop_grace", stop_grace)):
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+            raise TypeError(f"port-forward {target}: {arg} must be seconds as a float, got {seconds!r}")
+        if not math.isfinite(seconds) or seconds <= 0:
+            raise ValueError(f"port-forward {target}: {arg} must be finite and > 0 seconds, got {seconds!r}")
+    if isinstance(reset_limit, bool) or not isinstance(reset_limit, int) or reset_limit < 1:
+        raise ValueError(f"port-forward {target}: reset_limit must be an int >= 1, got {reset_limit!r}")
+    if ready_path is not None and (not isinstance(ready_path, str) or not ready_path.startswith("/")):
+        raise ValueError(f"port-forward {target}: ready_path must be None or a path starting with '/', got {ready_path!r}")
+
 
 def port_forward(
     kube: Kube,
@@ -467,6 +530,7 @@ def port_forward(
     ``target`` is ``svc/NAME``, ``pod/NAME`` or ``deploy/NAME``; ``remote_port`` the port in the pod or
     service. ``ready_path`` adds an HTTP readiness probe (any status counts) to the TCP one; leave it
     ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12).
+    Raises ``ValueError`` / ``TypeError`` at once for arguments :func:`check_forward_args` refuses.
     """
     return PortForward(kube, target, remote_port, ready_timeout=ready_timeout, ready_path=ready_path,
                        reset_limit=reset_limit, stop_grace=stop_grace)
