@@ -8,8 +8,9 @@ next ``times`` matching requests or, with ``times=None``, until cleared. Kinds, 
 - ``drip``: the real response's status and headers at once, then its body one byte every ``interval`` seconds:
   defeats per-read timeouts (httpx's default), only a total deadline catches it (field-pitfalls.md §13).
 - ``reset``: a TCP RST instead of an answer (``ECONNRESET``; httpx ``ReadError``/``RemoteProtocolError``).
-- ``status``: answer ``status`` with ``headers`` (e.g. ``Retry-After``) and ``body`` (default: the fake's own error
-  body for that status, if it offers one) without calling the fake.
+- ``status``: answer ``status`` (200-599; 1xx is informational, never a final answer) with ``headers`` (e.g.
+  ``Retry-After``) and ``body`` (default: the fake's own error body for that status, if it offers one) without
+  calling the fake. A 204 or 304 carries no body (RFC 9110 §15.3.5, §15.4.5): any body is dropped.
 - ``latency``: wait ``delay`` seconds, then the real response.
 
 Health routes (a fake's ``unrecorded_paths``) are exempt unless ``include_health=True``, so a ``*`` fault does not
@@ -21,11 +22,14 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 KINDS = ("hang", "drip", "reset", "status", "latency")
+#: Statuses whose response has no body (RFC 9110 §15.3.5, §15.4.5); h11 refuses to send one.
+BODYLESS_STATUSES = frozenset({204, 304})
 
 
 class FaultSpecError(ValueError):
@@ -54,20 +58,33 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise FaultSpecError(f"fault kind {self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.times is not None and (not isinstance(self.times, int) or self.times < 1):
+        if self.times is not None and (not isinstance(self.times, int) or isinstance(self.times, bool)
+                                       or self.times < 1):
             raise FaultSpecError(f"fault times={self.times!r}: give a positive integer, or None for 'until cleared'")
-        if not isinstance(self.status, int) or not 100 <= self.status <= 599:
+        if not isinstance(self.status, int) or isinstance(self.status, bool) or not 100 <= self.status <= 599:
             raise FaultSpecError(f"fault status={self.status!r} is not an HTTP status code")
+        if self.status < 200:
+            raise FaultSpecError(f"fault status={self.status}: a 1xx status is informational, not a final answer; "
+                                 "give 200-599")
         for name in ("delay", "interval"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise FaultSpecError(f"fault {name}={value!r}: give seconds as a non-negative number")
+            if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
+                    or value < 0):
+                raise FaultSpecError(f"fault {name}={value!r}: give seconds as a finite non-negative number")
         if self.kind == "drip" and self.interval <= 0:
             raise FaultSpecError("fault drip needs interval > 0 seconds")
+        if not isinstance(self.path, str) or not isinstance(self.method, str):
+            raise FaultSpecError(f"fault path={self.path!r} / method={self.method!r}: give strings such as "
+                                 "'/collections/*' and 'POST'")
         self.method = self.method.upper()
         self.headers = [(str(k), str(v)) for k, v in self.headers]
+        if any(c in text for pair in self.headers for text in pair for c in "\r\n\0"):
+            raise FaultSpecError(f"fault headers={self.headers!r}: a header name or value holds CR, LF or NUL")
         if isinstance(self.body, str):
             self.body = self.body.encode()
+        if self.body is not None and not isinstance(self.body, bytes):
+            raise FaultSpecError(f"fault body={self.body!r}: give a string or bytes (or leave it out for the fake's "
+                                 "own error body)")
         if self.remaining is None:
             self.remaining = self.times
 
@@ -98,9 +115,10 @@ class Fault:
 
     @classmethod
     def from_dict(cls, spec: Any) -> Fault:
-        """Build a fault from the admin API's JSON; ``headers`` may be an object or a list of pairs.
+        """Build a fault from a mapping: the admin API's JSON, or ``FakeHandle.fault``'s keywords; ``headers`` may be an
+        object or a list of pairs.
 
-        Raises :class:`FaultSpecError` naming the offending key.
+        Raises :class:`FaultSpecError` naming the offending key (an unknown one included).
         """
         if not isinstance(spec, dict):
             raise FaultSpecError("a fault is a JSON object such as {\"kind\": \"status\", \"status\": 503}")
@@ -121,7 +139,7 @@ class Fault:
             raise FaultSpecError("fault headers: give an object or a list of [name, value] pairs") from None
         try:
             return cls(**spec)
-        except TypeError as exc:
+        except (TypeError, AttributeError) as exc:  # e.g. method=3 (no .upper())
             raise FaultSpecError(f"bad fault field: {exc}") from None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fakes.admin import handle_admin, is_admin_path
 from fakes.core import FakeApp, FakeRequest, FakeResponse, NonJsonValue
-from fakes.faults import Fault, FaultTable
+from fakes.faults import BODYLESS_STATUSES, Fault, FaultTable
 from fakes.journal import Journal, JournalEntry
 
 log = logging.getLogger("fakes")
@@ -67,6 +67,14 @@ class FakeRuntime:
         self.faults.clear()
 
     def _fault_response(self, fault: Fault) -> FakeResponse:
+        response = self._fault_answer(fault)
+        if fault.status in BODYLESS_STATUSES:  # a body here would be a protocol error on the socket (h11 refuses it)
+            response.body = b""
+            response.headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length",
+                                                                                         "content-type")]
+        return response
+
+    def _fault_answer(self, fault: Fault) -> FakeResponse:
         if fault.body is not None:
             has_type = any(k.lower() == "content-type" for k, _ in fault.headers)
             base = [] if has_type else [("content-type", "application/json" if fault.body[:1] in (b"{", b"[")

@@ -62,7 +62,7 @@ class FakeHandle:
 
         Raises ``fakes.faults.FaultSpecError`` on a bad kind or parameter.
         """
-        return self.runtime.faults.add(Fault(kind=kind, path=path, method=method, times=times, **params))
+        return self.runtime.faults.add(Fault.from_dict(dict(params, kind=kind, path=path, method=method, times=times)))
 
     def clear_faults(self, fault_id: str | None = None) -> None:
         """Remove one fault by id, or all of them."""
