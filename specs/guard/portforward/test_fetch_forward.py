@@ -25,9 +25,9 @@ def test_exited_forward_is_refused_at_once(kubectl_standin: KubectlStandIn, targ
         while fwd.exit is None and time.monotonic() < deadline:
             time.sleep(0.01)
         start = time.monotonic()
-        with pytest.raises(PortForwardGone) as caught:
-            fetch_through_sync(fwd, "GET", "/ok", timeout=10.0)
-        assert time.monotonic() - start < 0.5
+        with pytest.raises(PortForwardGone, match="refused before sending") as caught:
+            fetch_through_sync(fwd, "GET", "/ok", timeout=60.0)
+        assert time.monotonic() - start < 10.0  # not the 60 s budget; the benchmark gives the real figure
         assert caught.value.hop == "port-forward" and caught.value.exit_code == -9
         assert "W1130 a client warning" in caught.value.stderr_tail
     assert target.requests == []  # nothing was sent
@@ -53,8 +53,8 @@ def test_forward_dying_mid_request_is_reported_near_the_exit_not_at_the_timeout(
         with pytest.raises(PortForwardDied) as caught:
             fetch_through_sync(fwd, "GET", "/hang", timeout=20.0)
         raised = time.monotonic()
-        assert raised - start < 5.0
-        assert fwd.exit is not None and raised - fwd.exit.at < 1.0  # the benchmark gives the real figure
+        assert raised - start < 10.0  # not the 20 s budget: the exit ended it (the benchmark gives the real figure)
+        assert fwd.exit is not None and not fwd.exit.stopped_by_harness and fwd.exit.at <= raised
         err = caught.value
         assert err.hop == "port-forward" and err.exit_code == 1 and "lost connection to pod" in err.stderr_tail
         assert "died mid-request" in str(err) and "/hang" in str(err)
@@ -110,10 +110,11 @@ def test_forward_resetting_every_connection_is_blamed_on_the_forward(kubectl_sta
         with pytest.raises(PortForwardBroken) as caught:
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
         assert caught.value.hop == "port-forward" and "an error occurred forwarding" in str(caught.value)
+        sent = len(target.requests)
         start = time.monotonic()
         with pytest.raises(PortForwardBroken, match="refused before sending"):
-            fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
-        assert time.monotonic() - start < 0.5
+            fetch_through_sync(fwd, "GET", "/ok", timeout=60.0)
+        assert time.monotonic() - start < 10.0 and len(target.requests) == sent  # nothing sent, no budget spent
 
 
 def test_streams_are_closed_on_every_path(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
@@ -161,7 +162,7 @@ class _ExitingForward:
 
 def test_recorded_exit_ends_a_request_whose_socket_stays_open(target: TargetServer) -> None:
     fwd = _ExitingForward(target.url, exit_at=time.monotonic() + 0.3)
-    with pytest.raises(PortForwardDied) as caught:
-        fetch_through_sync(fwd, "GET", "/hang", timeout=20.0)  # type: ignore[arg-type]
-    assert time.monotonic() - fwd.exit_at < 1.0  # not the 20 s budget
+    with pytest.raises(PortForwardDied, match="died mid-request") as caught:
+        fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)  # type: ignore[arg-type]
+    assert time.monotonic() - fwd.exit_at < 10.0  # only the watched exit can end it before the 60 s budget
     assert caught.value.exit_code == 1 and "lost connection to pod" in caught.value.stderr_tail

@@ -124,7 +124,7 @@ def test_exit_is_recorded_by_the_watcher_when_it_happens(kubectl_standin: Kubect
         assert _poll(lambda: fwd.exit is not None)  # nobody calls into fwd: the watcher records it
         assert fwd.exit is not None
         assert fwd.exit.signal == "SIGKILL" and fwd.exit.returncode == -9 and not fwd.exit.stopped_by_harness
-        assert 0 <= fwd.exit.at - killed_at < 1.0
+        assert killed_at <= fwd.exit.at  # stamped when it happened; the benchmark gives the latency figure
         assert not fwd.alive and "killed by SIGKILL" in (fwd.gone_reason() or "")
 
 
