@@ -24,8 +24,10 @@ and ``specs/qdrant/test_mutation_differential.py``.
 The wire (envelopes, error codes and messages, auth, point ids, ``wait``) is the fake's own code, from the server
 source as quoted in ``shared/reference/fakes-api.md`` §2 (``fakes/qdrant/wire.py``, ``fakes/qdrant/app.py``). Known
 wire differences: messages of 400 ``Format error in JSON body`` keep Qdrant's prefix and gist but not serde's exact
-wording or its ``at line L column C`` suffix; unsupported query kinds, ``prefetch``, scroll ``order_by`` and geo
-conditions, and collections without a dense vector answer 501 naming the feature instead of a wrong result.
+wording or its ``at line L column C`` suffix (type errors of sizes, limits and offsets do name the value sent as
+serde_json does: ``invalid type: string "4", expected u64``, ``invalid value: integer `-5`, expected usize``);
+unsupported query kinds, ``prefetch``, scroll ``order_by`` and geo conditions, and collections without a dense
+vector answer 501 naming the feature instead of a wrong result.
 
 Malformed and hostile JSON (``fakes.core.FakeRequest.json``): nesting past serde_json's recursion limit of 128,
 ``NaN``/``Infinity`` and floats past f64 are 400 ``Format error in JSON body`` with serde's gist (``recursion limit

@@ -35,6 +35,7 @@ from fakes.qdrant.wire import (
     parse_point_id,
     query_flag,
     read_body,
+    unsigned,
     validation_error,
     wire_id,
     wrong_input,
@@ -330,9 +331,7 @@ class QdrantFake:
     def _nearest(self, collection: Collection, body: dict[str, Any], raw_query: Any, *, default_limit: int,
                  wp_default: bool) -> list[dict[str, Any]]:
         limit = _positive(body.get("limit"), "limit", default_limit)
-        offset = body.get("offset") or 0
-        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
-            raise format_error("offset: invalid value, expected usize")
+        offset = 0 if body.get("offset") is None else unsigned(body["offset"], "offset")
         filt = normalize_filter(body.get("filter"))
         threshold = body.get("score_threshold")
         if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, (int, float))):
@@ -479,8 +478,7 @@ def _vector_params(raw: Any, where: str) -> VectorSpec:
     if not isinstance(raw, dict) or "size" not in raw or "distance" not in raw:
         raise format_error(f"{where}: missing field `size` or `distance`")
     size, distance = raw["size"], raw["distance"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise format_error(f"{where}.size: invalid value: integer `{size}`, expected u64")
+    size = unsigned(size, f"{where}.size", "u64")
     if not 1 <= size <= MAX_VECTOR_SIZE:  # validator's range message with both bounds (``validation.rs``)
         raise validation_error(f"{where}.size: value {size} invalid, must be from 1 to {MAX_VECTOR_SIZE}")
     if distance not in DISTANCES:
@@ -492,8 +490,7 @@ def _vector_params(raw: Any, where: str) -> VectorSpec:
 def _positive(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise format_error(f"{name}: invalid type: {value!r}, expected usize")
+    value = unsigned(value, name)
     if value < 1:
         raise validation_error(f"{name}: value {value} invalid, must be 1 or larger")
     return value

@@ -137,23 +137,46 @@ def read_body(request: FakeRequest) -> dict[str, Any]:
         body = request.json(wide_ints_as_float=True)  # serde_json reads an integer beyond u64/i64 as an f64
     except BadJson as exc:
         raise format_error(_SERDE_GIST.get(exc.reason, exc.detail)) from None
-    if body is None:
+    if body is None and not request.body.strip():
         raise format_error("EOF while parsing a value at line 1 column 0")
-    if not isinstance(body, dict):
-        raise format_error(f"invalid type: {_json_type(body)}, expected a map at line 1 column 1")
+    if not isinstance(body, dict):  # a literal ``null`` included: serde says so, not "EOF"
+        raise format_error(f"invalid type: {serde_unexpected(body)}, expected a map at line 1 column 1")
     return body
 
 
-def _json_type(value: Any) -> str:
+def serde_unexpected(value: Any) -> str:
+    """How serde_json names a JSON value in ``invalid type``/``invalid value`` errors (its ``JsonUnexpected``):
+    ``integer `-5```, ``floating point `2.5```, ``string "4"``, ``boolean `true```, ``null``, ``sequence``, ``map``."""
     if isinstance(value, bool):
         return f"boolean `{str(value).lower()}`"
-    if isinstance(value, (int, float)):
-        return f"number `{value}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{_ryu(value)}`"
     if isinstance(value, str):
         return f'string "{value}"'
     if isinstance(value, list):
         return "sequence"
+    if isinstance(value, dict):
+        return "map"
     return "null"
+
+
+def _ryu(value: float) -> str:
+    """A float as serde_json prints it (ryu: ``2.5``, ``1.0``, ``1e20``, ``1e-7``), from Python's shortest repr."""
+    text = repr(value).replace("e+", "e")
+    return re.sub(r"e(-?)0+(\d)", r"e\1\2", text)
+
+
+def unsigned(value: Any, where: str, rust_type: str = "usize") -> int:
+    """``value`` as serde reads an unsigned integer field: 400 Format error worded like serde otherwise (``invalid
+    type: string "4", expected u64`` for a wrong type, ``invalid value: integer `-5`, expected usize`` for a
+    negative)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 0:
+            return value
+        raise format_error(f"{where}: invalid value: {serde_unexpected(value)}, expected {rust_type}")
+    raise format_error(f"{where}: invalid type: {serde_unexpected(value)}, expected {rust_type}")
 
 
 def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:

@@ -3,6 +3,7 @@ an unmodelled feature), never a 500, and the collection is unchanged (house rule
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -128,3 +129,31 @@ def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
         assert client.post("/collections/c/points/count", json={}).json()["result"]["count"] == 0
         at_limit = client.put("/collections/c/points?wait=true", content=big[:-2] + b"}")
         assert at_limit.status_code == 200, at_limit.text[:200]
+
+
+@pytest.mark.parametrize("method,path,body,message", [
+    ("PUT", "/collections/other", {"vectors": {"size": "4", "distance": "Cosine"}},
+     'vectors.size: invalid type: string "4", expected u64'),
+    ("PUT", "/collections/other", {"vectors": {"size": -3, "distance": "Cosine"}},
+     "vectors.size: invalid value: integer `-3`, expected u64"),
+    ("PUT", "/collections/other", {"vectors": {"size": 4.5, "distance": "Cosine"}},
+     "vectors.size: invalid type: floating point `4.5`, expected u64"),
+    ("POST", "/collections/c/points/scroll", {"limit": -5}, "limit: invalid value: integer `-5`, expected usize"),
+    ("POST", "/collections/c/points/scroll", {"limit": "5"}, 'limit: invalid type: string "5", expected usize'),
+    ("POST", "/collections/c/points/query", {"limit": 100000000000000000000},
+     "limit: invalid type: floating point `1e20`, expected usize"),
+    ("POST", "/collections/c/points/query", {"offset": True}, "offset: invalid type: boolean `true`, expected usize"),
+    ("POST", "/collections/c/points/scroll", None, "invalid type: null, expected a map at line 1 column 1"),
+])
+def test_type_errors_name_what_was_sent_as_serde_does(http, method, path, body, message):
+    """Trial nit: ``"size":"4"`` claimed ``integer `4```, body ``null`` claimed EOF, ``limit: -5`` said
+    ``invalid type: -5``; serde names the JSON value's own kind (fakes-api.md §2.2)."""
+    response = _raw(http, method, path, json.dumps(body).encode())
+    assert response.status_code == 400, response.text
+    assert response.json()["status"]["error"] == f"Format error in JSON body: {message}"
+
+
+def test_an_empty_body_is_still_eof(http):
+    response = _raw(http, "POST", "/collections/c/points/scroll", b"")
+    error = response.json()["status"]["error"]
+    assert error == "Format error in JSON body: EOF while parsing a value at line 1 column 0"
