@@ -5,8 +5,9 @@ run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity 
 (jd/tenacity#373). Here:
 
 - each attempt is bounded by ``min(probe_timeout, remaining budget)``: async probes are cancelled at the
-  bound; sync probes run in a worker thread and are *abandoned* at the bound (a thread cannot be killed),
+  bound; sync probes run in a daemon thread and are *abandoned* at the bound (a thread cannot be killed),
   and the wait counts how many abandoned attempts are still running;
+- inside a pytest test, the budget ends before the test's pytest-timeout (the plugin sets the deadline);
 - deadlines use ``time.monotonic()`` (anyio's clock); the wait never sleeps past its deadline and never
   starts an attempt with no budget left;
 - ``None`` means "not yet"; any other value (``False``, ``0``, ``""`` too) ends the wait; an exception is a
