@@ -20,7 +20,7 @@ test: $(STAMP)
 
 # The main job: every spec, cluster specs against the pinned minikube context (skipped, one line each, when none).
 e2e: $(STAMP)
-	$(PY) -m pytest specs -v -rfEs $(PYTEST_ARGS)
+	$(PY) -m pytest specs -rfE $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -177,6 +177,25 @@ def _harness_leak_audit():
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    _summarise_skipped_cluster_specs(terminalreporter)
+    _summarise_waits(terminalreporter)
+
+
+def _summarise_skipped_cluster_specs(terminalreporter) -> None:
+    """One line per skipped cluster spec, with its reason (``-rs`` folds them by location)."""
+    rows = []
+    for report in terminalreporter.stats.get("skipped", []):
+        if "cluster" not in getattr(report, "keywords", {}) or not isinstance(report.longrepr, tuple):
+            continue
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        rows.append(f"{report.nodeid}: {reason}")
+    if rows:
+        terminalreporter.write_sep("-", f"cluster specs skipped ({len(rows)})")
+        for row in rows:
+            terminalreporter.write_line(row)
+
+
+def _summarise_waits(terminalreporter) -> None:
     rows: list[str] = []
     seen: set[tuple[str, str]] = set()
     for reports in terminalreporter.stats.values():

@@ -39,6 +39,7 @@ def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytest
     result = pytester.runpytest("-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.re_match_lines([r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"])
+    result.stdout.fnmatch_lines(["*cluster specs skipped (1)*", "*::test_needs_the_cluster: no cluster: no current kube context*"])
 
 
 def test_a_requested_context_that_does_not_exist_skips_too(pytester: pytest.Pytester, kubectl_standin) -> None:
