@@ -42,6 +42,13 @@ def _need_token(call: Call, doc: str, repo: Repo) -> FakeResponse | None:
     return None
 
 
+def _write_body(call: Call, doc: str, repo: Repo) -> tuple[Any, FakeResponse | None]:
+    """The parsed body of a write, or the refusal to answer instead: first :func:`_need_token`, then the JSON."""
+    if (refusal := _need_token(call, doc, repo)) is not None:
+        return None, refusal
+    return parse_body(call.request, doc)
+
+
 @route("GET", _REPO)
 def get_repo(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo = fake.visible_repo(call)
@@ -112,9 +119,7 @@ def create_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return refusal
-    body, bad = parse_body(call.request, doc)
+    body, bad = _write_body(call, doc, repo)
     if bad is not None:
         return bad
     if not isinstance(body, dict) or "body" not in body:
@@ -166,9 +171,7 @@ def update_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, c = _comment(fake, call)
     if c is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return refusal
-    body, bad = parse_body(call.request, doc)
+    body, bad = _write_body(call, doc, repo)
     if bad is not None:
         return bad
     if not isinstance(body, dict) or not isinstance(body.get("body"), str):
@@ -200,9 +203,7 @@ def add_labels(fake: FakeGitHub, call: Call) -> FakeResponse:
     repo, iss = _repo_issue(fake, call)
     if iss is None:
         return errors.not_found(doc)
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return refusal
-    body, bad = parse_body(call.request, doc)
+    body, bad = _write_body(call, doc, repo)
     if bad is not None:
         return bad
     names = _label_names(body)
@@ -246,9 +247,7 @@ def remove_label(fake: FakeGitHub, call: Call) -> FakeResponse:
 
 
 def _react(fake: FakeGitHub, call: Call, repo: Repo, reactions: list[Reaction], doc: str) -> FakeResponse:
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return refusal
-    body, bad = parse_body(call.request, doc)
+    body, bad = _write_body(call, doc, repo)
     if bad is not None:
         return bad
     content = body.get("content") if isinstance(body, dict) else None
