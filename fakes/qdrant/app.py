@@ -398,14 +398,7 @@ class QdrantFake:
         if not isinstance(payload, dict):
             raise format_error("payload: invalid type, expected a map" if "payload" in body
                                else "missing field `payload`")
-        key = body.get("key")
-        ids, filt = _selector(body)
-        with collection.lock:
-            if ids is not None:
-                operation = getattr(qe.UpdateOperation, op)(ids, payload, key)
-            else:
-                operation = getattr(qe.UpdateOperation, op + "_by_filter")(collection.edge_filter(filt), payload, key)
-            return self._apply(request, collection, operation)
+        return self._apply_selected(request, collection, body, op, payload, body.get("key"))
 
     def delete_payload(self, request: FakeRequest, c: str) -> Any:
         body = read_body(request)
@@ -414,28 +407,25 @@ class QdrantFake:
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             raise format_error("keys: invalid type, expected a sequence of strings" if "keys" in body
                                else "missing field `keys`")
-        ids, filt = _selector(body)
-        with collection.lock:
-            operation = (qe.UpdateOperation.delete_payload(ids, keys) if ids is not None
-                         else qe.UpdateOperation.delete_payload_by_filter(collection.edge_filter(filt), keys))
-            return self._apply(request, collection, operation)
+        return self._apply_selected(request, collection, body, "delete_payload", keys)
 
     def clear_payload(self, request: FakeRequest, c: str) -> Any:
-        body = read_body(request)
-        collection = self._collection(c)
-        ids, filt = _selector(body)
-        with collection.lock:
-            operation = (qe.UpdateOperation.clear_payload(ids) if ids is not None
-                         else qe.UpdateOperation.clear_payload_by_filter(collection.edge_filter(filt)))
-            return self._apply(request, collection, operation)
+        body = read_body(request)  # a malformed body is reported before a missing collection, as before
+        return self._apply_selected(request, self._collection(c), body, "clear_payload")
 
     def delete_points(self, request: FakeRequest, c: str) -> Any:
-        body = read_body(request)
-        collection = self._collection(c)
+        body = read_body(request)  # a malformed body is reported before a missing collection, as before
+        return self._apply_selected(request, self._collection(c), body, "delete_points")
+
+    def _apply_selected(self, request: FakeRequest, collection: Any, body: dict, op: str, *args: Any) -> Any:
+        """Apply engine operation ``op`` to the points the body selects: ``op(ids, *args)`` for ``points``,
+        ``op_by_filter(filter, *args)`` for ``filter`` (the engine's own naming of the two forms)."""
         ids, filt = _selector(body)
         with collection.lock:
-            operation = (qe.UpdateOperation.delete_points(ids) if ids is not None
-                         else qe.UpdateOperation.delete_points_by_filter(collection.edge_filter(filt)))
+            if ids is not None:
+                operation = getattr(qe.UpdateOperation, op)(ids, *args)
+            else:
+                operation = getattr(qe.UpdateOperation, op + "_by_filter")(collection.edge_filter(filt), *args)
             return self._apply(request, collection, operation)
 
     def create_index(self, request: FakeRequest, c: str) -> Any:
