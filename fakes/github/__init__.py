@@ -37,10 +37,10 @@ __all__ = [
     "pull_request_opened_payload",
     "redeliver",
     "send_reordered",
-    "serve",
     "send_webhook",
-    "unserved",
+    "serve",
     "sign_sha1",
     "sign_sha256",
+    "unserved",
     "verify_signature",
 ]

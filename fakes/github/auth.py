@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -81,7 +82,7 @@ def verify_app_jwt(token: str, apps: list[App], now: float) -> JwtVerdict:
     return JwtVerdict(app, None)
 
 
-def _numeric(value: object) -> bool:
+def _numeric(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -8,8 +8,9 @@ omits ``prev``/``first`` and the last page omits ``next``/``last``, following th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 DEFAULT_PER_PAGE = 30

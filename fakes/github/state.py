@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+
+#: Seconds a web-flow OAuth ``code`` lives (GitHub's docs: "will expire after 10 minutes").
+OAUTH_CODE_TTL = 600
 
 # GitHub's reaction contents (REST "Reactions" docs); anything else is a 422.
 REACTION_CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -46,14 +49,14 @@ def iso(ts: float | None) -> str | None:
     """Epoch seconds to GitHub's timestamp form, ``2024-05-01T12:00:00Z`` (whole seconds, UTC)."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_iso(text: str) -> float:
     """GitHub's ISO 8601 timestamp (``Z`` or an offset) to epoch seconds; raises ``ValueError`` on anything else."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
