@@ -23,11 +23,21 @@ from fakes.github.payloads import (
 )
 from fakes.github.server import in_process, serve, unserved
 from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
-from fakes.github.webhooks import Delivery, DeliveryLog, redeliver, send_reordered, send_webhook
+from fakes.github.webhooks import (
+    MAX_PAYLOAD_BYTES,
+    Delivery,
+    DeliveryFailed,
+    DeliveryLog,
+    redeliver,
+    send_reordered,
+    send_webhook,
+)
 
 __all__ = [
     "HEALTH_PATH",
+    "MAX_PAYLOAD_BYTES",
     "Delivery",
+    "DeliveryFailed",
     "DeliveryLog",
     "FakeGitHub",
     "in_process",

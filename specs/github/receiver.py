@@ -28,7 +28,8 @@ class Receiver:
         self.received: list[Received] = []
 
     def handle(self, request: FakeRequest) -> FakeResponse:
-        ok = verify_signature(self.secret, request.body, request.headers.get("x-hub-signature-256"))
+        header = request.headers.get("x-hub-signature-256")
+        ok = verify_signature(secret=self.secret, body=request.body, header=header)
         with self._lock:
             self.received.append(Received(dict(request.headers), request.body, ok))
         if not ok:
