@@ -1,4 +1,4 @@
-"""GitHub's OAuth endpoints for a GitHub App's user access tokens (trial finding 7; fakes-api.md §1).
+"""GitHub's OAuth endpoints for a GitHub App's user access tokens.
 
 Served on the fake's one host, as the upstream fake-github does (on GitHub they live on github.com, not the API host):
 
@@ -14,7 +14,8 @@ form-encoded unless ``Accept`` asks for JSON (XML is not served: 501); errors ar
 (``refresh_token_expires_in`` 15811200, "always", per the docs' response table; the upstream fake says 15897600), scope
 ``""``. Using a refresh token rotates it and revokes the old access token. ``client_secret`` is required to refresh a
 token from the web flow, and not for one from the device flow (docs table; github/docs#32628): a missing one is answered
-with ``invalid_client`` (fakes-api.md §1; GitHub's exact ``error_description`` there is unverified).
+with ``invalid_client`` (the stack's gateway relies on that answer; GitHub's exact ``error_description`` there is
+unverified).
 
 Not modelled: client id/secret values (any non-empty ones are accepted), scopes, ``slow_down`` and
 ``authorization_pending`` (the device code completes at once), ``redirect_uri`` checks.
@@ -160,7 +161,7 @@ def _issue(fake: GitHubStore, call: Call, login: str, client_id: str, *, from_de
     user: User = fake.add_user(login)
     now = fake.now()
     access = Token(value="ghu_" + _random(string.ascii_letters + string.digits, 36), expires_at=now + USER_TOKEN_TTL,
-                   user=user)
+                   user=user, scopes=(), client_id=client_id)
     fake.tokens[access.value] = access
     refresh = RefreshGrant(value="ghr_" + _random(string.ascii_letters + string.digits, 76), client_id=client_id,
                            login=login, expires_at=now + REFRESH_TOKEN_TTL, access_token=access.value,

@@ -40,12 +40,18 @@ class RateLimiter:
         self.override: int | None = None
 
     def spend(self, credential: str | None, now: float) -> Quota:
-        """Count one request of ``credential`` (None or empty: anonymous) at ``now`` (epoch seconds) and return its quota."""
+        """Count one request of ``credential`` (None or empty: anonymous) at ``now`` (epoch seconds); its quota."""
+        quota = self.quota(credential, now, extra=1)
+        self._used[credential or "anonymous"] = quota.used
+        return quota
+
+    def quota(self, credential: str | None, now: float, *, extra: int = 0) -> Quota:
+        """The quota of ``credential`` with ``extra`` more requests, counting nothing (``extra=1``: what a request
+        would get if it counted; 0: where it stands, what a 304 reports)."""
         if now - self._window_start >= WINDOW:
             self._window_start, self._used = now, {}
-        key = credential or "anonymous"
         limit = TOKEN_LIMIT if credential else ANON_LIMIT
-        used = self._used[key] = self._used.get(key, 0) + 1
+        used = self._used.get(credential or "anonymous", 0) + extra
         if self.override is not None:
             remaining, exhausted = self.override, self.override <= 0
         else:

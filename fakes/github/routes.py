@@ -7,6 +7,8 @@ may not see is a 404, exactly like a missing one.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from fakes.core import FakeResponse
@@ -20,6 +22,9 @@ table: RouteTable[GitHubStore] = RouteTable()
 route = table.route
 
 _REPO = "/repos/{owner}/{repo}"
+# X-Accepted-GitHub-Permissions values as GitHub sends them (read: issues; write: issues or pull requests).
+_READ_ISSUES = "issues=read"
+_WRITE_ISSUES = "issues=write; pull_requests=write"
 MAX_BODY = 65536  # characters in a comment body; GitHub's 422 below is quoted in danger/danger#424 and later threads
 MAX_LABEL_NAME = 50  # characters in a label name (github/docs#32156)
 
@@ -28,7 +33,7 @@ MAX_LABEL_NAME = 50  # characters in a label name (github/docs#32156)
 
 
 def _paged(call: Call, items: list[dict[str, Any]]) -> FakeResponse:
-    page = paginate(items, base=call.base, path=call.request.path, query=call.request.query)
+    page = paginate(items, base=call.base, path=call.path, query=call.request.query)
     return FakeResponse.json(200, page.items, [("link", page.link)] if page.link else [])
 
 
@@ -97,12 +102,25 @@ def _text_body(text: str, doc: str) -> str:
 # -- repositories and issues ------------------------------------------------------------------------------------
 
 
-@route("GET", _REPO)
+@route("GET", _REPO, scopes="repo", permissions="metadata=read")
 def get_repo(fake: GitHubStore, call: Call) -> FakeResponse:
-    return FakeResponse.json(200, render.repository(call.base, _repo(fake, call, DOCS["repo"])))
+    repo = _repo(fake, call, DOCS["repo"])
+    shown = render.repository(call.base, repo, temp_clone_token=_temp_clone_token(call, repo))
+    return FakeResponse.json(200, shown, [("last-modified", render.http_date(repo.created_at))])
 
 
-@route("GET", _REPO + "/issues")
+def _temp_clone_token(call: Call, repo: Repo) -> str | None:
+    """null for an anonymous caller, ``""`` for a public repository, a clone token for a private one the caller sees
+    (what GitHub shows each of them)."""
+    if call.token is None:
+        return None
+    if not repo.private:
+        return ""
+    digest = hashlib.sha256(f"{repo.id}:{call.token.value}".encode()).digest()
+    return base64.b32encode(digest).decode()[:29]
+
+
+@route("GET", _REPO + "/issues", scopes="repo", permissions=_READ_ISSUES)
 def list_issues(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["issues"]
     repo = _repo(fake, call, doc)
@@ -110,21 +128,38 @@ def list_issues(fake: GitHubStore, call: Call) -> FakeResponse:
     if state not in ("open", "closed", "all"):
         raise errors.validation_failed("Issue", "state", "invalid", doc)
     since = _since(call, "Issue", doc)
+    kind = call.request.query_param("type")
     issues = [i for i in sorted(repo.issues.values(), key=lambda i: -i.number)
-              if (state == "all" or i.state == state) and (since is None or i.updated_at >= since)]
+              if (state == "all" or i.state == state) and (since is None or i.updated_at >= since)
+              and _of_type(i, kind)]
     return _paged(call, [render.issue(call.base, repo, i) for i in issues])
 
 
-@route("GET", _REPO + "/issues/{number}")
+def _of_type(iss: Issue, kind: str | None) -> bool:
+    """The ``type`` filter: an issue type's name (case-insensitive), ``*`` for any type, ``none`` for no type."""
+    if kind is None:
+        return True
+    if kind == "*":
+        return iss.type is not None
+    if kind.lower() == "none":
+        return iss.type is None
+    return iss.type is not None and iss.type.name.lower() == kind.lower()
+
+
+@route("GET", _REPO + "/issues/{number}", scopes="repo", permissions=_READ_ISSUES)
 def get_issue(fake: GitHubStore, call: Call) -> FakeResponse:
     repo, iss = _issue(fake, call, DOCS["issue"])
-    return FakeResponse.json(200, render.issue(call.base, repo, iss))
+    return FakeResponse.json(200, render.issue(call.base, repo, iss), _modified(iss.updated_at))
+
+
+def _modified(when: float) -> list[tuple[str, str]]:
+    return [("last-modified", render.http_date(when))]
 
 
 # -- comments ---------------------------------------------------------------------------------------------------
 
 
-@route("GET", _REPO + "/issues/{number}/comments")
+@route("GET", _REPO + "/issues/{number}/comments", scopes="repo", permissions=_READ_ISSUES)
 def list_comments(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["comments"]
     repo, iss = _issue(fake, call, doc)
@@ -134,7 +169,7 @@ def list_comments(fake: GitHubStore, call: Call) -> FakeResponse:
     return _paged(call, [render.comment(call.base, repo, c) for c in comments])
 
 
-@route("POST", _REPO + "/issues/{number}/comments")
+@route("POST", _REPO + "/issues/{number}/comments", scopes="repo", permissions=_WRITE_ISSUES)
 def create_comment(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["create_comment"]
     repo, iss = _issue(fake, call, doc)
@@ -151,13 +186,13 @@ def create_comment(fake: GitHubStore, call: Call) -> FakeResponse:
     return FakeResponse.json(201, shown, [("location", shown["url"])])
 
 
-@route("GET", _REPO + "/issues/comments/{comment_id}")
+@route("GET", _REPO + "/issues/comments/{comment_id}", scopes="repo", permissions=_READ_ISSUES)
 def get_comment(fake: GitHubStore, call: Call) -> FakeResponse:
     repo, c = _comment(fake, call, DOCS["comment"])
-    return FakeResponse.json(200, render.comment(call.base, repo, c))
+    return FakeResponse.json(200, render.comment(call.base, repo, c), _modified(c.updated_at))
 
 
-@route("PATCH", _REPO + "/issues/comments/{comment_id}")
+@route("PATCH", _REPO + "/issues/comments/{comment_id}", scopes="repo", permissions=_WRITE_ISSUES)
 def update_comment(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["update_comment"]
     repo, c = _comment(fake, call, doc)
@@ -190,7 +225,7 @@ def _label_names(body: Any, doc: str) -> list[str]:
     return names
 
 
-@route("POST", _REPO + "/issues/{number}/labels")
+@route("POST", _REPO + "/issues/{number}/labels", scopes="repo", permissions=_WRITE_ISSUES)
 def add_labels(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["add_labels"]
     repo, iss = _issue(fake, call, doc)
@@ -209,7 +244,7 @@ def add_labels(fake: GitHubStore, call: Call) -> FakeResponse:
     return FakeResponse.json(200, [render.label(call.base, repo, lab) for lab in iss.labels])
 
 
-@route("DELETE", _REPO + "/issues/{number}/labels/{name}")
+@route("DELETE", _REPO + "/issues/{number}/labels/{name}", scopes="repo", permissions=_WRITE_ISSUES)
 def remove_label(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["remove_label"]
     repo, iss = _issue(fake, call, doc)
@@ -240,13 +275,13 @@ def _react(fake: GitHubStore, call: Call, repo: Repo, reactions: list[Reaction],
     return FakeResponse.json(201, render.reaction(call.base, r))
 
 
-@route("POST", _REPO + "/issues/{number}/reactions")
+@route("POST", _REPO + "/issues/{number}/reactions", scopes="repo", permissions=_WRITE_ISSUES)
 def react_issue(fake: GitHubStore, call: Call) -> FakeResponse:
     repo, iss = _issue(fake, call, DOCS["issue_reaction"])
     return _react(fake, call, repo, iss.reactions, DOCS["issue_reaction"])
 
 
-@route("POST", _REPO + "/issues/comments/{comment_id}/reactions")
+@route("POST", _REPO + "/issues/comments/{comment_id}/reactions", scopes="repo", permissions=_WRITE_ISSUES)
 def react_comment(fake: GitHubStore, call: Call) -> FakeResponse:
     repo, c = _comment(fake, call, DOCS["comment_reaction"])
     return _react(fake, call, repo, c.reactions, DOCS["comment_reaction"])
@@ -255,23 +290,25 @@ def react_comment(fake: GitHubStore, call: Call) -> FakeResponse:
 # -- pull requests and contents ---------------------------------------------------------------------------------
 
 
-@route("GET", _REPO + "/pulls/{number}")
+@route("GET", _REPO + "/pulls/{number}", scopes="repo", permissions="pull_requests=read")
 def get_pull(fake: GitHubStore, call: Call) -> FakeResponse:
     repo, iss = _issue(fake, call, DOCS["pull"])
     if iss.pull is None:
         raise errors.not_found(DOCS["pull"])
-    return FakeResponse.json(200, render.pull(call.base, repo, iss))
+    shown = render.pull(call.base, repo, iss)
+    iss.pull.computed = True  # this read started the computation: the next one sees its result
+    return FakeResponse.json(200, shown, _modified(iss.updated_at))
 
 
-@route("GET", _REPO + "/contents")
-@route("GET", _REPO + "/contents/{path+}")
+@route("GET", _REPO + "/contents", scopes="repo", permissions="contents=read")
+@route("GET", _REPO + "/contents/{path*}", scopes="repo", permissions="contents=read")
 def get_contents(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["contents"]
     repo = _repo(fake, call, doc)
     ref = call.request.query_param("ref")
     if ref and ref not in (repo.default_branch, f"refs/heads/{repo.default_branch}"):
         raise errors.error(404, f"No commit found for the ref {ref}", doc)
-    path = call.params.get("path", "").strip("/")
+    path = "/".join(segment for segment in call.params.get("path", "").split("/") if segment)
     if path in repo.files:
         return FakeResponse.json(200, render.content_file(call.base, repo, path, repo.files[path]))
     entries = _directory(repo, path)
@@ -330,7 +367,7 @@ def get_repo_installation(fake: GitHubStore, call: Call) -> FakeResponse:
 # -- users and permissions --------------------------------------------------------------------------------------
 
 
-@route("GET", "/user")
+@route("GET", "/user", permissions="allows_permissionless_access=true")
 def get_authenticated_user(fake: GitHubStore, call: Call) -> FakeResponse:
     doc = DOCS["user"]
     if call.token is None:
@@ -339,10 +376,12 @@ def get_authenticated_user(fake: GitHubStore, call: Call) -> FakeResponse:
         raise errors.not_accessible_by_integration(doc)
     me = call.token.actor
     owned = [r for r in fake.repos.values() if r.owner.login.lower() == me.login.lower()]
-    return FakeResponse.json(200, render.private_user(call.base, me, owned))
+    private = "user" in (call.token.scopes or ())  # GitHub: private profile fields need an OAuth token's user scope
+    return FakeResponse.json(200, render.private_user(call.base, me, owned, private=private),
+                             _modified(me.created_at))
 
 
-@route("GET", _REPO + "/collaborators/{username}/permission")
+@route("GET", _REPO + "/collaborators/{username}/permission", scopes="repo", permissions="metadata=read")
 def get_collaborator_permission(fake: GitHubStore, call: Call) -> FakeResponse:
     """Owner: admin; collaborator: write (the fake keeps no finer roles); anyone else: read on a public repository,
     none on a private one. Only a caller with push access may ask (GitHub's 403 wording)."""

@@ -1,14 +1,15 @@
-"""The fake GitHub's own admin routes under ``/_fake/github/``: seeding, clock, hooks, deliveries (issue #5).
+"""The fake GitHub's own admin routes under ``/_fake/github/``: seeding, clock, hooks, deliveries.
 
 For a fake in its own process or pod (the in-process Python methods of :class:`~fakes.github.store.GitHubStore` do the
 same). Bodies are JSON objects; answers are JSON; a bad body is a 400 whose ``message`` names the field and the
 route. Routes (all POST unless noted):
 
-- ``users`` ``{"login", "token"?, "type"?}``
+- ``users`` ``{"login", "token"?, "type"?, "scopes"?}``
 - ``repos`` ``{"full_name", "private"?, "description"?, "default_branch"?, "collaborators"?, "files"? {path: text}}``
 - ``labels`` ``{"repo", "name", "color"?, "description"?}``
-- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?}``
-- ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?}``
+- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?, "type"?,
+  "parent"?, "blocked_by"?}``
+- ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?, "draft"?, "mergeable"?}``
 - ``comments`` ``{"repo", "number", "body", "user"?, "created_at"?}`` (seeding: no webhook)
 - ``apps`` ``{"slug"?, "name"?, "owner"?}`` -> ``{"id", "slug", "client_id", "private_key", "public_key"}``
 - ``installations`` ``{"app_id", "account", "repositories"?}``
@@ -88,7 +89,8 @@ def handle_admin(fake: GitHubStore, request: FakeRequest) -> FakeResponse:
 
 def _users(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     u = fake.add_user(_field(body, "login", str, "users"), token=_field(body, "token", str, "users", None),
-                      type=_field(body, "type", str, "users", "User"))
+                      type=_field(body, "type", str, "users", "User"),
+                      scopes=_field(body, "scopes", list, "users", ["repo", "user"]))
     return 201, render.user(base, u)
 
 
@@ -103,7 +105,8 @@ def _repos(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any
 
 def _labels(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "labels")
-    lab = fake.add_label(repo, _field(body, "name", str, "labels"), color=_field(body, "color", str, "labels", "ededed"),
+    lab = fake.add_label(repo, _field(body, "name", str, "labels"),
+                         color=_field(body, "color", str, "labels", "ededed"),
                          description=_field(body, "description", str, "labels", None))
     return 201, render.label(base, fake.repo(repo), lab)
 
@@ -115,7 +118,10 @@ def _issues(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, An
                          labels=_field(body, "labels", list, "issues", []),
                          created_at=_field(body, "created_at", (str, int, float), "issues", None),
                          updated_at=_field(body, "updated_at", (str, int, float), "issues", None),
-                         state=_field(body, "state", str, "issues", "open"))
+                         state=_field(body, "state", str, "issues", "open"),
+                         type=_field(body, "type", str, "issues", None),
+                         parent=_field(body, "parent", int, "issues", None),
+                         blocked_by=_field(body, "blocked_by", list, "issues", []))
     return 201, render.issue(base, fake.repo(repo), iss)
 
 
@@ -123,7 +129,9 @@ def _pulls(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any
     repo = _field(body, "repo", str, "pulls")
     iss = fake.add_pull(repo, _field(body, "title", str, "pulls"), head=_field(body, "head", str, "pulls", "feature"),
                         base=_field(body, "base", str, "pulls", None), body=_field(body, "body", str, "pulls", None),
-                        user=_field(body, "user", str, "pulls", None))
+                        user=_field(body, "user", str, "pulls", None),
+                        draft=_field(body, "draft", bool, "pulls", False),
+                        mergeable=_field(body, "mergeable", bool, "pulls", True))
     return 201, render.pull(base, fake.repo(repo), iss)
 
 

@@ -104,12 +104,28 @@ class Comment:
 
 
 @dataclass
+class IssueType:
+    """An organization's issue type (``Bug``, ``Task``, ...); GitHub's colors: gray, blue, green, yellow, orange, red,
+    pink, purple."""
+
+    id: int
+    name: str
+    created_at: float
+    description: str | None = None
+    color: str = "gray"
+    is_enabled: bool = True
+
+
+@dataclass
 class PullInfo:
     head_ref: str
     base_ref: str
     head_sha: str
     base_sha: str
+    merge_commit_sha: str
     draft: bool = False
+    mergeable: bool = True  # what GitHub concludes once it has computed it
+    computed: bool = False  # False until the first read after a change: GitHub answers mergeable null meanwhile
 
 
 @dataclass
@@ -128,6 +144,10 @@ class Issue:
     reactions: list[Reaction] = field(default_factory=list)
     pull: PullInfo | None = None
     pull_id: int | None = None
+    type: IssueType | None = None
+    parent: int | None = None  # number of the parent issue (sub-issues)
+    blocked_by: list[int] = field(default_factory=list)  # numbers of the issues blocking this one
+    pinned_comment: Comment | None = None
 
 
 @dataclass
@@ -193,6 +213,15 @@ class Token:
     expires_at: float | None
     user: User | None = None
     installation: Installation | None = None
+    #: OAuth scopes of a user token (``X-OAuth-Scopes``); ``()`` for a GitHub App's user token (it has permissions,
+    #: not scopes); None for an installation token.
+    scopes: tuple[str, ...] | None = None
+    client_id: str | None = None  # the OAuth client that got this user token (``X-OAuth-Client-Id``)
+
+    @property
+    def app_token(self) -> bool:
+        """An installation token or a GitHub App's user token: fine-grained permissions, not OAuth scopes."""
+        return self.installation is not None or self.client_id is not None
 
     @property
     def actor(self) -> User:

@@ -27,6 +27,7 @@ from fakes.github.state import (
     Hook,
     Installation,
     Issue,
+    IssueType,
     Label,
     OAuthState,
     PullInfo,
@@ -76,6 +77,7 @@ class GitHubStore:
         self.tokens: dict[str, Token] = {}
         self.hooks: list[Hook] = []
         self.oauth = OAuthState()
+        self.issue_types: dict[tuple[str, str], IssueType] = {}
         self.rate_limiter = RateLimiter(self.now())
 
     # -- clock and ids --------------------------------------------------------------------------------------------
@@ -106,15 +108,17 @@ class GitHubStore:
 
     # -- seeding --------------------------------------------------------------------------------------------------
 
-    def add_user(self, login: str, *, token: str | None = None, type: str = "User") -> User:
-        """A user (or organization) account; ``token`` makes it a credential the fake accepts (no expiry)."""
+    def add_user(self, login: str, *, token: str | None = None, type: str = "User",
+                 scopes: tuple[str, ...] | list[str] = ("repo", "user")) -> User:
+        """A user (or organization) account; ``token`` makes it a credential the fake accepts (no expiry), an OAuth
+        token with ``scopes`` (``X-OAuth-Scopes``; ``GET /user`` shows private fields only with ``user``)."""
         with self.lock:
             found = self.users.get(login.lower())
             if found is None:
                 found = self.users[login.lower()] = User(login=login, id=self.new_id(), type=type,
                                                          created_at=self.now())
             if token:
-                self.tokens[token] = Token(value=token, expires_at=None, user=found)
+                self.tokens[token] = Token(value=token, expires_at=None, user=found, scopes=tuple(scopes))
             return found
 
     def add_repo(self, full_name: str, *, private: bool = False, description: str | None = None,
@@ -157,23 +161,59 @@ class GitHubStore:
 
     def add_issue(self, full_name: str, title: str, *, body: str | None = None, user: str | None = None,
                   labels: tuple[str, ...] | list[str] = (), created_at: float | str | None = None,
-                  updated_at: float | str | None = None, state: str = "open") -> Issue:
-        """An issue with the next number; times are epoch seconds or ISO strings (default: now)."""
+                  updated_at: float | str | None = None, state: str = "open", type: str | None = None,
+                  parent: int | None = None, blocked_by: tuple[int, ...] | list[int] = ()) -> Issue:
+        """An issue with the next number; times are epoch seconds or ISO strings (default: now).
+
+        ``type`` is the name of the owner's issue type (created on first use, see :meth:`add_issue_type`);
+        ``parent`` makes it a sub-issue of that issue number; ``blocked_by`` lists the issue numbers blocking it.
+        Raises ``KeyError`` for a ``parent`` or blocker that does not exist.
+        """
         with self.lock:
             repo = self.repo(full_name)
+            for other in [*([parent] if parent is not None else []), *blocked_by]:
+                if other not in repo.issues:
+                    raise KeyError(f"no issue #{other} in {repo.full_name} to relate issue {title!r} to")
             author = self.add_user(user or repo.owner.login)
             created = _when(created_at, self.now(), "created_at")
             iss = Issue(id=self.new_id(), number=repo.next_number, title=title, body=body, user=author,
                         created_at=created, updated_at=_when(updated_at, created, "updated_at"), state=state,
-                        closed_at=created if state == "closed" else None)
+                        closed_at=created if state == "closed" else None, parent=parent, blocked_by=list(blocked_by))
             iss.labels = [self.label_in(repo, name) for name in labels]
+            iss.type = self.add_issue_type(repo.owner.login, type) if type else None
             repo.issues[iss.number] = iss
             repo.next_number += 1
             return iss
 
+    def add_issue_type(self, owner: str, name: str, *, description: str | None = None,
+                       color: str = "gray") -> IssueType:
+        """An issue type of ``owner`` (names match case-insensitively); returns the existing one if any."""
+        with self.lock:
+            key = (owner.lower(), name.lower())
+            found = self.issue_types.get(key)
+            if found is None:
+                found = self.issue_types[key] = IssueType(id=self.new_id(), name=name, created_at=self.now(),
+                                                          description=description, color=color)
+            return found
+
+    def pin_comment(self, full_name: str, comment_id: int) -> None:
+        """Pin a comment on its issue (``pinned_comment``); raises ``KeyError`` naming an unknown comment."""
+        with self.lock:
+            repo = self.repo(full_name)
+            c = self.comments.get(comment_id)
+            if c is None or c.repo is not repo:
+                raise KeyError(f"no comment {comment_id} in {repo.full_name} to pin")
+            repo.issues[c.issue_number].pinned_comment = c
+
     def add_pull(self, full_name: str, title: str, *, head: str = "feature", base: str | None = None,
-                 body: str | None = None, user: str | None = None) -> Issue:
-        """A pull request (an issue with head and base branches, sharing the issue number sequence)."""
+                 body: str | None = None, user: str | None = None, draft: bool = False,
+                 mergeable: bool = True) -> Issue:
+        """A pull request (an issue with head and base branches, sharing the issue number sequence).
+
+        Like GitHub, the first ``GET`` of the pull request after it is created (or after :meth:`touch_pull`) answers
+        ``mergeable`` and ``rebaseable`` null while the merge is "computed"; later reads answer ``mergeable``
+        (False: ``mergeable_state`` ``dirty``, a conflict).
+        """
         with self.lock:
             iss = self.add_issue(full_name, title, body=body, user=user)
             repo = self.repo(full_name)
@@ -182,9 +222,23 @@ class GitHubStore:
             def sha(ref: str) -> str:
                 return hashlib.sha1(f"{full_name}:{ref}:{iss.number}".encode()).hexdigest()
 
-            iss.pull = PullInfo(head_ref=head, base_ref=base_ref, head_sha=sha(head), base_sha=sha(base_ref))
+            iss.pull = PullInfo(head_ref=head, base_ref=base_ref, head_sha=sha(head), base_sha=sha(base_ref),
+                                merge_commit_sha=sha(f"merge:{head}:{base_ref}"), draft=draft, mergeable=mergeable)
             iss.pull_id = self.new_id()
             return iss
+
+    def touch_pull(self, full_name: str, number: int, *, mergeable: bool | None = None) -> None:
+        """A change to pull request ``number`` (as a push would make): GitHub computes its mergeability again, so
+        the next read answers null; ``mergeable`` sets what it then concludes. ``KeyError`` if there is no such pull."""
+        with self.lock:
+            iss = self.repo(full_name).issues.get(number)
+            if iss is None or iss.pull is None:
+                raise KeyError(f"no pull request #{number} in {full_name}")
+            iss.pull.computed = False
+            iss.pull.merge_commit_sha = hashlib.sha1(f"{iss.pull.merge_commit_sha}:again".encode()).hexdigest()
+            if mergeable is not None:
+                iss.pull.mergeable = mergeable
+            iss.updated_at = self.now()
 
     def add_comment(self, full_name: str, number: int, body: str, *, user: str | None = None,
                     created_at: float | str | None = None) -> Comment:
@@ -253,7 +307,8 @@ class GitHubStore:
         return (request.base_url if request is not None else "http://fake-github").rstrip("/")
 
     def emit(self, event: str, payload: dict[str, Any], *, repo: Repo) -> None:
-        """Queue a delivery of ``payload`` to every hook subscribed to ``event`` on ``repo`` (sent in the background)."""
+        """Queue a delivery of ``payload`` to every hook subscribed to ``event`` on ``repo`` (sent in the
+        background)."""
         with self.lock:
             hooks = [h for h in self.hooks
                      if event in h.events and (h.repo is None or h.repo.lower() == repo.full_name.lower())]

@@ -49,10 +49,12 @@ AuthKind = Literal["token", "jwt", "none"]
 
 @dataclass
 class Call:
-    """One API request after authentication: the request, its base URL, who sent it and the path parameters."""
+    """One API request after authentication: the request, its base URL, its normalised raw path (what ``Link`` URLs
+    use), the path parameters and who sent it."""
 
     request: FakeRequest
     base: str
+    path: str
     params: dict[str, str]
     token: Token | None = None
     app: App | None = None  # set on App-JWT routes
@@ -68,19 +70,25 @@ Handler = Callable[[F, Call], FakeResponse]
 
 @dataclass(frozen=True)
 class Route(Generic[F]):
+    """A route and what GitHub says about it: ``scopes`` goes to ``X-Accepted-OAuth-Scopes`` (OAuth tokens) and
+    ``permissions`` to ``X-Accepted-GitHub-Permissions`` (App tokens)."""
+
     method: str
     regex: re.Pattern[str]
     handler: Handler[F]
     auth: AuthKind
+    scopes: str = ""
+    permissions: str = ""
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """``/repos/{owner}/{repo}/contents/{path+}`` to a regex over the raw (still percent-encoded) path.
+    """``/repos/{owner}/{repo}/contents/{path*}`` to a regex over the raw (still percent-encoded) path.
 
-    ``{name+}`` spans segments (a contents path); ``{number}`` and ``{..._id}`` are integers, so ``/issues/comments``
-    is no issue. A negative one matches too and finds nothing: GitHub answers 404 for ``/issues/-1``, not 501.
+    ``{name*}`` spans segments and may be empty (a contents path: ``/contents/`` is the root); ``{number}`` and
+    ``{..._id}`` are integers, so ``/issues/comments`` is no issue. A negative one matches too and finds nothing:
+    GitHub answers 404 for ``/issues/-1``, not 501.
     """
-    regex_text = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", pattern)
+    regex_text = re.sub(r"\{(\w+)\*\}", r"(?P<\1>.*)", pattern)
     regex_text = re.sub(r"\{(number|\w+_id)\}", r"(?P<\1>-?[0-9]+)", regex_text)
     return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", regex_text) + "$")
 
@@ -94,12 +102,13 @@ class RouteTable(Generic[F]):
     def __iter__(self) -> Iterator[Route[F]]:
         return iter(self._routes)
 
-    def route(self, method: str, pattern: str, auth: AuthKind = "token") -> Callable[[Handler[F]], Handler[F]]:
+    def route(self, method: str, pattern: str, auth: AuthKind = "token", *, scopes: str = "",
+              permissions: str = "") -> Callable[[Handler[F]], Handler[F]]:
         """A decorator registering a handler for ``method`` and ``pattern`` (see :func:`compile_pattern`)."""
         regex = compile_pattern(pattern)
 
         def register(handler: Handler[F]) -> Handler[F]:
-            self._routes.append(Route(method, regex, handler, auth))
+            self._routes.append(Route(method, regex, handler, auth, scopes, permissions))
             return handler
 
         return register
@@ -111,6 +120,26 @@ class RouteTable(Generic[F]):
             if found is not None and candidate.method == method:
                 return candidate, {k: unquote(v) for k, v in found.groupdict().items()}
         return None
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def decode_unreserved(raw_path: str) -> str:
+    """``raw_path`` with percent-encoded unreserved characters decoded (``/repos/oc%74o`` is ``/repos/octo``, RFC 3986
+    section 6.2.2.2), so every route matches however a client encoded a name; ``%2F`` and other reserved characters
+    stay encoded and remain part of the name they are in."""
+
+    def one(found: re.Match[str]) -> str:
+        char = chr(int(found.group(1), 16))
+        return char if char in _UNRESERVED else found.group(0).upper()
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", one, raw_path)
+
+
+def without_empty_segments(raw_path: str) -> str:
+    """``raw_path`` without a trailing slash or empty segments (``//``); ``/`` stays ``/``."""
+    return "/" + "/".join(segment for segment in raw_path.split("/") if segment)
 
 
 def load_json(request: FakeRequest) -> Any:
