@@ -1,5 +1,5 @@
 """A fake GitHub (REST subset, App installation tokens, OAuth user tokens, signed webhooks) that githubkit and PyGithub
-accept (issue #5; OAuth, ``GET /user`` and collaborator permission: trial finding 7, :mod:`fakes.github.oauth`).
+accept (OAuth in :mod:`fakes.github.oauth`); what it models is listed in ``fakes/github/README.md``.
 
 Public API:
 

@@ -37,7 +37,7 @@ def verify_signature(*, secret: str | bytes | None, body: bytes, header: str | b
     ``verify_signature(secret=s, body=raw_body, header=request.headers.get("x-hub-signature-256"))``.
 
     ``header`` is what came off the wire: ``False``, never an exception, for a missing one, a non-ASCII or non-hex one,
-    one without ``=``, the wrong length, or a ``sha1=`` signature (a downgrade that githubkit's ``verify`` would accept).
+    one without ``=``, the wrong length, or a ``sha1=`` signature (a downgrade githubkit's ``verify`` would accept).
     ``False`` also for a missing (``None``, e.g. an unset env var) or empty ``secret``: anyone can compute an HMAC under
     the empty key, so accepting it would let unsigned forgeries through. Raises ``TypeError`` for a caller's mistake:
     a ``secret`` that is not text, bytes or None, or a ``body`` that is not bytes (a decoded or re-serialised body

@@ -1,7 +1,7 @@
 """Bad input to the fake GitHub and its helpers gets a clear error, or GitHub's own answer, and never breaks the fake:
 signature checks with a missing or empty secret, webhook payloads that are not JSON, non-positive timeouts, clock
 advances that would push the fake's time out of range, GitHub's size limits on comment bodies and label names, and
-bodies the JSON parser refuses (trial findings 5 and 10, and the nits)."""
+bodies the JSON parser refuses."""
 
 from __future__ import annotations
 
