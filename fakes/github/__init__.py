@@ -7,9 +7,10 @@ Public API:
   ``fakes.server.FakeHandle``; ``python -m fakes.github`` runs it standalone. :func:`unserved` lists the 501s.
 - :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
 - :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
-  those bytes, record the delivery, never retry).
-- :func:`verify_signature`: SHA-256-only, constant-time signature check for receivers; never raises (``False`` for a
-  missing or empty secret).
+  those bytes, record the delivery, never retry); a failed delivery raises :class:`DeliveryFailed` unless
+  ``check=False``; payloads over GitHub's 25 MB cap (:data:`MAX_PAYLOAD_BYTES`) are a ``ValueError``.
+- :func:`verify_signature` ``(*, secret, body, header)``: SHA-256-only, constant-time signature check for receivers;
+  ``False`` for any bad header and for a missing or empty secret, ``TypeError`` for arguments of the wrong type.
 - Payload builders over the fake's state: :func:`issues_opened_payload`, :func:`issues_labeled_payload`,
   :func:`issue_comment_created_payload`, :func:`pull_request_opened_payload`.
 """
