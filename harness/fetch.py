@@ -1,4 +1,5 @@
-"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that says which hop died.
+"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that names the hop that
+died.
 
 Upstream's bare ``fetch`` had no timeout, so a forward dropped by a busy API server left a socket nobody
 answered and the run waited forever (its webhook, chat-stream and gateway calls all did). httpx's own timeouts
@@ -231,6 +232,7 @@ def fetch_through_sync(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     max_body: int = DEFAULT_MAX_BODY,
+    transport: httpx.AsyncBaseTransport | None = None,
     **request: Any,
 ) -> httpx.Response:
     """The blocking twin of :func:`fetch_through` (same arguments, result and errors).
@@ -239,7 +241,8 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body, **request))
+    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body,
+                                       transport=transport, **request))
 
 
 _REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)

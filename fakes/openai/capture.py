@@ -84,7 +84,8 @@ class ModelCall:
             "choice": self.choice, "callable_names": list(self.callable_names),
             "messages": [{"role": m.role, "text": m.text, "tool_call_id": m.tool_call_id,
                           "tool_calls": [list(c) for c in m.tool_calls]} for m in self.messages],
-            "rule": self.rule, "emitted": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.emitted],
+            "rule": self.rule,
+            "emitted": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.emitted],
             "answer_id": self.answer_id, "text": self.text, "error": self.error,
         }
 
@@ -148,7 +149,7 @@ class CallLog(Sequence[ModelCall]):
                           f"{', '.join(emitted) or 'no tool calls at all'}")
 
     def results_for(self, call_id: str) -> CallLog:
-        """Requests that sent back a result for tool call ``call_id`` (a ``tool`` message or ``function_call_output``)."""
+        """Requests that sent back a result for tool call ``call_id`` (``tool`` message or ``function_call_output``)."""
         return CallLog([c for c in self._calls if any(m.tool_call_id == call_id for m in c.messages)])
 
     def unserved(self) -> CallLog:

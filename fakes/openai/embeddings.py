@@ -124,11 +124,12 @@ def create(body: Any, catalog: Catalog) -> dict[str, Any]:
                                ["float", "base64"])
     vectors = [embed(text, dimensions) for text in texts]
     tokens = estimate_tokens(*texts)
-    payload = {"object": "list", "data": [{"object": "embedding", "index": i, "embedding": v.tolist()}
-                                          for i, v in enumerate(vectors)],
-               "model": name, "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+    data: list[dict[str, Any]] = [{"object": "embedding", "index": i, "embedding": v.tolist()}
+                                  for i, v in enumerate(vectors)]
+    payload = {"object": "list", "data": data, "model": name,
+               "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
     checked(CreateEmbeddingResponse, payload)
-    if encoding == "base64":
-        for item, vector in zip(payload["data"], vectors):
+    if encoding == "base64":  # checked as floats above; the client decodes these bytes back to the same floats
+        for item, vector in zip(data, vectors):
             item["embedding"] = base64.b64encode(vector.astype("<f4").tobytes()).decode()
     return payload

@@ -56,10 +56,10 @@ def json_type(value: Any) -> str:
 
 
 def missing_key() -> ApiError:
-    return ApiError(401, "You didn't provide an API key. You need to provide your API key in an Authorization header "
-                         "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank "
-                         "username) if you're accessing the API from your browser and are prompted for a username and "
-                         f"password. You can obtain an API key from {KEYS_URL}.")
+    return ApiError(401, "You didn't provide an API key. You need to provide your API key in an Authorization "
+                         "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field "
+                         "(with blank username) if you're accessing the API from your browser and are prompted for a "
+                         f"username and password. You can obtain an API key from {KEYS_URL}.")
 
 
 def masked(key: str) -> str:
@@ -73,10 +73,10 @@ def wrong_key(key: str) -> ApiError:
 
 
 def unparseable_body() -> ApiError:
-    return ApiError(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
-                         "your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not "
-                         "valid JSON. If you have trouble figuring out how to fix this, please contact us through our "
-                         "help center at help.openai.com.)")
+    return ApiError(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+                         "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent "
+                         "was not valid JSON. If you have trouble figuring out how to fix this, please contact us "
+                         "through our help center at help.openai.com.)")
 
 
 def no_model() -> ApiError:

@@ -89,7 +89,7 @@ def _deltas(answer: Answer, reply: Reply) -> list[tuple[dict[str, Any], str | No
         out.append(({"role": "assistant", "content": "", "refusal": None}, None))
         out += [({"content": piece}, None) for piece in text_pieces(answer.text or "", reply.chunk_chars)]
     for index, call in enumerate(calls):
-        header = {"tool_calls": [_call(index, call.id, call.name, "")]}
+        header: dict[str, Any] = {"tool_calls": [_call(index, call.id, call.name, "")]}
         if not out:
             header = {"role": "assistant", "content": None, **header, "refusal": None}
         out.append((header, None))

@@ -94,6 +94,7 @@ class ResponseRender:
 
     def _message_events(self, index: int, reply: Reply) -> list[dict[str, Any]]:
         text, item = self.answer.text or "", self.message_id
+        assert item is not None  # only called when the answer has a message item
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         where = {"item_id": item, "output_index": index, "content_index": 0}
         return [

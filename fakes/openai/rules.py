@@ -247,7 +247,7 @@ class Reply:
         text = spec.get("text")
         _need(text is None or isinstance(text, str), f"{where}.text: give a string, got {text!r}")
         calls = tuple(_planned(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(_list(spec, "tool_calls", where)))
-        _need("tool_calls" not in spec or calls, f"{where}.tool_calls: give at least one call")
+        _need("tool_calls" not in spec or bool(calls), f"{where}.tool_calls: give at least one call")
         error = _error(spec["error"], f"{where}.error") if "error" in spec else None
         pace = spec.get("pace", 0.0)
         _need(isinstance(pace, (int, float)) and not isinstance(pace, bool) and math.isfinite(pace) and
@@ -265,7 +265,8 @@ class Reply:
 
 def _list(spec: dict[str, Any], key: str, where: str) -> list[Any]:
     value = spec.get(key, [])
-    _need(isinstance(value, list), f"{where}.{key}: give a list, got {value!r}")
+    if not isinstance(value, list):
+        raise RuleSpecError(f"{where}.{key}: give a list, got {value!r}")
     return value
 
 

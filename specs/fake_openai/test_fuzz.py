@@ -104,7 +104,8 @@ def test_near_valid_requests_are_answered_or_refused_never_a_crash(http, case):
         assert set(response.json()["error"]) == {"message", "type", "param", "code"}
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(raw=st.binary(max_size=200))
 def test_arbitrary_bytes_are_a_parse_error_or_a_validation_error(http, raw):
     response = http.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})

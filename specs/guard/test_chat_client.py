@@ -218,8 +218,8 @@ def test_assembly_from_frames_skips_role_keepalive_and_done_and_merges_split_arg
             {"index": 1, "id": "call_b", "function": {"name": "b", "arguments": ""}}]}}]}),
         json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
             {"index": 0, "id": "call_a", "function": {"name": "a", "arguments": '{"k":'}}]}}]}),
-        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '1}'}},
-                                                                      {"index": 1, "function": {"arguments": "{}"}}]}}]}),
+        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": '1}'}}, {"index": 1, "function": {"arguments": "{}"}}]}}]}),
         json.dumps({"choices": [{"index": 1, "delta": {"content": "other choice, ignored"}}]}),
         json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
         "[DONE]")]
