@@ -38,7 +38,11 @@ from fakes.openai.wire import DONE, KEEPALIVE, checked, sse
 HEALTH_PATH = "/healthz"
 ADMIN_PREFIX = "/_fake/openai/"
 API_VERSION = "2020-10-01"
-MAX_CALLS = 10_000
+MAX_CALLS = 1_000
+"""Calls kept by the capture (the newest); with :data:`MAX_CAPTURED_BODY` this bounds a long-running fake's memory."""
+MAX_CAPTURED_BODY = 256 * 1024
+"""Bytes of request body above which a call keeps its parsed ``body`` only in the journal (``ModelCall.body`` is
+``None``; the flattened tools, ``tool_choice`` and messages are kept)."""
 MAX_STORED_RESPONSES = 1_000
 
 
@@ -80,15 +84,20 @@ class OpenAIFake:
         return self.rules.add(*rules)
 
     def set_rules(self, rules: Script | list[Any] | dict[str, Any]) -> None:
-        """Replace every rule (and the default, when ``rules`` is ``{"rules", "default"}``)."""
-        self.rules.replace(rules if isinstance(rules, Script) else Script.from_spec(rules))
+        """Replace every rule; the default too when ``rules`` is a :class:`Script` or ``{"rules", "default"}`` with a
+        ``default`` (otherwise the current default stays)."""
+        script = rules if isinstance(rules, Script) else Script.from_spec(rules)
+        if not isinstance(rules, Script) and not (isinstance(rules, dict) and rules.get("default") is not None):
+            script.default = Reply.from_spec(self.rules.to_spec()["default"], "default")
+        self.rules.replace(script)
 
     def set_default(self, reply: Reply | dict[str, Any]) -> None:
         """The reply when no rule matches (e.g. ``{"text": "ok"}``)."""
         self.rules.set_default(reply)
 
     def log(self) -> CallLog:
-        """Every ``/v1/`` request so far and its answer, oldest first (the newest :data:`MAX_CALLS` kept)."""
+        """Every ``/v1/`` request so far and its answer, oldest first (the newest :data:`MAX_CALLS` kept; the raw
+        requests stay in the shared journal, the newest 10,000)."""
         with self._lock:
             return CallLog(list(self._calls))
 
@@ -125,7 +134,8 @@ class OpenAIFake:
         headers = [("x-request-id", request_id), ("openai-version", API_VERSION),
                    ("openai-processing-ms", str(int((time.monotonic() - started) * 1000)))]
         response.headers.extend(headers)
-        self._record(method, path, endpoint, response.status, request_id, body, turn, answer)
+        kept = body if len(request.body) <= MAX_CAPTURED_BODY else None
+        self._record(method, path, endpoint, response.status, request_id, kept, turn, answer)
         return response
 
     def _authenticate(self, request: FakeRequest) -> None:

@@ -366,8 +366,7 @@ def responses_turn(body: Any, catalog: Catalog, history: History) -> Turn:
         raise errors.wrong_type("instructions", "a string", instructions)
     messages = earlier + _input(body.get("input"), earlier)
     tools = _response_tools(body.get("tools"))
-    choice, forced, allowed = _tool_choice(body, tuple(t for t in tools if t.name), chat=False) \
-        if body.get("tool_choice") is not None or tools else ("none", None, None)
+    choice, forced, allowed = _tool_choice(body, tools, chat=False)
     stream = _bool(body, "stream", False)
     _stream_options(body, stream)
     return Turn("responses", model, messages, tools, body.get("tool_choice"), choice, forced, allowed, stream, False,

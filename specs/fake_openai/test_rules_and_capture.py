@@ -141,7 +141,9 @@ def test_rules_and_capture_through_the_admin_api(served):
         log = CallLog.from_admin(http.get("/_fake/openai/calls").json())
         assert log.last().tool_names == ["get_device_battery"]
         assert log.answered_with(answer.choices[0].message.tool_calls[0].id).rule == "battery"
-        assert http.put("/_fake/openai/rules", json=[]).json()["rules"] == []
+        replaced = http.put("/_fake/openai/rules", json=[]).json()
+        assert replaced["rules"] == []
+        assert replaced["default"] == {"text": "from admin"}  # a bare list replaces the rules, not the default
         assert http.delete("/_fake/openai/rules").status_code == 200
         assert http.get("/_fake/openai/nope").status_code == 404
 
