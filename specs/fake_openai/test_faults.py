@@ -90,6 +90,18 @@ def test_hang_is_a_timeout_and_reset_a_connection_error(rig):
         rig.sync.embeddings.create(model="text-embedding-3-small", input="x")
 
 
+def test_latency_and_drip_on_the_model_routes(rig):
+    rig.handle.fault("latency", "/v1/chat/completions", delay=5.0, times=1)
+    client = sync_client(rig.handle, timeout=0.5)
+    with client, pytest.raises(openai.APITimeoutError):
+        client.chat.completions.create(model="gpt-4o", messages=USER)
+    rig.app.add_rules(TEXT)
+    rig.handle.fault("drip", "/v1/chat/completions", interval=0.0005, times=1)
+    chunks = _read(rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "one two three four five six"
+    assert [e.fault for e in rig.handle.requests()] == ["latency", "drip"]
+
+
 def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig):
     rig.app.add_rules({"when": {}, "reply": {"text": "partial answer", "error": {
         "status": 500, "message": "The server had an error while processing your request.", "in_stream": True}}})

@@ -182,3 +182,13 @@ def test_a_bad_rules_file_names_the_file(tmp_path):
     path.write_text("{not json")
     with pytest.raises(RuleSpecError, match="rules.json"):
         Script.load(path)
+
+
+def test_the_fake_openai_fixture_serves_on_a_socket_with_any_key(fake_openai):
+    import openai
+
+    assert fake_openai.served
+    with openai.OpenAI(base_url=fake_openai.url + "/v1", api_key="whatever", max_retries=0, timeout=10.0) as client:
+        answer = client.chat.completions.create(model="gpt-4o", messages=USER)
+    assert answer.choices[0].message.content == "fake reply to: battery of SN-4417?"
+    assert fake_openai.app.log().last().status == 200

@@ -36,8 +36,7 @@ TOOL = {"type": "function", "function": {"name": "get_device_battery", "paramete
 TWO_CALLS = {"when": {"last_user": "battery"}, "reply": {"text": "Checking.", "tool_calls": [
     {"name": "get_device_battery", "arguments": {"device": "SN-4417", "unit": "%"}},
     {"name": "get_device_battery", "arguments": {"device": "SN-0001"}}]}}
-SLOW = {"when": {"last_user": "slow"}, "reply": {"text": "To continue, link your GitHub account here please",
-                                                 "pace": 0.1}}
+LINK = {"when": {"last_user": "link"}, "reply": {"text": "To continue, link your GitHub account here please"}}
 
 
 @pytest.fixture(params=["socket", "in-process"])
@@ -45,7 +44,7 @@ def fake(request) -> Iterator[FakeHandle]:
     context = fakes.openai.serve(models=["agent-orchestrator"]) if request.param == "socket" else \
         fakes.openai.in_process(models=["agent-orchestrator"])
     with context as handle:
-        handle.app.add_rules(TWO_CALLS, SLOW)
+        handle.app.add_rules(TWO_CALLS, LINK)
         yield handle
 
 
@@ -102,7 +101,7 @@ def test_no_user_jwt_header_unless_given(fake):
 def test_a_cut_stream_is_service_unreachable_and_keeps_the_partial_text(fake, kind):
     fake.fault(kind, "/v1/chat/completions", after=3, times=1)
     with pytest.raises(ServiceUnreachable) as caught:
-        _chat(fake, [{"role": "user", "content": "slow"}])
+        _chat(fake, [{"role": "user", "content": "link"}])
     partial = caught.value.partial
     assert partial.text == "To continue,"
     assert not partial.done
@@ -111,12 +110,12 @@ def test_a_cut_stream_is_service_unreachable_and_keeps_the_partial_text(fake, ki
 
 def test_a_stalled_stream_is_parked_only_when_allowed(fake):
     fake.fault("stream_pause", "/v1/chat/completions", after=4, delay=30.0)
-    parked = _chat(fake, [{"role": "user", "content": "slow"}], timeout=3.0, allow_park=True)
+    parked = _chat(fake, [{"role": "user", "content": "link"}], timeout=3.0, allow_park=True)
     assert parked.parked
     assert parked.text == "To continue, link"
     assert not parked.done
     with pytest.raises(ServiceTimeout, match="headers received") as caught:
-        _chat(fake, [{"role": "user", "content": "slow"}], timeout=3.0)
+        _chat(fake, [{"role": "user", "content": "link"}], timeout=3.0)
     assert caught.value.partial.text == "To continue, link"
     assert caught.value.partial.parked is False
 
@@ -179,7 +178,7 @@ def test_caller_mistakes_are_refused_before_sending(fake):
 
 def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(kubectl_standin: KubectlStandIn):
     with fakes.openai.serve(models=["agent-orchestrator"]) as fake:
-        fake.app.add_rules({**SLOW, "reply": {**SLOW["reply"], "pace": 0.0}})
+        fake.app.add_rules(LINK)
         fake.fault("stream_pause", "/v1/chat/completions", after=3, delay=60.0)
         kubectl_standin.script(target_port=urlsplit(fake.url).port)
         with port_forward(kubectl_standin.kube(), "svc/fake-openai", 80) as fwd:
@@ -190,14 +189,14 @@ def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(k
                 async def kill_when_paused() -> None:
                     while not fake.requests():
                         await anyio.sleep(0.02)
-                    await anyio.sleep(1.0)  # unpaced, the first 3 chunks go out at once; then the 60 s pause
+                    await anyio.sleep(3.0)  # unpaced, the first 3 chunks go out at once; then the 60 s pause
                     os.kill(pid, signal.SIGKILL)
 
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(kill_when_paused)
                     started = time.monotonic()
                     with pytest.raises(PortForwardDied) as caught:
-                        await chat_turn(fwd, [{"role": "user", "content": "slow"}], chat_id="c", token="t",
+                        await chat_turn(fwd, [{"role": "user", "content": "link"}], chat_id="c", token="t",
                                         timeout=30.0)
                 assert time.monotonic() - started < 20.0  # the exit ended it, not the 30 s budget
                 assert caught.value.partial.text == "To continue,"
