@@ -6,10 +6,10 @@ answered and the run waited forever (its webhook, chat-stream and gateway calls 
 only measure inactivity per phase (encode/httpx#1450: a server dripping one byte every 0.5 s never times
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
 forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
-its exit, not at the request timeout (issue #3). Every failure is a :class:`~harness.errors.HopFailure`
+its exit, not at the request timeout. Every failure is a :class:`~harness.errors.HopFailure`
 whose ``hop`` names the forward or the service; a caller's mistake (bad timeout, URL or argument) is a
 ``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to ``max_body`` bytes
-only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s (trial finding 8).
+only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s.
 
 ``stream_through`` is the same exchange for a body read as it arrives (server-sent events): the caller's ``consume``
 gets the response once its headers are in and reads it incrementally, still under the one total deadline, with the
