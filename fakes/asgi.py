@@ -5,6 +5,10 @@
 - drip: status and headers (with the true ``content-length``) at once, then one body byte per ``interval`` seconds.
 - reset: ``SO_LINGER`` on with a zero timeout on the accepted socket, then ``transport.abort()``: the kernel sends a
   TCP RST, so the client reads ``ECONNRESET``, not a clean EOF.
+- a streamed response (``FakeResponse.stream``): status and headers at once without ``content-length`` (uvicorn
+  then uses chunked transfer encoding), then each chunk after its ``delay``. ``stream_stop`` closes the connection
+  after ``after`` chunks without the terminating chunk, ``stream_reset`` sends a RST there, ``stream_pause`` waits
+  ``delay`` seconds there. A stream that raises is logged and its connection closed (a server dying mid-body).
 
 uvicorn does not put the transport in the ASGI scope, so :meth:`FakeASGI.protocol_class` returns an ``H11Protocol``
 subclass that registers each connection's transport under its peer address (``scope["client"]``). Serve with
@@ -14,14 +18,19 @@ subclass that registers each connection's transport under its peer address (``sc
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from fakes.core import FakeRequest, FakeResponse
+from fakes.core import FakeRequest, FakeResponse, StreamChunk
+from fakes.faults import STREAM_KINDS, Fault
 from fakes.runtime import FakeRuntime, Outcome
+
+log = logging.getLogger("fakes")
 
 
 class FakeASGI:
@@ -111,15 +120,66 @@ class FakeASGI:
             await self._drop(scope, rst=False)
             return
         await send({"type": "http.response.start", "status": response.status, "headers": _headers(response)})
-        if kind != "drip":
+        if fault is None and response.stream is None:  # the common case: one write
             await send({"type": "http.response.body", "body": response.body})
             return
-        for i in range(len(response.body)):
+        if await self._send_body(response, fault, scope, receive, send):
+            await send({"type": "http.response.body", "body": b""})
+
+    async def _send_body(self, response: FakeResponse, fault: Fault | None, scope, receive, send) -> bool:
+        """Send the body chunk by chunk with its pacing, drip and stream faults; False if the connection was dropped
+        (the client left, the server is stopping, or a stream fault cut it)."""
+        cut = fault if fault is not None and fault.kind in STREAM_KINDS else None
+        chunks, sent = response.chunks(), 0
+        while True:
+            if cut is not None and sent == cut.after:
+                if not await self._stream_fault(cut, scope, receive):
+                    return False
+                cut = None
+            chunk = self._next_chunk(chunks)
+            if chunk is None:
+                break
+            if chunk is _BROKEN:
+                await self._drop(scope, rst=False)
+                return False
+            if chunk.delay and await self._wait(receive, chunk.delay):
+                await self._drop(scope, rst=False)
+                return False
+            if not await self._send_chunk(chunk.data, fault, scope, receive, send):
+                return False
+            sent += 1
+        return cut is None or await self._stream_fault(cut, scope, receive)
+
+    def _next_chunk(self, chunks: Iterator[StreamChunk]) -> StreamChunk | None:
+        try:
+            return next(chunks)
+        except StopIteration:
+            return None
+        except Exception:  # the fake's stream broke mid-body: the client sees a server that died, not a hang
+            log.exception("fake %s: its response stream raised; closing the connection", self.runtime.app.name)
+            return _BROKEN
+
+    async def _send_chunk(self, data: bytes, fault: Fault | None, scope, receive, send) -> bool:
+        if fault is None or fault.kind != "drip":
+            if data:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
+            return True
+        for i in range(len(data)):
             if await self._wait(receive, fault.interval):
                 await self._drop(scope, rst=False)
-                return
-            await send({"type": "http.response.body", "body": response.body[i:i + 1], "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+                return False
+            await send({"type": "http.response.body", "body": data[i:i + 1], "more_body": True})
+        return True
+
+    async def _stream_fault(self, fault: Fault, scope, receive) -> bool:
+        """Enact a stream fault at its place; True if the stream goes on (a pause the client waited out)."""
+        if fault.kind == "stream_pause":
+            if await self._wait(receive, fault.delay):
+                await self._drop(scope, rst=False)
+                return False
+            return True
+        await self._drop(scope, rst=fault.kind == "stream_reset")
+        return False
 
     async def _wait(self, receive, seconds: float | None) -> bool:
         """Sleep ``seconds`` (``None``: forever); True if the client left or the server is stopping first."""
@@ -155,8 +215,12 @@ async def _until_disconnect(receive) -> None:
         pass
 
 
+#: Marks a response stream that raised (see ``FakeASGI._next_chunk``).
+_BROKEN = StreamChunk(b"")
+
+
 def _headers(response: FakeResponse) -> list[tuple[bytes, bytes]]:
     out = [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in response.headers]
-    if not any(k == b"content-length" for k, _ in out):
+    if response.stream is None and not any(k == b"content-length" for k, _ in out):
         out.append((b"content-length", str(len(response.body)).encode()))
     return out

@@ -3,8 +3,13 @@
 A fake is a :class:`FakeApp`: plain state plus ``handle(FakeRequest) -> FakeResponse``. The shared machinery
 (request journal, fault injection, the ``/_fake/`` admin API, the ASGI adapter served by uvicorn, the in-process
 httpx transport) is written once against this contract and wraps any fake, so the fake Qdrant and the fake
-GitHub differ only in their wire behaviour (design: ``shared/reference/fakes-api.md`` §4.1, "one core, three
-adapters").
+GitHub differ only in their wire behaviour ("one core, three adapters": the core, the socket server, the in-process
+transport).
+
+A response is either whole (``FakeResponse.body``) or streamed (``FakeResponse.stream``: an iterable of
+:class:`StreamChunk`, each sent after its own ``delay``), e.g. server-sent events. Both adapters send a streamed body
+chunk by chunk (chunked transfer encoding on the socket, no ``content-length``), so a client sees the first chunk
+before the last one exists, and the stream faults of ``fakes.faults`` can stop, pause or reset it between chunks.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
@@ -134,13 +140,50 @@ class FakeRequest:
             raise BadJson(f"nesting is too deep to parse (limit {max_depth})", "depth") from None
 
 
+@dataclass(frozen=True)
+class StreamChunk:
+    """One piece of a streamed body: ``data`` is sent after waiting ``delay`` seconds (the stream's pacing).
+
+    Empty ``data`` sends nothing but still counts as a chunk (a pure pause). Raises ``ValueError`` for a negative or
+    non-finite ``delay`` and ``TypeError`` for ``data`` that is not bytes.
+    """
+
+    data: bytes
+    delay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, bytes):
+            raise TypeError(f"StreamChunk data must be bytes, got {type(self.data).__name__}")
+        if isinstance(self.delay, bool) or not isinstance(self.delay, (int, float)) or not math.isfinite(self.delay) \
+                or self.delay < 0:
+            raise ValueError(f"StreamChunk delay={self.delay!r}: give seconds as a finite number >= 0")
+
+
 @dataclass
 class FakeResponse:
-    """One HTTP response: status, header pairs (order kept, repeats allowed) and body bytes."""
+    """One HTTP response: status, header pairs (order kept, repeats allowed) and either body bytes or a stream.
+
+    ``stream`` (an iterable of :class:`StreamChunk`, ``None`` for a whole body) is consumed lazily by the adapter that
+    sends it, on the server's event loop: producing the next chunk must not block (pacing belongs in
+    ``StreamChunk.delay``). A streamed response is sent without ``content-length``; ``body`` is then ignored.
+    """
 
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    stream: Iterable[StreamChunk] | None = None
+
+    def chunks(self) -> Iterator[StreamChunk]:
+        """The body as chunks: the stream's own, or the whole body as one chunk (none for an empty body)."""
+        if self.stream is not None:
+            return iter(self.stream)
+        return iter([StreamChunk(self.body)] if self.body else [])
+
+    @classmethod
+    def streamed(cls, status: int, chunks: Iterable[StreamChunk], content_type: str = "text/event-stream",
+                 headers: list[tuple[str, str]] | None = None) -> FakeResponse:
+        """A streamed response (default ``content-type: text/event-stream``, the server-sent events type)."""
+        return cls(status, [("content-type", content_type), *(headers or [])], stream=chunks)
 
     @classmethod
     def json(cls, status: int, payload: Any, headers: list[tuple[str, str]] | None = None) -> FakeResponse:
@@ -165,7 +208,8 @@ class FakeApp(Protocol):
     """What the shared machinery needs from a fake.
 
     ``name`` appears in logs and admin answers; ``unrecorded_paths`` are exact paths (health routes) the journal
-    skips, so a readiness probe never reads as an application call (stack-under-test.md §9, failure mode 14).
+    skips, so a readiness probe never reads as an application call (upstream's own probe once showed up in its fake's
+    request log as an unstubbed call).
     ``handle`` must be thread-safe (uvicorn's event loop and test threads may call it at once) and must not block
     for long: faults such as hang and drip are the machinery's job, not the fake's.
     """

@@ -1,4 +1,5 @@
-"""The fault table: which requests a fake should fail, and how (field-pitfalls.md §16; fakes-api.md §4.1 (c)).
+"""The fault table: which requests a fake should fail, and how (the hung/failed split Toxiproxy's ``timeout`` and
+``reset_peer`` toxics give, plus drip and the stream faults, selectable per route).
 
 A :class:`Fault` selects requests by method and a path glob (``fnmatch``: ``*`` also crosses ``/``), applies to the
 next ``times`` matching requests or, with ``times=None``, until cleared. Kinds, and what a socket client sees:
@@ -6,12 +7,22 @@ next ``times`` matching requests or, with ``times=None``, until cleared. Kinds, 
 - ``hang``: the connection is accepted and the request read, then nothing is ever sent (until the client goes away
   or the server stops): a read timeout, or a hang forever for a client without one.
 - ``drip``: the real response's status and headers at once, then its body one byte every ``interval`` seconds:
-  defeats per-read timeouts (httpx's default), only a total deadline catches it (field-pitfalls.md §13).
+  defeats per-read timeouts (httpx's default: 5 s of inactivity per read, no total), only a total deadline catches
+  it (encode/httpx#1450).
 - ``reset``: a TCP RST instead of an answer (``ECONNRESET``; httpx ``ReadError``/``RemoteProtocolError``).
 - ``status``: answer ``status`` (200-599; 1xx is informational, never a final answer) with ``headers`` (e.g.
   ``Retry-After``) and ``body`` (default: the fake's own error body for that status, if it offers one) without
   calling the fake. A 204 or 304 carries no body (RFC 9110 §15.3.5, §15.4.5): any body is dropped.
 - ``latency``: wait ``delay`` seconds, then the real response.
+
+Stream faults act on the fake's real response between its chunks (a streamed body such as server-sent events; a
+whole body counts as one chunk). ``after`` chunks are sent first (all of them if the stream is shorter):
+
+- ``stream_stop``: the connection is closed without finishing the body (no terminating chunk): httpx raises
+  ``RemoteProtocolError`` ("peer closed connection without sending complete message body").
+- ``stream_pause``: a pause of ``delay`` seconds before the next chunk, then the rest of the stream: a read timeout
+  shorter than ``delay`` fires; a total deadline may.
+- ``stream_reset``: a TCP RST mid-body (``ECONNRESET``; httpx ``ReadError``).
 
 Health routes (a fake's ``unrecorded_paths``) are exempt unless ``include_health=True``, so a ``*`` fault does not
 make a cluster's readiness probe pull the fake out of its Service. ``apply=True`` on hang/reset/status lets the
@@ -27,7 +38,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("hang", "drip", "reset", "status", "latency")
+KINDS = ("hang", "drip", "reset", "status", "latency", "stream_stop", "stream_pause", "stream_reset")
+#: Kinds that act between the chunks of the fake's real response (the fake is called, its answer is cut).
+STREAM_KINDS = frozenset({"stream_stop", "stream_pause", "stream_reset"})
 #: Statuses whose response has no body (RFC 9110 §15.3.5, §15.4.5); h11 refuses to send one.
 BODYLESS_STATUSES = frozenset({204, 304})
 
@@ -49,6 +62,7 @@ class Fault:
     body: bytes | None = None
     delay: float = 0.0
     interval: float = 0.5
+    after: int = 0
     apply: bool = False
     include_health: bool = False
     id: str = ""
@@ -73,6 +87,10 @@ class Fault:
                 raise FaultSpecError(f"fault {name}={value!r}: give seconds as a finite non-negative number")
         if self.kind == "drip" and self.interval <= 0:
             raise FaultSpecError("fault drip needs interval > 0 seconds")
+        if self.kind == "stream_pause" and self.delay <= 0:
+            raise FaultSpecError("fault stream_pause needs delay > 0 seconds (the pause before the next chunk)")
+        if not isinstance(self.after, int) or isinstance(self.after, bool) or self.after < 0:
+            raise FaultSpecError(f"fault after={self.after!r}: give the number of chunks sent first, an integer >= 0")
         if not isinstance(self.path, str) or not isinstance(self.method, str):
             raise FaultSpecError(f"fault path={self.path!r} / method={self.method!r}: give strings such as "
                                  "'/collections/*' and 'POST'")
@@ -109,6 +127,7 @@ class Fault:
             "body": None if self.body is None else self.body.decode(errors="replace"),
             "delay": self.delay,
             "interval": self.interval,
+            "after": self.after,
             "apply": self.apply,
             "include_health": self.include_health,
         }
@@ -122,8 +141,8 @@ class Fault:
         """
         if not isinstance(spec, dict):
             raise FaultSpecError("a fault is a JSON object such as {\"kind\": \"status\", \"status\": 503}")
-        allowed = {"kind", "path", "method", "times", "status", "headers", "body", "delay", "interval", "apply",
-                   "include_health"}
+        allowed = {"kind", "path", "method", "times", "status", "headers", "body", "delay", "interval", "after",
+                   "apply", "include_health"}
         unknown = sorted(set(spec) - allowed)
         if unknown:
             raise FaultSpecError(f"unknown fault field(s) {unknown}; allowed: {sorted(allowed)}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fakes.admin import handle_admin, is_admin_path
 from fakes.core import FakeApp, FakeRequest, FakeResponse, NonJsonValue
-from fakes.faults import BODYLESS_STATUSES, Fault, FaultTable
+from fakes.faults import BODYLESS_STATUSES, STREAM_KINDS, Fault, FaultTable
 from fakes.journal import Journal, JournalEntry
 
 log = logging.getLogger("fakes")
@@ -25,7 +25,8 @@ class Outcome:
     """The decision for one request.
 
     ``response`` is what to send (``None`` for hang and reset); ``fault`` is the fault to enact, if any (for drip the
-    response is dripped, for latency it is delayed); ``entry`` is the journal entry (``None`` for admin and health).
+    response is dripped, for latency it is delayed, for a stream fault it is cut, paused or reset between chunks);
+    ``entry`` is the journal entry (``None`` for admin and health).
     """
 
     response: FakeResponse | None
@@ -50,7 +51,7 @@ class FakeRuntime:
         health = request.path in self.app.unrecorded_paths
         fault = self.faults.take(request.method, request.path, health=health)
         entry = None if health else self.journal.record(request, fault=fault.kind if fault else None)
-        if fault is None or fault.kind in ("drip", "latency"):
+        if fault is None or fault.kind in ("drip", "latency") or fault.kind in STREAM_KINDS:
             response = self._guarded(lambda: self.app.handle(request))
         else:
             if fault.apply:

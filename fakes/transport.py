@@ -9,19 +9,27 @@ Faults surface as the httpx exceptions a client on a real socket would see, hono
 - reset: ``httpx.ReadError("[Errno 104] Connection reset by peer")``, what httpx raises on ``ECONNRESET``.
 - latency: the answer after ``delay`` seconds, or ``ReadTimeout`` after the read timeout if that is shorter.
 - drip: status and headers at once, then one body byte per ``interval`` while the body is read; ``ReadTimeout`` if
-  ``interval`` exceeds the read timeout (a per-read timeout never fires otherwise: field-pitfalls.md §13).
+  ``interval`` exceeds the read timeout (a per-read timeout never fires otherwise, encode/httpx#1450).
+- a streamed response: each chunk is yielded after its ``delay`` as the body is read (``ReadTimeout`` if one delay
+  exceeds the read timeout); ``stream_pause`` likewise; ``stream_stop`` raises ``httpx.RemoteProtocolError`` with
+  httpcore's wording for a body cut short, ``stream_reset`` ``httpx.ReadError`` (``ECONNRESET``), both after
+  ``after`` chunks. A fake stream that raises ends the body like ``stream_stop`` (and is logged).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import httpx
 
-from fakes.core import FakeRequest
+from fakes.core import FakeRequest, FakeResponse, StreamChunk
+from fakes.faults import STREAM_KINDS, Fault
 from fakes.runtime import FakeRuntime, Outcome
+
+log = logging.getLogger("fakes")
 
 #: Upper bound (seconds) on an in-process hang for a request with no read timeout.
 HANG_CAP = 600.0
@@ -75,10 +83,10 @@ class FakeTransport(httpx.BaseTransport):
             raise httpx.ReadError(RESET_MESSAGE, request=request)
         if kind == "latency":
             self._delay(outcome.fault.delay, read, request)
-        body = outcome.response.body
-        if kind == "drip":
-            return _response(outcome, request, _SyncDrip(body, outcome.fault.interval, read, request, self))
-        return _response(outcome, request, httpx.ByteStream(body))
+        assert outcome.response is not None
+        if outcome.fault is None and outcome.response.stream is None:
+            return _response(outcome, request, httpx.ByteStream(outcome.response.body))
+        return _response(outcome, request, _SyncBody(_BodyPlan(outcome.response, outcome.fault, read, request, self)))
 
     def _delay(self, seconds: float, read: float | None, request: httpx.Request) -> None:
         if read is not None and seconds > read:
@@ -96,17 +104,86 @@ class FakeTransport(httpx.BaseTransport):
         raise httpx.ReadTimeout("timed out", request=request)
 
 
-class _SyncDrip(httpx.SyncByteStream):
-    def __init__(self, body: bytes, interval: float, read: float | None, request: httpx.Request,
-                 transport: FakeTransport) -> None:
-        self.body, self.interval, self.read, self.request, self.transport = body, interval, read, request, transport
+class _BodyPlan:
+    """What to send of one response body and where its faults fall: shared by the sync and async streams."""
+
+    def __init__(self, response: FakeResponse, fault: Fault | None, read: float | None, request: httpx.Request,
+                 transport: FakeTransport | AsyncFakeTransport) -> None:
+        self.response, self.read, self.request, self.transport = response, read, request, transport
+        self.drip = fault.interval if fault is not None and fault.kind == "drip" else None
+        self.cut = fault if fault is not None and fault.kind in STREAM_KINDS else None
+        self.chunks = response.chunks()
+        self.sent_bytes = 0
+
+    def next_chunk(self) -> StreamChunk | None:
+        """The next chunk, ``None`` at the end; a fake stream that raises ends the body as a server dying would."""
+        try:
+            return next(self.chunks)
+        except StopIteration:
+            return None
+        except Exception:
+            log.exception("fake %s: its response stream raised; ending the body", self.transport.runtime.app.name)
+            raise self.cut_short() from None
+
+    def pieces(self, data: bytes) -> list[tuple[float, bytes]]:
+        """``data`` as (wait, bytes) pieces: one piece, or one byte per drip interval."""
+        self.sent_bytes += len(data)  # counted up front: a piece is yielded right after its wait, or the read fails
+        if self.drip is None:
+            return [(0.0, data)] if data else []
+        return [(self.drip, data[i:i + 1]) for i in range(len(data))]
+
+    def fault_error(self, fault: Fault) -> httpx.TransportError:
+        if fault.kind == "stream_reset":
+            return httpx.ReadError(RESET_MESSAGE, request=self.request)
+        return self.cut_short()
+
+    def cut_short(self) -> httpx.RemoteProtocolError:
+        """What httpcore raises when the peer closes before the body is complete."""
+        if self.response.stream is None:
+            detail = f"received {self.sent_bytes} bytes, expected {len(self.response.body)}"
+        else:
+            detail = "incomplete chunked read"
+        return httpx.RemoteProtocolError(f"peer closed connection without sending complete message body: {detail}",
+                                         request=self.request)
+
+    def too_slow(self, seconds: float) -> bool:
+        """True when a wait of ``seconds`` outlasts the request's read timeout (then it ends in ``ReadTimeout``)."""
+        return self.read is not None and seconds > self.read
+
+
+class _SyncBody(httpx.SyncByteStream):
+    def __init__(self, plan: _BodyPlan) -> None:
+        self.plan = plan
 
     def __iter__(self) -> Iterator[bytes]:
-        for i in range(len(self.body)):
-            if self.read is not None and self.interval > self.read:
-                self.transport._wait(self.read, self.request, interruptible=False)
-            time.sleep(self.interval)  # the drip pace itself
-            yield self.body[i:i + 1]
+        plan, sent = self.plan, 0
+        while True:
+            if plan.cut is not None and sent == plan.cut.after:
+                self._fault(plan.cut)
+                plan.cut = None
+            chunk = plan.next_chunk()
+            if chunk is None:
+                break
+            self._pause(chunk.delay)
+            for wait, piece in plan.pieces(chunk.data):
+                self._pause(wait)
+                yield piece
+            sent += 1
+        if plan.cut is not None:
+            self._fault(plan.cut)
+
+    def _fault(self, fault: Fault) -> None:
+        if fault.kind != "stream_pause":
+            raise self.plan.fault_error(fault)
+        self._pause(fault.delay)
+
+    def _pause(self, seconds: float) -> None:
+        if not seconds:
+            return
+        if self.plan.too_slow(seconds):
+            assert isinstance(self.plan.transport, FakeTransport) and self.plan.read is not None
+            self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
+        time.sleep(seconds)  # the stream's own pacing (or a drip or pause fault), not a readiness wait
 
 
 class AsyncFakeTransport(httpx.AsyncBaseTransport):
@@ -132,10 +209,10 @@ class AsyncFakeTransport(httpx.AsyncBaseTransport):
             if read is not None and outcome.fault.delay > read:
                 await self._wait(read, request, interruptible=False)
             await anyio.sleep(outcome.fault.delay)
-        if kind == "drip":
-            return _response(outcome, request, _AsyncDrip(outcome.response.body, outcome.fault.interval, read,
-                                                          request, self))
-        return _response(outcome, request, httpx.ByteStream(outcome.response.body))
+        assert outcome.response is not None
+        if outcome.fault is None and outcome.response.stream is None:
+            return _response(outcome, request, httpx.ByteStream(outcome.response.body))
+        return _response(outcome, request, _AsyncBody(_BodyPlan(outcome.response, outcome.fault, read, request, self)))
 
     async def _wait(self, seconds: float, request: httpx.Request, *, interruptible: bool) -> None:
         deadline = time.monotonic() + seconds
@@ -146,14 +223,36 @@ class AsyncFakeTransport(httpx.AsyncBaseTransport):
         raise httpx.ReadTimeout("timed out", request=request)
 
 
-class _AsyncDrip(httpx.AsyncByteStream):
-    def __init__(self, body: bytes, interval: float, read: float | None, request: httpx.Request,
-                 transport: AsyncFakeTransport) -> None:
-        self.body, self.interval, self.read, self.request, self.transport = body, interval, read, request, transport
+class _AsyncBody(httpx.AsyncByteStream):
+    def __init__(self, plan: _BodyPlan) -> None:
+        self.plan = plan
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        for i in range(len(self.body)):
-            if self.read is not None and self.interval > self.read:
-                await self.transport._wait(self.read, self.request, interruptible=False)
-            await anyio.sleep(self.interval)
-            yield self.body[i:i + 1]
+        plan, sent = self.plan, 0
+        while True:
+            if plan.cut is not None and sent == plan.cut.after:
+                await self._fault(plan.cut)
+                plan.cut = None
+            chunk = plan.next_chunk()
+            if chunk is None:
+                break
+            await self._pause(chunk.delay)
+            for wait, piece in plan.pieces(chunk.data):
+                await self._pause(wait)
+                yield piece
+            sent += 1
+        if plan.cut is not None:
+            await self._fault(plan.cut)
+
+    async def _fault(self, fault: Fault) -> None:
+        if fault.kind != "stream_pause":
+            raise self.plan.fault_error(fault)
+        await self._pause(fault.delay)
+
+    async def _pause(self, seconds: float) -> None:
+        if not seconds:
+            return
+        if self.plan.too_slow(seconds):
+            assert isinstance(self.plan.transport, AsyncFakeTransport) and self.plan.read is not None
+            await self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
+        await anyio.sleep(seconds)

@@ -10,11 +10,15 @@ Public API (see README.md for a tour):
 - port-forwards: :class:`PortForward`, :func:`port_forward`, :class:`ForwardPool`, :func:`fetch_through`,
   :func:`fetch_through_sync` and the hop errors (:class:`PortForwardNotReady`, :class:`PortForwardGone`,
   :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`);
-- Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant.
+- Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant;
+- chat: :func:`chat_turn`, :func:`chat_turn_sync` (one streamed chat turn, read incrementally under one deadline),
+  :class:`ChatTurn`, :class:`ToolCall`, :class:`ChatRejected`, :class:`ChatStreamMalformed`; :func:`stream_through`
+  (``fetch_through`` for a body read as it arrives).
 """
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
+from harness.chat import ChatError, ChatRejected, ChatStreamMalformed, ChatTurn, ToolCall, chat_turn, chat_turn_sync
 from harness.errors import (
     ApiServerUnreachable,
     ContextNotAllowed,
@@ -36,7 +40,7 @@ from harness.errors import (
     TimestampError,
     WaitTimeout,
 )
-from harness.fetch import fetch_through, fetch_through_sync
+from harness.fetch import fetch_through, fetch_through_sync, stream_through
 from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
 from harness.kube import Kube
@@ -49,6 +53,10 @@ __all__ = [
     "AgentRunRecord",
     "ApiServerUnreachable",
     "Attempt",
+    "ChatError",
+    "ChatRejected",
+    "ChatStreamMalformed",
+    "ChatTurn",
     "ContextNotAllowed",
     "ForwardExit",
     "ForwardLeak",
@@ -72,9 +80,12 @@ __all__ = [
     "ServiceUnreachable",
     "StopWaiting",
     "TimestampError",
+    "ToolCall",
     "WaitSummary",
     "WaitTimeout",
     "agent_runs_since",
+    "chat_turn",
+    "chat_turn_sync",
     "clamp_to_attempt",
     "created_since",
     "current_attempt",
@@ -82,6 +93,7 @@ __all__ = [
     "fetch_through_sync",
     "parse_k8s_time",
     "port_forward",
+    "stream_through",
     "unique_issue_number",
     "wait_for",
     "wait_for_sync",

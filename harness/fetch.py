@@ -1,14 +1,19 @@
-"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that says which hop died.
+"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that names the hop that
+died.
 
 Upstream's bare ``fetch`` had no timeout, so a forward dropped by a busy API server left a socket nobody
-answered and the run waited forever (stack-under-test.md §9, failure modes 2 and 45). httpx's own timeouts
+answered and the run waited forever (its webhook, chat-stream and gateway calls all did). httpx's own timeouts
 only measure inactivity per phase (encode/httpx#1450: a server dripping one byte every 0.5 s never times
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
 forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
-its exit, not at the request timeout (issue #3). Every failure is a :class:`~harness.errors.HopFailure`
+its exit, not at the request timeout. Every failure is a :class:`~harness.errors.HopFailure`
 whose ``hop`` names the forward or the service; a caller's mistake (bad timeout, URL or argument) is a
 ``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to ``max_body`` bytes
-only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s (trial finding 8).
+only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s.
+
+``stream_through`` is the same exchange for a body read as it arrives (server-sent events): the caller's ``consume``
+gets the response once its headers are in and reads it incrementally, still under the one total deadline, with the
+same forward watch and the same hop errors.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import h11
@@ -79,6 +84,21 @@ class _Progress:
         return f"headers received (HTTP {self.status}) but the body was not complete"
 
 
+T = TypeVar("T")
+
+
+@dataclass
+class _Done(Generic[T]):
+    """The consumer's result (a wrapper, so any value, a response included, reads as success)."""
+
+    value: T
+
+
+async def _read_whole(response: httpx.Response) -> httpx.Response:
+    await response.aread()
+    return response
+
+
 async def fetch_through(
     forward: Forward | str,
     method: str,
@@ -86,12 +106,14 @@ async def fetch_through(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     max_body: int = DEFAULT_MAX_BODY,
+    transport: httpx.AsyncBaseTransport | None = None,
     **request: Any,
 ) -> httpx.Response:
     """Send ``method path`` through ``forward`` and read the whole answer within ``timeout`` seconds in total.
 
     ``forward`` is a :class:`harness.PortForward` or a base URL such as ``"http://127.0.0.1:8123"``.
     ``request`` goes to ``httpx.AsyncClient.request`` (``params``, ``headers``, ``content``, ``json``, ...).
+    ``transport`` (rarely needed) replaces the socket, e.g. a fake's in-process transport at the fake's base URL.
     The budget is shortened to what is left of the current ``wait_for`` attempt. ``max_body`` caps the body
     in bytes (default :data:`DEFAULT_MAX_BODY`, 64 MiB), counted as the service sends them (after chunked
     framing, before any ``Content-Encoding`` is undone). Returns the response with its body read (any
@@ -116,6 +138,36 @@ async def fetch_through(
     - :class:`ServiceAnswerTooLarge` when the ``Content-Length`` or the bytes read pass ``max_body``: at most
       ``max_body`` plus one read (64 KiB) is held, then the connection is closed.
     """
+    return await _bounded(forward, method, path, _read_whole, timeout, max_body, transport, request)
+
+
+async def stream_through(
+    forward: Forward | str,
+    method: str,
+    path: str,
+    consume: Callable[[httpx.Response], Awaitable[T]],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_body: int = DEFAULT_MAX_BODY,
+    transport: httpx.AsyncBaseTransport | None = None,
+    **request: Any,
+) -> T:
+    """Send ``method path`` through ``forward`` and hand the response to ``consume`` as soon as its headers arrive.
+
+    ``consume(response)`` reads the body incrementally (``response.aiter_bytes()``) and returns what it made of it;
+    it may stop early (the stream is closed afterwards). One total deadline of ``timeout`` seconds covers connect,
+    headers and everything ``consume`` reads; a stall mid-body is a :class:`ServiceTimeout` like any other, so a
+    consumer that keeps its partial result outside (an object it fills) still has it. Arguments, caller-mistake
+    errors and hop errors are those of :func:`fetch_through` (``max_body`` counts the bytes ``consume`` reads); an
+    exception ``consume`` raises itself (not a transport error) propagates unchanged.
+    """
+    return await _bounded(forward, method, path, consume, timeout, max_body, transport, request)
+
+
+async def _bounded(
+    forward: Forward | str, method: str, path: str, consume: Callable[[httpx.Response], Awaitable[T]],
+    timeout: float, max_body: int, transport: httpx.AsyncBaseTransport | None, request: dict[str, Any],
+) -> T:
     _check_positive("timeout", timeout, float)
     _check_positive("max_body", max_body, int)
     fwd = None if isinstance(forward, str) else forward
@@ -128,20 +180,21 @@ async def fetch_through(
         _refuse_if_unusable(fwd, where, path, budget)
 
     progress = _Progress()
-    outcome: httpx.Response | BaseException | None = None
+    outcome: _Done[T] | BaseException | None = None
     died = False
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False,
+                                 transport=transport) as client:
         with anyio.CancelScope(deadline=anyio.current_time() + budget) as scope:
             async with anyio.create_task_group() as tg:
                 if fwd is not None:
                     tg.start_soon(_watch_exit, fwd, scope)
                 try:
-                    outcome = await _exchange(client, method, path, request, progress, max_body)
+                    outcome = _Done(await _exchange(client, method, path, request, progress, max_body, consume))
                 except Exception as exc:  # kept, classified below: raising here would wrap it in an ExceptionGroup
                     outcome = exc
                 tg.cancel_scope.cancel()
-        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (httpx.Response, _TooLarge)):
+        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (_Done, _TooLarge)):
             died = True
 
     elapsed = time.monotonic() - started
@@ -156,10 +209,10 @@ async def fetch_through(
         ) from outcome
     if isinstance(outcome, Exception) and not isinstance(outcome, (httpx.TransportError, OSError)):
         raise outcome  # a caller's mistake (bad argument) or a decoding error: not a hop failure
-    if isinstance(outcome, httpx.Response):
+    if isinstance(outcome, _Done):
         if fwd is not None:
             fwd.note_answer()
-        return outcome
+        return outcome.value
     if fwd is not None and not died and (outcome is not None and not isinstance(outcome, httpx.TimeoutException)):
         died = await _settle(fwd)
     if died:
@@ -179,6 +232,7 @@ def fetch_through_sync(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     max_body: int = DEFAULT_MAX_BODY,
+    transport: httpx.AsyncBaseTransport | None = None,
     **request: Any,
 ) -> httpx.Response:
     """The blocking twin of :func:`fetch_through` (same arguments, result and errors).
@@ -187,7 +241,8 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body, **request))
+    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body,
+                                       transport=transport, **request))
 
 
 _REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)
@@ -247,9 +302,10 @@ class _CappedBody(httpx.AsyncByteStream):
 
 
 async def _exchange(
-    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress, max_body: int
-) -> httpx.Response:
-    """Send and read the whole body (at most ``max_body`` bytes); httpx closes the stream on every path."""
+    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress, max_body: int,
+    consume: Callable[[httpx.Response], Awaitable[T]],
+) -> T:
+    """Send, then let ``consume`` read the body (at most ``max_body`` bytes); the stream is closed on every path."""
 
     async def headers_in(response: httpx.Response) -> None:
         progress.status = response.status_code
@@ -261,7 +317,8 @@ async def _exchange(
 
     client.event_hooks["response"] = [headers_in]
     progress.stage = "waiting for response headers"
-    return await client.request(method, path, **request)
+    async with client.stream(method, path, **request) as response:
+        return await consume(response)
 
 
 def _content_length(response: httpx.Response) -> int | None:

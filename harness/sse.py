@@ -1,0 +1,88 @@
+"""An incremental server-sent events decoder (the WHATWG HTML "event stream" format), fed bytes as they arrive.
+
+Lines end with CRLF, LF or CR (a CR at the end of one chunk waits for the next, in case an LF follows); a line
+starting with ``:`` is a comment (servers send them as keep-alives); ``data:`` lines (one optional space after the
+colon) accumulate, joined by newlines, until a blank line dispatches the event; ``event:`` names it; other fields
+(``id``, ``retry``) are ignored. UTF-8 is decoded incrementally, so a character split across chunks is kept whole.
+An event not closed by a blank line when the stream ends is dropped, as the format specifies.
+
+The harness keeps its own decoder (rather than a client library's) because a spec wants to see the comments too:
+a chat stream that only ever sends keep-alives is a parked turn, not a dead connection.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SSEFrame:
+    """One dispatched event (``data`` set, ``event`` its name or ``None``) or one comment line (``comment`` set)."""
+
+    data: str | None = None
+    event: str | None = None
+    comment: str | None = None
+
+
+class SSEDecoder:
+    """Feed bytes with :meth:`feed`, get the complete frames so far; :meth:`close` at the end of the stream."""
+
+    def __init__(self) -> None:
+        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = ""
+        self._data: list[str] = []
+        self._event: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEFrame]:
+        """The frames completed by ``chunk`` (possibly none), in order."""
+        self._buffer += self._text.decode(chunk)
+        frames: list[SSEFrame] = []
+        while True:
+            line = self._next_line()
+            if line is None:
+                return frames
+            frame = self._line(line)
+            if frame is not None:
+                frames.append(frame)
+
+    def close(self) -> list[SSEFrame]:
+        """Flush at the end of the stream: a last line without its terminator still counts; an event without its
+        closing blank line is dropped."""
+        self._buffer += self._text.decode(b"", final=True)
+        frames = self.feed(b"")
+        if self._buffer:
+            line, self._buffer = self._buffer.rstrip("\r"), ""
+            frame = self._line(line)
+            if frame is not None:
+                frames.append(frame)
+        return frames
+
+    def _next_line(self) -> str | None:
+        ends = [i for i in (self._buffer.find("\n"), self._buffer.find("\r")) if i >= 0]
+        if not ends:
+            return None
+        i = min(ends)
+        if self._buffer[i] == "\r" and i + 1 == len(self._buffer):
+            return None  # CR at the end of what we have: maybe the first half of CRLF
+        skip = 2 if self._buffer[i] == "\r" and self._buffer[i + 1] == "\n" else 1
+        line, self._buffer = self._buffer[:i], self._buffer[i + skip:]
+        return line
+
+    def _line(self, line: str) -> SSEFrame | None:
+        if line == "":
+            if not self._data:
+                self._event = None
+                return None
+            frame = SSEFrame(data="\n".join(self._data), event=self._event)
+            self._data, self._event = [], None
+            return frame
+        if line.startswith(":"):
+            return SSEFrame(comment=line[1:].lstrip(" "))
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return None
