@@ -1,0 +1,46 @@
+"""Shared helpers for specs of the Kubernetes API double: where the real kubectl builds are, and a module double."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+import fakes.kube
+from fakes.kube import KubeHandle
+
+MANIFESTS = os.path.join(os.path.dirname(__file__), "manifests")
+
+
+def kubectl_dir() -> str | None:
+    """The directory holding ``kubectl`` and its ``kubectl.1.NN`` builds, or None without a kubectl."""
+    found = shutil.which("kubectl")
+    return os.path.dirname(os.path.realpath(found)) if found else None
+
+
+def kubectl_build(minor: int) -> str | None:
+    """The path of the real ``kubectl.1.<minor>`` build beside the kubectl on PATH, or None."""
+    folder = kubectl_dir()
+    path = os.path.join(folder, f"kubectl.1.{minor}") if folder else ""
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def require_kubectl() -> str:
+    path = shutil.which("kubectl")
+    if path is None:
+        pytest.skip("no kubectl on PATH: the double's kubectl specs need the real binary")
+    return path
+
+
+def manifest(name: str) -> str:
+    return os.path.join(MANIFESTS, name)
+
+
+@pytest.fixture(scope="module")
+def kd() -> Iterator[KubeHandle]:
+    """One double for the module (kubectl's discovery cache stays warm across its specs)."""
+    require_kubectl()
+    with fakes.kube.serve() as handle:
+        yield handle
