@@ -23,7 +23,7 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, openapi, patch, protobuf, tables, validation
+from fakes.kube import discovery, openapi, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
 from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
 from fakes.kube.extensions import SubresourceContext
@@ -322,8 +322,9 @@ async def _watch(request: web.Request, double: Any, target: Target) -> web.Strea
 # --- writes -----------------------------------------------------------------------------------------------
 
 def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
+    shapes.check_object(rt.key, rt.kind, obj, custom=rt.custom)
     _check_type(rt, obj)
-    obj = clone(obj)
+    obj = shapes.drop_nulls(obj)
     meta = obj.setdefault("metadata", {})
     if rt.namespaced:
         sent = meta.get("namespace")
@@ -380,7 +381,8 @@ def _patch(request: web.Request, double: Any, target: Target, body: bytes, subre
     if media == patch.APPLY_YAML:
         return _server_side_apply(request, double, target, require_object(sent), manager, subresource)
     current = double.store.require(rt, target.namespace, target.name or "")
-    result = patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom)
+    result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
+    shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
     _check_identity(rt, target, result)
     if subresource is None:
         validation.validate(rt, result, current)
@@ -408,6 +410,7 @@ def _server_side_apply(request: web.Request, double: Any, target: Target, applie
     rt = target.rt
     if not manager:
         raise bad_request("PATCH request must use fieldManager query parameter when applying")
+    shapes.check_object(rt.key, rt.kind, applied, custom=rt.custom)
     _check_type(rt, applied)
     if applied.get("apiVersion") is None or applied.get("kind") is None:
         raise bad_request("invalid object type: /, Kind=")
@@ -424,6 +427,8 @@ def _server_side_apply(request: web.Request, double: Any, target: Target, applie
         merged = patch.merge_patch(current, applied)
     else:
         merged = patch.strategic_merge(current, applied, patch.shape_for(rt.key))
+    merged = shapes.drop_nulls(merged)
+    shapes.check_object(rt.key, rt.kind, merged, custom=rt.custom)
     merged["metadata"].pop("resourceVersion", None)
     _check_identity(rt, target, merged)
     if subresource is None:

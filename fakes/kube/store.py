@@ -377,6 +377,12 @@ class Store:
                 raise gone_too_old(rv, self._compacted + 1)
             return [e for e in self._history if e.rv > rv and e.resource.key in wanted]
 
+    @property
+    def subscriber_count(self) -> int:
+        """How many change feeds are open (watches and controllers): a closed watch must not leave one behind."""
+        with self._lock:
+            return len(self._subs)
+
     def locked(self) -> threading.RLock:
         """The store lock (``with store.locked():``) to make a snapshot and a subscription atomic."""
         return self._lock

@@ -83,7 +83,7 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
     timeout = _timeout(query.get("timeoutSeconds"))
     bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
     initial_end = query.get("sendInitialEvents") in ("true", "1")
-    queue: asyncio.Queue[StoreEvent] = asyncio.Queue()
+    queue: asyncio.Queue[StoreEvent | None] = asyncio.Queue()  # None: the double is stopping
     store = double.store
     expired: ApiError | None = None
     with store.locked():
@@ -105,6 +105,11 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                        "Cache-Control": "no-cache, private"})
     last_rv = start_rv
+
+    async def wake() -> None:
+        queue.put_nowait(None)
+
+    untrack = double.track_stream(wake)
     try:
         await response.prepare(request)
         if expired is not None:
@@ -126,6 +131,8 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
                 event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.0))
             except asyncio.TimeoutError:
                 event = None
+            if event is None and double.stopping.is_set():
+                break
             if double.watches_silent:
                 continue
             if event is not None:
@@ -141,6 +148,7 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
     except (ConnectionResetError, ConnectionError, asyncio.CancelledError):
         pass  # the client went away (or the double is stopping): nothing left to tell anyone
     finally:
+        untrack()
         if sub is not None:
             sub.cancel()
     return response
