@@ -525,7 +525,8 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     handler = double.subresources.find(rt, sub)
     if handler is not None:
         ctx = SubresourceContext(request, double, rt, target.namespace or "", target.name or "", sub, obj)
-        return await handler(ctx)
+        answer: web.StreamResponse = await handler(ctx)
+        return answer
     method = request.method.upper()
     if sub == "status":
         if method == "GET":
@@ -547,14 +548,15 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     if sub == "log":
         raise bad_request(f'container logs are not served for pod "{target.name}": the double has no log source '
                           f"registered for pods/log")
-    raise ApiError(400, "BadRequest", f"the double serves no handler for {rt.plural}/{sub} (pod \"{target.name}\")")
+    raise ApiError(400, "BadRequest", f'the double serves no handler for {rt.plural}/{sub} (of "{target.name}")')
 
 
 def _token(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     """``serviceaccounts/<name>/token``: a TokenRequest answered with an opaque token (not a JWT the double
     would accept: it only accepts its own bearer token)."""
     sent = require_object(parse_body(request, body)) if body.strip() else {}
-    spec = sent.get("spec") if isinstance(sent.get("spec"), dict) else {}
+    spec_sent = sent.get("spec")
+    spec: Obj = spec_sent if isinstance(spec_sent, dict) else {}
     seconds = spec.get("expirationSeconds") or 3600
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 600:
         from fakes.kube.errors import field_invalid, invalid
