@@ -252,3 +252,19 @@ def test_replace_diff_and_wide_output(kd: KubeHandle) -> None:
     pending = _ok(kd.kubectl("get", "pods", "--field-selector", "status.phase=Pending", "-o", "name",
                              namespace="default"))
     assert "pod/api-0" in pending.split()
+
+
+def test_get_watch_prints_rows_in_the_same_columns(kd: KubeHandle) -> None:
+    if kd.store.get("namespaces", None, "watching") is None:
+        kd.store.create("namespaces", {"metadata": {"name": "watching"}})
+        kd.store.create("configmaps", {"metadata": {"name": "watched-a", "namespace": "watching"}, "data": {"x": "1"}})
+    timer = threading.Timer(0.7, lambda: kd.store.create("configmaps", {"metadata": {
+        "name": "watched-b", "namespace": "watching"}, "data": {"y": "1", "z": "2"}}))
+    timer.start()
+    try:
+        done = kd.kubectl("get", "configmaps", "-w", "--request-timeout=2s", namespace="watching")
+    finally:
+        timer.join(5.0)
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert lines[0] == ["NAME", "DATA", "AGE"]
+    assert [row[:2] for row in lines[1:]] == [["watched-a", "1"], ["watched-b", "2"]]
