@@ -108,9 +108,9 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
             backlog = []
             try:
                 for ev in store.history_since(since, [rt.key]):
-                    shown = translate(ev, namespace, rt, labels, fields)
-                    if shown is not None:
-                        backlog.append(shown)
+                    seen = translate(ev, namespace, rt, labels, fields)
+                    if seen is not None:
+                        backlog.append(seen)
             except ApiError as exc:
                 expired = exc
         sub = store.subscribe(queue.put_nowait, [rt.key]) if expired is None else None
