@@ -23,11 +23,11 @@ SETTLE = 5.0
 
 
 @contextlib.contextmanager
-def double_for(build: KubectlBuild) -> Iterator[KubeHandle]:
+def double_for(build: KubectlBuild, **options: Any) -> Iterator[KubeHandle]:
     """A fresh double whose ``gitVersion`` suits ``build`` (the dispatcher then runs the build of that minor;
-    the installed default gets the double's default version)."""
+    the installed default gets the double's default version); ``options`` go to ``fakes.kube.serve``."""
     version = DEFAULT_KUBECTL_VERSION if build.label == "default" else build.server_git_version()
-    with fakes.kube.serve(kubectl_version=version) as handle:
+    with fakes.kube.serve(kubectl_version=version, **options) as handle:
         yield handle
 
 
