@@ -40,7 +40,8 @@ def manifest(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kd() -> Iterator[KubeHandle]:
-    """One double for the module (kubectl's discovery cache stays warm across its specs)."""
+    """One bare double for the module (kubectl's discovery cache stays warm across its specs). No controllers: these
+    specs write the statuses kubectl reads themselves (the controllers' specs use their own doubles)."""
     require_kubectl()
-    with fakes.kube.serve() as handle:
+    with fakes.kube.serve(controllers=False) as handle:
         yield handle
