@@ -16,15 +16,15 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 from kubernetes import watch as kube_watch
 
-import fakes.kube
 from fakes.kube import KubeHandle
+from specs.kube.conftest import bare
 
 CM = "/api/v1/namespaces/default/configmaps"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[KubeHandle]:
-    with fakes.kube.serve(history_size=50) as handle:
+    with bare(history_size=50) as handle:
         yield handle
 
 
@@ -165,7 +165,7 @@ def test_a_silent_watch_stays_open_and_sends_nothing(served: KubeHandle) -> None
 
 
 def test_stopping_the_double_ends_open_watches_quickly() -> None:
-    with fakes.kube.serve() as kd:
+    with bare() as kd:
         opened = threading.Event()
         ended: list[float] = []
 
