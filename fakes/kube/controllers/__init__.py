@@ -45,11 +45,11 @@ from fakes.kube.controllers.events import EventRecorder
 from fakes.kube.controllers.job import JobController
 from fakes.kube.controllers.replicaset import ReplicaSetController
 from fakes.kube.controllers.statefulset import StatefulSetController
-from fakes.kube.lifecycle import Kubelet, PodFaults
-from fakes.kube.logs import LogBook
 
 if TYPE_CHECKING:
     from fakes.kube.double import KubeDouble
+    from fakes.kube.lifecycle import Kubelet
+    from fakes.kube.logs import LogBook
 
 log = logging.getLogger("fakes.kube.controllers")
 
@@ -58,11 +58,15 @@ class Controllers:
     """Every simulated control-plane and node component of one double (see the package docstring)."""
 
     def __init__(self, double: KubeDouble) -> None:
+        # Imported here: fakes.kube.lifecycle and fakes.kube.logs import this package's modules themselves.
+        from fakes.kube.lifecycle import Kubelet
+        from fakes.kube.logs import LogBook
+
         self.double = double
         self.events = EventRecorder(double.store, double.clock)
         self.ctx = ControllerContext(double, self.events)
-        self.logs = LogBook(double.store, double.clock)
-        self.kubelet = Kubelet(self.ctx, self.logs)
+        self.logs: LogBook = LogBook(double.store, double.clock)
+        self.kubelet: Kubelet = Kubelet(self.ctx, self.logs)
         self.replicasets = ReplicaSetController(self.ctx)
         self.deployments = DeploymentController(self.ctx)
         self.statefulsets = StatefulSetController(self.ctx)
