@@ -356,3 +356,14 @@ def _revisions(kd: KubeHandle) -> list[str]:
 def _ready(obj: dict[str, Any]) -> bool:
     cond = condition(obj, "Ready")
     return cond is not None and cond["status"] == "True"
+
+
+def test_on_failure_restarts_count_against_the_backoff_limit(kd: KubeHandle) -> None:
+    apply(kd, job("retry", faults={"exit-code": "1", "run-seconds": "0.05", "backoff": "0.1"}, backoff_limit=2,
+                  restart_policy="OnFailure"))
+    done = kd.kubectl("wait", "--for=condition=failed", "job/retry", "--timeout=60s")
+    assert done.returncode == 0, done.stderr
+    assert len(events(kd, reason="SuccessfulCreate", name="retry")) == 1  # restarted in place, never replaced
+    failed = condition(kd.store.require("jobs", "default", "retry"), "Failed")
+    assert failed is not None
+    assert failed["reason"] == "BackoffLimitExceeded"

@@ -194,3 +194,35 @@ def test_invalid_log_options_are_422(kd: KubeHandle) -> None:
 def test_appending_to_a_missing_pod_is_a_key_error(kd: KubeHandle) -> None:
     with pytest.raises(KeyError, match="default/ghost"):
         kd.controllers.logs.append("default", "ghost", "line")
+
+
+def _followers(kd: KubeHandle) -> int:
+    return kd.controllers.logs.followers
+
+
+def test_a_follow_ends_on_the_server_when_kubectl_goes_away(kd: KubeHandle) -> None:
+    apply(kd, pod("web", faults={"logs": "up"}))
+    _ready(kd, "web")
+    follow = process.spawn(kd.kubectl_argv("logs", "-f", "web"), env=kd.env())
+    try:
+        eventually(lambda: _followers(kd) == 1, what="the double to hold the follow stream")
+    finally:
+        process.kill_group(follow)
+    eventually(lambda: _followers(kd) == 0, what="the follow stream to end after kubectl died")
+
+
+def test_stopping_the_double_ends_a_follow(kd: KubeHandle) -> None:
+    with fakes.kube.serve() as other:
+        apply(other, pod("web", faults={"logs": "up"}))
+        _ready(other, "web")
+        follow = process.spawn(other.kubectl_argv("logs", "-f", "web"), env=other.env())
+        try:
+            eventually(lambda: _followers(other) == 1, what="the double to hold the follow stream")
+        except BaseException:
+            process.kill_group(follow)
+            raise
+    try:
+        out, _ = follow.communicate(timeout=30)
+    finally:
+        process.kill_group(follow)
+    assert out.decode() == "up\n"
