@@ -1015,7 +1015,14 @@ class Kubelet:
         pod.timers[:] = [t for t in pod.timers if not t.cancelled]
 
     def _later_c(self, c: _Container, seconds: float, fn: Callable[[], None]) -> None:
-        c.timers.append(self.ctx.later(seconds, fn))
+        """A container's own step (cancelled when it exits or its pod goes)."""
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("kubelet: step for container %s failed", c.name)
+
+        c.timers.append(self.ctx.later(seconds, run))
         c.timers[:] = [t for t in c.timers if not t.cancelled]
 
     def _guard(self, pod: _Pod, fn: Callable[[], None]) -> Callable[[], None]:
