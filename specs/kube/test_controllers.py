@@ -367,3 +367,18 @@ def test_on_failure_restarts_count_against_the_backoff_limit(kd: KubeHandle) -> 
     failed = condition(kd.store.require("jobs", "default", "retry"), "Failed")
     assert failed is not None
     assert failed["reason"] == "BackoffLimitExceeded"
+
+
+def test_with_slow_apps_a_deleted_pod_stays_terminating_for_its_grace_period(kd: KubeHandle) -> None:
+    kd.controllers.kubelet.stop_seconds = 3600  # apps ignore SIGTERM: the grace period decides
+    apply(kd, pod("web"))
+    assert kd.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s").returncode == 0
+    assert kd.kubectl("delete", "pod", "web", "--wait=false", "--grace-period=20").returncode == 0
+    time.sleep(0.5)
+    stored = kd.store.require("pods", "default", "web")
+    assert stored["metadata"]["deletionGracePeriodSeconds"] == 20
+    kd.clock.advance(19)
+    time.sleep(0.3)
+    assert kd.store.get("pods", "default", "web") is not None
+    kd.clock.advance(2)
+    eventually(lambda: kd.store.get("pods", "default", "web") is None, what="removal at the end of the grace period")
