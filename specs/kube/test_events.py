@@ -74,7 +74,7 @@ def test_describe_deployment_shows_the_scaling_events(kd: KubeHandle) -> None:
 
 
 def test_a_repeated_event_is_counted_on_one_object(kd: KubeHandle) -> None:
-    apply(kd, pod("crash", faults={"crash-loop": "true", "backoff": "1"}))
+    apply(kd, pod("crash", faults={"crash-loop": "true", "backoff": "20"}))  # the next one needs 20 s of clock
     first = eventually(lambda: events(kd, reason="BackOff", name="crash"), what="a BackOff event")[0]
     kd.clock.advance(30)
     again = eventually(lambda: [e for e in events(kd, reason="BackOff", name="crash") if e["count"] >= 2],
