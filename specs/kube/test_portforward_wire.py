@@ -19,7 +19,7 @@ from fakes.kube import KubeHandle, spdy
 from fakes.kube.portforward import annotated_ports, parse_target, sandbox_id
 from fakes.kube.spdy import DataFrame, FrameDecoder, FrameEncoder, GoAway, Ping, RstStream, SynReply, SynStream
 from harness.testing.target import TargetServer
-from specs.kube.kube_streams import no_leaks, running_pod
+from specs.kube.kube_streams import no_leaks, running_pod, wait_until
 
 BOUND = 10.0
 
@@ -124,7 +124,7 @@ def test_garbage_in_the_tunnel_gets_goaway_and_the_double_serves_on(kd: KubeHand
 
     asyncio.run(asyncio.wait_for(_tunnel(kd, "web-0", 4096, exchange), 3 * BOUND))
     assert kd.kubectl("get", "pod", "web-0", "-o", "name").stdout.strip() == "pod/web-0"
-    assert kd.portforward.tunnels() == []
+    assert wait_until(lambda: kd.portforward.tunnels() == [], timeout=BOUND)
 
 
 def test_a_websocket_without_the_tunnel_subprotocol_is_refused_with_a_status(kd: KubeHandle) -> None:
