@@ -133,13 +133,14 @@ def test_tail_timestamps_since_and_limit_bytes(kd: KubeHandle) -> None:
 
 
 def test_follow_streams_new_lines_and_ends_when_the_container_stops(kd: KubeHandle) -> None:
-    apply(kd, pod("task", restart_policy="Never", faults={"run-seconds": "3", "logs": "begin"}))
+    apply(kd, pod("task", restart_policy="Never", faults={"run-seconds": "600", "logs": "begin"}))
     eventually(lambda: _running(kd, "task"), what="the container to run")
     follow = process.spawn(kd.kubectl_argv("logs", "-f", "task"), env=kd.env())
     try:
         eventually(lambda: [e for e in kd.requests(path_prefix="/api/v1/namespaces/default/pods/task/log")
                             if e.query_params.get("follow") == ["true"]], what="kubectl to follow")
         kd.controllers.logs.append("default", "task", "working", "done")
+        kd.clock.advance(600)  # the task's container exits
         out, err = follow.communicate(timeout=30)
     finally:
         process.kill_group(follow)
