@@ -287,9 +287,8 @@ def test_a_job_retries_after_the_pod_failure_backoff_on_the_doubles_clock(kd: Ku
 # --- pod deletion ------------------------------------------------------------------------------------------
 
 def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> None:
-    apply(kd, pod("slow", faults={"terminate-delay": "1"}))
-    eventually(lambda: kd.kubectl("get", "pod", "slow").stdout.split("\n")[1].split()[2] == "Running",
-               what="Running")
+    apply(kd, pod("slow", faults={"terminate-delay": "60"}))
+    assert kd.kubectl("wait", "--for=condition=Ready", "pod/slow", "--timeout=30s").returncode == 0
     assert kd.kubectl("delete", "pod", "slow", "--wait=false").returncode == 0
     row = kd.kubectl("get", "pod", "slow").stdout.splitlines()[1].split()
     assert row[2] == "Terminating"
@@ -297,6 +296,7 @@ def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> 
     assert stored["metadata"]["deletionTimestamp"]
     assert stored["metadata"]["deletionGracePeriodSeconds"] == 30
     assert [e["message"] for e in events(kd, reason="Killing", name="slow")] == ["Stopping container app"]
+    kd.clock.advance(31)  # the app takes 60 s, the grace period is 30 s: it is killed then
     eventually(lambda: kd.store.get("pods", "default", "slow") is None, what="the pod to be removed")
 
 
