@@ -16,8 +16,18 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.store import StoreEvent
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import (apply, available, condition, deployment, eventually, events, job, pod, pods,
-                                  statefulset)
+from specs.kube.workloads import (
+    apply,
+    available,
+    condition,
+    deployment,
+    events,
+    eventually,
+    job,
+    pod,
+    pods,
+    statefulset,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,7 +155,7 @@ def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(kd: KubeH
     assert revisions == ["2", "3"]
     history = kd.kubectl("rollout", "history", "deployment/api")
     assert history.returncode == 0, history.stderr
-    assert re.findall(r"^(\d+)\s", history.stdout, re.M) == ["2", "3"]
+    assert re.findall(r"^(\d+)\s", history.stdout, re.MULTILINE) == ["2", "3"]
 
 
 def test_scaling_a_deployment_scales_its_replicaset(kd: KubeHandle) -> None:

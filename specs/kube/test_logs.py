@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -16,7 +16,13 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from harness import process
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import apply, container_status, eventually, pod, waiting_reason
+from specs.kube.workloads import (
+    apply,
+    container_status,
+    eventually,
+    pod,
+    waiting_reason,
+)
 
 pytestmark = pytest.mark.timeout(120)
 TWO = [{"name": "web", "image": "registry.local/web:1"}, {"name": "sidecar", "image": "registry.local/proxy:1"}]
@@ -125,7 +131,7 @@ def test_tail_timestamps_since_and_limit_bytes(kd: KubeHandle) -> None:
     assert [line.split(" ", 1)[1] for line in stamped] == ["three", "four"]
     stamp = stamped[0].split(" ", 1)[0]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z", stamp), stamp
-    written = datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00").timestamp()
+    written = datetime.fromisoformat(stamp[:26].rstrip("Z")).replace(tzinfo=UTC).timestamp()
     assert abs(written - kd.clock.time()) < 60  # the double's clock...
     assert written - time.time() > 500  # ...ten minutes ahead of the host's
     since = kd.requests(path_prefix="/api/v1/namespaces/default/pods/web/log")

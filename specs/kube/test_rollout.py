@@ -54,11 +54,11 @@ def test_rollout_status_waits_through_a_rolling_update(kdb: KubeHandle, kubectl_
         out, err = status.communicate(timeout=10)
     finally:
         process.kill_group(status)
-    assert status.returncode == 0, err
+    assert status.returncode == 0, err.decode()
     lines = out.decode().strip().splitlines()
     assert lines[-1] == 'deployment "api" successfully rolled out'
     waiting = [line for line in lines[:-1] if line.startswith('Waiting for deployment "api" rollout to finish: ')]
-    assert waiting, done.stdout  # it watched the rollout progress, not just its end
+    assert waiting, lines  # it watched the rollout progress, not just its end
     assert all(re.search(r"(new replicas have been updated|old replicas are pending termination|updated replicas "
                          r"are available)\.\.\.$", line) for line in waiting), waiting
     assert len(waiting) >= 3  # one new pod at a time (maxSurge 1, maxUnavailable 0 for 3 replicas)
@@ -146,6 +146,6 @@ def test_the_default_progress_deadline_passes_when_the_doubles_clock_jumps(kd: K
     assert status.returncode == 1, out
     assert err.decode().strip() == 'error: deployment "web" exceeded its progress deadline'
     d = kd.store.require("deployments", "default", "web")
-    progressing = [c for c in d["status"]["conditions"] if c["type"] == "Progressing"][0]
+    progressing = next(c for c in d["status"]["conditions"] if c["type"] == "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
     assert progressing["message"].endswith("has timed out progressing.")
