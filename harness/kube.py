@@ -35,12 +35,14 @@ class Kube:
     ``kubectl_path`` are fixed for the object's life.
     """
 
-    def __init__(self, context: str, namespace: str, *, allowed: tuple[str, ...], kubectl_path: str, kubeconfig: str | None = None) -> None:
+    def __init__(self, context: str, namespace: str, *, allowed: tuple[str, ...], kubectl_path: str, kubeconfig: str | None = None, cache_dir: str | None = None) -> None:
         self.context = context
         self.namespace = namespace
         self.allowed = allowed
         self.kubectl_path = kubectl_path
         self.kubeconfig = kubeconfig
+        #: kubectl's discovery cache directory (``--cache-dir``); None: kubectl's default (~/.kube/cache).
+        self.cache_dir = cache_dir
         self._api_client: Any = None
         check_allowed(context, allowed)
 
@@ -102,6 +104,8 @@ class Kube:
         pinned = [self.kubectl_path]
         if self.kubeconfig:
             pinned += ["--kubeconfig", self.kubeconfig]
+        if self.cache_dir:
+            pinned += ["--cache-dir", self.cache_dir]
         return [*pinned, "--context", self.context, "-n", self.namespace, *args]
 
     def kubectl(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True) -> process.Completed:

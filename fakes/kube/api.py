@@ -1,0 +1,620 @@
+"""The API routes: version, discovery, OpenAPI, and get/list/watch/create/update/patch/delete of every served type.
+
+Paths follow the API server's layout: ``/api/v1/...`` for the core group, ``/apis/<group>/<version>/...`` for the
+others, then ``[namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``. Errors are ``Status`` objects
+(:mod:`fakes.kube.errors`). Bodies are JSON (or YAML for ``application/yaml`` and server-side apply); a malformed one
+is a 400 naming the decoder's complaint. Answers are JSON whatever protobuf the client also offers (client-go and
+kubectl accept JSON everywhere). ``dryRun=All`` computes the answer without storing it.
+
+Server-side apply (``application/apply-patch+yaml``) is approximate: the applied object is merged into the current
+one with strategic-merge rules for built-in kinds (merge patch for custom resources), a missing object is created
+(201), ``managedFields`` records one entry per field manager; field ownership and conflicts are not tracked
+(``force`` is accepted and changes nothing), and fields a manager stops applying are not removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from fakes.core import BadJson, FakeRequest
+from fakes.kube import discovery, openapi, patch, protobuf, shapes, tables, validation
+from fakes.kube.clock import rfc3339
+from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
+from fakes.kube.extensions import SubresourceContext
+from fakes.kube.resources import ResourceType
+from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
+from fakes.kube.store import clone, require_object
+from fakes.kube.watch import for_version, serve_watch
+
+Obj = dict[str, Any]
+HEALTH = ("/healthz", "/readyz", "/livez")
+JSON_TYPE = "application/json"
+#: Types whose DELETE answers the deleted object rather than a ``Status`` (their registries return it).
+RETURNS_OBJECT = frozenset({"/pods", "/namespaces", "apiextensions.k8s.io/customresourcedefinitions"})
+
+
+def json_response(payload: Any, status: int = 200, content_type: str = JSON_TYPE) -> web.Response:
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return web.Response(status=status, body=body, headers={"Content-Type": content_type})
+
+
+def error_response(error: ApiError) -> web.Response:
+    response = json_response(error.status_body(), error.code)
+    for name, value in error.headers:
+        response.headers[name] = value
+    if error.retry_after is not None and "Retry-After" not in response.headers:
+        response.headers["Retry-After"] = str(error.retry_after)
+    return response
+
+
+@dataclass
+class Target:
+    """A parsed resource URL."""
+
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def version_info(git_version: str) -> Obj:
+    major, minor = (git_version.lstrip("v").split(".") + ["0"])[:2]
+    return {"major": major, "minor": minor, "gitVersion": git_version, "gitCommit": "0" * 40,
+            "gitTreeState": "clean", "buildDate": "2025-04-22T16:00:00Z", "goVersion": "go1.23.8",
+            "compiler": "gc", "platform": "linux/amd64"}
+
+
+async def handle(request: web.Request, double: Any, body: bytes) -> web.StreamResponse:
+    """Answer one authenticated API request (admin routes, journal, faults and auth happened before)."""
+    path = request.path
+    if path == "/version" or path == "/version/":
+        return json_response(version_info(double.git_version))
+    if path in HEALTH or any(path.startswith(h + "/") for h in HEALTH):
+        return web.Response(text="ok", content_type="text/plain")
+    if path.startswith("/openapi/"):
+        return _openapi(request, double)
+    answered = _discovery(request, double)
+    if answered is not None:
+        return answered
+    target = parse_target(double, path)
+    if target is None:
+        raise page_not_found()
+    return await _dispatch(request, double, target, body)
+
+
+# --- discovery and OpenAPI --------------------------------------------------------------------------------
+
+def _discovery(request: web.Request, double: Any) -> web.StreamResponse | None:
+    path = request.path.rstrip("/") or "/"
+    registry = double.registry
+    if path in ("/api", "/apis"):
+        version = discovery.negotiate(request.headers.get("Accept"))
+        if version is not None:
+            return json_response(discovery.aggregated(registry, legacy=path == "/api", version=version),
+                                 content_type=discovery.AGGREGATED.format(version=version))
+        if path == "/api":
+            return json_response(discovery.api_versions(request.host))
+        return json_response(discovery.api_group_list(registry))
+    parts = path.strip("/").split("/")
+    if parts[0] == "api" and len(parts) == 2:
+        doc = discovery.api_resource_list(registry, "", parts[1])
+        return json_response(doc) if doc else None
+    if parts[0] == "apis" and len(parts) == 2:
+        doc = discovery.api_group(registry, parts[1])
+        return json_response(doc) if doc else None
+    if parts[0] == "apis" and len(parts) == 3:
+        doc = discovery.api_resource_list(registry, parts[1], parts[2])
+        return json_response(doc) if doc else None
+    return None
+
+
+def _openapi(request: web.Request, double: Any) -> web.StreamResponse:
+    path = request.path.rstrip("/")
+    if path == "/openapi/v2":
+        if openapi.V2_PROTOBUF in request.headers.get("Accept", "") or "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(body=b"", headers={"Content-Type": "application/octet-stream"})
+        return json_response(openapi.v2_json(double.git_version))
+    if path == "/openapi/v3":
+        return json_response(openapi.root_document(double.registry, double.git_version))
+    parts = path[len("/openapi/v3/"):].split("/") if path.startswith("/openapi/v3/") else []
+    doc = None
+    if len(parts) == 2 and parts[0] == "api":
+        doc = openapi.group_version_document(double.registry, "", parts[1], double.git_version)
+    elif len(parts) == 3 and parts[0] == "apis":
+        doc = openapi.group_version_document(double.registry, parts[1], parts[2], double.git_version)
+    if doc is None:
+        raise page_not_found()
+    return json_response(doc)
+
+
+# --- routing ----------------------------------------------------------------------------------------------
+
+def parse_target(double: Any, path: str) -> Target | None:
+    """The resource a path names, or ``None`` when it names nothing the double serves (a 404)."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    if not rest:
+        return None
+    namespace: str | None = None
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3:
+        return None
+    rt = double.registry.lookup(group, version, rest[0])
+    if rt is None:
+        return None
+    if namespace is not None and not rt.namespaced:
+        return None
+    name = rest[1] if len(rest) >= 2 else None
+    sub = rest[2] if len(rest) == 3 else None
+    if rt.namespaced and name is not None and namespace is None:
+        return None  # /api/v1/pods/x is not a route on a real server either
+    if sub is not None and rt.subresource(sub) is None:
+        return None
+    return Target(rt, namespace, name, sub)
+
+
+async def _dispatch(request: web.Request, double: Any, target: Target, body: bytes) -> web.StreamResponse:
+    method = request.method.upper()
+    rt = target.rt
+    if target.subresource is not None:
+        return await _subresource(request, double, target, body)
+    if target.name is None:
+        if method == "GET":
+            if request.query.get("watch") in ("true", "1"):
+                return await _watch(request, double, target)
+            return _list(request, double, target)
+        if method == "POST":
+            return _create(request, double, target, body)
+        if method == "DELETE":
+            return _delete_collection(request, double, target, body)
+        raise method_not_allowed(method, rt.plural, rt.group)
+    if method == "GET":
+        obj = double.store.require(rt, target.namespace, target.name)
+        return _answer_object(request, double, rt, obj)
+    if method == "PUT":
+        return _replace(request, double, target, body)
+    if method == "PATCH":
+        return _patch(request, double, target, body)
+    if method == "DELETE":
+        return _delete(request, double, target, body)
+    raise method_not_allowed(method, rt.plural, rt.group)
+
+
+# --- bodies -----------------------------------------------------------------------------------------------
+
+def parse_body(request: web.Request, body: bytes) -> Any:
+    """The request body as JSON (or YAML when the content type says so); 400 with the parser's complaint."""
+    content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip().lower()
+    if not body.strip():
+        raise bad_request("the request body is empty: an object is required")
+    if content_type in ("application/yaml", "application/x-yaml", "text/yaml", patch.APPLY_YAML):
+        return parse_yaml(body)
+    if content_type == protobuf.MEDIA_TYPE:
+        return protobuf.decode(body)
+    if content_type.startswith("application/vnd.kubernetes.protobuf") or content_type == "application/cbor":
+        raise ApiError(415, "UnsupportedMediaType", f"the double accepts JSON, YAML and protobuf bodies, not "
+                       f"{content_type}")
+    try:
+        return FakeRequest("POST", "/", body=body).json()
+    except BadJson as exc:
+        raise bad_request(f"couldn't get version/kind; json parse error: {exc.detail}") from None
+
+
+def parse_yaml(body: bytes) -> Any:
+    try:
+        for token in yaml.scan(body.decode("utf-8")):
+            if isinstance(token, (yaml.AliasToken, yaml.AnchorToken)):
+                raise bad_request("error converting YAML to JSON: yaml: anchors and aliases are not supported")
+        return yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except UnicodeDecodeError:
+        raise bad_request("error converting YAML to JSON: yaml: invalid UTF-8") from None
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error converting YAML to JSON: yaml: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise bad_request("error converting YAML to JSON: yaml: exceeded max depth") from None
+
+
+def _check_type(rt: ResourceType, obj: Obj) -> None:
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if api_version is not None and api_version != rt.api_version:
+        raise bad_request(f"the API version in the data ({api_version}) does not match the expected API version "
+                          f"({rt.api_version})")
+    if kind is not None and kind != rt.kind:
+        raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+    meta = obj.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise bad_request(f'Invalid value: "{value}": supported values: "All"')
+    return bool(values)
+
+
+# --- reads ------------------------------------------------------------------------------------------------
+
+def _answer_object(request: web.Request, double: Any, rt: ResourceType, obj: Obj, status: int = 200
+                   ) -> web.Response:
+    obj = for_version(obj, rt)
+    if tables.wants_table(request.headers.get("Accept")):
+        include = request.query.get("includeObject", "Metadata")
+        meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+        return json_response(tables.table(rt, [obj], now=double.clock.time(), include=include, list_meta=meta),
+                             status)
+    return json_response(obj, status)
+
+
+def _selectors(request: web.Request, rt: ResourceType) -> tuple[Any, Any]:
+    labels = parse_label_selector(request.query.get("labelSelector"))
+    fields = parse_field_selector(request.query.get("fieldSelector"), rt.key, custom=rt.custom)
+    return labels, fields
+
+
+def _list(request: web.Request, double: Any, target: Target) -> web.Response:
+    rt = target.rt
+    labels, fields = _selectors(request, rt)
+    items, rv = double.store.list(rt, target.namespace)
+    items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o, rt.key)]
+    items, cont, remaining = _page(request, items, rv)
+    meta: Obj = {"resourceVersion": str(rv)}
+    if cont:
+        meta["continue"] = cont
+        meta["remainingItemCount"] = remaining
+    if tables.wants_table(request.headers.get("Accept")):
+        include = request.query.get("includeObject", "Metadata")
+        shown = [for_version(o, rt) for o in items]
+        return json_response(tables.table(rt, shown, now=double.clock.time(), include=include, list_meta=meta))
+    shown = [for_version(o, rt) if rt.custom else _without_type(o) for o in items]
+    return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": shown})
+
+
+def _without_type(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+
+
+def _page(request: web.Request, items: list[Obj], rv: int) -> tuple[list[Obj], str, int]:
+    token = request.query.get("continue")
+    if token:
+        try:
+            state = json.loads(base64.urlsafe_b64decode(token.encode() + b"==="))
+            start = str(state["start"])
+        except (ValueError, KeyError, TypeError):
+            raise ApiError(400, "BadRequest", "continue key is not valid: invalid continue token") from None
+        items = [o for o in items if _sort_key(o) > start]
+    limit_text = request.query.get("limit")
+    try:
+        limit = int(limit_text) if limit_text else 0
+    except ValueError:
+        raise bad_request(f'invalid value for limit: "{limit_text}"') from None
+    if limit <= 0 or len(items) <= limit:
+        return items, "", 0
+    page = items[:limit]
+    state = {"v": "meta.k8s.io/v1", "rv": rv, "start": _sort_key(page[-1])}
+    cont = base64.urlsafe_b64encode(json.dumps(state).encode()).decode().rstrip("=")
+    return page, cont, len(items) - limit
+
+
+def _sort_key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+async def _watch(request: web.Request, double: Any, target: Target) -> web.StreamResponse:
+    labels, fields = _selectors(request, target.rt)
+    return await serve_watch(request, double, target.rt, target.namespace, labels, fields)
+
+
+# --- writes -----------------------------------------------------------------------------------------------
+
+def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
+    shapes.check_object(rt.key, rt.kind, obj, custom=rt.custom)
+    _check_type(rt, obj)
+    obj = shapes.drop_nulls(obj)
+    meta = obj.setdefault("metadata", {})
+    if rt.namespaced:
+        sent = meta.get("namespace")
+        if sent and sent != target.namespace:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        meta["namespace"] = target.namespace
+    obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
+    return obj
+
+
+def _create(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
+    rt = target.rt
+    obj = _prepare_new(rt, target, require_object(parse_body(request, body)))
+    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update")
+    validation.validate(rt, obj)
+    created = double.store.create(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
+    return _answer_object(request, double, rt, created, 201)
+
+
+def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
+    rt = target.rt
+    obj = _prepare_new(rt, target, require_object(parse_body(request, body)))
+    sent_name = obj["metadata"].get("name")
+    if sent_name != target.name:
+        raise bad_request(f'the name of the object ({sent_name}) does not match the name on the URL ({target.name})')
+    old = double.store.require(rt, target.namespace, target.name or "")
+    _carry_allocated(rt, old, obj)
+    validation.validate(rt, obj, old)
+    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update", old)
+    updated = double.store.update(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
+    return _answer_object(request, double, rt, updated)
+
+
+def _carry_allocated(rt: ResourceType, old: Obj, new: Obj) -> None:
+    """Fields the server allocated that an update may omit (a Service's clusterIP)."""
+    if rt.key == "/services":
+        old_spec, new_spec = old.get("spec") or {}, new.setdefault("spec", {})
+        if isinstance(new_spec, dict) and not new_spec.get("clusterIP") and old_spec.get("clusterIP"):
+            new_spec["clusterIP"] = old_spec["clusterIP"]
+            new_spec.setdefault("clusterIPs", old_spec.get("clusterIPs", [old_spec["clusterIP"]]))
+
+
+def _patch(request: web.Request, double: Any, target: Target, body: bytes, subresource: str | None = None
+           ) -> web.Response:
+    rt = target.rt
+    content_type = request.headers.get("Content-Type", "")
+    media = content_type.split(";")[0].strip().lower()
+    if media not in patch.PATCH_TYPES:
+        from fakes.kube.errors import unsupported_media_type
+        raise unsupported_media_type([patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_YAML]
+                                     if rt.custom else list(patch.PATCH_TYPES))
+    sent = parse_body(request, body)
+    manager = request.query.get("fieldManager") or ""
+    if media == patch.APPLY_YAML:
+        return _server_side_apply(request, double, target, require_object(sent), manager, subresource)
+    current = double.store.require(rt, target.namespace, target.name or "")
+    result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
+    shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
+    _check_identity(rt, target, result)
+    if subresource is None:
+        validation.validate(rt, result, current)
+    _record_manager(double, result, manager or _default_manager(request), "Update", current)
+    if result.get("metadata", {}).get("resourceVersion") == current["metadata"].get("resourceVersion"):
+        result["metadata"].pop("resourceVersion", None)  # patches apply to the latest version
+    updated = double.store.update(rt, result, namespace=target.namespace, subresource=subresource,
+                                  dry_run=_dry_run(request))
+    return _answer_object(request, double, rt, updated)
+
+
+def _check_identity(rt: ResourceType, target: Target, obj: Obj) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+    if meta.get("name") != target.name:
+        raise bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL "
+                          f"({target.name})")
+    if rt.namespaced and meta.get("namespace") not in (None, target.namespace):
+        raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+
+
+def _server_side_apply(request: web.Request, double: Any, target: Target, applied: Obj, manager: str,
+                       subresource: str | None) -> web.Response:
+    rt = target.rt
+    if not manager:
+        raise bad_request("PATCH request must use fieldManager query parameter when applying")
+    shapes.check_object(rt.key, rt.kind, applied, custom=rt.custom)
+    _check_type(rt, applied)
+    if applied.get("apiVersion") is None or applied.get("kind") is None:
+        raise bad_request("invalid object type: /, Kind=")
+    current = double.store.get(rt, target.namespace, target.name or "")
+    dry = _dry_run(request)
+    if current is None:
+        obj = _prepare_new(rt, target, applied)
+        obj["metadata"]["name"] = target.name
+        validation.validate(rt, obj)
+        _record_manager(double, obj, manager, "Apply")
+        created = double.store.create(rt, obj, namespace=target.namespace, keep_status=False, dry_run=dry)
+        return _answer_object(request, double, rt, created, 201)
+    if rt.custom:
+        merged = patch.merge_patch(current, applied)
+    else:
+        merged = patch.strategic_merge(current, applied, patch.shape_for(rt.key))
+    merged = shapes.drop_nulls(merged)
+    shapes.check_object(rt.key, rt.kind, merged, custom=rt.custom)
+    merged["metadata"].pop("resourceVersion", None)
+    _check_identity(rt, target, merged)
+    if subresource is None:
+        validation.validate(rt, merged, current)
+    _record_manager(double, merged, manager, "Apply", current)
+    updated = double.store.update(rt, merged, namespace=target.namespace, subresource=subresource, dry_run=dry)
+    return _answer_object(request, double, rt, updated)
+
+
+def _default_manager(request: web.Request) -> str:
+    agent = request.headers.get("User-Agent", "unknown")
+    return agent.split("/")[0] or "unknown"
+
+
+def _record_manager(double: Any, obj: Obj, manager: str, operation: str, old: Obj | None = None) -> None:
+    """One ``managedFields`` entry per (manager, operation), replacing its previous one (no field sets)."""
+    meta = obj.setdefault("metadata", {})
+    entries = [e for e in (old or {}).get("metadata", {}).get("managedFields") or meta.get("managedFields") or []
+               if isinstance(e, dict) and not (e.get("manager") == manager and e.get("operation") == operation)]
+    entries.append({"manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion", ""),
+                    "time": rfc3339(double.clock.time()), "fieldsType": "FieldsV1", "fieldsV1": {}})
+    meta["managedFields"] = entries
+
+
+def _delete_options(request: web.Request, body: bytes) -> tuple[int | None, str, Obj]:
+    options: Obj = {}
+    if body.strip():
+        parsed = parse_body(request, body)
+        if not isinstance(parsed, dict):
+            raise bad_request("DeleteOptions must be an object")
+        options = parsed
+    grace_text = request.query.get("gracePeriodSeconds")
+    grace: Any = options.get("gracePeriodSeconds")
+    if grace_text is not None:
+        try:
+            grace = int(grace_text)
+        except ValueError:
+            raise bad_request(f'invalid value for gracePeriodSeconds: "{grace_text}"') from None
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
+        raise bad_request("gracePeriodSeconds must be an integer")
+    propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
+    if propagation not in ("Background", "Foreground", "Orphan"):
+        raise bad_request(f'Unsupported value: "{propagation}": supported values: "Background", "Foreground", '
+                          '"Orphan"')
+    return grace, str(propagation), options.get("preconditions") or {}
+
+
+def _delete(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
+    rt = target.rt
+    grace, propagation, pre = _delete_options(request, body)
+    if _dry_run(request):
+        obj = double.store.require(rt, target.namespace, target.name or "")
+        return _answer_object(request, double, rt, obj)
+    obj, gone = double.store.delete(rt, target.namespace, target.name or "", grace_seconds=grace,
+                                    propagation=propagation, precondition_uid=pre.get("uid"),
+                                    precondition_rv=pre.get("resourceVersion"))
+    if not gone or rt.key in RETURNS_OBJECT or rt.custom:
+        return _answer_object(request, double, rt, obj)
+    details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"].get("uid", "")}
+    if rt.group:
+        details["group"] = rt.group
+    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                          "details": details})
+
+
+def _delete_collection(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
+    rt = target.rt
+    if "deletecollection" not in rt.verbs:
+        raise method_not_allowed("DELETE", rt.plural, rt.group)
+    grace, propagation, _ = _delete_options(request, body)
+    labels, fields = _selectors(request, rt)
+    items, _ = double.store.list(rt, target.namespace)
+    deleted = []
+    for obj in items:
+        if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj, rt.key)):
+            continue
+        try:
+            last, _gone = double.store.delete(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"],
+                                              grace_seconds=grace, propagation=propagation)
+        except ApiError as exc:
+            if exc.code == 404:
+                continue
+            raise
+        deleted.append(for_version(last, rt))
+    return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                          "metadata": {"resourceVersion": str(double.store.resource_version)}, "items": deleted})
+
+
+# --- subresources -----------------------------------------------------------------------------------------
+
+async def _subresource(request: web.Request, double: Any, target: Target, body: bytes) -> web.StreamResponse:
+    rt, sub = target.rt, target.subresource or ""
+    obj = double.store.require(rt, target.namespace, target.name or "")
+    handler = double.subresources.find(rt, sub)
+    if handler is not None:
+        ctx = SubresourceContext(request, double, rt, target.namespace or "", target.name or "", sub, obj)
+        answer: web.StreamResponse = await handler(ctx)
+        return answer
+    method = request.method.upper()
+    if sub == "status":
+        if method == "GET":
+            return _answer_object(request, double, rt, obj)
+        if method == "PUT":
+            sent = _prepare_new(rt, target, require_object(parse_body(request, body)))
+            _record_manager(double, sent, request.query.get("fieldManager") or _default_manager(request),
+                            "Update", obj)
+            updated = double.store.update(rt, sent, namespace=target.namespace, subresource="status",
+                                          dry_run=_dry_run(request))
+            return _answer_object(request, double, rt, updated)
+        if method == "PATCH":
+            return _patch(request, double, target, body, subresource="status")
+        raise method_not_allowed(method, rt.plural, rt.group)
+    if sub == "scale":
+        return _scale(request, double, target, obj, body)
+    if sub == "token" and rt.key == "/serviceaccounts" and method == "POST":
+        return _token(request, double, target, body)
+    if sub == "log":
+        raise bad_request(f'container logs are not served for pod "{target.name}": the double has no log source '
+                          f"registered for pods/log")
+    raise ApiError(400, "BadRequest", f'the double serves no handler for {rt.plural}/{sub} (of "{target.name}")')
+
+
+def _token(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
+    """``serviceaccounts/<name>/token``: a TokenRequest answered with an opaque token (not a JWT the double
+    would accept: it only accepts its own bearer token)."""
+    sent = require_object(parse_body(request, body)) if body.strip() else {}
+    spec_sent = sent.get("spec")
+    spec: Obj = spec_sent if isinstance(spec_sent, dict) else {}
+    seconds = spec.get("expirationSeconds") or 3600
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 600:
+        from fakes.kube.errors import field_invalid, invalid
+        raise invalid("TokenRequest", "authentication.k8s.io", target.name or "",
+                      [field_invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 "
+                                     "minutes")])
+    import secrets as _secrets
+    now = double.clock.time()
+    return json_response({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
+                          "metadata": {"name": target.name, "namespace": target.namespace,
+                                       "creationTimestamp": None},
+                          "spec": {"audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
+                                   "expirationSeconds": seconds, "boundObjectRef": None},
+                          "status": {"token": "fake-kube." + _secrets.token_urlsafe(24),
+                                     "expirationTimestamp": rfc3339(now + seconds)}}, 201)
+
+
+def scale_of(rt: ResourceType, obj: Obj) -> Obj:
+    meta = obj["metadata"]
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    out_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": out_meta,
+            "spec": {"replicas": spec.get("replicas", 0)},
+            "status": {"replicas": status.get("replicas", 0),
+                       "selector": label_selector_string(spec.get("selector"))}}
+
+
+def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: bytes) -> web.Response:
+    rt = target.rt
+    method = request.method.upper()
+    if method == "GET":
+        return json_response(scale_of(rt, obj))
+    if method not in ("PUT", "PATCH"):
+        raise method_not_allowed(method, rt.plural, rt.group)
+    sent = parse_body(request, body)
+    current = scale_of(rt, obj)
+    if method == "PUT":
+        wanted = require_object(sent)
+    else:
+        media = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if media == patch.APPLY_YAML:
+            media = patch.MERGE_PATCH
+        wanted = patch.apply_patch(media, current, sent, resource_key="autoscaling/scales", custom=False)
+    replicas = (wanted.get("spec") or {}).get("replicas")
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        from fakes.kube.errors import field_invalid, invalid
+        raise invalid("Scale", "autoscaling", target.name or "",
+                      [field_invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
+    sent_rv = (wanted.get("metadata") or {}).get("resourceVersion")
+    if method == "PUT" and sent_rv and sent_rv != obj["metadata"]["resourceVersion"]:
+        from fakes.kube.errors import STALE, conflict
+        raise conflict(rt.plural, rt.group, target.name or "", STALE)
+
+    def set_replicas(o: Obj) -> None:
+        o.setdefault("spec", {})["replicas"] = replicas
+
+    updated = double.store.mutate(rt, target.namespace, target.name or "", set_replicas)
+    return json_response(scale_of(rt, updated))
+
+
+__all__ = ["handle", "parse_target", "json_response", "error_response", "not_found"]

@@ -1,0 +1,185 @@
+"""Defaults a real API server fills in on create and update (the ``SetDefaults_*`` functions of the core, apps and
+batch API groups), limited to the fields kubectl, the kubernetes client and the double's controllers read.
+
+Each function mutates the object in place. Unknown kinds are left alone. Sources: ``pkg/apis/core/v1/defaults.go``,
+``pkg/apis/apps/v1/defaults.go``, ``pkg/apis/batch/v1/defaults.go`` in kubernetes/kubernetes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def pod_spec(spec: Obj) -> None:
+    """Pod spec defaults (also for the templates of Deployments, ReplicaSets, StatefulSets and Jobs)."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for container in itertools.chain(spec.get("initContainers") or [], spec.get("containers") or []):
+        if not isinstance(container, dict):
+            continue
+        image = str(container.get("image", ""))
+        tag = image.rpartition("/")[2].partition("@")[0]
+        latest = ":" not in tag or tag.endswith(":latest")
+        container.setdefault("imagePullPolicy", "Always" if latest and "@" not in image else "IfNotPresent")
+        container.setdefault("terminationMessagePath", "/dev/termination-log")
+        container.setdefault("terminationMessagePolicy", "File")
+        container.setdefault("resources", {})
+        for port in container.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+
+
+def _template(obj: Obj) -> None:
+    template = (obj.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {})
+        if isinstance(template.get("spec"), dict):
+            pod_spec(template["spec"])
+
+
+def deployment(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    strategy = spec.setdefault("strategy", {})
+    strategy.setdefault("type", "RollingUpdate")
+    if strategy["type"] == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", "25%")
+        rolling.setdefault("maxSurge", "25%")
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    _template(obj)
+
+
+def replicaset(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("replicas", 1)
+    _template(obj)
+
+
+def statefulset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    if update.get("type") == "RollingUpdate":
+        update.setdefault("rollingUpdate", {"partition": 0})
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    _template(obj)
+
+
+def job(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatedOrFailed")
+    template = spec.setdefault("template", {})
+    template.setdefault("metadata", {})
+    if isinstance(template.get("spec"), dict):
+        template["spec"].setdefault("restartPolicy", "Never")
+    _template(obj)
+
+
+def job_selector(obj: Obj) -> None:
+    """The Job's generated selector and template labels (``manualSelector`` unset), from its uid: what the Job
+    strategy's ``PrepareForCreate`` does."""
+    spec = obj.setdefault("spec", {})
+    if spec.get("manualSelector") or spec.get("selector"):
+        return
+    uid, name = obj["metadata"].get("uid", ""), obj["metadata"].get("name", "")
+    spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
+    labels.update({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                   "controller-uid": uid, "job-name": name})
+
+
+def cronjob(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+
+
+def service(obj: Obj, allocate_ip: Callable[[], str]) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName":
+        if not spec.get("clusterIP"):
+            spec["clusterIP"] = allocate_ip()
+        if spec["clusterIP"] != "None":
+            spec.setdefault("clusterIPs", [spec["clusterIP"]])
+        else:
+            spec.setdefault("clusterIPs", ["None"])
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            if "port" in port:
+                port.setdefault("targetPort", port["port"])
+
+
+def namespace(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    obj.setdefault("status", {}).setdefault("phase", "Active")
+    labels = obj.setdefault("metadata", {}).setdefault("labels", {})
+    labels.setdefault("kubernetes.io/metadata.name", obj["metadata"].get("name", ""))
+
+
+def secret(obj: Obj) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+def pod(obj: Obj) -> None:
+    pod_spec(obj.setdefault("spec", {}))
+    status = obj.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    status.setdefault("qosClass", "BestEffort")
+
+
+BY_KEY: dict[str, Callable[[Obj], None]] = {
+    "/pods": pod,
+    "/namespaces": namespace,
+    "/secrets": secret,
+    "apps/deployments": deployment,
+    "apps/replicasets": replicaset,
+    "apps/statefulsets": statefulset,
+    "batch/jobs": job,
+    "batch/cronjobs": cronjob,
+}
+
+
+class ClusterIPs:
+    """Hands out ClusterIPs from 10.96.0.0/12 in order (10.96.0.1 is the ``kubernetes`` Service's)."""
+
+    def __init__(self) -> None:
+        self._net = ipaddress.ip_network("10.96.0.0/12")
+        self._next = 10
+
+    def allocate(self) -> str:
+        self._next += 1
+        return str(self._net.network_address + self._next)
+
+
+def apply_defaults(resource_key: str, obj: Obj, ips: ClusterIPs) -> None:
+    """Fill in what a real server defaults for ``resource_key`` (``"apps/deployments"``)."""
+    if resource_key == "/services":
+        service(obj, ips.allocate)
+        return
+    fill = BY_KEY.get(resource_key)
+    if fill is not None:
+        fill(obj)

@@ -1,0 +1,259 @@
+"""Which resource types the double serves: the built-in kinds the stack uses, plus one per served CRD version.
+
+A :class:`ResourceType` is what discovery advertises for one group/version/resource (plural, singular, kind, scope,
+verbs, short names, categories, subresources), the same facts a real server lists in ``/api/v1`` and
+``/apis/<group>/<version>``. The :class:`Registry` resolves them by URL (group, version, plural), by kubectl-style
+names (``deploy``, ``deployments.apps``, ``Deployment``) and by kind; creating a ``CustomResourceDefinition`` adds
+its served versions (:meth:`Registry.set_crd`), deleting it removes them.
+
+Objects are stored once per group and resource; a CRD serving several versions answers the same objects under each
+(``apiVersion`` rewritten, no conversion: the ``None`` conversion strategy).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+STATUS_VERBS = ("get", "patch", "update")
+
+
+@dataclass(frozen=True)
+class Subresource:
+    """A subresource as discovery lists it: ``status``/``scale`` (object-shaped) or a connect verb (``exec``)."""
+
+    name: str
+    kind: str
+    verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served group/version/resource.
+
+    ``key`` (``"apps/deployments"``, ``"/pods"`` for core) identifies the stored collection across versions;
+    ``has_generation``: the server keeps ``metadata.generation`` (bumped on spec changes); ``status_subresource``:
+    the main resource ignores ``status`` on writes and ``/status`` ignores everything else; ``custom``: served from a
+    CRD (no strategic merge patch, merge patch instead of it in kubectl).
+    """
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ALL_VERBS
+    subresources: tuple[Subresource, ...] = ()
+    has_generation: bool = False
+    custom: bool = False
+    #: CRD ``additionalPrinterColumns`` for the Table answer (name, type, jsonPath, description, priority).
+    printer_columns: tuple[dict[str, Any], ...] = ()
+    #: CRD openAPIV3Schema of this version, when declared (validation of required fields, defaults).
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.plural}"
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_version(self) -> str:
+        return self.group_version
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    @property
+    def singular_name(self) -> str:
+        return self.singular or self.kind.lower()
+
+    @property
+    def status_subresource(self) -> bool:
+        return any(s.name == "status" for s in self.subresources)
+
+    def subresource(self, name: str) -> Subresource | None:
+        return next((s for s in self.subresources if s.name == name), None)
+
+    @property
+    def qualified(self) -> str:
+        """``deployments.apps`` (``pods`` for core): how errors name the resource."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def base_path(self, namespace: str | None = None) -> str:
+        """``/apis/apps/v1/namespaces/NS/deployments`` (or without the namespace part)."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            return f"{root}/namespaces/{namespace}/{self.plural}"
+        return f"{root}/{self.plural}"
+
+
+def _status(kind: str) -> Subresource:
+    return Subresource("status", kind, STATUS_VERBS)
+
+
+def _scale() -> Subresource:
+    return Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
+
+
+def _connect(name: str, verbs: tuple[str, ...] = ("create", "get")) -> Subresource:
+    return Subresource(name, "PodExecOptions" if name in ("exec", "attach") else
+                       "PodPortForwardOptions" if name == "portforward" else
+                       "Pod" if name == "log" else "PodProxyOptions", verbs)
+
+
+_CORE_NS = ("create", "delete", "get", "list", "patch", "update", "watch")
+
+BUILTINS: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "namespaces", "Namespace", False, short_names=("ns",), verbs=_CORE_NS,
+                 subresources=(Subresource("finalize", "Namespace", ("update",)), _status("Namespace"))),
+    ResourceType("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
+                 subresources=(_connect("attach"), Subresource("binding", "Binding", ("create",)),
+                               Subresource("ephemeralcontainers", "Pod", STATUS_VERBS),
+                               Subresource("eviction", "Eviction", ("create",)), _connect("exec"),
+                               Subresource("log", "Pod", ("get",)), _connect("portforward"),
+                               _connect("proxy", ("create", "delete", "get", "patch", "update")),
+                               Subresource("resize", "Pod", STATUS_VERBS), _status("Pod"))),
+    ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
+                 subresources=(_connect("proxy", ("create", "delete", "get", "patch", "update")),
+                               _status("Service"))),
+    ResourceType("", "v1", "endpoints", "Endpoints", True, singular="endpoints", short_names=("ep",)),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",)),
+    ResourceType("", "v1", "secrets", "Secret", True),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",),
+                 subresources=(Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),)),
+    ResourceType("", "v1", "events", "Event", True, short_names=("ev",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), categories=("all",),
+                 subresources=(_scale(), _status("Deployment")), has_generation=True),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
+                 subresources=(_scale(), _status("ReplicaSet")), has_generation=True),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",), categories=("all",),
+                 subresources=(_scale(), _status("StatefulSet")), has_generation=True),
+    ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=(_status("Job"),),
+                 has_generation=True),
+    ResourceType("batch", "v1", "cronjobs", "CronJob", True, short_names=("cj",), categories=("all",),
+                 subresources=(_status("CronJob"),), has_generation=True),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
+                 short_names=("crd", "crds"), categories=("api-extensions",),
+                 subresources=(_status("CustomResourceDefinition"),), has_generation=True),
+)
+
+#: Preferred order of groups in discovery (core first, as a real server lists them).
+GROUP_ORDER = ("", "apps", "batch", "apiextensions.k8s.io")
+
+
+class Registry:
+    """The served resource types; thread-safe; CRD types come and go with their CRDs.
+
+    ``changes`` counts registry changes, so discovery answers can carry a fresh hash after a CRD appears.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._types: list[ResourceType] = list(BUILTINS)
+        self._crds: dict[str, list[ResourceType]] = {}
+        self.changes = 0
+
+    def all(self) -> list[ResourceType]:
+        with self._lock:
+            return list(self._types) + [t for ts in self._crds.values() for t in ts]
+
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """``[(group, [versions...])]`` in discovery order; the first version of each group is preferred."""
+        order: dict[str, list[str]] = {}
+        for t in self.all():
+            versions = order.setdefault(t.group, [])
+            if t.version not in versions:
+                versions.append(t.version)
+        known = [g for g in GROUP_ORDER if g in order]
+        return [(g, order[g]) for g in known + sorted(g for g in order if g not in GROUP_ORDER)]
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [t for t in self.all() if t.group == group and t.version == version]
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        """The type served at ``/apis/<group>/<version>/.../<plural>`` (``group`` ``""`` = ``/api/v1``)."""
+        return next((t for t in self.all() if t.group == group and t.version == version and t.plural == plural),
+                    None)
+
+    def by_key(self, key: str) -> ResourceType | None:
+        """The preferred (first served) version of the collection ``key`` (``"apps/deployments"``)."""
+        return next((t for t in self.all() if t.key == key), None)
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
+        group, _, version = api_version.rpartition("/")
+        return next((t for t in self.all() if t.group == group and t.version == version and t.kind == kind), None)
+
+    def resolve(self, name: str | ResourceType) -> ResourceType:
+        """A type from kubectl-style ``name``: ``pods``, ``po``, ``pod``, ``Pod``, ``deployments.apps``,
+        ``apps/v1/deployments``, ``agentruns.core.controller-agent.dev``. Raises ``KeyError`` naming it."""
+        if isinstance(name, ResourceType):
+            return name
+        if name.count("/") == 2 or (name.count("/") == 1 and not name.startswith("/")):
+            parts = name.split("/")
+            found = self.lookup(*parts) if len(parts) == 3 else self.lookup("", parts[0], parts[1])
+            if found:
+                return found
+        lowered = name.lower()
+        head, _, group = lowered.partition(".")
+        for candidate in self.all():
+            if group and candidate.group != group:
+                continue
+            names = {candidate.plural, candidate.singular_name, candidate.kind.lower(), *candidate.short_names}
+            if head in names or (not group and lowered in names):
+                return candidate
+        raise KeyError(f"the double serves no resource type {name!r}")
+
+    def set_crd(self, crd: dict[str, Any]) -> None:
+        """Serve (or re-serve) the versions of ``crd`` (a stored CustomResourceDefinition object)."""
+        types = crd_types(crd)
+        with self._lock:
+            self._crds[crd["metadata"]["name"]] = types
+            self.changes += 1
+
+    def remove_crd(self, name: str) -> None:
+        with self._lock:
+            if self._crds.pop(name, None) is not None:
+                self.changes += 1
+
+    def reset(self) -> None:
+        with self._lock:
+            self._crds.clear()
+            self.changes += 1
+
+
+def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
+    """The resource types a CRD serves: one per ``spec.versions[*]`` with ``served: true``."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    out: list[ResourceType] = []
+    versions: Iterable[dict[str, Any]] = spec.get("versions") or []
+    for v in versions:
+        if not v.get("served", True):
+            continue
+        subs: list[Subresource] = []
+        declared = v.get("subresources") or {}
+        if "scale" in declared:
+            subs.append(Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1"))
+        if "status" in declared:
+            subs.append(Subresource("status", names.get("kind", ""), STATUS_VERBS))
+        out.append(ResourceType(
+            group=spec.get("group", ""), version=v.get("name", ""), plural=names.get("plural", ""),
+            kind=names.get("kind", ""), namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+            singular=names.get("singular", ""), short_names=tuple(names.get("shortNames") or ()),
+            categories=tuple(names.get("categories") or ()), subresources=tuple(subs), has_generation=True,
+            custom=True, printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
+            schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+        ))
+    return out

@@ -1,0 +1,223 @@
+"""The schema rules the double enforces, answered as a real server does: 422 ``Invalid`` naming each field.
+
+Modelled (``pkg/apis/*/validation`` in kubernetes/kubernetes, apimachinery ``validation.IsDNS1123Subdomain`` /
+``IsDNS1123Label``):
+
+- ``metadata.name``: an RFC 1123 subdomain (at most 253 characters) for most kinds; an RFC 1123 label (at most 63)
+  for namespaces and services; a CRD's name must be ``<plural>.<group>``.
+- ``metadata.namespace`` of a namespaced object is an RFC 1123 label; labels keys and values are valid label syntax.
+- Required fields: a pod's ``spec.containers`` (each with ``name`` and ``image``), a workload's ``spec.selector``
+  and ``spec.template`` with labels the selector matches (Deployments, ReplicaSets, StatefulSets), a Job's
+  ``spec.template``, a Service port's ``port``, a CRD's ``spec.group``, ``spec.names`` and ``spec.versions``.
+- Immutable on update: a workload's ``spec.selector``, a Job's ``spec.template``... (only ``spec.selector`` is
+  checked), a Service's ``spec.clusterIP``.
+
+Not modelled: unknown fields (``fieldValidation=Strict`` is accepted and not enforced), resource quantities, most
+per-field formats, CRD OpenAPI schemas beyond ``required`` at the top of ``spec``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fakes.kube.errors import Cause, field_invalid, field_required, invalid
+from fakes.kube.resources import ResourceType
+from fakes.kube.selectors import from_label_selector
+
+SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+LABEL_NAME_KINDS = frozenset({"/namespaces", "/services"})
+
+Obj = dict[str, Any]
+
+
+def name_causes(name: Any, *, label: bool, path: str = "metadata.name") -> list[Cause]:
+    if not isinstance(name, str):
+        return [field_invalid(path, name, "must be a string")]
+    if label:
+        if len(name) > 63:
+            return [field_invalid(path, name, "must be no more than 63 characters")]
+        if not LABEL.match(name):
+            return [field_invalid(path, name, LABEL_MSG)]
+        return []
+    if len(name) > 253:
+        return [field_invalid(path, name, "must be no more than 253 characters")]
+    if not SUBDOMAIN.match(name):
+        return [field_invalid(path, name, SUBDOMAIN_MSG)]
+    return []
+
+
+def _labels(meta: Obj, path: str) -> list[Cause]:
+    out: list[Cause] = []
+    labels = meta.get("labels")
+    if labels is None:
+        return out
+    if not isinstance(labels, dict):
+        return [field_invalid(path, labels, "must be a map of strings")]
+    for key, value in labels.items():
+        if not isinstance(value, str):
+            out.append(field_invalid(f"{path}", value, f"label {key!r} must be a string"))
+            continue
+        if len(value) > 63 or not re.fullmatch(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", value):
+            out.append(field_invalid(path, value, "a valid label must be an empty string or consist of alphanumeric "
+                                     "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                                     "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                                     "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))
+    return out
+
+
+def _pod_spec(spec: Any, path: str) -> list[Cause]:
+    if not isinstance(spec, dict):
+        return [field_required(path)]
+    out: list[Cause] = []
+    containers = spec.get("containers")
+    if not containers:
+        return [field_required(f"{path}.containers")]
+    if not isinstance(containers, list):
+        return [field_invalid(f"{path}.containers", containers, "must be a list")]
+    seen: set[str] = set()
+    for i, c in enumerate(containers):
+        cpath = f"{path}.containers[{i}]"
+        if not isinstance(c, dict):
+            out.append(field_invalid(cpath, c, "must be an object"))
+            continue
+        if not c.get("name"):
+            out.append(field_required(f"{cpath}.name"))
+        else:
+            out += name_causes(c["name"], label=True, path=f"{cpath}.name")
+            if c["name"] in seen:
+                out.append(Cause("FieldValueDuplicate", f'Duplicate value: "{c["name"]}"', f"{cpath}.name"))
+            seen.add(str(c["name"]))
+        if not c.get("image"):
+            out.append(field_required(f"{cpath}.image"))
+        for j, p in enumerate(c.get("ports") or []):
+            port = p.get("containerPort") if isinstance(p, dict) else None
+            if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+                out.append(field_invalid(f"{cpath}.ports[{j}].containerPort", port,
+                                         "must be between 1 and 65535, inclusive"))
+    return out
+
+
+def _workload(obj: Obj, *, needs_selector: bool) -> list[Cause]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [field_required("spec")]
+    out: list[Cause] = []
+    template = spec.get("template")
+    selector = spec.get("selector")
+    if needs_selector and not selector:
+        out.append(field_required("spec.selector"))
+    if not isinstance(template, dict):
+        return out + [field_required("spec.template")]
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if needs_selector and isinstance(selector, dict):
+        try:
+            matcher = from_label_selector(selector)
+        except Exception:  # an unknown operator: report it on the field
+            out.append(field_invalid("spec.selector", selector, "invalid label selector"))
+        else:
+            if not matcher:
+                out.append(field_invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+            elif not matcher.matches(labels):
+                out.append(field_invalid("spec.template.metadata.labels", labels,
+                                         "`selector` does not match template `labels`"))
+    out += _pod_spec(template.get("spec"), "spec.template.spec")
+    return out
+
+
+def _service(obj: Obj) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    out: list[Cause] = []
+    if spec.get("type", "ClusterIP") not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
+        out.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("type")}": supported values: '
+                         '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"', "spec.type"))
+    ports = spec.get("ports")
+    if not ports and spec.get("type", "ClusterIP") != "ExternalName" and spec.get("clusterIP") != "None":
+        out.append(field_required("spec.ports"))
+    for i, p in enumerate(ports or []):
+        port = p.get("port") if isinstance(p, dict) else None
+        if port is None:
+            out.append(field_required(f"spec.ports[{i}].port"))
+        elif not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            out.append(field_invalid(f"spec.ports[{i}].port", port, "must be between 1 and 65535, inclusive"))
+        if len(ports or []) > 1 and isinstance(p, dict) and not p.get("name"):
+            out.append(field_required(f"spec.ports[{i}].name"))
+    return out
+
+
+def _crd(obj: Obj) -> list[Cause]:
+    spec = obj.get("spec") or {}
+    names = spec.get("names") or {}
+    out: list[Cause] = []
+    if not spec.get("group"):
+        out.append(field_required("spec.group"))
+    if not names.get("plural"):
+        out.append(field_required("spec.names.plural"))
+    if not names.get("kind"):
+        out.append(field_required("spec.names.kind"))
+    if not spec.get("versions"):
+        out.append(field_required("spec.versions", "must have exactly one version marked as storage version"))
+    elif sum(1 for v in spec["versions"] if isinstance(v, dict) and v.get("storage")) != 1:
+        out.append(field_invalid("spec.versions", "", "must have exactly one version marked as storage version"))
+    expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
+    name = obj.get("metadata", {}).get("name")
+    if names.get("plural") and spec.get("group") and name != expected:
+        out.append(field_invalid("metadata.name", name, f'must be spec.names.plural+"."+spec.group'))
+    if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
+        out.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("scope")}": supported values: '
+                         '"Cluster", "Namespaced"', "spec.scope"))
+    return out
+
+
+def _custom(rt: ResourceType, obj: Obj) -> list[Cause]:
+    schema = rt.schema or {}
+    out: list[Cause] = []
+    for name in schema.get("required") or []:
+        if name not in obj:
+            out.append(field_required(name))
+    spec_schema = (schema.get("properties") or {}).get("spec") or {}
+    spec = obj.get("spec")
+    if isinstance(spec, dict):
+        for name in spec_schema.get("required") or []:
+            if name not in spec:
+                out.append(field_required(f"spec.{name}"))
+    return out
+
+
+def validate(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
+    """Raise :class:`~fakes.kube.errors.ApiError` 422 Invalid when ``obj`` breaks a modelled rule."""
+    meta = obj.get("metadata") or {}
+    name = meta.get("name") or ""
+    causes: list[Cause] = []
+    if name:
+        causes += name_causes(name, label=rt.key in LABEL_NAME_KINDS)
+    causes += _labels(meta, "metadata.labels")
+    key = rt.key
+    if key == "/pods":
+        causes += _pod_spec(obj.get("spec"), "spec")
+    elif key in ("apps/deployments", "apps/replicasets", "apps/statefulsets"):
+        causes += _workload(obj, needs_selector=True)
+        if old is not None and (old.get("spec") or {}).get("selector") != (obj.get("spec") or {}).get("selector"):
+            causes.append(field_invalid("spec.selector", (obj.get("spec") or {}).get("selector"),
+                                        "field is immutable"))
+    elif key == "batch/jobs":
+        causes += _workload(obj, needs_selector=False)
+    elif key == "/services":
+        causes += _service(obj)
+        if old is not None:
+            before, after = (old.get("spec") or {}).get("clusterIP"), (obj.get("spec") or {}).get("clusterIP")
+            if after and before != after:
+                causes.append(field_invalid("spec.clusterIP", after, "field is immutable"))
+    elif key == "apiextensions.k8s.io/customresourcedefinitions":
+        causes += _crd(obj)
+    elif rt.custom:
+        causes += _custom(rt, obj)
+    if causes:
+        raise invalid(rt.kind, rt.group, str(name), causes)
