@@ -77,8 +77,13 @@ class FakeHandle:
         return AsyncFakeTransport(self.runtime)
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        """An ``httpx.Client`` on ``url`` (socket when served, the in-process transport otherwise); caller closes it."""
+        """An ``httpx.Client`` on ``url`` (socket when served, the in-process transport otherwise); caller closes it.
+
+        The fake is on loopback, so the client ignores ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``
+        (``trust_env=False``, unless the caller passes ``trust_env``).
+        """
         kwargs.setdefault("timeout", 10.0)
+        kwargs.setdefault("trust_env", False)
         if not self.served:
             kwargs.setdefault("transport", self.transport())
         return httpx.Client(base_url=self.url, **kwargs)

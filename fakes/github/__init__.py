@@ -1,5 +1,5 @@
 """A fake GitHub (REST subset, App installation tokens, OAuth user tokens, signed webhooks) that githubkit and PyGithub
-accept (issue #5; OAuth, ``GET /user`` and collaborator permission: trial finding 7, :mod:`fakes.github.oauth`).
+accept (OAuth in :mod:`fakes.github.oauth`); what it models is listed in ``fakes/github/README.md``.
 
 Public API:
 
@@ -7,9 +7,10 @@ Public API:
   ``fakes.server.FakeHandle``; ``python -m fakes.github`` runs it standalone. :func:`unserved` lists the 501s.
 - :class:`FakeGitHub`: the fake itself (a :class:`fakes.core.FakeApp`), with seeding methods.
 - :func:`send_webhook`, :func:`redeliver`, :func:`send_reordered`: the webhook sender (serialise once, sign, send
-  those bytes, record the delivery, never retry).
-- :func:`verify_signature`: SHA-256-only, constant-time signature check for receivers; never raises (``False`` for a
-  missing or empty secret).
+  those bytes, record the delivery, never retry); a failed delivery raises :class:`DeliveryFailed` unless
+  ``check=False``; payloads over GitHub's 25 MB cap (:data:`MAX_PAYLOAD_BYTES`) are a ``ValueError``.
+- :func:`verify_signature` ``(*, secret, body, header)``: SHA-256-only, constant-time signature check for receivers;
+  ``False`` for any bad header and for a missing or empty secret, ``TypeError`` for arguments of the wrong type.
 - Payload builders over the fake's state: :func:`issues_opened_payload`, :func:`issues_labeled_payload`,
   :func:`issue_comment_created_payload`, :func:`pull_request_opened_payload`.
 """
@@ -23,11 +24,21 @@ from fakes.github.payloads import (
 )
 from fakes.github.server import in_process, serve, unserved
 from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
-from fakes.github.webhooks import Delivery, DeliveryLog, redeliver, send_reordered, send_webhook
+from fakes.github.webhooks import (
+    MAX_PAYLOAD_BYTES,
+    Delivery,
+    DeliveryFailed,
+    DeliveryLog,
+    redeliver,
+    send_reordered,
+    send_webhook,
+)
 
 __all__ = [
     "HEALTH_PATH",
+    "MAX_PAYLOAD_BYTES",
     "Delivery",
+    "DeliveryFailed",
     "DeliveryLog",
     "FakeGitHub",
     "in_process",
@@ -37,10 +48,10 @@ __all__ = [
     "pull_request_opened_payload",
     "redeliver",
     "send_reordered",
-    "serve",
     "send_webhook",
-    "unserved",
+    "serve",
     "sign_sha1",
     "sign_sha256",
+    "unserved",
     "verify_signature",
 ]

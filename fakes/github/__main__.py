@@ -24,4 +24,4 @@ def _make(args: argparse.Namespace) -> FakeGitHub:
 
 if __name__ == "__main__":
     sys.exit(run_main(_make, prog="python -m fakes.github", add_arguments=_options,
-                      description="A fake GitHub REST API with App tokens and signed webhooks (issue #5)."))
+                      description="A fake GitHub REST API with App tokens and signed webhooks."))

@@ -1,15 +1,17 @@
-"""GitHub App JWTs, installation tokens and the ``Authorization`` header (fakes-api.md §3.7).
+"""GitHub App JWTs, installation tokens and the ``Authorization`` header (GitHub docs: "Generating a JSON Web Token
+(JWT) for a GitHub App").
 
 A JWT is accepted when it is RS256, signed by the App's private key, names the App in ``iss`` (numeric id as int or
 string, or the client ID), has ``iat`` no later than now + 60 s and ``exp`` in the future and at most 600 s after
 ``iat``. That last rule is the one GitHub applies: githubkit sends ``iat = now - 60, exp = iat + 600`` and must pass, so
-checking ``exp <= now + 540`` would be wrong (§3.7 "trap"). Refusals carry GitHub's exact 401 messages.
+checking ``exp <= now + 540`` would be wrong (it would refuse githubkit). Refusals carry GitHub's exact 401 messages.
 """
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -17,17 +19,16 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fakes.github.state import App
 
-# GitHub's 401 messages for App JWTs (§3.7), verbatim.
+# GitHub's 401 messages for App JWTs, verbatim.
 TOO_FAR = "'Expiration time' claim ('exp') is too far in the future"
-EXPIRED = (
-    "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"
-)
+EXPIRED = ("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the "
+           "assertion expires")
 UNDECODABLE = "A JSON web token could not be decoded"
 IAT_FUTURE = "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"
 
 MAX_JWT_LIFETIME = 600.0  # seconds between iat and exp, GitHub's limit
 CLOCK_SKEW = 60.0  # seconds an iat may lie in the future (GitHub advises backdating iat by 60 s for drift)
-INSTALLATION_TOKEN_TTL = 3600.0  # seconds; GitHub's installation tokens live one hour (§3.4)
+INSTALLATION_TOKEN_TTL = 3600.0  # seconds; GitHub's installation tokens live one hour
 
 
 def generate_key_pair() -> tuple[str, str]:
@@ -81,7 +82,7 @@ def verify_app_jwt(token: str, apps: list[App], now: float) -> JwtVerdict:
     return JwtVerdict(app, None)
 
 
-def _numeric(value: object) -> bool:
+def _numeric(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -96,7 +97,7 @@ def _find_app(iss: object, apps: list[App]) -> App | None:
 
 
 def split_authorization(header: str | None) -> str | None:
-    """The credential of ``token X`` or ``Bearer X`` (both accepted for every token kind, §3.7); None if absent."""
+    """The credential of ``token X`` or ``Bearer X`` (GitHub accepts both for every token kind); None if absent."""
     if not header:
         return None
     scheme, _, credential = header.strip().partition(" ")

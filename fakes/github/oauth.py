@@ -1,4 +1,4 @@
-"""GitHub's OAuth endpoints for a GitHub App's user access tokens (trial finding 7; fakes-api.md §1).
+"""GitHub's OAuth endpoints for a GitHub App's user access tokens.
 
 Served on the fake's one host, as the upstream fake-github does (on GitHub they live on github.com, not the API host):
 
@@ -14,7 +14,8 @@ form-encoded unless ``Accept`` asks for JSON (XML is not served: 501); errors ar
 (``refresh_token_expires_in`` 15811200, "always", per the docs' response table; the upstream fake says 15897600), scope
 ``""``. Using a refresh token rotates it and revokes the old access token. ``client_secret`` is required to refresh a
 token from the web flow, and not for one from the device flow (docs table; github/docs#32628): a missing one is answered
-with ``invalid_client`` (fakes-api.md §1; GitHub's exact ``error_description`` there is unverified).
+with ``invalid_client`` (the stack's gateway relies on that answer; GitHub's exact ``error_description`` there is
+unverified).
 
 Not modelled: client id/secret values (any non-empty ones are accepted), scopes, ``slow_down`` and
 ``authorization_pending`` (the device code completes at once), ``redirect_uri`` checks.
@@ -29,15 +30,18 @@ from urllib.parse import parse_qs, urlencode
 
 from fakes.core import FakeResponse
 from fakes.github import errors
-from fakes.github.app import Call, FakeGitHub, parse_body, route
-from fakes.github.state import DeviceCode, RefreshGrant, Token, User
+from fakes.github.state import OAUTH_CODE_TTL, DeviceCode, RefreshGrant, Token, User
+from fakes.github.store import GitHubStore
+from fakes.github.wire import Call, RouteTable, json_body
+
+table: RouteTable[GitHubStore] = RouteTable()
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 USER_TOKEN_TTL = 28800  # seconds, "always" (GitHub docs, user access token response)
 REFRESH_TOKEN_TTL = 15811200  # seconds, "always" (same table)
 DEVICE_CODE_TTL = 900  # seconds before a device code expires (docs default)
 DEVICE_INTERVAL = 5  # seconds between polls (docs example)
-CODE_TTL = 600  # seconds a web-flow code lives (docs: "will expire after 10 minutes")
+CODE_TTL = OAUTH_CODE_TTL  # seconds a web-flow code lives (docs: "will expire after 10 minutes")
 
 _TROUBLE = "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/"
 _DEVICE_DOC = "https://docs.github.com/developers/apps/authorizing-oauth-apps#error-codes-for-the-device-flow"
@@ -61,21 +65,20 @@ def _random(alphabet: str, length: int) -> str:
     return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
-def _params(call: Call) -> tuple[dict[str, str], FakeResponse | None]:
-    """Query string, then a JSON or form body (later wins): GitHub accepts all three."""
+def _params(call: Call) -> dict[str, str]:
+    """Query string, then a JSON or form body (later wins): GitHub accepts all three. A JSON body that does not parse
+    is GitHub's 400 ``Problems parsing JSON``."""
     request = call.request
     params = {k: v[-1] for k, v in request.query_params.items()}
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype.endswith("json"):
-        body, bad = parse_body(request, _DOC)
-        if bad is not None:
-            return {}, bad
+        body = json_body(request, _DOC)
         if isinstance(body, dict):
             params.update({k: str(v) for k, v in body.items() if isinstance(v, (str, int)) and not isinstance(v, bool)})
     elif request.body.strip():
         form = parse_qs(request.body.decode("utf-8", "replace"), keep_blank_values=True)
         params.update({k: v[-1] for k, v in form.items()})
-    return params, None
+    return params
 
 
 def _answer(call: Call, fields: dict[str, Any]) -> FakeResponse:
@@ -84,7 +87,7 @@ def _answer(call: Call, fields: dict[str, Any]) -> FakeResponse:
     if "json" in accept:
         return FakeResponse.json(200, fields)
     if "xml" in accept:
-        return errors.not_served(call.request.method.upper(), f"{call.request.path} with Accept: application/xml")
+        raise errors.not_served(call.request.method.upper(), f"{call.request.path} with Accept: application/xml")
     body = urlencode(sorted((k, str(v)) for k, v in fields.items())).encode()
     return FakeResponse(200, [("content-type", "application/x-www-form-urlencoded; charset=utf-8")], body)
 
@@ -94,11 +97,9 @@ def _error(call: Call, code: str) -> FakeResponse:
     return _answer(call, {"error": code, "error_description": description, "error_uri": uri})
 
 
-@route("POST", "/login/device/code", auth="none")
-def device_code(fake: FakeGitHub, call: Call) -> FakeResponse:
-    params, bad = _params(call)
-    if bad is not None:
-        return bad
+@table.route("POST", "/login/device/code", auth="none")
+def device_code(fake: GitHubStore, call: Call) -> FakeResponse:
+    params = _params(call)
     client_id = params.get("client_id", "")
     if not client_id:
         return _error(call, "incorrect_client_credentials")  # GitHub's exact answer here is unverified
@@ -111,11 +112,9 @@ def device_code(fake: FakeGitHub, call: Call) -> FakeResponse:
                           "interval": DEVICE_INTERVAL})
 
 
-@route("POST", "/login/oauth/access_token", auth="none")
-def access_token(fake: FakeGitHub, call: Call) -> FakeResponse:
-    params, bad = _params(call)
-    if bad is not None:
-        return bad
+@table.route("POST", "/login/oauth/access_token", auth="none")
+def access_token(fake: GitHubStore, call: Call) -> FakeResponse:
+    params = _params(call)
     if not params.get("client_id"):
         return _error(call, "incorrect_client_credentials")
     grant = params.get("grant_type") or "authorization_code"  # the web flow sends no grant_type
@@ -128,7 +127,7 @@ def access_token(fake: FakeGitHub, call: Call) -> FakeResponse:
     return _error(call, "unsupported_grant_type")
 
 
-def _device_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> FakeResponse:
+def _device_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> FakeResponse:
     code = fake.oauth.device_codes.get(params.get("device_code", ""))
     if code is None or code.client_id != params["client_id"]:
         return _error(call, "incorrect_device_code")
@@ -138,7 +137,7 @@ def _device_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> FakeR
     return _issue(fake, call, code.login, code.client_id, from_device_flow=True)
 
 
-def _code_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> FakeResponse:
+def _code_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> FakeResponse:
     if not params.get("client_secret"):
         return _error(call, "incorrect_client_credentials")  # the web flow requires client_secret
     found = fake.oauth.codes.pop(params.get("code", ""), None)
@@ -147,7 +146,7 @@ def _code_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> FakeRes
     return _issue(fake, call, found[0], params["client_id"], from_device_flow=False)
 
 
-def _refresh_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> FakeResponse:
+def _refresh_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> FakeResponse:
     grant = fake.oauth.refresh.get(params.get("refresh_token", ""))
     if grant is None or grant.expires_at <= fake.now() or grant.client_id != params["client_id"]:
         return _error(call, "bad_refresh_token")
@@ -158,11 +157,11 @@ def _refresh_grant(fake: FakeGitHub, call: Call, params: dict[str, str]) -> Fake
     return _issue(fake, call, grant.login, grant.client_id, from_device_flow=grant.from_device_flow)
 
 
-def _issue(fake: FakeGitHub, call: Call, login: str, client_id: str, *, from_device_flow: bool) -> FakeResponse:
+def _issue(fake: GitHubStore, call: Call, login: str, client_id: str, *, from_device_flow: bool) -> FakeResponse:
     user: User = fake.add_user(login)
     now = fake.now()
     access = Token(value="ghu_" + _random(string.ascii_letters + string.digits, 36), expires_at=now + USER_TOKEN_TTL,
-                   user=user)
+                   user=user, scopes=(), client_id=client_id)
     fake.tokens[access.value] = access
     refresh = RefreshGrant(value="ghr_" + _random(string.ascii_letters + string.digits, 76), client_id=client_id,
                            login=login, expires_at=now + REFRESH_TOKEN_TTL, access_token=access.value,

@@ -1,4 +1,5 @@
-"""GitHub's page-number pagination with absolute ``Link`` headers (fakes-api.md §3.3).
+"""GitHub's page-number pagination with absolute ``Link`` headers (GitHub docs: "Using pagination in the
+REST API").
 
 ``per_page`` defaults to 30 and is silently capped at 100; ``page`` defaults to 1; a page past the end is ``[]``.
 ``Link`` carries ``prev``/``next``/``last``/``first`` as absolute URLs built from the fake's base URL and the request's
@@ -8,8 +9,9 @@ omits ``prev``/``first`` and the last page omits ``next``/``last``, following th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 DEFAULT_PER_PAGE = 30

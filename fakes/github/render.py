@@ -1,15 +1,18 @@
 """JSON shapes of the fake GitHub's objects, every URL field pointing back at the fake.
 
-Shapes serve the union of the fields githubkit's 2022-11-28 and 2026-03-10 models require (fakes-api.md §3.6): nullable
-fields such as ``Label.archived_at`` and ``Issue.assignee`` are present as ``null``, never absent. ``base`` is the fake's
-public base URL without a trailing slash (configured, else from the ``Host`` header), so clients that follow ``url``
-fields (PyGithub does, §3.5) stay on the fake. Web (``html_url``) links also point at the fake; it serves no HTML and
-answers them 501.
+Shapes serve the union of the fields githubkit's 2022-11-28 and 2026-03-10 models require: nullable fields such as
+``Label.archived_at`` and ``Issue.assignee`` are present as ``null``, never absent. Keys GitHub sends only for some
+objects are sent only there: ``draft`` on issues that are pull requests, the relationship summaries on plain issues,
+``parent_issue_url`` on sub-issues, ``pinned_comment`` on issues with a pinned comment. ``base`` is the fake's public
+base URL without a trailing slash (configured, else from the ``Host`` header), so clients that follow ``url`` fields
+(PyGithub does) stay on the fake. Web (``html_url``) links also point at the fake; it serves no HTML and answers them
+501.
 """
 
 from __future__ import annotations
 
 import base64
+from email.utils import formatdate
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +22,7 @@ from fakes.github.state import (
     Comment,
     Installation,
     Issue,
+    IssueType,
     Label,
     Reaction,
     Repo,
@@ -26,6 +30,11 @@ from fakes.github.state import (
     git_blob_sha,
     iso,
 )
+
+
+def http_date(ts: float) -> str:
+    """Epoch seconds as an HTTP date (``Last-Modified``): ``Mon, 28 Apr 2025 09:48:55 GMT``, whole seconds."""
+    return formatdate(int(ts), usegmt=True)
 
 
 def node_id(prefix: str, ident: int) -> str:
@@ -59,21 +68,26 @@ def user(base: str, u: User) -> dict[str, Any]:
     }
 
 
-def private_user(base: str, u: User, repos: list[Repo]) -> dict[str, Any]:
-    """private-user (``GET /user``): simple-user plus the profile, counts and private fields githubkit requires.
+def private_user(base: str, u: User, repos: list[Repo], *, private: bool) -> dict[str, Any]:
+    """The authenticated user (``GET /user``): simple-user plus the public profile and counts; with ``private`` (an
+    OAuth token with the ``user`` scope) also the private fields (private gists and repositories, disk usage,
+    collaborators, two-factor authentication), which GitHub shows to nobody else.
 
     Profile text the fake does not hold is ``null`` (``blog`` is ``""``, as GitHub sends for an empty one); repository
     counts come from ``repos``, the repositories this user owns.
     """
-    private = sum(1 for r in repos if r.private)
+    hidden = sum(1 for r in repos if r.private)
     when = iso(u.created_at)
-    return {
+    shape = {
         **user(base, u), "name": None, "company": None, "blog": "", "location": None, "email": None,
         "hireable": None, "bio": None, "twitter_username": None, "notification_email": None,
-        "public_repos": len(repos) - private, "public_gists": 0, "followers": 0, "following": 0,
-        "created_at": when, "updated_at": when, "private_gists": 0, "total_private_repos": private,
-        "owned_private_repos": private, "disk_usage": 0, "collaborators": 0, "two_factor_authentication": False,
+        "public_repos": len(repos) - hidden, "public_gists": 0, "followers": 0, "following": 0,
+        "created_at": when, "updated_at": when,
     }
+    if private:
+        shape.update(private_gists=0, total_private_repos=hidden, owned_private_repos=hidden, disk_usage=0,
+                     collaborators=0, two_factor_authentication=False)
+    return shape
 
 
 def collaborator_permission(base: str, u: User, permission: str) -> dict[str, Any]:
@@ -168,8 +182,9 @@ def repo_urls(base: str, full_name: str) -> dict[str, str]:
     return urls
 
 
-def repository(base: str, repo: Repo, *, full: bool = True) -> dict[str, Any]:
-    """full-repository (``GET /repos/{o}/{r}``); with ``full=False`` the nested repository of pulls and webhooks."""
+def repository(base: str, repo: Repo, *, full: bool = True, temp_clone_token: str | None = None) -> dict[str, Any]:
+    """full-repository (``GET /repos/{o}/{r}``); with ``full=False`` the nested repository of pulls and webhooks.
+    ``temp_clone_token`` is what the caller may see (the route decides: null, ``""`` or a token)."""
     open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
     created = iso(repo.created_at)
     body: dict[str, Any] = {
@@ -213,7 +228,7 @@ def repository(base: str, repo: Repo, *, full: bool = True) -> dict[str, Any]:
         "watchers": 0,
     }
     if full:
-        body.update(subscribers_count=0, network_count=0, temp_clone_token=None)
+        body.update(subscribers_count=0, network_count=0, temp_clone_token=temp_clone_token)
     return body
 
 
@@ -229,8 +244,33 @@ def _issue_urls(base: str, repo: Repo, number: int) -> dict[str, str]:
     }
 
 
+def issue_type(t: IssueType) -> dict[str, Any]:
+    when = iso(t.created_at)
+    return {"id": t.id, "node_id": node_id("IT_", t.id), "name": t.name, "description": t.description,
+            "color": t.color, "created_at": when, "updated_at": when, "is_enabled": t.is_enabled}
+
+
+def _relationships(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
+    """The summaries GitHub sends on plain issues: sub-issues (children by ``parent``) and dependencies."""
+    children = [i for i in repo.issues.values() if i.parent == iss.number]
+    done = sum(1 for i in children if i.state == "closed")
+    blockers = [repo.issues[n] for n in iss.blocked_by if n in repo.issues]
+    blocking = [i for i in repo.issues.values() if iss.number in i.blocked_by]
+    shape: dict[str, Any] = {
+        "sub_issues_summary": {"total": len(children), "completed": done,
+                               "percent_completed": done * 100 // len(children) if children else 0},
+        "issue_dependencies_summary": {
+            "blocked_by": sum(1 for i in blockers if i.state == "open"), "total_blocked_by": len(blockers),
+            "blocking": sum(1 for i in blocking if i.state == "open"), "total_blocking": len(blocking)},
+    }
+    if iss.parent is not None:
+        shape["parent_issue_url"] = f"{base}/repos/{repo.full_name}/issues/{iss.parent}"
+    return shape
+
+
 def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
-    """issue: a pull request comes back as an issue carrying a ``pull_request`` key (§3.1)."""
+    """issue: a pull request comes back as an issue carrying ``pull_request`` and ``draft``; a plain issue carries the
+    relationship summaries (and ``parent_issue_url`` when it is a sub-issue) instead."""
     kind = "pull" if iss.pull is not None else "issues"
     urls = _issue_urls(base, repo, iss.number)
     body: dict[str, Any] = {
@@ -256,13 +296,15 @@ def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "updated_at": iso(iss.updated_at),
         "closed_by": None,
         "author_association": _association(repo, iss.user),
-        "draft": iss.pull.draft if iss.pull is not None else False,
+        "type": issue_type(iss.type) if iss.type is not None else None,
         "performed_via_github_app": None,
         "reactions": reaction_rollup(f"{urls['url']}/reactions", iss.reactions),
-        "sub_issues_summary": {"total": 0, "completed": 0, "percent_completed": 0},
     }
-    if iss.pull is not None:
+    if iss.pull is None:
+        body.update(_relationships(base, repo, iss))
+    else:
         pulls = f"{base}/repos/{repo.full_name}/pulls/{iss.number}"
+        body["draft"] = iss.pull.draft
         body["pull_request"] = {
             "url": pulls,
             "html_url": f"{base}/{repo.full_name}/pull/{iss.number}",
@@ -270,6 +312,8 @@ def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
             "patch_url": f"{base}/{repo.full_name}/pull/{iss.number}.patch",
             "merged_at": None,
         }
+    if iss.pinned_comment is not None:
+        body["pinned_comment"] = comment(base, repo, iss.pinned_comment)
     return body
 
 
@@ -302,7 +346,9 @@ def _branch(base: str, repo: Repo, ref: str, sha: str) -> dict[str, Any]:
 
 
 def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
-    """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set."""
+    """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set. Until GitHub has computed the
+    merge (``iss.pull.computed``), ``mergeable`` and ``rebaseable`` are null and ``mergeable_state`` is ``unknown``;
+    ``merge_commit_sha`` (the test merge commit) has a value throughout."""
     assert iss.pull is not None and iss.pull_id is not None
     p = iss.pull
     api = f"{base}/repos/{repo.full_name}/pulls/{iss.number}"
@@ -335,7 +381,7 @@ def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "updated_at": iso(iss.updated_at),
         "closed_at": iso(iss.closed_at),
         "merged_at": None,
-        "merge_commit_sha": None,
+        "merge_commit_sha": p.merge_commit_sha,
         "assignee": None,
         "assignees": [],
         "requested_reviewers": [],
@@ -356,9 +402,9 @@ def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "auto_merge": None,
         "draft": p.draft,
         "merged": False,
-        "mergeable": True,
-        "rebaseable": True,
-        "mergeable_state": "clean",
+        "mergeable": p.mergeable if p.computed else None,
+        "rebaseable": p.mergeable if p.computed else None,
+        "mergeable_state": ("clean" if p.mergeable else "dirty") if p.computed else "unknown",
         "merged_by": None,
         "comments": len(iss.comment_ids),
         "review_comments": 0,

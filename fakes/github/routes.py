@@ -1,259 +1,272 @@
-"""The REST endpoints the fake GitHub serves (fakes-api.md §3.1), one short handler each.
+"""The REST endpoints the fake GitHub serves, one short handler each.
 
 Handlers run under the fake's lock with the caller already authenticated (``call.token`` for token routes,
-``call.app`` for App-JWT routes). A repository the caller may not see is a 404, exactly like a missing one.
+``call.app`` for App-JWT routes) and raise :class:`~fakes.github.errors.GitHubError` to refuse. A repository the caller
+may not see is a 404, exactly like a missing one.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 
 from fakes.core import FakeResponse
-from fakes.github import errors, render
-from fakes.github.app import _DOCS, Call, FakeGitHub, parse_body, route
+from fakes.github import errors, payloads, render
 from fakes.github.paging import paginate
-from fakes.github.payloads import issue_comment_created_payload, issues_labeled_payload
-from fakes.github.state import REACTION_CONTENTS, Reaction, Repo, parse_iso
+from fakes.github.state import REACTION_CONTENTS, Comment, Issue, Reaction, Repo, Token, iso, parse_iso
+from fakes.github.store import GitHubStore
+from fakes.github.wire import DOCS, Call, RouteTable, json_body
+
+table: RouteTable[GitHubStore] = RouteTable()
+route = table.route
 
 _REPO = "/repos/{owner}/{repo}"
+# X-Accepted-GitHub-Permissions values as GitHub sends them (read: issues; write: issues or pull requests).
+_READ_ISSUES = "issues=read"
+_WRITE_ISSUES = "issues=write; pull_requests=write"
+MAX_BODY = 65536  # characters in a comment body; GitHub's 422 below is quoted in danger/danger#424 and later threads
+MAX_LABEL_NAME = 50  # characters in a label name (github/docs#32156)
+
+
+# -- lookups that refuse ----------------------------------------------------------------------------------------
 
 
 def _paged(call: Call, items: list[dict[str, Any]]) -> FakeResponse:
-    page = paginate(items, base=call.base, path=call.request.path, query=call.request.query)
+    page = paginate(items, base=call.base, path=call.path, query=call.request.query)
     return FakeResponse.json(200, page.items, [("link", page.link)] if page.link else [])
 
 
-def _number(call: Call, name: str = "number") -> int | None:
+def _number(call: Call, doc: str, name: str = "number") -> int:
     try:
         return int(call.params[name])
     except ValueError:
-        return None
+        raise errors.not_found(doc) from None
 
 
-def _need_token(call: Call, doc: str, repo: Repo) -> FakeResponse | None:
-    """Writes need a token; an installation token only writes to repositories its installation covers.
+def _repo(fake: GitHubStore, call: Call, doc: str) -> Repo:
+    """The repository of the path, or 404 when it is missing or the caller may not see it."""
+    repo = fake.repos.get(f"{call.params['owner']}/{call.params['repo']}".lower())
+    if repo is None or not fake.can_see(call.token, repo):
+        raise errors.not_found(doc)
+    return repo
+
+
+def _issue(fake: GitHubStore, call: Call, doc: str) -> tuple[Repo, Issue]:
+    repo = _repo(fake, call, doc)
+    iss = repo.issues.get(_number(call, doc))
+    if iss is None:
+        raise errors.not_found(doc)
+    return repo, iss
+
+
+def _comment(fake: GitHubStore, call: Call, doc: str) -> tuple[Repo, Comment]:
+    repo = _repo(fake, call, doc)
+    c = fake.comments.get(_number(call, doc, "comment_id"))
+    if c is None or c.repo is not repo:
+        raise errors.not_found(doc)
+    return repo, c
+
+
+def _writer(call: Call, doc: str, repo: Repo) -> Token:
+    """The token of a write: writes need one, and an installation token only writes where its installation reaches.
 
     Finer permissions (triage for labels, push for contents) are deliberately not modelled.
     """
     if call.token is None:
-        return errors.requires_authentication(doc)
+        raise errors.requires_authentication(doc)
     if call.token.installation is not None and not call.token.installation.covers(repo):
-        return errors.error(403, "Resource not accessible by integration", doc)
-    return None
+        raise errors.not_accessible_by_integration(doc)
+    return call.token
 
 
-def _write_body(call: Call, doc: str, repo: Repo) -> tuple[Any, FakeResponse | None]:
-    """The parsed body of a write, or the refusal to answer instead: first :func:`_need_token`, then the JSON."""
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return None, refusal
-    return parse_body(call.request, doc)
+def _since(call: Call, resource: str, doc: str) -> float | None:
+    """``since`` filters on ``updated_at`` and means "at or after"; 422 when it is not an ISO 8601 timestamp."""
+    text = call.request.query_param("since")
+    if text is None:
+        return None
+    try:
+        return parse_iso(text)
+    except ValueError:
+        raise errors.validation_failed(resource, "since", "invalid", doc) from None
 
 
-@route("GET", _REPO)
-def get_repo(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo = fake.visible_repo(call)
-    if repo is None:
-        return errors.not_found(_DOCS["repo"])
-    return FakeResponse.json(200, render.repository(call.base, repo))
+def _text_body(text: str, doc: str) -> str:
+    """GitHub's 422 for a body over 65536 characters (its current wording: code ``unprocessable``, field ``data``)."""
+    if len(text) > MAX_BODY:
+        raise errors.validation_failed("IssueComment", "data", "unprocessable", doc,
+                                       message=f"Body is too long (maximum is {MAX_BODY} characters)")
+    return text
 
 
-@route("GET", _REPO + "/issues")
-def list_issues(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo = fake.visible_repo(call)
-    if repo is None:
-        return errors.not_found(_DOCS["issues"])
+# -- repositories and issues ------------------------------------------------------------------------------------
+
+
+@route("GET", _REPO, scopes="repo", permissions="metadata=read")
+def get_repo(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo = _repo(fake, call, DOCS["repo"])
+    shown = render.repository(call.base, repo, temp_clone_token=_temp_clone_token(call, repo))
+    return FakeResponse.json(200, shown, [("last-modified", render.http_date(repo.created_at))])
+
+
+def _temp_clone_token(call: Call, repo: Repo) -> str | None:
+    """null for an anonymous caller, ``""`` for a public repository, a clone token for a private one the caller sees
+    (what GitHub shows each of them)."""
+    if call.token is None:
+        return None
+    if not repo.private:
+        return ""
+    digest = hashlib.sha256(f"{repo.id}:{call.token.value}".encode()).digest()
+    return base64.b32encode(digest).decode()[:29]
+
+
+@route("GET", _REPO + "/issues", scopes="repo", permissions=_READ_ISSUES)
+def list_issues(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["issues"]
+    repo = _repo(fake, call, doc)
     state = call.request.query_param("state", "open")
     if state not in ("open", "closed", "all"):
-        return errors.validation_failed("Issue", "state", "invalid", _DOCS["issues"])
-    since, bad = _since(call, "Issue", _DOCS["issues"])
-    if bad is not None:
-        return bad
+        raise errors.validation_failed("Issue", "state", "invalid", doc)
+    since = _since(call, "Issue", doc)
+    kind = call.request.query_param("type")
     issues = [i for i in sorted(repo.issues.values(), key=lambda i: -i.number)
-              if (state == "all" or i.state == state) and (since is None or i.updated_at >= since)]
+              if (state == "all" or i.state == state) and (since is None or i.updated_at >= since)
+              and _of_type(i, kind)]
     return _paged(call, [render.issue(call.base, repo, i) for i in issues])
 
 
-def _since(call: Call, resource: str, doc: str) -> tuple[float | None, FakeResponse | None]:
-    """``since`` filters on ``updated_at``, "at or after" (§3.3)."""
-    text = call.request.query_param("since")
-    if text is None:
-        return None, None
-    try:
-        return parse_iso(text), None
-    except ValueError:
-        return None, errors.validation_failed(resource, "since", "invalid", doc)
+def _of_type(iss: Issue, kind: str | None) -> bool:
+    """The ``type`` filter: an issue type's name (case-insensitive), ``*`` for any type, ``none`` for no type."""
+    if kind is None:
+        return True
+    if kind == "*":
+        return iss.type is not None
+    if kind.lower() == "none":
+        return iss.type is None
+    return iss.type is not None and iss.type.name.lower() == kind.lower()
 
 
-@route("GET", _REPO + "/issues/{number}")
-def get_issue(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(_DOCS["issue"])
-    return FakeResponse.json(200, render.issue(call.base, repo, iss))
+@route("GET", _REPO + "/issues/{number}", scopes="repo", permissions=_READ_ISSUES)
+def get_issue(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo, iss = _issue(fake, call, DOCS["issue"])
+    return FakeResponse.json(200, render.issue(call.base, repo, iss), _modified(iss.updated_at))
 
 
-def _repo_issue(fake: FakeGitHub, call: Call):  # -> tuple[Repo | None, Issue | None]
-    repo = fake.visible_repo(call)
-    number = _number(call)
-    if repo is None or number is None:
-        return repo, None
-    return repo, repo.issues.get(number)
+def _modified(when: float) -> list[tuple[str, str]]:
+    return [("last-modified", render.http_date(when))]
 
 
-@route("GET", _REPO + "/issues/{number}/comments")
-def list_comments(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(_DOCS["comments"])
-    since, bad = _since(call, "IssueComment", _DOCS["comments"])
-    if bad is not None:
-        return bad
+# -- comments ---------------------------------------------------------------------------------------------------
+
+
+@route("GET", _REPO + "/issues/{number}/comments", scopes="repo", permissions=_READ_ISSUES)
+def list_comments(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["comments"]
+    repo, iss = _issue(fake, call, doc)
+    since = _since(call, "IssueComment", doc)
     comments = [fake.comments[cid] for cid in iss.comment_ids]
     comments = [c for c in comments if since is None or c.updated_at >= since]
     return _paged(call, [render.comment(call.base, repo, c) for c in comments])
 
 
-@route("POST", _REPO + "/issues/{number}/comments")
-def create_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["create_comment"]
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(doc)
-    body, bad = _write_body(call, doc, repo)
-    if bad is not None:
-        return bad
+@route("POST", _REPO + "/issues/{number}/comments", scopes="repo", permissions=_WRITE_ISSUES)
+def create_comment(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["create_comment"]
+    repo, iss = _issue(fake, call, doc)
+    token = _writer(call, doc, repo)
+    body = json_body(call.request, doc)
     if not isinstance(body, dict) or "body" not in body:
-        return errors.validation_failed("IssueComment", "body", "missing_field", doc)
+        raise errors.validation_failed("IssueComment", "body", "missing_field", doc)
     if not isinstance(body["body"], str):
-        return errors.invalid_request(f"For 'properties/body', {str(body['body'])[:80]!r} is not a string.", doc)
-    if (too_long := _body_too_long(body["body"], doc)) is not None:
-        return too_long
-    token = call.token
+        raise errors.invalid_request(f"For 'properties/body', {str(body['body'])[:80]!r} is not a string.", doc)
     via = token.installation.app if token.installation is not None else None
-    c = fake.create_comment(repo, iss, body["body"], token.actor, via, fake.now())
+    c = fake.create_comment(repo, iss, _text_body(body["body"], doc), token.actor, via, fake.now())
     shown = render.comment(call.base, repo, c)
-    fake.emit("issue_comment", issue_comment_created_payload(fake, repo.full_name, c.id, base=call.base), repo=repo)
+    fake.emit("issue_comment", payloads.comment_created(fake, repo, iss, c, base=call.base), repo=repo)
     return FakeResponse.json(201, shown, [("location", shown["url"])])
 
 
-MAX_BODY = 65536  # characters in a comment body; GitHub's 422 below is quoted in danger/danger#424 and later threads
-MAX_LABEL_NAME = 50  # characters in a label name (github/docs#32156)
+@route("GET", _REPO + "/issues/comments/{comment_id}", scopes="repo", permissions=_READ_ISSUES)
+def get_comment(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo, c = _comment(fake, call, DOCS["comment"])
+    return FakeResponse.json(200, render.comment(call.base, repo, c), _modified(c.updated_at))
 
 
-def _body_too_long(text: str, doc: str) -> FakeResponse | None:
-    """GitHub's 422 for a body over 65536 characters (its current wording: code ``unprocessable``, field ``data``)."""
-    if len(text) <= MAX_BODY:
-        return None
-    return errors.validation_failed("IssueComment", "data", "unprocessable", doc,
-                                    message=f"Body is too long (maximum is {MAX_BODY} characters)")
-
-
-def _comment(fake: FakeGitHub, call: Call):  # -> tuple[Repo | None, Comment | None]
-    repo = fake.visible_repo(call)
-    cid = _number(call, "comment_id")
-    c = fake.comments.get(cid) if cid is not None else None
-    if repo is None or c is None or c.repo is not repo:
-        return repo, None
-    return repo, c
-
-
-@route("GET", _REPO + "/issues/comments/{comment_id}")
-def get_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, c = _comment(fake, call)
-    if c is None:
-        return errors.not_found(_DOCS["comment"])
-    return FakeResponse.json(200, render.comment(call.base, repo, c))
-
-
-@route("PATCH", _REPO + "/issues/comments/{comment_id}")
-def update_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["update_comment"]
-    repo, c = _comment(fake, call)
-    if c is None:
-        return errors.not_found(doc)
-    body, bad = _write_body(call, doc, repo)
-    if bad is not None:
-        return bad
+@route("PATCH", _REPO + "/issues/comments/{comment_id}", scopes="repo", permissions=_WRITE_ISSUES)
+def update_comment(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["update_comment"]
+    repo, c = _comment(fake, call, doc)
+    _writer(call, doc, repo)
+    body = json_body(call.request, doc)
     if not isinstance(body, dict) or not isinstance(body.get("body"), str):
-        return errors.validation_failed("IssueComment", "body", "missing_field", doc)
-    if (too_long := _body_too_long(body["body"], doc)) is not None:
-        return too_long
-    c.body = body["body"]
+        raise errors.validation_failed("IssueComment", "body", "missing_field", doc)
+    c.body = _text_body(body["body"], doc)
     c.updated_at = fake.now()
     return FakeResponse.json(200, render.comment(call.base, repo, c))
 
 
-def _label_names(body: Any) -> list[str] | None:
-    """The three accepted bodies: ``{"labels": [names]}``, a bare ``[names]`` (PyGithub), ``{"labels": [{"name"}]}``."""
+# -- labels -----------------------------------------------------------------------------------------------------
+
+
+def _label_names(body: Any, doc: str) -> list[str]:
+    """The three accepted bodies: ``{"labels": [names]}``, a bare ``[names]`` (PyGithub), ``{"labels": [{"name"}]}``;
+    all names are checked before any label is created (all or nothing)."""
     items = body.get("labels") if isinstance(body, dict) else body
-    if not isinstance(items, list):
-        return None
-    names = []
-    for item in items:
+    names: list[str] = []
+    for item in items if isinstance(items, list) else [None]:
         name = item.get("name") if isinstance(item, dict) else item
         if not isinstance(name, str) or not name.strip():
-            return None
+            raise errors.invalid_request("For 'properties/labels', the value is not an array of label names.", doc)
         names.append(name)
+    too_long = next((name for name in names if len(name) > MAX_LABEL_NAME), None)
+    if too_long is not None:
+        raise errors.error(422, "Validation Failed", doc,
+                           errors=[{"value": too_long, "resource": "Label", "field": "name", "code": "invalid"}])
     return names
 
 
-@route("POST", _REPO + "/issues/{number}/labels")
-def add_labels(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["add_labels"]
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(doc)
-    body, bad = _write_body(call, doc, repo)
-    if bad is not None:
-        return bad
-    names = _label_names(body)
-    if names is None:
-        return errors.invalid_request("For 'properties/labels', the value is not an array of label names.", doc)
-    too_long = next((name for name in names if len(name) > MAX_LABEL_NAME), None)
-    if too_long is not None:  # checked before any label is created: all or nothing
-        return errors.error(422, "Validation Failed", doc,
-                            errors=[{"value": too_long, "resource": "Label", "field": "name", "code": "invalid"}])
+@route("POST", _REPO + "/issues/{number}/labels", scopes="repo", permissions=_WRITE_ISSUES)
+def add_labels(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["add_labels"]
+    repo, iss = _issue(fake, call, doc)
+    token = _writer(call, doc, repo)
+    names = _label_names(json_body(call.request, doc), doc)
     added = []
     for name in names:
-        lab = fake.add_label(repo.full_name, name)  # GitHub creates a label that does not exist yet
+        lab = fake.label_in(repo, name)  # GitHub creates a label that does not exist yet
         if all(existing.id != lab.id for existing in iss.labels):
             iss.labels.append(lab)
             added.append(lab)
     if added:
         iss.updated_at = fake.now()
-    sender = call.token.actor
     for lab in added:
-        payload = issues_labeled_payload(fake, repo.full_name, iss.number, lab.name, sender=sender.login,
-                                         base=call.base)
-        fake.emit("issues", payload, repo=repo)
+        fake.emit("issues", payloads.labeled(fake, repo, iss, lab, sender=token.actor, base=call.base), repo=repo)
     return FakeResponse.json(200, [render.label(call.base, repo, lab) for lab in iss.labels])
 
 
-@route("DELETE", _REPO + "/issues/{number}/labels/{name}")
-def remove_label(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["remove_label"]
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(doc)
-    if (refusal := _need_token(call, doc, repo)) is not None:
-        return refusal
+@route("DELETE", _REPO + "/issues/{number}/labels/{name}", scopes="repo", permissions=_WRITE_ISSUES)
+def remove_label(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["remove_label"]
+    repo, iss = _issue(fake, call, doc)
+    _writer(call, doc, repo)
     name = call.params["name"].lower()
     kept = [lab for lab in iss.labels if lab.name.lower() != name]
     if len(kept) == len(iss.labels):
-        return errors.error(404, "Label does not exist", doc)
+        raise errors.error(404, "Label does not exist", doc)
     iss.labels = kept
     iss.updated_at = fake.now()
     return FakeResponse.json(200, [render.label(call.base, repo, lab) for lab in iss.labels])
 
 
-def _react(fake: FakeGitHub, call: Call, repo: Repo, reactions: list[Reaction], doc: str) -> FakeResponse:
-    body, bad = _write_body(call, doc, repo)
-    if bad is not None:
-        return bad
+# -- reactions --------------------------------------------------------------------------------------------------
+
+
+def _react(fake: GitHubStore, call: Call, repo: Repo, reactions: list[Reaction], doc: str) -> FakeResponse:
+    actor = _writer(call, doc, repo).actor
+    body = json_body(call.request, doc)
     content = body.get("content") if isinstance(body, dict) else None
     if content not in REACTION_CONTENTS:
-        return errors.validation_failed("Reaction", "content", "invalid", doc)
-    actor = call.token.actor
+        raise errors.validation_failed("Reaction", "content", "invalid", doc)
     for r in reactions:
         if r.content == content and r.user.login == actor.login:
             return FakeResponse.json(200, render.reaction(call.base, r))  # an existing reaction: 200, not a second one
@@ -262,46 +275,45 @@ def _react(fake: FakeGitHub, call: Call, repo: Repo, reactions: list[Reaction], 
     return FakeResponse.json(201, render.reaction(call.base, r))
 
 
-@route("POST", _REPO + "/issues/{number}/reactions")
-def react_issue(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, iss = _repo_issue(fake, call)
-    if iss is None:
-        return errors.not_found(_DOCS["issue_reaction"])
-    return _react(fake, call, repo, iss.reactions, _DOCS["issue_reaction"])
+@route("POST", _REPO + "/issues/{number}/reactions", scopes="repo", permissions=_WRITE_ISSUES)
+def react_issue(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo, iss = _issue(fake, call, DOCS["issue_reaction"])
+    return _react(fake, call, repo, iss.reactions, DOCS["issue_reaction"])
 
 
-@route("POST", _REPO + "/issues/comments/{comment_id}/reactions")
-def react_comment(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, c = _comment(fake, call)
-    if c is None:
-        return errors.not_found(_DOCS["comment_reaction"])
-    return _react(fake, call, repo, c.reactions, _DOCS["comment_reaction"])
+@route("POST", _REPO + "/issues/comments/{comment_id}/reactions", scopes="repo", permissions=_WRITE_ISSUES)
+def react_comment(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo, c = _comment(fake, call, DOCS["comment_reaction"])
+    return _react(fake, call, repo, c.reactions, DOCS["comment_reaction"])
 
 
-@route("GET", _REPO + "/pulls/{number}")
-def get_pull(fake: FakeGitHub, call: Call) -> FakeResponse:
-    repo, iss = _repo_issue(fake, call)
-    if iss is None or iss.pull is None:
-        return errors.not_found(_DOCS["pull"])
-    return FakeResponse.json(200, render.pull(call.base, repo, iss))
+# -- pull requests and contents ---------------------------------------------------------------------------------
 
 
-@route("GET", _REPO + "/contents")
-@route("GET", _REPO + "/contents/{path+}")
-def get_contents(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["contents"]
-    repo = fake.visible_repo(call)
-    if repo is None:
-        return errors.not_found(doc)
+@route("GET", _REPO + "/pulls/{number}", scopes="repo", permissions="pull_requests=read")
+def get_pull(fake: GitHubStore, call: Call) -> FakeResponse:
+    repo, iss = _issue(fake, call, DOCS["pull"])
+    if iss.pull is None:
+        raise errors.not_found(DOCS["pull"])
+    shown = render.pull(call.base, repo, iss)
+    iss.pull.computed = True  # this read started the computation: the next one sees its result
+    return FakeResponse.json(200, shown, _modified(iss.updated_at))
+
+
+@route("GET", _REPO + "/contents", scopes="repo", permissions="contents=read")
+@route("GET", _REPO + "/contents/{path*}", scopes="repo", permissions="contents=read")
+def get_contents(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["contents"]
+    repo = _repo(fake, call, doc)
     ref = call.request.query_param("ref")
     if ref and ref not in (repo.default_branch, f"refs/heads/{repo.default_branch}"):
-        return errors.error(404, f"No commit found for the ref {ref}", doc)
-    path = call.params.get("path", "").strip("/")
+        raise errors.error(404, f"No commit found for the ref {ref}", doc)
+    path = "/".join(segment for segment in call.params.get("path", "").split("/") if segment)
     if path in repo.files:
         return FakeResponse.json(200, render.content_file(call.base, repo, path, repo.files[path]))
     entries = _directory(repo, path)
     if not entries:
-        return errors.not_found(doc)
+        raise errors.not_found(doc)
     return FakeResponse.json(200, [render.content_dir_entry(call.base, repo, p, d) for p, d in entries])
 
 
@@ -317,23 +329,22 @@ def _directory(repo: Repo, path: str) -> list[tuple[str, bytes | None]]:
     return sorted(entries.items())
 
 
+# -- Apps -------------------------------------------------------------------------------------------------------
+
+
 @route("POST", "/app/installations/{installation_id}/access_tokens", auth="jwt")
-def create_access_token(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["access_token"]
-    inst_id = _number(call, "installation_id")
-    inst = fake.installations.get(inst_id) if inst_id is not None else None
+def create_access_token(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["access_token"]
+    inst = fake.installations.get(_number(call, doc, "installation_id"))
     if inst is None or inst.app is not call.app:
-        return errors.not_found(doc)
-    body, bad = parse_body(call.request, doc)
-    if bad is not None:
-        return bad
-    body = body or {}
+        raise errors.not_found(doc)
+    body = json_body(call.request, doc) or {}
     if not isinstance(body, dict):
-        return errors.invalid_request("For 'links/0/schema', the body is not an object.", doc)
+        raise errors.invalid_request("For 'links/0/schema', the body is not an object.", doc)
     token = fake.issue_token(inst)
     answer: dict[str, Any] = {
         "token": token.value,
-        "expires_at": render.iso(token.expires_at),
+        "expires_at": iso(token.expires_at),
         "permissions": dict(body.get("permissions") or inst.app.permissions),
         "repository_selection": "all" if inst.repositories is None else "selected",
     }
@@ -345,44 +356,45 @@ def create_access_token(fake: FakeGitHub, call: Call) -> FakeResponse:
 
 
 @route("GET", _REPO + "/installation", auth="jwt")
-def get_repo_installation(fake: FakeGitHub, call: Call) -> FakeResponse:
+def get_repo_installation(fake: GitHubStore, call: Call) -> FakeResponse:
     repo = fake.repos.get(f"{call.params['owner']}/{call.params['repo']}".lower())
-    inst = None
-    if repo is not None:
-        inst = next((i for i in fake.installations.values() if i.app is call.app and i.covers(repo)), None)
+    inst = fake.installation_for(repo, call.app) if repo is not None else None
     if inst is None:
-        return errors.not_found(_DOCS["repo_installation"])
+        raise errors.not_found(DOCS["repo_installation"])
     return FakeResponse.json(200, render.installation(call.base, inst))
 
 
-@route("GET", "/user")
-def get_authenticated_user(fake: FakeGitHub, call: Call) -> FakeResponse:
-    doc = _DOCS["user"]
+# -- users and permissions --------------------------------------------------------------------------------------
+
+
+@route("GET", "/user", permissions="allows_permissionless_access=true")
+def get_authenticated_user(fake: GitHubStore, call: Call) -> FakeResponse:
+    doc = DOCS["user"]
     if call.token is None:
-        return errors.requires_authentication(doc)
+        raise errors.requires_authentication(doc)
     if call.token.installation is not None:  # an installation token acts as no user
-        return errors.error(403, "Resource not accessible by integration", doc)
+        raise errors.not_accessible_by_integration(doc)
     me = call.token.actor
     owned = [r for r in fake.repos.values() if r.owner.login.lower() == me.login.lower()]
-    return FakeResponse.json(200, render.private_user(call.base, me, owned))
+    private = "user" in (call.token.scopes or ())  # GitHub: private profile fields need an OAuth token's user scope
+    return FakeResponse.json(200, render.private_user(call.base, me, owned, private=private),
+                             _modified(me.created_at))
 
 
-@route("GET", _REPO + "/collaborators/{username}/permission")
-def get_collaborator_permission(fake: FakeGitHub, call: Call) -> FakeResponse:
+@route("GET", _REPO + "/collaborators/{username}/permission", scopes="repo", permissions="metadata=read")
+def get_collaborator_permission(fake: GitHubStore, call: Call) -> FakeResponse:
     """Owner: admin; collaborator: write (the fake keeps no finer roles); anyone else: read on a public repository,
     none on a private one. Only a caller with push access may ask (GitHub's 403 wording)."""
-    doc = _DOCS["permission"]
-    repo = fake.visible_repo(call)
-    if repo is None:
-        return errors.not_found(doc)
+    doc = DOCS["permission"]
+    repo = _repo(fake, call, doc)
     if call.token is None:
-        return errors.requires_authentication(doc)
+        raise errors.requires_authentication(doc)
     if _permission(repo, call.token.actor.login) not in ("admin", "write") and (
             call.token.installation is None or not call.token.installation.covers(repo)):
-        return errors.error(403, "Must have push access to view collaborator permission.", doc)
+        raise errors.error(403, "Must have push access to view collaborator permission.", doc)
     subject = fake.users.get(call.params["username"].lower())
     if subject is None:
-        return errors.not_found(doc)
+        raise errors.not_found(doc)
     return FakeResponse.json(200, render.collaborator_permission(call.base, subject,
                                                                  _permission(repo, subject.login)))
 

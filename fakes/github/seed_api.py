@@ -1,14 +1,15 @@
-"""The fake GitHub's own admin routes under ``/_fake/github/``: seeding, clock, hooks, deliveries (issue #5).
+"""The fake GitHub's own admin routes under ``/_fake/github/``: seeding, clock, hooks, deliveries.
 
-For a fake in its own process or pod (the in-process Python methods of :class:`~fakes.github.app.FakeGitHub` do the
+For a fake in its own process or pod (the in-process Python methods of :class:`~fakes.github.store.GitHubStore` do the
 same). Bodies are JSON objects; answers are JSON; a bad body is a 400 whose ``message`` names the field and the
 route. Routes (all POST unless noted):
 
-- ``users`` ``{"login", "token"?, "type"?}``
+- ``users`` ``{"login", "token"?, "type"?, "scopes"?}``
 - ``repos`` ``{"full_name", "private"?, "description"?, "default_branch"?, "collaborators"?, "files"? {path: text}}``
 - ``labels`` ``{"repo", "name", "color"?, "description"?}``
-- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?}``
-- ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?}``
+- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?, "type"?,
+  "parent"?, "blocked_by"?}``
+- ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?, "draft"?, "mergeable"?}``
 - ``comments`` ``{"repo", "number", "body", "user"?, "created_at"?}`` (seeding: no webhook)
 - ``apps`` ``{"slug"?, "name"?, "owner"?}`` -> ``{"id", "slug", "client_id", "private_key", "public_key"}``
 - ``installations`` ``{"app_id", "account", "repositories"?}``
@@ -24,14 +25,17 @@ route. Routes (all POST unless noted):
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
 from fakes.github import payloads, render
-from fakes.github.app import load_json
 from fakes.github.state import describe
+from fakes.github.store import GitHubStore
+from fakes.github.wire import load_json
 
-_PREFIX = "/_fake/github/"
+ADMIN_PREFIX = "/_fake/github/"
+_PREFIX = ADMIN_PREFIX
 MAX_DRAIN = 300.0  # seconds a drain may wait: bounded, like every wait in the harness
 
 
@@ -53,7 +57,7 @@ def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], route
     return body[name]
 
 
-def handle_admin(fake: Any, request: FakeRequest) -> FakeResponse:
+def handle_admin(fake: GitHubStore, request: FakeRequest) -> FakeResponse:
     """Answer one ``/_fake/github/...`` request."""
     route = request.path[len(_PREFIX):].strip("/")
     try:
@@ -83,13 +87,14 @@ def handle_admin(fake: Any, request: FakeRequest) -> FakeResponse:
         return FakeResponse.json(404 if isinstance(exc, KeyError) else 400, {"message": f"{request.path}: {text}"})
 
 
-def _users(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _users(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     u = fake.add_user(_field(body, "login", str, "users"), token=_field(body, "token", str, "users", None),
-                      type=_field(body, "type", str, "users", "User"))
+                      type=_field(body, "type", str, "users", "User"),
+                      scopes=_field(body, "scopes", list, "users", ["repo", "user"]))
     return 201, render.user(base, u)
 
 
-def _repos(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _repos(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = fake.add_repo(
         _field(body, "full_name", str, "repos"), private=_field(body, "private", bool, "repos", False),
         description=_field(body, "description", str, "repos", None),
@@ -98,33 +103,39 @@ def _repos(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 201, render.repository(base, repo)
 
 
-def _labels(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _labels(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "labels")
-    lab = fake.add_label(repo, _field(body, "name", str, "labels"), color=_field(body, "color", str, "labels", "ededed"),
+    lab = fake.add_label(repo, _field(body, "name", str, "labels"),
+                         color=_field(body, "color", str, "labels", "ededed"),
                          description=_field(body, "description", str, "labels", None))
     return 201, render.label(base, fake.repo(repo), lab)
 
 
-def _issues(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _issues(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "issues")
     iss = fake.add_issue(repo, _field(body, "title", str, "issues"), body=_field(body, "body", str, "issues", None),
                          user=_field(body, "user", str, "issues", None),
                          labels=_field(body, "labels", list, "issues", []),
                          created_at=_field(body, "created_at", (str, int, float), "issues", None),
                          updated_at=_field(body, "updated_at", (str, int, float), "issues", None),
-                         state=_field(body, "state", str, "issues", "open"))
+                         state=_field(body, "state", str, "issues", "open"),
+                         type=_field(body, "type", str, "issues", None),
+                         parent=_field(body, "parent", int, "issues", None),
+                         blocked_by=_field(body, "blocked_by", list, "issues", []))
     return 201, render.issue(base, fake.repo(repo), iss)
 
 
-def _pulls(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _pulls(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "pulls")
     iss = fake.add_pull(repo, _field(body, "title", str, "pulls"), head=_field(body, "head", str, "pulls", "feature"),
                         base=_field(body, "base", str, "pulls", None), body=_field(body, "body", str, "pulls", None),
-                        user=_field(body, "user", str, "pulls", None))
+                        user=_field(body, "user", str, "pulls", None),
+                        draft=_field(body, "draft", bool, "pulls", False),
+                        mergeable=_field(body, "mergeable", bool, "pulls", True))
     return 201, render.pull(base, fake.repo(repo), iss)
 
 
-def _comments(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _comments(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "comments")
     c = fake.add_comment(repo, _field(body, "number", int, "comments"), _field(body, "body", str, "comments"),
                          user=_field(body, "user", str, "comments", None),
@@ -132,20 +143,20 @@ def _comments(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 201, render.comment(base, fake.repo(repo), c)
 
 
-def _apps(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _apps(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     app = fake.add_app(_field(body, "slug", str, "apps", "fake-app"), name=_field(body, "name", str, "apps", None),
                        owner=_field(body, "owner", str, "apps", "octocat"))
     return 201, {**render.app(base, app), "private_key": app.private_key_pem, "public_key": app.public_key_pem}
 
 
-def _installations(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _installations(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     inst = fake.add_installation(_field(body, "app_id", int, "installations"),
                                  _field(body, "account", str, "installations"),
                                  repositories=_field(body, "repositories", list, "installations", None))
     return 201, render.installation(base, inst)
 
 
-def _hooks(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _hooks(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     hook = fake.add_hook(_field(body, "url", str, "hooks"), secret=_field(body, "secret", str, "hooks", None),
                          events=_field(body, "events", list, "hooks", None),
                          content_type=_field(body, "content_type", str, "hooks", "json"),
@@ -153,12 +164,12 @@ def _hooks(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 201, {"id": hook.id, "url": hook.url, "events": hook.events, "content_type": hook.content_type}
 
 
-def _clock(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _clock(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     fake.advance_clock(_field(body, "advance", (int, float), "clock"))
     return 200, {"now": fake.now()}
 
 
-def _oauth(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _oauth(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     login = _field(body, "login", str, "oauth")
     if not login.strip():
         raise AdminError(f"POST {_PREFIX}oauth: field 'login' must not be empty")
@@ -166,13 +177,13 @@ def _oauth(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 200, {"login": login, "code": fake.add_oauth_code(login)}
 
 
-def _rate_limit(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _rate_limit(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     remaining = _field(body, "remaining", int, "rate_limit", None)
     fake.set_rate_limit_remaining(remaining)
     return 200, {"remaining": remaining}
 
 
-_BUILDERS: dict[tuple[str, str], Callable[..., dict]] = {
+_BUILDERS: dict[tuple[str, str], Callable[[GitHubStore, dict[str, Any], str], dict[str, Any]]] = {
     ("issues", "opened"): lambda f, b, base: payloads.issues_opened_payload(
         f, b["repo"], b["number"], sender=b.get("sender"), base=base),
     ("issues", "labeled"): lambda f, b, base: payloads.issues_labeled_payload(
@@ -184,7 +195,7 @@ _BUILDERS: dict[tuple[str, str], Callable[..., dict]] = {
 }
 
 
-def _webhooks(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _webhooks(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     key = (_field(body, "event", str, "webhooks"), _field(body, "action", str, "webhooks"))
     build = _BUILDERS.get(key)
     if build is None:
@@ -200,7 +211,7 @@ def _webhooks(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 202, {"hooks": before}
 
 
-def _drain(fake: Any, body: dict, base: str) -> tuple[int, Any]:
+def _drain(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     timeout = _field(body, "timeout", (int, float), "deliveries/drain", 12.0)
     if not 0 < timeout <= MAX_DRAIN:  # NaN fails too
         raise AdminError(f"POST {_PREFIX}deliveries/drain: field 'timeout' must be seconds in (0, {MAX_DRAIN:g}], "
@@ -209,14 +220,14 @@ def _drain(fake: Any, body: dict, base: str) -> tuple[int, Any]:
     return 200, {"drained": done}
 
 
-def _redeliver(fake: Any, guid: str) -> FakeResponse:
+def _redeliver(fake: GitHubStore, guid: str) -> FakeResponse:
     if fake.deliveries.by_id(guid) is None:
         raise AdminError(f"no recorded delivery {guid!r} to redeliver", 404)
     fake.redeliver_later(guid)
     return FakeResponse.json(202, {"id": guid})
 
 
-def _state(fake: Any) -> dict[str, Any]:
+def _state(fake: GitHubStore) -> dict[str, Any]:
     with fake.lock:
         return {
             "repos": sorted(r.full_name for r in fake.repos.values()),
@@ -229,7 +240,7 @@ def _state(fake: Any) -> dict[str, Any]:
         }
 
 
-_HANDLERS: dict[str, Callable[[Any, dict, str], tuple[int, Any]]] = {
+_HANDLERS: dict[str, Callable[[GitHubStore, dict[str, Any], str], tuple[int, Any]]] = {
     "users": _users, "repos": _repos, "labels": _labels, "issues": _issues, "pulls": _pulls, "comments": _comments,
     "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit,
     "oauth": _oauth,

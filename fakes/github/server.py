@@ -13,7 +13,8 @@ from typing import Any
 
 from fakes.github.app import FakeGitHub
 from fakes.journal import JournalEntry
-from fakes.server import FakeHandle, in_process as _in_process, serve_fake
+from fakes.server import FakeHandle, serve_fake
+from fakes.server import in_process as _in_process
 
 
 @contextlib.contextmanager

@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+
+#: Seconds a web-flow OAuth ``code`` lives (GitHub's docs: "will expire after 10 minutes").
+OAUTH_CODE_TTL = 600
 
 # GitHub's reaction contents (REST "Reactions" docs); anything else is a 422.
 REACTION_CONTENTS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -46,14 +49,14 @@ def iso(ts: float | None) -> str | None:
     """Epoch seconds to GitHub's timestamp form, ``2024-05-01T12:00:00Z`` (whole seconds, UTC)."""
     if ts is None:
         return None
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_iso(text: str) -> float:
     """GitHub's ISO 8601 timestamp (``Z`` or an offset) to epoch seconds; raises ``ValueError`` on anything else."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
@@ -101,12 +104,28 @@ class Comment:
 
 
 @dataclass
+class IssueType:
+    """An organization's issue type (``Bug``, ``Task``, ...); GitHub's colors: gray, blue, green, yellow, orange, red,
+    pink, purple."""
+
+    id: int
+    name: str
+    created_at: float
+    description: str | None = None
+    color: str = "gray"
+    is_enabled: bool = True
+
+
+@dataclass
 class PullInfo:
     head_ref: str
     base_ref: str
     head_sha: str
     base_sha: str
+    merge_commit_sha: str
     draft: bool = False
+    mergeable: bool = True  # what GitHub concludes once it has computed it
+    computed: bool = False  # False until the first read after a change: GitHub answers mergeable null meanwhile
 
 
 @dataclass
@@ -125,6 +144,10 @@ class Issue:
     reactions: list[Reaction] = field(default_factory=list)
     pull: PullInfo | None = None
     pull_id: int | None = None
+    type: IssueType | None = None
+    parent: int | None = None  # number of the parent issue (sub-issues)
+    blocked_by: list[int] = field(default_factory=list)  # numbers of the issues blocking this one
+    pinned_comment: Comment | None = None
 
 
 @dataclass
@@ -190,6 +213,15 @@ class Token:
     expires_at: float | None
     user: User | None = None
     installation: Installation | None = None
+    #: OAuth scopes of a user token (``X-OAuth-Scopes``); ``()`` for a GitHub App's user token (it has permissions,
+    #: not scopes); None for an installation token.
+    scopes: tuple[str, ...] | None = None
+    client_id: str | None = None  # the OAuth client that got this user token (``X-OAuth-Client-Id``)
+
+    @property
+    def app_token(self) -> bool:
+        """An installation token or a GitHub App's user token: fine-grained permissions, not OAuth scopes."""
+        return self.installation is not None or self.client_id is not None
 
     @property
     def actor(self) -> User:

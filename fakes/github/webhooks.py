@@ -1,16 +1,20 @@
 """The webhook sender: serialise once, sign those bytes, send those bytes, record the delivery.
 
-GitHub's behaviour as in fakes-api.md §3.8-§3.10.
-
 Like GitHub it waits at most 10 s for an answer, marks slower or non-2xx answers failed and never retries on its own;
 :func:`redeliver` resends a recorded delivery with the same ``X-GitHub-Delivery`` GUID, as GitHub's manual redelivery
-does. Faults a receiver must survive: ``duplicate=True`` (the same delivery twice), :func:`send_reordered` (a batch in
-reverse order), ``content_type="form"`` (``payload=<urlencoded json>``, signed as sent) and ``hostile=True`` (``\\/``
-escapes and odd whitespace, so a receiver that verifies a re-serialised copy fails).
+does. GitHub delivers nothing for a payload over 25 MB; neither does this sender (``ValueError``). Faults a receiver
+must survive: ``duplicate=True`` (the same delivery twice), :func:`send_reordered` (a batch in reverse order),
+``content_type="form"`` (``payload=<urlencoded json>``, signed as sent) and ``hostile=True`` (``\\/`` escapes and odd
+whitespace, so a receiver that verifies a re-serialised copy fails). GitHub does not guarantee the order of
+deliveries, which is why the reordering fault exists.
+
+A failed delivery (no answer, or not a 2xx) raises :class:`DeliveryFailed` with the recorded :class:`Delivery`
+attached, unless the caller passes ``check=False`` to get the delivery back instead: a spec cannot "send" without
+noticing that nothing arrived. Deliveries go straight to the receiver whatever ``HTTP_PROXY``, ``HTTPS_PROXY``,
+``ALL_PROXY`` or ``NO_PROXY`` say: receivers are on loopback or inside the cluster, never behind a proxy.
 
 Why bytes matter: httpx 0.28 re-serialises ``json=`` bodies as compact UTF-8, so signing ``json.dumps(p)`` and sending
-``json=p`` puts different bytes on the wire than were signed (field-pitfalls.md §17). Here the body is built once and
-sent with ``content=``.
+``json=p`` puts different bytes on the wire than were signed. Here the body is built once and sent with ``content=``.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import anyio
@@ -32,6 +37,10 @@ import httpx
 from fakes.github.signing import sign_sha1, sign_sha256
 
 DELIVERY_TIMEOUT = 10.0  # seconds GitHub waits for a receiver (GHES: 30 s); slower answers are failed deliveries
+#: GitHub's cap on a webhook payload: "Payloads are capped at 25 MB" (GitHub docs, "Webhook events and payloads"); it
+#: delivers nothing for a larger one. The docs do not say which megabyte: the sender takes the larger reading, 25 MiB,
+#: so it never refuses a payload GitHub would deliver. Measured on the serialised JSON, before form encoding.
+MAX_PAYLOAD_BYTES = 25 * 1024 * 1024
 MAX_RECORDED = 1000  # deliveries a log keeps (oldest dropped first), so a long-running fake stays bounded
 _HOOKSHOT = "GitHub-Hookshot/" + secrets.token_hex(4)[:7]
 
@@ -102,6 +111,25 @@ class DeliveryLog:
 DEFAULT_LOG = DeliveryLog()
 
 
+class DeliveryFailed(Exception):
+    """A webhook delivery failed as GitHub counts it: no complete answer within the timeout, or not a 2xx.
+
+    ``delivery`` is the recorded :class:`Delivery` (its ``status``, ``error``, ``headers``, ``body`` and
+    ``response_body``). Raised by :func:`send_webhook`, :func:`redeliver` and :func:`send_reordered` unless the caller
+    passes ``check=False``.
+    """
+
+    def __init__(self, delivery: Delivery) -> None:
+        answer = f"HTTP {delivery.status}" if delivery.status is not None else "no answer"
+        excerpt = delivery.response_body[:200].decode("utf-8", "replace")
+        why = delivery.error or (f"the receiver answered {answer}: {excerpt!r}" if excerpt else
+                                 f"the receiver answered {answer}")
+        kind = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
+        super().__init__(f"webhook delivery {delivery.id} ({kind}) to {delivery.url} failed: {why}; pass check=False "
+                         "to get the Delivery back instead of this error")
+        self.delivery = delivery
+
+
 def serialise(payload: Any, *, hostile: bool = False) -> bytes:
     """The body bytes: compact UTF-8 JSON like GitHub's; ``hostile`` adds ``\\/`` escapes and extra whitespace."""
     try:
@@ -126,12 +154,16 @@ def build_request(event: str, payload: Any, *, secret: str | bytes | None, deliv
     """Serialise and sign once: ``(delivery_id, headers, body)`` ready to send as-is.
 
     ``payload`` is a JSON-able object, or ``bytes`` already serialised (sent exactly as given, e.g. the docs' test
-    vector body ``Hello, World!``). Raises ``ValueError`` for an unknown ``content_type``.
+    vector body ``Hello, World!``). Raises ``ValueError`` for an unknown ``content_type`` and for a payload over
+    GitHub's cap (:data:`MAX_PAYLOAD_BYTES`), which GitHub would never deliver.
     """
     if content_type not in ("json", "form"):
         raise ValueError(f"webhook content_type must be 'json' or 'form', not {content_type!r}")
     delivery_id = delivery_id or str(uuid.uuid4())
     text = bytes(payload) if isinstance(payload, (bytes, bytearray)) else serialise(payload, hostile=hostile)
+    if len(text) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"webhook payload is {len(text)} bytes, over GitHub's 25 MB cap ({MAX_PAYLOAD_BYTES} bytes): "
+                         "GitHub delivers nothing for such an event, so the fake sends nothing either")
     if content_type == "form":
         body = urlencode({"payload": text.decode("utf-8")}).encode("ascii")
         mime = "application/x-www-form-urlencoded"
@@ -159,14 +191,16 @@ def _post(delivery: Delivery, *, timeout: float, transport: httpx.AsyncBaseTrans
     """One attempt under one total deadline of ``timeout`` seconds (connect, send and the whole answer).
 
     httpx's own timeouts are per phase and per read, so a dripping receiver would stretch them without end
-    (field-pitfalls.md §13); ``anyio.fail_after`` around the whole exchange does not. Runs a private event loop, so call
+    (a slow-loris answer); ``anyio.fail_after`` around the whole exchange does not. Runs a private event loop, so call
     it from synchronous code (from async code: ``await anyio.to_thread.run_sync(...)``).
     """
     started = time.monotonic()
     delivery.delivered_at = time.time()
 
     async def exchange() -> None:
-        async with httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False) as c:
+        # trust_env=False: receivers are on loopback or in the cluster, never behind HTTP_PROXY and friends.
+        async with httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False,
+                                     trust_env=False) as c:
             with anyio.fail_after(timeout):
                 response = await c.post(delivery.url, content=delivery.body, headers=delivery.headers)
             delivery.status, delivery.response_body = response.status_code, response.content[:4096]
@@ -187,14 +221,17 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
                  hook_id: int = 1, target_type: str = "repository", target_id: int | None = None,
                  content_type: str = "json", hostile: bool = False, duplicate: bool = False,
                  timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
-                 log: DeliveryLog | None = None) -> Delivery:
-    """Deliver ``payload`` as GitHub would and return the recorded :class:`Delivery` (never raises for a failed send).
+                 log: DeliveryLog | None = None, check: bool = True) -> Delivery:
+    """Deliver ``payload`` as GitHub would and return the recorded :class:`Delivery`.
 
     ``secret`` None sends no signature headers (GitHub omits them when a hook has no secret). ``duplicate`` sends the
     identical request a second time (same GUID, same bytes) right after the first; both attempts are recorded and the
-    first is returned. ``timeout`` is the total wait in seconds; there is no retry. Raises ``ValueError`` for an
-    unknown ``content_type``, a payload holding NaN or Infinity (not JSON) and a ``timeout`` that is not a positive
-    finite number, before anything is sent.
+    first is returned. ``timeout`` is the total wait in seconds; there is no retry.
+
+    Raises :class:`DeliveryFailed` (the failed delivery attached, after it is recorded) when an attempt got no complete
+    answer in time or a non-2xx one; with ``check=False`` the delivery is returned instead, ``ok`` False. Raises
+    ``ValueError`` before anything is sent for an unknown ``content_type``, a payload holding NaN or Infinity (not
+    JSON), a payload over GitHub's 25 MB cap and a ``timeout`` that is not a positive finite number.
     """
     timeout = check_timeout(timeout)
     delivery_id, headers, body = build_request(event, payload, secret=secret, delivery_id=delivery_id, hook_id=hook_id,
@@ -202,22 +239,26 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
                                                content_type=content_type, hostile=hostile)
     action = payload.get("action") if isinstance(payload, dict) else None
     log = log if log is not None else DEFAULT_LOG
-    first = None
+    attempts = []
     for attempt in range(2 if duplicate else 1):
         delivery = Delivery(delivery_id, event, action, url, dict(headers), body, duplicate=attempt > 0)
         _post(delivery, timeout=timeout, transport=transport)
         log.add(delivery)
-        first = first or delivery
-    assert first is not None
-    return first
+        attempts.append(delivery)
+    failed = next((d for d in attempts if not d.ok), None)
+    if check and failed is not None:
+        raise DeliveryFailed(failed)
+    return attempts[0]
 
 
 def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
-              transport: httpx.AsyncBaseTransport | None = None, log: DeliveryLog | None = None) -> Delivery:
+              transport: httpx.AsyncBaseTransport | None = None, log: DeliveryLog | None = None,
+              check: bool = True) -> Delivery:
     """Resend a recorded delivery: same GUID, same headers, same bytes (GitHub's manual redelivery).
 
-    Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery, and
-    ``ValueError`` for a ``timeout`` that is not a positive finite number.
+    Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery, ``ValueError``
+    for a ``timeout`` that is not a positive finite number, and :class:`DeliveryFailed` when the resend fails (unless
+    ``check=False``).
     """
     timeout = check_timeout(timeout)
     log = log if log is not None else DEFAULT_LOG
@@ -228,21 +269,27 @@ def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
                         original.body, redelivery=True)
     _post(delivery, timeout=timeout, transport=transport)
     log.add(delivery)
+    if check and not delivery.ok:
+        raise DeliveryFailed(delivery)
     return delivery
 
 
 def send_reordered(url: str, events: list[tuple[str, Any]], *, secret: str | bytes | None,
                    timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
-                   log: DeliveryLog | None = None, **options: Any) -> list[Delivery]:
+                   log: DeliveryLog | None = None, check: bool = True, **options: Any) -> list[Delivery]:
     """The "reordered deliveries" fault: GUIDs are assigned in the given order, then sent last-first.
 
-    Returns the deliveries in the order given (not the order sent); GitHub does not guarantee ordering (§3.10 item 7).
+    Returns the deliveries in the order given (not the order sent). Every delivery is attempted; then, unless
+    ``check=False``, the first failed one (in sending order) raises :class:`DeliveryFailed`.
     """
     prepared = [(event, payload, str(uuid.uuid4())) for event, payload in events]
     sent: dict[str, Delivery] = OrderedDict()
     for event, payload, guid in reversed(prepared):
         sent[guid] = send_webhook(url, event, payload, secret=secret, delivery_id=guid, timeout=timeout,
-                                  transport=transport, log=log, **options)
+                                  transport=transport, log=log, check=False, **options)
+    failed = next((d for d in sent.values() if not d.ok), None)
+    if check and failed is not None:
+        raise DeliveryFailed(failed)
     return [sent[guid] for _, _, guid in prepared]
 
 

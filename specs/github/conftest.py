@@ -1,4 +1,4 @@
-"""Fixtures for the fake GitHub's conformance specs (issue #5): a seeded fake (in-process or on a socket), real
+"""Fixtures for the fake GitHub's conformance specs: a seeded fake (in-process or on a socket), real
 clients (githubkit per schema version with retries off, PyGithub over the socket), a webhook receiver, a leak check."""
 
 from __future__ import annotations

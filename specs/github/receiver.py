@@ -1,6 +1,6 @@
 """A minimal webhook receiver for specs, served by the shared machinery on a real socket: it records each delivery's
-raw bytes and headers, verifies ``X-Hub-Signature-256`` over those bytes before parsing (like the stack's gateway,
-fakes-api.md §1) and answers 401 on a mismatch or 202 at once. Faults (hang, latency) come from the machinery."""
+raw bytes and headers, verifies ``X-Hub-Signature-256`` over those bytes before parsing (like the stack's gateway)
+and answers 401 on a mismatch or 202 at once. Faults (hang, latency) come from the machinery."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class Receiver:
         self.received: list[Received] = []
 
     def handle(self, request: FakeRequest) -> FakeResponse:
-        ok = verify_signature(self.secret, request.body, request.headers.get("x-hub-signature-256"))
+        header = request.headers.get("x-hub-signature-256")
+        ok = verify_signature(secret=self.secret, body=request.body, header=header)
         with self._lock:
             self.received.append(Received(dict(request.headers), request.body, ok))
         if not ok:

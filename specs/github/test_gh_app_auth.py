@@ -1,4 +1,4 @@
-"""GitHub App authentication against the fake (fakes-api.md §3.7, §4.3 item 3): RS256 JWTs checked against the App's
+"""GitHub App authentication against the fake: RS256 JWTs checked against the App's
 public key with GitHub's exact 401 messages, installation tokens with ``expires_at`` accepted as ``token X`` and
 ``Bearer X`` until they expire, and both real clients fetching a new token once theirs has run out."""
 

@@ -1,5 +1,6 @@
 """Faults injected by route on the fake GitHub (shared machinery: hang, drip, reset, status, latency), as githubkit
-sees them with automatic retries off (fakes-api.md §3.5: one retried 5xx would cost about 1 s, a persistent one 14 s)
+sees them with automatic retries off (githubkit's default backs off 1, 4 and 9 s: one retried 5xx would cost about 1 s,
+a persistent one 14 s)
 and as ``harness.fetch_through`` sees them (one total deadline, errors naming the hop).
 An injected status carries GitHub's own error body, so clients parse it like a real one."""
 

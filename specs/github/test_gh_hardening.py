@@ -1,7 +1,7 @@
 """Bad input to the fake GitHub and its helpers gets a clear error, or GitHub's own answer, and never breaks the fake:
 signature checks with a missing or empty secret, webhook payloads that are not JSON, non-positive timeouts, clock
 advances that would push the fake's time out of range, GitHub's size limits on comment bodies and label names, and
-bodies the JSON parser refuses (trial findings 5 and 10, and the nits)."""
+bodies the JSON parser refuses."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from specs.github.world import REPO, TOKEN
 AUTH = {"authorization": f"token {TOKEN}"}
 
 
-@pytest.mark.parametrize("secret", [None, "", b"", 42])
+@pytest.mark.parametrize("secret", [None, "", b""])
 def test_verify_signature_refuses_a_missing_or_empty_secret(secret):
     body = b'{"zen":"ok"}'
     forged = sign_sha256("", body)  # anyone can compute this one
-    assert verify_signature(secret, body, forged) is False
+    assert verify_signature(secret=secret, body=body, header=forged) is False
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])

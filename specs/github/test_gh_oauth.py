@@ -1,4 +1,4 @@
-"""The OAuth and user routes the stack under test calls (trial finding 7; fakes-api.md §1, stack-under-test.md §6):
+"""The OAuth and user routes the stack under test calls:
 device flow, web-flow code exchange and refresh at ``/login/...`` with GitHub's form/JSON answers and HTTP-200
 errors, ``GET /user`` and collaborator permission, driven by githubkit and PyGithub where they have a call for it."""
 

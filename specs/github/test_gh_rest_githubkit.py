@@ -1,5 +1,5 @@
 """githubkit drives every REST endpoint of the fake GitHub, once per pinned schema version (2022-11-28 and
-2026-03-10), automatic retries off (fakes-api.md §4.3 item 1). Each call parses its model (``.parsed_data``) and the
+2026-03-10), automatic retries off. Each call parses its model (``.parsed_data``) and the
 journal shows what went over the wire."""
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
 
 def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, fake_inproc):
     fake = fake_inproc.app
-    for i in range(30):  # issue #1 is already open: 31 in all (field-pitfalls.md §17's worked case)
+    for i in range(30):  # issue 1 is already open: 31 in all, one more than a page
         fake.add_issue(REPO, f"bulk {i}", user="alice", created_at="2024-01-01T00:00:00Z",
                        updated_at="2024-06-01T00:00:00Z" if i == 5 else "2024-01-01T00:00:00Z")
     fake.add_issue(REPO, "closed one", user="alice", state="closed")
@@ -220,7 +220,7 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
     assert len(every) == 31 and all(i.state == "open" for i in every)
     assert len(rest.issues.list_for_repo(O, R, state="all", per_page=100).parsed_data) == 32
     recent = rest.issues.list_for_repo(O, R, since="2024-05-01T00:00:00Z").parsed_data
-    assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue #1 was created (and updated) now
+    assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue 1 was created (and updated) now
 
 
 def test_anonymous_callers_get_60_an_hour_then_githubs_403(fake_inproc):

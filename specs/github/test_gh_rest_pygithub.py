@@ -1,4 +1,4 @@
-"""PyGithub (requests, so a real socket) drives the fake GitHub (fakes-api.md §4.3 item 2). PyGithub follows ``url``
+"""PyGithub (requests, so a real socket) drives the fake GitHub. PyGithub follows ``url``
 fields of earlier responses, sends a bare-array label body, counts with ``per_page=1`` + ``rel="last"``, and uses
 preview Accept headers; the fake must satisfy all of that with retries off."""
 

@@ -10,7 +10,7 @@ REPO = "octo/hello"
 
 
 def seed(fake: FakeGitHub) -> None:
-    """The world most specs start from: alice (with a token), public octo/hello with issue #1, private octo/secret."""
+    """The world most specs start from: alice (with a token), public octo/hello with issue 1, private octo/secret."""
     fake.add_user("alice", token=TOKEN)
     fake.add_user("mallory", token="ghp_mallory")
     fake.add_repo(REPO, files={"README.md": "# hello\n", "docs/guide.md": "guide é\n", "docs/img/logo.txt": "logo"})
