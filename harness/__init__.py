@@ -10,7 +10,10 @@ Public API (see README.md for a tour):
 - port-forwards: :class:`PortForward`, :func:`port_forward`, :class:`ForwardPool`, :func:`fetch_through`,
   :func:`fetch_through_sync` and the hop errors (:class:`PortForwardNotReady`, :class:`PortForwardGone`,
   :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`);
-- Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant.
+- Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant;
+- stack clients: :func:`mint_user_jwt` / :func:`resolve_user_jwt` (Open WebUI user JWTs), :class:`InvokeClient`
+  (``/invoke`` accept-then-poll), :class:`CredentialStore` (credential Secrets, AES-256-GCM fields),
+  :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
 """
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
@@ -40,6 +43,7 @@ from harness.fetch import fetch_through, fetch_through_sync
 from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
 from harness.kube import Kube
+from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
@@ -60,6 +64,7 @@ __all__ = [
     "KubectlNotFound",
     "KubectlTimeout",
     "NoKubeContext",
+    "OpenWebUIIdentity",
     "PortForward",
     "PortForwardBroken",
     "PortForwardDied",
@@ -80,8 +85,10 @@ __all__ = [
     "current_attempt",
     "fetch_through",
     "fetch_through_sync",
+    "mint_user_jwt",
     "parse_k8s_time",
     "port_forward",
+    "resolve_user_jwt",
     "unique_issue_number",
     "wait_for",
     "wait_for_sync",
