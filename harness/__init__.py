@@ -42,6 +42,16 @@ from harness.errors import (
 from harness.fetch import fetch_through, fetch_through_sync
 from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
+from harness.invoke import (
+    Invocation,
+    InvocationNotFound,
+    InvokeClient,
+    InvokeError,
+    InvokeProtocolError,
+    InvokeRejected,
+    InvokeTimeout,
+    PendingToolCall,
+)
 from harness.kube import Kube
 from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
 from harness.portforward import ForwardExit, PortForward, port_forward
@@ -59,12 +69,20 @@ __all__ = [
     "ForwardPool",
     "HarnessError",
     "HopFailure",
+    "Invocation",
+    "InvocationNotFound",
+    "InvokeClient",
+    "InvokeError",
+    "InvokeProtocolError",
+    "InvokeRejected",
+    "InvokeTimeout",
     "Kube",
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
     "NoKubeContext",
     "OpenWebUIIdentity",
+    "PendingToolCall",
     "PortForward",
     "PortForwardBroken",
     "PortForwardDied",
