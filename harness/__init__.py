@@ -18,6 +18,17 @@ Public API (see README.md for a tour):
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
+from harness.credentials import (
+    CLAUDE_LOGIN,
+    CLAUDE_SETUP_TOKEN,
+    GITHUB_LINK,
+    CredentialDecryptError,
+    CredentialError,
+    CredentialKeyError,
+    CredentialRecord,
+    CredentialStore,
+    secret_name,
+)
 from harness.errors import (
     ApiServerUnreachable,
     ContextNotAllowed,
@@ -60,10 +71,18 @@ from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
 __all__ = [
+    "CLAUDE_LOGIN",
+    "CLAUDE_SETUP_TOKEN",
+    "GITHUB_LINK",
     "AgentRunRecord",
     "ApiServerUnreachable",
     "Attempt",
     "ContextNotAllowed",
+    "CredentialDecryptError",
+    "CredentialError",
+    "CredentialKeyError",
+    "CredentialRecord",
+    "CredentialStore",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
@@ -107,6 +126,7 @@ __all__ = [
     "parse_k8s_time",
     "port_forward",
     "resolve_user_jwt",
+    "secret_name",
     "unique_issue_number",
     "wait_for",
     "wait_for_sync",
