@@ -67,6 +67,7 @@ from harness.kube import Kube
 from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
+from harness.redis_sessions import RedisPodNotFound, RedisSessions, RedisSweepError, SweepResult
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
@@ -109,10 +110,14 @@ __all__ = [
     "PortForwardNotReady",
     "QdrantReadError",
     "QdrantView",
+    "RedisPodNotFound",
+    "RedisSessions",
+    "RedisSweepError",
     "ServiceAnswerTooLarge",
     "ServiceTimeout",
     "ServiceUnreachable",
     "StopWaiting",
+    "SweepResult",
     "TimestampError",
     "WaitSummary",
     "WaitTimeout",
