@@ -16,19 +16,11 @@ Public API (see README.md for a tour):
   :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
-from harness.credentials import (
-    CLAUDE_LOGIN,
-    CLAUDE_SETUP_TOKEN,
-    GITHUB_LINK,
-    CredentialDecryptError,
-    CredentialError,
-    CredentialKeyError,
-    CredentialRecord,
-    CredentialStore,
-    secret_name,
-)
 from harness.errors import (
     ApiServerUnreachable,
     ContextNotAllowed,
@@ -64,12 +56,41 @@ from harness.invoke import (
     PendingToolCall,
 )
 from harness.kube import Kube
-from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
 from harness.redis_sessions import RedisPodNotFound, RedisSessions, RedisSweepError, SweepResult
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
+
+if TYPE_CHECKING:
+    from harness.credentials import (
+        CLAUDE_LOGIN,
+        CLAUDE_SETUP_TOKEN,
+        GITHUB_LINK,
+        CredentialDecryptError,
+        CredentialError,
+        CredentialKeyError,
+        CredentialRecord,
+        CredentialStore,
+        secret_name,
+    )
+    from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
+
+# Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
+# otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
+_LAZY = {
+    **dict.fromkeys(("CLAUDE_LOGIN", "CLAUDE_SETUP_TOKEN", "GITHUB_LINK", "CredentialDecryptError", "CredentialError",
+                     "CredentialKeyError", "CredentialRecord", "CredentialStore", "secret_name"), "harness.credentials"),
+    **dict.fromkeys(("OpenWebUIIdentity", "mint_user_jwt", "resolve_user_jwt"), "harness.openwebui_jwt"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 __all__ = [
     "CLAUDE_LOGIN",
