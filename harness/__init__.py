@@ -14,7 +14,13 @@ Public API (see README.md for a tour):
 - chat: :func:`chat_turn`, :func:`chat_turn_sync` (one streamed chat turn, read incrementally under one deadline),
   :class:`ChatTurn`, :class:`ToolCall`, :class:`ChatRejected`, :class:`ChatStreamMalformed`; :func:`stream_through`
   (``fetch_through`` for a body read as it arrives).
+- stack clients: :func:`mint_user_jwt` / :func:`resolve_user_jwt` (Open WebUI user JWTs), :class:`InvokeClient`
+  (``/invoke`` accept-then-poll), :class:`CredentialStore` (credential Secrets, AES-256-GCM fields),
+  :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
@@ -43,13 +49,57 @@ from harness.errors import (
 from harness.fetch import fetch_through, fetch_through_sync, stream_through
 from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
+from harness.invoke import (
+    Invocation,
+    InvocationNotFound,
+    InvokeClient,
+    InvokeError,
+    InvokeProtocolError,
+    InvokeRejected,
+    InvokeTimeout,
+    PendingToolCall,
+)
 from harness.kube import Kube
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
+from harness.redis_sessions import RedisPodNotFound, RedisSessions, RedisSweepError, SweepResult
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
+if TYPE_CHECKING:
+    from harness.credentials import (
+        CLAUDE_LOGIN,
+        CLAUDE_SETUP_TOKEN,
+        GITHUB_LINK,
+        CredentialDecryptError,
+        CredentialError,
+        CredentialKeyError,
+        CredentialRecord,
+        CredentialStore,
+        secret_name,
+    )
+    from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
+
+# Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
+# otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
+_LAZY = {
+    **dict.fromkeys(("CLAUDE_LOGIN", "CLAUDE_SETUP_TOKEN", "GITHUB_LINK", "CredentialDecryptError", "CredentialError",
+                     "CredentialKeyError", "CredentialRecord", "CredentialStore", "secret_name"), "harness.credentials"),
+    **dict.fromkeys(("OpenWebUIIdentity", "mint_user_jwt", "resolve_user_jwt"), "harness.openwebui_jwt"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
 __all__ = [
+    "CLAUDE_LOGIN",
+    "CLAUDE_SETUP_TOKEN",
+    "GITHUB_LINK",
     "AgentRunRecord",
     "ApiServerUnreachable",
     "Attempt",
@@ -58,16 +108,30 @@ __all__ = [
     "ChatStreamMalformed",
     "ChatTurn",
     "ContextNotAllowed",
+    "CredentialDecryptError",
+    "CredentialError",
+    "CredentialKeyError",
+    "CredentialRecord",
+    "CredentialStore",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
     "HarnessError",
     "HopFailure",
+    "Invocation",
+    "InvocationNotFound",
+    "InvokeClient",
+    "InvokeError",
+    "InvokeProtocolError",
+    "InvokeRejected",
+    "InvokeTimeout",
     "Kube",
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
     "NoKubeContext",
+    "OpenWebUIIdentity",
+    "PendingToolCall",
     "PortForward",
     "PortForwardBroken",
     "PortForwardDied",
@@ -75,10 +139,14 @@ __all__ = [
     "PortForwardNotReady",
     "QdrantReadError",
     "QdrantView",
+    "RedisPodNotFound",
+    "RedisSessions",
+    "RedisSweepError",
     "ServiceAnswerTooLarge",
     "ServiceTimeout",
     "ServiceUnreachable",
     "StopWaiting",
+    "SweepResult",
     "TimestampError",
     "ToolCall",
     "WaitSummary",
@@ -91,8 +159,11 @@ __all__ = [
     "current_attempt",
     "fetch_through",
     "fetch_through_sync",
+    "mint_user_jwt",
     "parse_k8s_time",
     "port_forward",
+    "resolve_user_jwt",
+    "secret_name",
     "stream_through",
     "unique_issue_number",
     "wait_for",

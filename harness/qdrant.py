@@ -1,4 +1,4 @@
-"""The specs' read-only view of any Qdrant, real or fake (issue #4; stack-under-test.md §9, failure mode 50).
+"""The specs' read-only view of any Qdrant, real or fake (`specs/cluster/README.md` §7, failure mode 50).
 
 Exact counts only (``POST /points/count`` with ``exact: true``: ``points_count`` in ``GET /collections/<c>`` is
 documented as approximate), whole-collection scrolls that follow ``next_page_offset`` (a single scroll silently
@@ -6,8 +6,16 @@ returns one page of 10: qdrant/qdrant#3412), and points by payload field. Every 
 :func:`harness.fetch.fetch_through_sync`, so each exchange has one total deadline and a failure names the hop; a
 scroll also has a deadline over all its pages.
 
-Nothing here writes: there is no create, upsert or delete (stack-under-test.md §4: the harness does not mutate the
-stack's collections).
+Nothing here writes: there is no create, upsert or delete (the harness does not mutate the stack's collections).
+
+The stack's collections (``specs/cluster/README.md`` §1) are ``tools``, ``skills``, ``agents`` and ``caller_tools``.
+``caller_tools`` is the orchestrator's cache of caller-supplied ("consumer") tool definitions, kept apart from the
+catalog collections: one point per distinct definition, its id derived from a content hash of the definition, payload
+``{hash, name, description, parametersJson, lastSeenAt}`` (``lastSeenAt`` in epoch milliseconds). A resent identical
+definition adds no point (+0), an edited one adds one (+1): so specs compare exact counts
+(:meth:`QdrantView.point_count`) before and after a turn, and read which definitions are stored by name
+(:meth:`QdrantView.payload_values`, a scroll that never pulls vectors). A collection that does not exist is
+``None``, never 0: "never created" (the feature is not wired up) and "empty" mean opposite things.
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ DEFAULT_TIMEOUT = 10.0
 
 PAGE_SIZE = 200
 """Points per scroll page (what the stack's own readers use)."""
+
+CALLER_TOOLS = "caller_tools"
+STACK_COLLECTIONS: tuple[str, ...] = ("tools", "skills", "agents", CALLER_TOOLS)
 
 
 class QdrantReadError(HarnessError):
@@ -52,14 +63,49 @@ class QdrantView:
         return [c["name"] for c in self._call("GET", "/collections")["collections"]]
 
     def exists(self, collection: str) -> bool:
-        """True if ``collection`` exists; ``GET /collections/<c>`` with 404 meaning "never created" (not "empty")."""
+        """True if ``collection`` exists; ``GET /collections/<c>`` with Qdrant's 404 meaning "never created" (not
+        "empty"). A 404 without Qdrant's error envelope (a proxy, a wrong base URL) raises :class:`QdrantReadError`."""
         try:
             self._call("GET", f"/collections/{collection}")
         except QdrantReadError as exc:
-            if exc.status == 404:
+            if _never_created(exc):
                 return False
             raise
         return True
+
+    def point_count(self, collection: str, filter: dict[str, Any] | None = None) -> int | None:
+        """Exact number of points in ``collection`` (matching ``filter``), or ``None`` when the collection was never
+        created (Qdrant's 404). One ``POST /points/count`` with ``exact: true``."""
+        try:
+            return self.count(collection, filter)
+        except QdrantReadError as exc:
+            if _never_created(exc):
+                return None
+            raise
+
+    def point_counts(self, collections: tuple[str, ...] = STACK_COLLECTIONS) -> dict[str, int | None]:
+        """:meth:`point_count` of each of ``collections`` (default: the stack's four), e.g. a baseline to compare a
+        turn against."""
+        return {name: self.point_count(name) for name in collections}
+
+    def payload_values(self, collection: str, key: str = "name", *, filter: dict[str, Any] | None = None,
+                       deadline: float = 60.0) -> list[Any] | None:
+        """The ``key`` payload value of every point that has one, in Qdrant's id order (a whole scroll with only
+        ``key`` in the payload and no vectors), or ``None`` when the collection was never created."""
+        try:
+            points = self.scroll_all(collection, filter=filter, with_payload=[key], with_vector=False,
+                                     deadline=deadline)
+        except QdrantReadError as exc:
+            if _never_created(exc):
+                return None
+            raise
+        return [p["payload"][key] for p in points if (p.get("payload") or {}).get(key) is not None]
+
+    def caller_tool_names(self, *, collection: str = CALLER_TOOLS) -> list[str] | None:
+        """Names of the caller-tool definitions stored in ``caller_tools`` (``None``: the collection was never
+        created)."""
+        values = self.payload_values(collection, "name")
+        return None if values is None else [str(v) for v in values]
 
     def count(self, collection: str, filter: dict[str, Any] | None = None) -> int:
         """Exact number of points in ``collection`` matching ``filter`` (all when ``None``). 404 → QdrantReadError."""
@@ -125,3 +171,8 @@ class QdrantView:
             raise QdrantReadError(f"qdrant {self._where()}: {method} {path} answered 200 without Qdrant's "
                                   f"{{result, status, time}} envelope: {response.text[:300]!r}", status=200)
         return body["result"]
+
+
+def _never_created(exc: QdrantReadError) -> bool:
+    """Qdrant's own "collection does not exist" answer: a 404 carrying its error envelope."""
+    return exc.status == 404 and exc.detail is not None
