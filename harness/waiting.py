@@ -275,6 +275,20 @@ class _AsyncRunner:
         return outcome, value, error
 
 
+def _forget_event_loop() -> None:
+    """In a copied context, drop the marker that says "an event loop runs here".
+
+    sniffio keeps the running async library in a context variable, so a sync probe's thread would inherit
+    "asyncio" from the waiting loop and ``anyio.run`` (e.g. ``fetch_through_sync``) inside the probe would refuse
+    with ``Already running asyncio in this thread``. The probe's thread runs no loop.
+    """
+    try:
+        import sniffio
+    except ImportError:  # without sniffio, anyio asks asyncio itself, which sees no loop in a new thread
+        return
+    sniffio.current_async_library_cvar.set(None)
+
+
 class _ThreadRunner:
     """Runs a sync probe in a daemon thread; at its bound the attempt is abandoned and counted while it runs on.
 
@@ -304,6 +318,7 @@ class _ThreadRunner:
             context = contextvars.copy_context()  # the probe sees its attempt (harness.current_attempt)
         finally:
             attempt_context.leave(token)
+        context.run(_forget_event_loop)
         box: dict[str, Any] = {"done": False, "abandoned": False}
         finished = anyio.Event()
         wake = _waker(anyio.lowlevel.current_token(), finished.set)
