@@ -26,7 +26,7 @@ OTHERS = {"sesspage:1": "x", "cred:github:e2e-user": "x", "SESS:upper": "x"}
 @pytest.fixture(scope="module")
 def kd() -> Iterator[KubeHandle]:
     require_kubectl()
-    with fakes.kube.serve() as handle:
+    with fakes.kube.serve(controllers=False) as handle:  # pods here are scripted by hand
         yield handle
 
 
