@@ -7,6 +7,7 @@ Each function mutates the object in place. Unknown kinds are left alone. Sources
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import itertools
 from collections.abc import Callable
@@ -141,7 +142,14 @@ def namespace(obj: Obj) -> None:
 
 
 def secret(obj: Obj) -> None:
+    """``stringData`` is write-only: a real server base64-encodes it into ``data`` (its keys win) and never
+    stores or returns it (the Secret API reference, "stringData")."""
     obj.setdefault("type", "Opaque")
+    string_data = obj.pop("stringData", None)
+    if isinstance(string_data, dict) and string_data:
+        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data.update({k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()})
+        obj["data"] = data
 
 
 def pod(obj: Obj) -> None:

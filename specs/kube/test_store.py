@@ -3,6 +3,7 @@ change feeds and timers, as a real API server (etcd behind it) behaves."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -222,3 +223,20 @@ def test_timers_run_on_the_doubles_clock(served: KubeHandle) -> None:
     finally:
         served.clock.set_offset(0.0)
     assert time.monotonic() - started < 5.0
+
+
+def test_secret_string_data_is_written_into_data_and_never_stored(served: KubeHandle) -> None:
+    manifest = (
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\n"
+        "data: {kept: a2VwdA==, token: b2xk}\nstringData: {token: new, plain: text}\n"
+    )
+    done = served.kubectl("apply", "-f", "-", input=manifest)
+    assert done.returncode == 0, done.stderr
+    secret = json.loads(served.kubectl("get", "secret", "creds", "-o", "json").stdout)
+    assert "stringData" not in secret
+    assert secret["data"] == {"kept": "a2VwdA==", "token": "bmV3", "plain": "dGV4dA=="}  # stringData's keys win
+    patched = served.kubectl("patch", "secret", "creds", "--type", "merge", "-p", '{"stringData": {"kept": "again"}}')
+    assert patched.returncode == 0, patched.stderr
+    secret = json.loads(served.kubectl("get", "secret", "creds", "-o", "json").stdout)
+    assert secret["data"]["kept"] == "YWdhaW4="
+    assert "stringData" not in secret
