@@ -80,6 +80,12 @@ class KubectlStandIn:
         log = self.dir / "argv.jsonl"
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
+    def envs(self) -> list[dict[str, Any]]:
+        """What each invocation saw of its environment: ``names`` (every variable) and the values of
+        ``KUBECONFIG``, ``KUBERC``, ``KUBECTL_KUBERC`` and the proxy variables (``None`` when unset)."""
+        log = self.dir / "env.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
     def pids(self) -> list[int]:
         """The pid of every invocation so far."""
         log = self.dir / "pids"

@@ -89,10 +89,25 @@ def test_the_guard_runs_again_on_every_call(kubectl_standin) -> None:
     assert len(kubectl_standin.argvs()) == 2  # current-context and get-contexts at connect, nothing since
 
 
-def test_no_current_context_is_a_skip_reason(kubectl_standin) -> None:
+def test_no_current_context_is_a_skip_reason(kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: ''\n")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     kubectl_standin.set_current_context(None)
     with pytest.raises(NoKubeContext, match="current-context is not set"):
         Kube.connect(config=MINIKUBE_ONLY)
+
+
+def test_no_kubeconfig_at_all_says_so_and_where_kubectl_looked(kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kubectl_standin.set_current_context(None)
+    with pytest.raises(NoKubeContext) as caught:
+        Kube.connect(config=MINIKUBE_ONLY)
+    message = str(caught.value)
+    assert message.startswith("no kubeconfig found: kubectl looked at ")
+    assert str(tmp_path / ".kube" / "config") in message
+    assert "current-context is not set" not in message
 
 
 def test_a_context_missing_from_the_kubeconfig_is_a_skip_reason_not_a_failure_later(kubectl_standin) -> None:
@@ -244,7 +259,8 @@ def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_ho
         )
         kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(kubeconfig))
         started = time.monotonic()
-        with pytest.raises(ApiServerUnreachable, match="did not answer GET /version within 0.5s"):
+        with pytest.raises(ApiServerUnreachable, match=r"did not answer within 0.5s on GET /version") as caught:
             kube.server_time(timeout=0.5)
+        assert caught.value.kind == "no-answer"
         assert time.monotonic() - started < 0.5 + 1.0  # one attempt, no urllib3 retries
         kube.close()
