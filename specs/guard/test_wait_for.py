@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -64,12 +65,12 @@ def test_failing_probe_is_counted_failed_with_its_last_error() -> None:
 
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync("an AgentRun to be created", refuse, timeout=0.5, interval=0.05, probe_timeout=1.0)
-    message = str(caught.value)
-    assert message.startswith("timed out after 0.5s waiting for an AgentRun to be created (")
-    assert f"{len(calls)} failed" in message
-    assert f"last error (attempt {len(calls)} at t+" in message
-    assert message.endswith(f"): RuntimeError: kubectl said no ({len(calls)}))")
-    assert "hung" not in message
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "timed out after 0.5s waiting for an AgentRun to be created"  # what, first, on its own line
+    assert lines[1] == f"  {len(calls)} attempts: 0 not yet, {len(calls)} failed"
+    assert lines[2].startswith(f"  last error (attempt {len(calls)} at t+")
+    assert lines[2].endswith(f"): RuntimeError: kubectl said no ({len(calls)})")
+    assert "hung" not in str(caught.value)
     assert isinstance(caught.value, AssertionError)
 
 
@@ -230,19 +231,21 @@ def test_a_wait_longer_than_the_test_timeout_fails_first_with_its_own_message(py
         import pytest
         from harness import wait_for_sync
 
-        @pytest.mark.timeout(3)
+        @pytest.mark.timeout(4)
         def test_long_wait():
             wait_for_sync("a deployment that never rolls out", lambda: None, timeout=600.0, interval=0.1)
         """
     )
-    started = time.monotonic()
     result = pytester.runpytest_subprocess()
-    assert time.monotonic() - started < 60
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*WaitTimeout: timed out after 2.*s waiting for a deployment that never rolls out*",
-            "*budget clamped from 600.0s to 2.*s: what was left of the test's 3.0s pytest-timeout*",
-        ]
-    )
-    result.stdout.no_fnmatch_line("*Timeout (>3.0s) from pytest-timeout*")
+    out = result.stdout.str()
+    assert "WaitTimeout: timed out after " in out
+    assert "waiting for a deployment that never rolls out" in out
+    # What the clamp guarantees: the wait ended inside the test's timeout, with a margin, and said so. How much
+    # of the 4 s was left when the wait began depends on the machine's load, so the figure is only bounded.
+    clamped = re.search(r"budget clamped from 600\.0s to ([0-9.]+)s: what was left of the test's 4\.0s "
+                        r"pytest-timeout, less 1\.0s for its teardown", out)
+    assert clamped is not None, out
+    assert 0.0 <= float(clamped.group(1)) <= 3.0
+    assert "Timeout (>4.0s) from pytest-timeout" not in out
+    assert "INTERNALERROR" not in out
