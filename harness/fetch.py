@@ -1,14 +1,14 @@
 """``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that says which hop died.
 
-Upstream's bare ``fetch`` had no timeout, so a forward dropped by a busy API server left a socket nobody
-answered and the run waited forever (stack-under-test.md §9, failure modes 2 and 45). httpx's own timeouts
+A bare HTTP call has no overall timeout, so a forward dropped by a busy API server leaves a socket nobody
+answers and the run waits forever. httpx's own timeouts
 only measure inactivity per phase (encode/httpx#1450: a server dripping one byte every 0.5 s never times
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
 forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
-its exit, not at the request timeout (issue #3). Every failure is a :class:`~harness.errors.HopFailure`
+its exit, not at the request timeout. Every failure is a :class:`~harness.errors.HopFailure`
 whose ``hop`` names the forward or the service; a caller's mistake (bad timeout, URL or argument) is a
 ``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to ``max_body`` bytes
-only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s (trial finding 8).
+only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s.
 """
 
 from __future__ import annotations
@@ -111,6 +111,8 @@ async def fetch_through(
       several requests in a row were reset);
     - :class:`PortForwardDied` when kubectl exits during the request (within ~200 ms of the exit), with its
       exit code and stderr tail;
+    - :class:`PortForwardBroken` when kubectl, still alive, prints a broken-tunnel line while the request is in
+      flight (``error creating error stream ... Timeout occurred``, ...): the request ends then, not at its budget;
     - :class:`ServiceTimeout` when the forward stays alive but the answer is not complete within the budget;
     - :class:`ServiceUnreachable` when the connection is refused, reset or closed with the forward alive;
     - :class:`ServiceAnswerTooLarge` when the ``Content-Length`` or the bytes read pass ``max_body``: at most
@@ -160,14 +162,23 @@ async def fetch_through(
         if fwd is not None:
             fwd.note_answer()
         return outcome
-    if fwd is not None and not died and (outcome is not None and not isinstance(outcome, httpx.TimeoutException)):
-        died = await _settle(fwd)
+    hung = outcome is None or isinstance(outcome, httpx.TimeoutException)
+    broke = fwd is not None and fwd.broken_reason() is not None
+    if fwd is not None and not died and (broke or not hung):
+        died = await _settle(fwd)  # kubectl logs "lost connection to pod" just before it exits
     if died:
         assert fwd is not None
         raise PortForwardDied(
             f"{where}: the port-forward died mid-request after {elapsed:.2f}s ({fwd.exit_summary()}); "
             f"{progress.describe()}. The hop that failed is kubectl port-forward, not the service.",
             target=fwd.target, path=path, budget=budget, exit_code=fwd.exit_code(), stderr_tail=fwd.stderr_tail(),
+        )
+    if fwd is not None and broke and hung:
+        raise PortForwardBroken(
+            f"{where}: kubectl reported the tunnel broken while the request hung ({fwd.broken_reason()}); "
+            f"{progress.describe()} after {elapsed:.2f}s. The hop that failed is kubectl port-forward, not the "
+            f"service. Reopen it (the `forwards` pool does this on its next get).",
+            target=fwd.target, path=path, budget=budget, stderr_tail=fwd.stderr_tail(),
         )
     raise _service_failure(fwd, base_url, where, path, budget, elapsed, progress, outcome)
 
@@ -273,8 +284,9 @@ def _content_length(response: httpx.Response) -> int | None:
 
 
 async def _watch_exit(fwd: Forward, scope: anyio.CancelScope) -> None:
-    """Cancel the exchange as soon as the forward's exit is recorded (its watcher records it as it happens)."""
-    while fwd.exit_summary() is None:
+    """Cancel the exchange as soon as the forward's exit is recorded (its watcher records it as it happens) or
+    kubectl prints a line that means the tunnel is broken: a request on a broken tunnel would only hang."""
+    while fwd.exit_summary() is None and fwd.broken_reason() is None:
         await anyio.sleep(WATCH_INTERVAL)
     scope.cancel()
 

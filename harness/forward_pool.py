@@ -1,12 +1,12 @@
 """``ForwardPool``: one live port-forward per (context, namespace, target, port), reopened when it dies or breaks.
 
-Upstream opened forwards per spec and counted them "active" at spawn, so a tunnel that died mid-run turned
-the next group into 16 bare ``Server disconnected`` errors (field-pitfalls.md §4). Here a forward that
+Forwards opened per spec and counted "active" at spawn let a tunnel that died mid-run turn the next group of
+requests into bare ``Server disconnected`` errors. Here a forward that
 exited or is known broken is closed and replaced by a new kubectl child, with a new local port, on the
 next :meth:`ForwardPool.get`: callers never hold a port number, so nothing can reuse a dead one. Reopens
 back off exponentially (bounded, and clamped to the current ``wait_for`` attempt) while forwards keep
 failing before they answered anything. :meth:`ForwardPool.close` stops every child and raises
-:class:`~harness.errors.ForwardLeak` if any survived (issue #3).
+:class:`~harness.errors.ForwardLeak` if any survived.
 """
 
 from __future__ import annotations

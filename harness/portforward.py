@@ -1,6 +1,6 @@
-"""``PortForward``: a supervised ``kubectl port-forward`` that cannot hang a run or outlive it (issue #3).
+"""``PortForward``: a supervised ``kubectl port-forward`` that cannot hang a run or outlive it.
 
-Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
+Known kubectl behaviours this guards against:
 
 - the banner is not readiness: ready = banner parsed *and* a TCP connection (or an HTTP answer on
   ``ready_path``) succeeded, raced against the child's exit, within a budget (default 30 s);
@@ -9,8 +9,11 @@ Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
 - since v1.23 kubectl exits on the first forwarding error (kubernetes PR #103526), with code 1 only since
   PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
 - a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
-  resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059): stderr lines ``an error
-  occurred forwarding`` / ``lost connection to pod``, or several resets in a row, mark it broken;
+  resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059), and a forward whose
+  tunnel to the API server is wedged stays alive while every request hangs and kubectl prints ``error
+  creating error stream ... Timeout occurred``. Every line kubectl's ``portforward.go`` prints for a broken
+  tunnel (:data:`BROKEN_MARKERS`), or several resets in a row, marks the forward broken; a request in flight
+  then ends as the forward's failure, and the pool reopens it;
 - shells and single-PID kills leave orphans holding ports: no shell, own process group, parent-death
   signal, stop = SIGINT, short grace, SIGKILL of the group, reap (harness.process).
 """
@@ -57,7 +60,20 @@ TCP_HOLD = 0.2
 """Seconds the TCP readiness probe holds its connection open: a forward whose pod side fails closes it (or exits)."""
 
 _BANNER = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
-_BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod")
+BROKEN_MARKERS = (
+    "error creating error stream",  # the tunnel could not open a stream (often "...: Timeout occurred")
+    "error creating forwarding stream",
+    "error reading from error stream",
+    "an error occurred forwarding",  # the pod side refused or failed (kubelet's "error forwarding port ...")
+    "error forwarding port",
+    "lost connection to pod",  # kubectl closes the tunnel (and exits since v1.23)
+    "error upgrading connection",
+    "error creating websocket transports",
+    "Timeout occurred",  # a stream that the API server never opened
+)
+"""Substrings of kubectl port-forward's stderr lines (client-go ``tools/portforward/portforward.go``, kubectl
+1.27 to 1.33) that mean the tunnel is broken. Left out on purpose: ``error copying from local connection to
+remote stream`` and its twin, which a local client that resets its own connection also causes."""
 _STDERR_LINES = 200
 
 
@@ -276,7 +292,7 @@ class PortForward:
                 self._spawned.set()
                 return
             try:
-                self.proc = process.spawn(self.argv)
+                self.proc = process.spawn(self.argv, env=self.kube.env)
             except OSError as exc:
                 self._spawn_error = exc
             finally:
@@ -340,7 +356,7 @@ class PortForward:
                 self._banner.set()
             return
         self._stderr.append(line)
-        if self._broken is None and any(marker in line for marker in _BROKEN_MARKERS):
+        if self._broken is None and any(marker in line for marker in BROKEN_MARKERS):
             self._broken = f"kubectl reported: {line.strip()}"
 
     def _record_exit(self, proc: subprocess.Popen[bytes]) -> None:
@@ -478,7 +494,7 @@ def check_forward_args(
     reset_limit: int = DEFAULT_RESET_LIMIT,
     ready_path: str | None = None,
 ) -> None:
-    """Refuse a port-forward kubectl could never open, before anything is spawned (trial nits).
+    """Refuse a port-forward kubectl could never open, before anything is spawned.
 
     ``target`` is kubectl's ``TYPE/NAME`` (``svc/x``, ``pod/x``, ``deployment/x``, ... optionally
     ``TYPE.GROUP/NAME`` such as ``deployments.apps/x``) or a bare ``NAME``, which kubectl reads as a pod; the
@@ -544,8 +560,11 @@ def client_version(kubectl_path: str) -> str:
     """
     import json
 
+    from harness.kube import kubectl_environment
+
     try:
-        done = process.run_bounded([kubectl_path, "version", "--client", "-o", "json"], timeout=10.0)
+        done = process.run_bounded([kubectl_path, "version", "--client", "-o", "json"], timeout=10.0,
+                                   env=kubectl_environment())
         return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
     except (OSError, process.Timeout, ValueError, KeyError, TypeError) as exc:
         return f"unknown ({type(exc).__name__}: {exc})"

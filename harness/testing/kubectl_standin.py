@@ -37,9 +37,15 @@ Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
   occurred forwarding`` each time (a ``svc/`` forward pinned to a dead pod, kubernetes/kubectl#686);
 - ``die-mid-request``: after ``after`` connections, the next one is relayed and the process exits 1
   ``delay`` seconds after that connection arrived, with ``lost connection to pod``;
+- ``tunnel-error``: after ``after`` connections, stay alive but hold each new connection ``delay`` seconds
+  without a byte, then print ``line`` to stderr (default: kubectl's ``error creating error stream for port
+  P -> R: Timeout occurred``, what it prints when the API server never opens the tunnel's streams) and close
+  it, unless ``keep_open`` (then the connection hangs on);
 - ``port-in-use``: print kubectl's ``Unable to listen on port ... address already in use`` lines, exit 1.
 
-Every invocation appends its argv to ``argv.jsonl`` and its pid to ``pids`` next to the scenario file.
+Every invocation appends its argv to ``argv.jsonl``, its pid to ``pids`` and what it saw of its environment
+(every variable's name, and the values of the kubeconfig, preference and proxy variables) to ``env.jsonl``
+next to the scenario file.
 The process gives up by itself after ``max_life`` seconds (default 120), so even a harness bug cannot leave
 it running for long.
 """
@@ -58,6 +64,7 @@ import time
 from pathlib import Path
 
 PREFIX = "E1130 04:00:00.000000   12345 portforward.go:413] "
+_ENV_RECORDED = ("KUBECONFIG", "KUBERC", "KUBECTL_KUBERC", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 
 
 def main(argv: list[str]) -> int:
@@ -67,6 +74,9 @@ def main(argv: list[str]) -> int:
         f.write(json.dumps(argv) + "\n")
     with open(scenario_path.with_name("pids"), "a") as f:
         f.write(f"{os.getpid()}\n")
+    with open(scenario_path.with_name("env.jsonl"), "a") as f:
+        seen = {name: os.environ.get(name) for name in _ENV_RECORDED}
+        f.write(json.dumps({"names": sorted(os.environ), **seen}) + "\n")
     args = _strip_globals(argv)
     if args[:1] == ["version"]:
         version = scenario.get("version", "v1.32.0-standin")
@@ -156,7 +166,7 @@ class PortForward:
         listener.bind(("127.0.0.1", 0))
         port = listener.getsockname()[1]
         if self.s.get("listen_delay"):
-            # Banner first, listen later: the banner alone is not readiness (field-pitfalls.md §3).
+            # Banner first, listen later: kubectl prints the banner before it can carry a connection.
             threading.Timer(float(self.s["listen_delay"]), listener.listen, args=(16,)).start()
         else:
             listener.listen(16)
@@ -181,6 +191,10 @@ class PortForward:
             elif self.mode == "reset-all":
                 self._error_line(port, "failed to find sandbox \"0123abcd\" in store: not found")
                 _reset(conn)
+            elif self.mode == "tunnel-error":
+                holding = threading.Timer(float(self.s.get("delay", 0.3)), self._tunnel_error, args=(conn, port))
+                holding.daemon = True
+                holding.start()
             elif self.mode == "die-mid-request":
                 self._relay(conn)
                 dying = threading.Timer(float(self.s.get("delay", 0.3)), self._die, args=(port,))
@@ -212,6 +226,12 @@ class PortForward:
             print("error: lost connection to pod", file=sys.stderr, flush=True)
         conn.close()
         return code
+
+    def _tunnel_error(self, conn: socket.socket, port: int) -> None:
+        line = self.s.get("line") or f"error creating error stream for port {port} -> {self.remote}: Timeout occurred"
+        print(f"{PREFIX}{line}", file=sys.stderr, flush=True)
+        if not self.s.get("keep_open"):
+            conn.close()
 
     def _die(self, port: int) -> None:
         self._error_line(port, "error creating error stream for port: Timeout occurred")

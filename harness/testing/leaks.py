@@ -1,6 +1,8 @@
-"""Leak snapshots for guard specs: child processes, listening sockets and threads of this process (issue #3).
+"""Leak snapshots for guard specs: child processes, listening sockets and threads of this process.
 
 Linux only (reads ``/proc``). ``snapshot()`` before, ``snapshot().extra_over(before)`` after: what is new.
+The harness's watchdog process (:func:`harness.process.watchdog_pid`), which lives as long as this process by
+design, is not counted.
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ def snapshot() -> Snapshot:
 
 def _live_children() -> set[int]:
     pids: set[int] = set()
+    watchdog = process.watchdog_pid()
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
             with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
                 pids.update(int(p) for p in f.read().split())
         except OSError:
             continue
+    pids.discard(watchdog or -1)
     return pids
 
 

@@ -1,4 +1,4 @@
-"""A local HTTP server with scripted wire faults, the "pod" behind the kubectl stand-in (issue #3 guard specs).
+"""A local HTTP server with scripted wire faults, the "pod" behind the kubectl stand-in (port-forward guard specs).
 
 Paths: ``/ok`` and ``/healthz`` (200 ``ok``), ``/status/NNN``, ``/hang`` (reads the request, never answers),
 ``/drip?every=S&size=N`` (headers with ``Content-Length: N`` at once, then one body byte every ``S`` seconds:
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +27,8 @@ class TargetServer:
     """Serve on ``127.0.0.1:<OS-chosen port>`` until :meth:`stop`; use as a context manager.
 
     ``port`` and ``url`` are set once started. ``requests`` lists the paths received, in order;
-    :meth:`wait_for_request` blocks (bounded) until ``n`` requests arrived.
+    :meth:`wait_for_request` blocks (bounded) until ``n`` requests arrived; :attr:`clients_gone` counts
+    exchanges a client abandoned (reset or closed mid-answer), which are not errors here and print nothing.
     """
 
     def __init__(self) -> None:
@@ -40,7 +42,7 @@ class TargetServer:
         class Handler(_Handler):
             target = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = False
         self._httpd.block_on_close = True  # server_close() joins every handler thread
         self.port: int = self._httpd.server_address[1]
@@ -61,6 +63,10 @@ class TargetServer:
             self._thread.join(timeout=5.0)
         self._httpd.server_close()
 
+    @property
+    def clients_gone(self) -> int:
+        return self._httpd.clients_gone
+
     def wait_for_request(self, n: int = 1, timeout: float = 5.0) -> bool:
         """True once ``n`` requests have arrived; False after ``timeout`` seconds."""
         with self._arrived:
@@ -76,6 +82,19 @@ class TargetServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    """Counts, and does not print, a client that went away mid-exchange: those are the point of most specs here
+    (a forward killed mid-request, a capped body, a cancelled request). Any other handler error is printed."""
+
+    clients_gone = 0
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            self.clients_gone += 1
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):
