@@ -33,7 +33,9 @@ def test_waits():
 """
 
 
-def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(
+    pytester: pytest.Pytester, kubectl_standin, empty_kubeconfig: Path
+) -> None:
     kubectl_standin.set_current_context(None)
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("-rs")
@@ -74,7 +76,7 @@ def test_kube_context_option_is_guarded_too(pytester: pytest.Pytester, kubectl_s
     assert kubectl_standin.argvs() == []
 
 
-def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pytester, kubectl_standin, local_cluster) -> None:
     kubectl_standin.answer("get", "pods", stdout="No resources found\n")
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("--namespace", "e2e-ns")
@@ -85,11 +87,11 @@ def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pyteste
 def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(WAITING_SPEC)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest(f"--junitxml={junit}")
+    result = pytester.runpytest(f"--junitxml={junit}", "--harness-waits=all")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "*harness waits*",
+            "*harness waits (every spec)*",
             "*test_waits: ok * 1 attempts (0 hung, 0 failed)  the answer",
             "*test_waits: timeout * attempts (0 hung, 0 failed)  a deploy that never rolls out",
         ]
