@@ -54,6 +54,7 @@ _API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
 _LOCK_FAILED = pytest.StashKey[str]()
 _WAIT_PREFIX = "harness.wait."
 _WORKER_GUARD = "harness_guard"
+_UNUSABLE = "cluster unusable: "
 CLUSTER_GROUP = "cluster"
 """The ``xdist_group`` every cluster spec gets: ``--dist loadgroup`` sends them all to one worker."""
 
@@ -175,10 +176,31 @@ class _ClusterGrouping:
     """Runs first among ``pytest_collection_modifyitems`` hooks, so xdist's loadgroup sees the group it adds."""
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        loadgroup = hasattr(config, "workerinput") and bool(config.getvalue("loadgroup"))
         for item in items:
             if item.get_closest_marker("cluster") is not None:
                 item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUP))
+                if loadgroup:
+                    _join_group_on_pytest_9(item)
+
+
+def _join_group_on_pytest_9(item: pytest.Item) -> None:
+    """Give the item the ``@cluster`` node id suffix xdist's loadgroup schedules by.
+
+    pytest-xdist 3.8 adds it by setting ``item._nodeid``, which pytest 9 no longer reads (its node ids are
+    structured, in ``item._id``), so under pytest 9 xdist would silently ignore every ``xdist_group``. Where
+    ``_id`` exists, set the suffixed id there; on older pytest xdist's own renaming works and this does nothing.
+    The cluster lock keeps cluster specs apart either way; this only keeps them on one worker.
+    """
+    if not hasattr(item, "_id") or "@" in item.nodeid:
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{CLUSTER_GROUP}")
+    except Exception:  # pytest's private node id API changed again: fall back to the lock alone
+        return
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: no guard at all when no cluster spec is left
@@ -214,7 +236,7 @@ def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
         try:
             config.stash[_API] = ("ok", kube.check_api_server())
         except (ApiServerUnusable, NoKubeContext) as exc:
-            config.stash[_API] = ("fail", f"cluster unusable: {exc}")
+            config.stash[_API] = ("fail", f"{_UNUSABLE}{exc}")
     return config.stash[_API]
 
 
@@ -319,7 +341,7 @@ class _ClusterLock:
                 if time.monotonic() >= deadline:
                     holder = _read_holder(self.path)
                     os.close(fd)
-                    return (f"cluster lock {self.path} still held after {timeout:.0f}s by {holder}: cluster specs run "
+                    return (f"cluster lock {self.path} still held after {timeout:.1f}s by {holder}: cluster specs run "
                             f"one at a time; raise --cluster-lock-timeout or run fewer cluster specs at once")
                 time.sleep(0.05)  # polling the lock itself, bounded by the deadline
         os.ftruncate(fd, 0)
@@ -382,8 +404,16 @@ def _harness_leak_audit() -> Iterator[None]:
         pytest.fail(f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Release the guard's kubernetes client (its pooled keep-alive connections) at the end of the session."""
+    state, detail = session.config.stash.get(_GUARD, ("skip", None))
+    if state == "ok" and isinstance(detail, Kube):
+        detail.close()
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     _summarise_skipped_cluster_specs(terminalreporter)
+    _summarise_unusable_cluster(terminalreporter)
     _summarise_waits(terminalreporter, config.getoption("--harness-waits"))
 
 
@@ -399,6 +429,20 @@ def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", f"cluster specs skipped ({len(rows)})")
         for row in rows:
             terminalreporter.write_line(row)
+
+
+def _summarise_unusable_cluster(terminalreporter: Any) -> None:
+    """Each cause that kept cluster specs from running, once, on one line, then the specs it stopped."""
+    stopped: dict[str, list[str]] = {}
+    for report in terminalreporter.stats.get("error", []):
+        text = str(getattr(report, "longrepr", "") or "")
+        if text.startswith(_UNUSABLE):
+            stopped.setdefault(text.removeprefix(_UNUSABLE), []).append(report.nodeid)
+    for cause, nodeids in stopped.items():
+        terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the cluster is unusable")
+        terminalreporter.write_line(cause)
+        for nodeid in nodeids:
+            terminalreporter.write_line(f"  {nodeid}")
 
 
 def _summarise_waits(terminalreporter: Any, which: str) -> None:

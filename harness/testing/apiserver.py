@@ -10,8 +10,9 @@ Helpers for API servers that are not there: :func:`refusing_port` (bound, never 
 refused) and :func:`silent_port` (listening, never accepting: the handshake completes and nothing is ever said).
 :func:`write_kubeconfig` writes a kubeconfig whose context ``minikube`` points at any of them.
 
-Built on the standard library's ``ThreadingHTTPServer``; :meth:`StubApiServer.stop` releases held watches and
-joins every thread. A client that goes away is not an error here (nothing is printed).
+Built on the standard library's ``ThreadingHTTPServer``; :meth:`StubApiServer.stop` releases held watches, shuts
+down every open connection (a client's idle keep-alive connection would otherwise hold its handler thread in a
+read forever) and joins every thread. A client that goes away is not an error here (nothing is printed).
 """
 
 from __future__ import annotations
@@ -84,13 +85,14 @@ class StubApiServer:
         return self
 
     def stop(self) -> None:
-        """Release held watches, stop serving, join every thread (bounded). Idempotent."""
+        """Release held watches, stop serving, close open connections, join every thread (bounded). Idempotent."""
         if self._stopping.is_set():
             return
         self._stopping.set()
         if self._thread.is_alive():
             self._httpd.shutdown()
             self._thread.join(timeout=5.0)
+        self._httpd.close_connections()
         self._httpd.server_close()
 
     def seen(self, method: str, path_prefix: str = "") -> list[str]:
@@ -106,6 +108,31 @@ class StubApiServer:
 
 
 class _QuietServer(ThreadingHTTPServer):
+    """Tracks its open connections so :meth:`close_connections` can end idle keep-alive reads at stop."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.open: set[socket.socket] = set()
+        self.open_lock = threading.Lock()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        with self.open_lock:
+            self.open.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.open_lock:
+                self.open.discard(request)
+
+    def close_connections(self) -> None:
+        with self.open_lock:
+            connections = list(self.open)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (kubectl killed at its bound) is expected here: print nothing."""
 
@@ -113,6 +140,7 @@ class _QuietServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     stub: StubApiServer
     protocol_version = "HTTP/1.1"
+    timeout = _HOLD  # a backstop: no handler waits longer than this for a client's next request
 
     def log_message(self, format: str, *args: object) -> None:
         pass
