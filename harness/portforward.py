@@ -106,8 +106,8 @@ class PortForward:
     Use ``with port_forward(kube, "svc/fake-github", 80) as fwd:`` (or ``async with``), or call
     :meth:`start` / :meth:`astart` and :meth:`close` / :meth:`aclose` yourself. Once ready: ``local_port``
     (int) and ``base_url`` (``http://127.0.0.1:NNNNN``). ``exit`` is the recorded :class:`ForwardExit` or
-    ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at`` and ``ready_at``
-    are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
+    ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at``, ``ready_at`` and
+    ``broken_at`` are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
 
     Raises ``ValueError`` (``TypeError`` for a wrong type) naming the argument, before anything is spawned,
     for what :func:`check_forward_args` refuses.
@@ -141,6 +141,7 @@ class PortForward:
         self.banner_at: float | None = None
         self.ready_at: float | None = None
         self.answers = 0
+        self.broken_at: float | None = None
         self._resets = 0
         self._broken: str | None = None
         self._closed = False
@@ -194,6 +195,7 @@ class PortForward:
         self._resets += 1
         if self._resets >= self.reset_limit and self._broken is None and self.exit is None:
             self._broken = f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+            self.broken_at = time.monotonic()
 
     @property
     def alive(self) -> bool:
@@ -358,6 +360,7 @@ class PortForward:
         self._stderr.append(line)
         if self._broken is None and any(marker in line for marker in BROKEN_MARKERS):
             self._broken = f"kubectl reported: {line.strip()}"
+            self.broken_at = time.monotonic()
 
     def _record_exit(self, proc: subprocess.Popen[bytes]) -> None:
         # Whatever the leader left in its group (a helper it started) must not outlive it; the group is
