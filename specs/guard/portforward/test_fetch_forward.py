@@ -1,4 +1,4 @@
-"""fetch_through a port-forward: every failure names its hop (issue #3, part 2)."""
+"""fetch_through a port-forward: every failure names its hop."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""fetch_through's limits: ``max_body`` stops a runaway answer (trial finding 8), and the caller's mistakes are
+"""fetch_through's limits: ``max_body`` stops a runaway answer (an endless answer once pushed a probe to 1 GB in 3 s), and the caller's mistakes are
 ``ValueError`` / ``TypeError`` raised before sending, never a hop failure blamed on the service (finding 9)."""
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ def test_endless_chunked_body_stops_at_max_body_without_buffering_it(target: Tar
     assert err.hop == "service" and err.max_body == MiB and err.status == 200 and err.declared is None
     assert MiB < err.received <= MiB + READ
     assert "/flood" in str(err) and "more than max_body=1,048,576 bytes" in str(err)
-    assert peak < 16 * MiB  # the trial saw 1 GB in 3 s; the cap holds about max_body
+    assert peak < 16 * MiB  # an uncapped read once reached 1 GB in 3 s; the cap holds about max_body
 
 
 def test_default_cap_is_64_mib_and_applies_without_asking(target: TargetServer) -> None:
     assert DEFAULT_MAX_BODY == 64 * MiB
     with pytest.raises(ServiceAnswerTooLarge) as caught:
-        fetch_through_sync(target.url, "GET", "/flood", timeout=30.0)  # the trial's call, minus its 3 s budget
+        fetch_through_sync(target.url, "GET", "/flood", timeout=30.0)  # the call that once read 1 GB, minus its 3 s budget
     assert caught.value.max_body == DEFAULT_MAX_BODY
     assert DEFAULT_MAX_BODY < caught.value.received <= DEFAULT_MAX_BODY + READ
 

@@ -1,5 +1,5 @@
 """A port-forward kubectl could never open is refused with ``ValueError`` naming the argument, before anything is
-spawned (trial nits: ``remote_port=70000`` or ``target="; rm -rf /"`` used to wait out the whole ready timeout,
+spawned (``remote_port=70000`` or ``target="; rm -rf /"`` used to wait out the whole ready timeout,
 ``ready_timeout=0`` gave a self-contradictory "did not spawn kubectl ... after the harness stopped it")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ForwardPool and the ``forwards`` fixture: one forward per key, reopened when dead or broken (issue #3)."""
+"""ForwardPool and the ``forwards`` fixture: one forward per key, reopened when dead or broken."""
 
 from __future__ import annotations
 

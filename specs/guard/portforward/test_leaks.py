@@ -1,9 +1,9 @@
-"""No kubectl outlives a failing test, a test stopped by pytest-timeout, or a killed pytest (issue #3, part 4).
+"""No kubectl outlives a failing test, a test stopped by pytest-timeout, or a killed pytest.
 
 Each case runs an inner pytest (a bounded subprocess) on a small spec that opens a forward through the
 kubectl stand-in, then checks that every stand-in process it started is gone. With
 ``--timeout-method=thread`` pytest-timeout calls ``os._exit``: no teardown runs (pytest-dev/pytest-timeout#134),
-so only the parent-death signal can stop kubectl (field-pitfalls.md §11).
+so only the parent-death signal can stop kubectl.
 """
 
 from __future__ import annotations

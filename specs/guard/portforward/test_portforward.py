@@ -1,4 +1,4 @@
-"""PortForward guard specs against the kubectl stand-in (issue #3, part 1)."""
+"""PortForward guard specs against the kubectl stand-in."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_spawns_pinned_argv_without_shell_in_its_own_group(kubectl_standin: Kube
 
 
 def test_local_port_comes_from_the_127_0_0_1_banner_line(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
-    # A [::1] line with another port first: only the 127.0.0.1 one may be used (field-pitfalls.md §5).
+    # A [::1] line with another port first: only the 127.0.0.1 one may be used (kubectl may print the IPv6 line first, with another port).
     kubectl_standin.script(target_port=target.port, ipv6_first_port_offset=1)
     with port_forward(kubectl_standin.kube(), "pod/x", 80) as fwd:
         assert fwd.base_url == f"http://127.0.0.1:{fwd.local_port}"

@@ -1,4 +1,4 @@
-"""The real kubectl against an API server that is not there: PortForwardNotReady carries its real stderr (issue #3).
+"""The real kubectl against an API server that is not there: PortForwardNotReady carries its real stderr.
 
 Skipped where no kubectl binary is installed. Nothing here can reach a cluster: the kubeconfig is written to
 tmp_path and points at a local socket.
