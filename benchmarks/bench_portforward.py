@@ -29,7 +29,13 @@ from pathlib import Path
 
 import anyio
 
-from harness.errors import PortForwardBroken, PortForwardDied, PortForwardGone, PortForwardNotReady, ServiceAnswerTooLarge
+from harness.errors import (
+    PortForwardBroken,
+    PortForwardDied,
+    PortForwardGone,
+    PortForwardNotReady,
+    ServiceAnswerTooLarge,
+)
 from harness.fetch import DEFAULT_MAX_BODY, fetch_through
 from harness.kube import Kube
 from harness.portforward import TCP_HOLD, PortForward, client_version
@@ -132,7 +138,9 @@ def real_not_ready(kubectl: str, runs: int) -> list[float]:
     samples = []
     with tempfile.TemporaryDirectory() as tmp, refusing_port() as port:
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", f"https://127.0.0.1:{port}")
-        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig))
+        kube = Kube(
+            "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
+        )
         for _ in range(runs):
             start = time.monotonic()
             try:
@@ -147,8 +155,10 @@ def real_not_ready(kubectl: str, runs: int) -> list[float]:
 def line(what: str, samples: list[float], target: float, unit: str = "ms") -> str:
     p99 = percentile(samples, 99)
     met = "meets target" if p99 <= target else "MISSES target"
-    return (f"   {what}: median {statistics.median(samples):.1f} {unit}, p99 {p99:.1f} {unit}, max {max(samples):.1f} "
-            f"{unit} over {len(samples)} runs; target p99 <= {target:.0f} {unit}   {met}")
+    return (
+        f"   {what}: median {statistics.median(samples):.1f} {unit}, p99 {p99:.1f} {unit}, max {max(samples):.1f} "
+        f"{unit} over {len(samples)} runs; target p99 <= {target:.0f} {unit}   {met}"
+    )
 
 
 async def main(long: bool) -> None:
@@ -157,8 +167,10 @@ async def main(long: bool) -> None:
         standin = KubectlStandIn(Path(tmp))
         standin.script(target_port=target.port)
         standin_version = client_version(standin.path)
-        print(f"python {sys.version.split()[0]}; {'long' if long else 'quick'} run; sections 1-4 measure kubectl "
-              f"stand-in {standin_version} (the harness's own detection); section 5 the real kubectl builds")
+        print(
+            f"python {sys.version.split()[0]}; {'long' if long else 'quick'} run; sections 1-4 measure kubectl "
+            f"stand-in {standin_version} (the harness's own detection); section 5 the real kubectl builds"
+        )
         detections, refusals, readies, broken = [], [], [], []
         for _ in range(runs):
             detected, refused, ready = await one_run(standin, target)
@@ -171,22 +183,32 @@ async def main(long: bool) -> None:
     print(line("kill -> error", detections, DIED_TARGET_MS))
     print("2. request on the dead forward -> PortForwardGone")
     print(line("refused before sending", refusals, GONE_TARGET_MS))
-    print("3. broken tunnel during a hung request (`error creating error stream ... Timeout occurred`) -> PortForwardBroken")
+    print(
+        "3. broken tunnel during a hung request (`error creating error stream ... Timeout occurred`)"
+        " -> PortForwardBroken"
+    )
     print(line("line -> error", broken, BROKEN_TARGET_MS))
     print(f"4. banner line -> ready (TCP connection held {TCP_HOLD * 1000:.0f} ms)")
     print(line("banner -> ready", readies, READY_TARGET_MS))
     met = "meets target" if peak / 2**20 <= FLOOD_PEAK_TARGET_MIB else "MISSES target"
-    print(f"   endless chunked answer -> ServiceAnswerTooLarge (max_body {DEFAULT_MAX_BODY / 2**20:.0f} MiB): "
-          f"{took * 1000:.0f} ms, {received / 2**20:.2f} MiB read, Python allocation peak {peak / 2**20:.1f} MiB; "
-          f"target peak <= {FLOOD_PEAK_TARGET_MIB:.0f} MiB   {met}")
+    print(
+        f"   endless chunked answer -> ServiceAnswerTooLarge (max_body {DEFAULT_MAX_BODY / 2**20:.0f} MiB): "
+        f"{took * 1000:.0f} ms, {received / 2**20:.2f} MiB read, Python allocation peak {peak / 2**20:.1f} MiB; "
+        f"target peak <= {FLOOD_PEAK_TARGET_MIB:.0f} MiB   {met}"
+    )
     builds = installed()
     chosen = builds if long else {m: p for m, p in builds.items() if m in (27, 33)}
     print("5. real kubectl, API server refusing connections -> PortForwardNotReady (readiness budget 20000 ms)")
     if not chosen:
         print("   no kubectl.1.NN build installed beside the kubectl on PATH: skipped")
     for minor, path in sorted(chosen.items()):
-        print(line(f"kubectl {client_version(path)} ({os.path.basename(path)})", real_not_ready(path, 3 if not long else 10),
-                   NOT_READY_TARGET_MS))
+        print(
+            line(
+                f"kubectl {client_version(path)} ({os.path.basename(path)})",
+                real_not_ready(path, 3 if not long else 10),
+                NOT_READY_TARGET_MS,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -105,10 +105,13 @@ def at_the_cap(runs: int) -> list[CapRun]:
             spent.clear()
             started = time.monotonic()
             try:
-                wait_for_sync("a blocking probe", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02)
+                wait_for_sync(
+                    "a blocking probe", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+                )
             except WaitTimeout as exc:
-                results.append(CapRun((time.monotonic() - started - 2.0) * 1000, len(exc.summary.attempts),
-                                      sum(spent) * 1000))
+                results.append(
+                    CapRun((time.monotonic() - started - 2.0) * 1000, len(exc.summary.attempts), sum(spent) * 1000)
+                )
             release.set()  # the abandoned attempts end; their threads finish before the next run
     finally:
         gc.callbacks.remove(timer)
@@ -139,8 +142,11 @@ def harness_rate(seconds: float, kind: str) -> float:
 def tenacity_rate(seconds: float) -> float:
     with_tenacity = 0
 
-    @tenacity.retry(retry=tenacity.retry_if_result(lambda r: r is None), stop=tenacity.stop_after_delay(seconds),
-                    wait=tenacity.wait_none())
+    @tenacity.retry(
+        retry=tenacity.retry_if_result(lambda r: r is None),
+        stop=tenacity.stop_after_delay(seconds),
+        wait=tenacity.wait_none(),
+    )
     def tenacity_probe() -> None:
         nonlocal with_tenacity
         with_tenacity += 1
@@ -158,37 +164,51 @@ def main() -> None:
     args = parser.parse_args()
     mode = "long" if args.long or os.environ.get("HARNESS_BENCH") == "long" else "quick"
     plan = PLANS[mode]
-    print(f"python {sys.version.split()[0]}; {mode} run; kubectl: none (probes are Python functions); "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"python {sys.version.split()[0]}; {mode} run; kubectl: none (probes are Python functions); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     overrun("async", 0.05, 1)  # warm-up: the first anyio.run pays ~100 ms of one-off imports
 
-    print(f"\n1. WaitTimeout overrun past the budget, never-settling probe, {plan['runs']} runs each (ms); "
-          f"target p99 <= {OVERRUN_TARGET_MS:.0f} ms")
+    print(
+        f"\n1. WaitTimeout overrun past the budget, never-settling probe, {plan['runs']} runs each (ms); "
+        f"target p99 <= {OVERRUN_TARGET_MS:.0f} ms"
+    )
     for kind in ("async", "sync"):
         for budget in plan["budgets"]:
             samples = overrun(kind, budget, plan["runs"])
             p99 = percentile(samples, 0.99)
-            print(f"   {kind:<5} budget {budget:>4.1f}s: median {statistics.median(samples):7.2f}  p99 {p99:7.2f}  "
-                  f"max {max(samples):7.2f}   {verdict(p99, OVERRUN_TARGET_MS)}")
+            print(
+                f"   {kind:<5} budget {budget:>4.1f}s: median {statistics.median(samples):7.2f}  p99 {p99:7.2f}  "
+                f"max {max(samples):7.2f}   {verdict(p99, OVERRUN_TARGET_MS)}"
+            )
 
-    print(f"\n2. Sync wait at the abandoned-attempt cap (interval 0, 2 s budget), 2 CPU hogs, 2M-object heap, "
-          f"{plan['cap_runs']} runs; target p99 overrun <= {CAP_TARGET_MS:.0f} ms")
+    print(
+        f"\n2. Sync wait at the abandoned-attempt cap (interval 0, 2 s budget), 2 CPU hogs, 2M-object heap, "
+        f"{plan['cap_runs']} runs; target p99 overrun <= {CAP_TARGET_MS:.0f} ms"
+    )
     runs = at_the_cap(plan["cap_runs"])
     overruns = [r.overrun_ms for r in runs]
     p99 = percentile(overruns, 0.99)
-    print(f"   overrun ms: median {statistics.median(overruns):.1f}  p99 {p99:.1f}  max {max(overruns):.1f}   "
-          f"{verdict(p99, CAP_TARGET_MS)}")
-    print(f"   attempts per wait: median {statistics.median(r.attempts for r in runs):.0f} (before the fix: "
-          f"13,000-37,000, nearly all instant failures); garbage collection inside a wait: max "
-          f"{max(r.gc_ms for r in runs):.0f} ms")
+    print(
+        f"   overrun ms: median {statistics.median(overruns):.1f}  p99 {p99:.1f}  max {max(overruns):.1f}   "
+        f"{verdict(p99, CAP_TARGET_MS)}"
+    )
+    print(
+        f"   attempts per wait: median {statistics.median(r.attempts for r in runs):.0f} (before the fix: "
+        f"13,000-37,000, nearly all instant failures); garbage collection inside a wait: max "
+        f"{max(r.gc_ms for r in runs):.0f} ms"
+    )
 
     theirs = tenacity_rate(plan["rate_seconds"])
     print(f"\n3. Attempts per second, None probe, interval 0 (tenacity, same loop: {theirs:,.0f}/s)")
     for kind in ("async", "sync"):
         ours = harness_rate(plan["rate_seconds"], kind)
-        print(f"   wait_for, {kind} probe{' (a daemon thread per attempt)' if kind == 'sync' else ''}: {ours:,.0f}/s, "
-              f"{ours / theirs:.3f} of tenacity's; target >= {RATE_TARGET[kind]:,.0f}/s   "
-              f"{verdict(ours, RATE_TARGET[kind], at_least=True)}")
+        print(
+            f"   wait_for, {kind} probe{' (a daemon thread per attempt)' if kind == 'sync' else ''}: {ours:,.0f}/s, "
+            f"{ours / theirs:.3f} of tenacity's; target >= {RATE_TARGET[kind]:,.0f}/s   "
+            f"{verdict(ours, RATE_TARGET[kind], at_least=True)}"
+        )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ class StopWaiting(Exception):
 
 # --- kube access and the context guard ---------------------------------------------------------------
 
+
 class KubectlNotFound(HarnessError):
     """The ``kubectl`` binary is not on PATH (or the configured path does not exist)."""
 
@@ -97,7 +98,7 @@ UNRECOVERABLE_API_KINDS = frozenset({"refused", "tls", "dns", "unauthorized", "f
 
 
 def waiting_cannot_fix(error: BaseException) -> bool:
-    """True for an error that no amount of waiting fixes: an :class:`Unrecoverable`, or one flagged ``unrecoverable``."""
+    """True for an error no amount of waiting fixes: an :class:`Unrecoverable`, or one flagged ``unrecoverable``."""
     return isinstance(error, Unrecoverable) or getattr(error, "unrecoverable", False) is True
 
 
@@ -124,8 +125,9 @@ class ApiServerUnusable(HarnessError):
     spec (:data:`UNRECOVERABLE_API_KINDS`): :func:`waiting_cannot_fix` reads it.
     """
 
-    def __init__(self, message: str, *, kind: str, context: str = "", server: str = "", status: int | None = None,
-                 hint: str = "") -> None:
+    def __init__(
+        self, message: str, *, kind: str, context: str = "", server: str = "", status: int | None = None, hint: str = ""
+    ) -> None:
         super().__init__(message)
         self.kind, self.context, self.server, self.status, self.hint = kind, context, server, status, hint
         self.unrecoverable = kind in UNRECOVERABLE_API_KINDS or status in (401, 403, 404)
@@ -148,6 +150,7 @@ class ContextNotAllowed(HarnessError):
 
 
 # --- waiting -----------------------------------------------------------------------------------------
+
 
 class WaitTimeout(AssertionError):
     """A ``wait_for`` ran out of budget. ``summary`` holds the data (a :class:`harness.waiting.WaitSummary`)."""
@@ -173,6 +176,7 @@ class TimestampError(ValueError):
 
 
 # --- port-forwards and fetch_through --------------------------------------------------------------
+
 
 class HopFailure(AssertionError):
     """A request or a port-forward failed; ``hop`` says where: ``"port-forward"`` (kubectl) or ``"service"``.
@@ -239,8 +243,9 @@ class ServiceUnreachable(HopFailure):
 
 class ServiceAnswerTooLarge(HopFailure):
     """The service's answer body passed ``fetch_through``'s ``max_body`` bytes; reading stopped there, so a
-    service streaming without end cannot exhaust memory (one pushed a probe to 1 GB in 3 s). Extra attributes: ``max_body``,
-    ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``), ``status``."""
+    service streaming without end cannot exhaust memory (one pushed a probe to 1 GB in 3 s). Extra attributes:
+    ``max_body``, ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``),
+    ``status``."""
 
     def __init__(
         self, message: str, *, max_body: int, received: int, declared: int | None, status: int | None, **kw: object

@@ -1,4 +1,4 @@
-"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that says which hop died.
+"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a base URL) that says which hop died.
 
 A bare HTTP call has no overall timeout, so a forward dropped by a busy API server leaves a socket nobody
 answers and the run waits forever. httpx's own timeouts
@@ -55,7 +55,9 @@ class Forward(Protocol):
     """What ``fetch_through`` needs from a port-forward (:class:`harness.portforward.PortForward` provides it)."""
 
     target: str
-    base_url: str
+
+    @property
+    def base_url(self) -> str: ...
 
     def gone_reason(self) -> str | None: ...
     def exit_summary(self) -> str | None: ...
@@ -171,14 +173,21 @@ async def fetch_through(
         raise PortForwardDied(
             f"{where}: the port-forward died mid-request after {elapsed:.2f}s ({fwd.exit_summary()}); "
             f"{progress.describe()}. The hop that failed is kubectl port-forward, not the service.",
-            target=fwd.target, path=path, budget=budget, exit_code=fwd.exit_code(), stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            exit_code=fwd.exit_code(),
+            stderr_tail=fwd.stderr_tail(),
         )
     if fwd is not None and broke and hung:
         raise PortForwardBroken(
             f"{where}: kubectl reported the tunnel broken while the request hung ({fwd.broken_reason()}); "
             f"{progress.describe()} after {elapsed:.2f}s. The hop that failed is kubectl port-forward, not the "
             f"service. Reopen it (the `forwards` pool does this on its next get).",
-            target=fwd.target, path=path, budget=budget, stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            stderr_tail=fwd.stderr_tail(),
         )
     raise _service_failure(fwd, base_url, where, path, budget, elapsed, progress, outcome)
 
@@ -198,7 +207,9 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body, **request))
+    return anyio.run(
+        functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body, **request)
+    )
 
 
 _REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)
@@ -213,7 +224,7 @@ def _check_positive(name: str, value: object, kind: type) -> None:
     if isinstance(value, bool) or not isinstance(value, allowed):
         unit = "bytes as an int" if kind is int else "seconds as a float"
         raise TypeError(f"fetch_through: {name} must be {unit}, got {value!r}")
-    if not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    if not math.isfinite(value) or value <= 0:
         raise ValueError(f"fetch_through: {name} must be finite and > 0, got {value!r}")
 
 
@@ -309,20 +320,33 @@ def _refuse_if_unusable(fwd: Forward, where: str, path: str, budget: float) -> N
         raise PortForwardGone(
             f"{where}: refused before sending: the port-forward is gone ({gone}). "
             f"Reopen it (the `forwards` pool does this on the next attempt).",
-            target=fwd.target, path=path, budget=budget, exit_code=fwd.exit_code(), stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            exit_code=fwd.exit_code(),
+            stderr_tail=fwd.stderr_tail(),
         )
     broken = fwd.broken_reason()
     if broken is not None:
         raise PortForwardBroken(
             f"{where}: refused before sending: kubectl is alive but the port-forward is broken ({broken}); "
             f"it never recovers (kubernetes/kubectl#686). Reopen it.",
-            target=fwd.target, path=path, budget=budget, stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            stderr_tail=fwd.stderr_tail(),
         )
 
 
 def _service_failure(
-    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, elapsed: float,
-    progress: _Progress, outcome: BaseException | None,
+    fwd: Forward | None,
+    base_url: str,
+    where: str,
+    path: str,
+    budget: float,
+    elapsed: float,
+    progress: _Progress,
+    outcome: BaseException | None,
 ) -> Exception:
     target = fwd.target if fwd is not None else base_url
     stderr = fwd.stderr_tail() if fwd is not None else ""
@@ -332,7 +356,10 @@ def _service_failure(
         return ServiceTimeout(
             f"{where}: the service did not finish answering within the {budget:.2f}s total budget{alive}: "
             f"{progress.describe()}{said}",
-            target=target, path=path, budget=budget, stderr_tail=stderr,
+            target=target,
+            path=path,
+            budget=budget,
+            stderr_tail=stderr,
         )
     if fwd is not None:
         fwd.note_reset()
@@ -341,12 +368,18 @@ def _service_failure(
             return PortForwardBroken(
                 f"{where}: connection {_kind(outcome)} after {elapsed:.2f}s and the port-forward is broken "
                 f"({broken}); the hop that failed is kubectl port-forward (pod gone or not listening). Reopen it.",
-                target=target, path=path, budget=budget, stderr_tail=stderr,
+                target=target,
+                path=path,
+                budget=budget,
+                stderr_tail=stderr,
             )
     return ServiceUnreachable(
         f"{where}: connection {_kind(outcome)} after {elapsed:.2f}s{alive}: {progress.describe()}: "
         f"{type(outcome).__name__}: {outcome}{said}",
-        target=target, path=path, budget=budget, stderr_tail=stderr,
+        target=target,
+        path=path,
+        budget=budget,
+        stderr_tail=stderr,
     )
 
 
@@ -363,8 +396,14 @@ def _too_large(
         f"{where}: the service sent more than max_body={max_body:,} bytes (HTTP {too_large.status}; {seen}) and "
         f"the answer was dropped. The hop at fault is the service (an endless or runaway body); "
         f"pass a larger max_body= if an answer this big is expected.",
-        target=target, path=path, budget=budget, stderr_tail=stderr, max_body=max_body,
-        received=too_large.received, declared=too_large.declared, status=too_large.status,
+        target=target,
+        path=path,
+        budget=budget,
+        stderr_tail=stderr,
+        max_body=max_body,
+        received=too_large.received,
+        declared=too_large.declared,
+        status=too_large.status,
     )
 
 

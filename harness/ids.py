@@ -1,9 +1,10 @@
 """Issue numbers that never repeat, so a spec never re-attaches to an old session.
 
 A number such as ``Date.now() % 100000`` repeats, and the stack's sessions outlive specs: a reused number
-re-attaches to an old awaiting-reply anchor, and the spec times out "waiting for an AgentRun". Here numbers come from a counter in a state file under an exclusive ``flock``, shared by
-every pytest-xdist worker and every run on the machine, so they are distinct by construction. A fresh
-state file starts at a random point, so two machines (or a wiped cache) are unlikely to meet.
+re-attaches to an old awaiting-reply anchor, and the spec times out "waiting for an AgentRun". Here numbers
+come from a counter in a state file under an exclusive ``flock``, shared by every pytest-xdist worker and every
+run on the machine, so they are distinct by construction. A fresh state file starts at a random point, so two
+machines (or a wiped cache) are unlikely to meet.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def _lock_within(fd: int, timeout: float, path: Path) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"could not lock {path}.lock within {timeout:.1f}s: another process holds it") from None
+                raise TimeoutError(
+                    f"could not lock {path}.lock within {timeout:.1f}s: another process holds it"
+                ) from None
             time.sleep(0.005)  # lock contention back-off between non-blocking tries
 
 

@@ -60,8 +60,21 @@ _CONFIG_TIMEOUT = 10.0
 API_CHECK_TIMEOUT = 5.0
 """Seconds the once-per-session API server check may take per request (a paused VM costs this, not 30 s a call)."""
 
-ENV_PASSED_THROUGH = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR",
-                      "SSL_CERT_FILE", "SSL_CERT_DIR", "SYSTEMROOT")
+ENV_PASSED_THROUGH = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SYSTEMROOT",
+)
 """The only variables of the caller's environment a kubectl child sees (plus ``KUBECONFIG`` and ``KUBERC`` set by
 the harness). Proxy variables are left out: the allowed contexts are local clusters, reached directly (a
 kubeconfig's own ``proxy-url`` still applies); so are ``KUBECTL_*`` switches and ``KUBECACHEDIR``."""
@@ -75,8 +88,15 @@ class Kube:
     object's life; :meth:`in_namespace` gives a Kube for another namespace, guarded the same way.
     """
 
-    def __init__(self, context: str, namespace: str, *, allowed: tuple[str, ...], kubectl_path: str,
-                 kubeconfig: str | None = None) -> None:
+    def __init__(
+        self,
+        context: str,
+        namespace: str,
+        *,
+        allowed: tuple[str, ...],
+        kubectl_path: str,
+        kubeconfig: str | None = None,
+    ) -> None:
         check_namespace(namespace)
         self.context = context
         self.namespace = namespace
@@ -118,8 +138,13 @@ class Kube:
             raise NoKubeContext(f"kubeconfig {kubeconfig!r} does not exist")
         path = resolve_kubectl(kubectl)
         resolved = context or current_context(path, kubeconfig=kubeconfig)
-        kube = cls(resolved, namespace or config.namespace, allowed=config.allowed_contexts, kubectl_path=path,
-                   kubeconfig=kubeconfig)
+        kube = cls(
+            resolved,
+            namespace or config.namespace,
+            allowed=config.allowed_contexts,
+            kubectl_path=path,
+            kubeconfig=kubeconfig,
+        )
         kube.require_context_in_kubeconfig()
         return kube
 
@@ -130,8 +155,9 @@ class Kube:
         the context is no longer allowed.
         """
         self.guard()
-        return Kube(self.context, namespace, allowed=self.allowed, kubectl_path=self.kubectl_path,
-                    kubeconfig=self.kubeconfig)
+        return Kube(
+            self.context, namespace, allowed=self.allowed, kubectl_path=self.kubectl_path, kubeconfig=self.kubeconfig
+        )
 
     def require_context_in_kubeconfig(self) -> None:
         """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig (one bounded call)."""
@@ -144,8 +170,9 @@ class Kube:
         if done.returncode != 0 or self.context not in names:
             known = ", ".join(names) or "none"
             raise NoKubeContext(
-                f"context {self.context!r} is not in the kubeconfig (contexts: {known}; {_looked_at(self.kubeconfig_path)}); "
-                "start minikube (`minikube start`) so that it creates the context, or pass --kube-context with one that exists"
+                f"context {self.context!r} is not in the kubeconfig (contexts: {known}; "
+                f"{_looked_at(self.kubeconfig_path)}); start minikube (`minikube start`) so that it creates the "
+                "context, or pass --kube-context with one that exists"
             )
 
     def guard(self) -> None:
@@ -162,8 +189,9 @@ class Kube:
         refuse_target_flags(args, self)
         return [self.kubectl_path, *self._kubeconfig_flag(), "--context", self.context, "-n", self.namespace, *args]
 
-    def kubectl(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None,
-                check: bool = True) -> process.Completed:
+    def kubectl(
+        self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True
+    ) -> process.Completed:
         """Run kubectl with ``args`` within ``timeout`` seconds (shortened to the current wait attempt's bound).
 
         The call is complete when kubectl exits; a process it left behind (a wrapper's or a credential plugin's
@@ -178,12 +206,15 @@ class Kube:
         argv = self.argv(*args)
         bound = clamp_to_attempt(timeout)
         try:
-            done = process.run_bounded(argv, timeout=bound, input=input.encode() if input is not None else None,
-                                       env=self.env)
+            done = process.run_bounded(
+                argv, timeout=bound, input=input.encode() if input is not None else None, env=self.env
+            )
         except process.Timeout as exc:
             raise KubectlTimeout(argv, bound, exc.stderr) from None
         except FileNotFoundError:
-            raise KubectlNotFound(f"kubectl not found at {self.kubectl_path!r}; install kubectl or put it on PATH") from None
+            raise KubectlNotFound(
+                f"kubectl not found at {self.kubectl_path!r}; install kubectl or put it on PATH"
+            ) from None
         if done.strays:
             _report_strays(args, done.strays)
         if check and done.returncode != 0:
@@ -204,8 +235,12 @@ class Kube:
         try:
             return json.loads(done.stdout)
         except json.JSONDecodeError as exc:
-            raise KubectlError(done.argv, done.returncode, done.stderr,
-                               cause=f"kubectl output is not JSON ({exc}): {done.stdout[:200]!r}") from None
+            raise KubectlError(
+                done.argv,
+                done.returncode,
+                done.stderr,
+                cause=f"kubectl output is not JSON ({exc}): {done.stdout[:200]!r}",
+            ) from None
 
     def rollout_restart(self, deployment: str, *, timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> None:
         """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
@@ -246,8 +281,12 @@ class Kube:
 
             configuration = kube_client.Configuration()
             try:
-                kube_config.load_kube_config(config_file=self.kubeconfig_path, context=self.context,
-                                             client_configuration=configuration, persist_config=False)
+                kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=self.kubeconfig_path,
+                    context=self.context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
             except kube_config.ConfigException as exc:
                 raise NoKubeContext(f"the kubernetes client cannot load context {self.context!r}: {exc}") from None
             configuration.retries = False
@@ -278,9 +317,13 @@ class Kube:
         response = self._get("/version", clamp_to_attempt(timeout))
         date = response.get("date")
         if not date:
-            raise ApiServerUnusable(f"the API server of context {self.context!r} ({self.server_url()}) answered "
-                                    "GET /version without a Date header", kind="no-date", context=self.context,
-                                    server=self.server_url())
+            raise ApiServerUnusable(
+                f"the API server of context {self.context!r} ({self.server_url()}) answered "
+                "GET /version without a Date header",
+                kind="no-date",
+                context=self.context,
+                server=self.server_url(),
+            )
         return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
 
     def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT) -> ApiServerInfo:
@@ -302,8 +345,12 @@ class Kube:
             raise ApiServerRejected(
                 f"namespace {self.namespace!r} does not exist on the API server of context {self.context!r} "
                 f"({self.server_url()}); bring the stack up (upstream's e2e/scripts/up.sh) or pass --namespace",
-                kind="namespace-missing", context=self.context, server=self.server_url(), status=404,
-                hint="bring the stack up or pass --namespace") from None
+                kind="namespace-missing",
+                context=self.context,
+                server=self.server_url(),
+                status=404,
+                hint="bring the stack up or pass --namespace",
+            ) from None
         body = version.get("body") or {}
         return ApiServerInfo(self.server_url(), str(body.get("gitVersion", "unknown")), self.namespace)
 
@@ -313,8 +360,9 @@ class Kube:
         from kubernetes.client.exceptions import ApiException
 
         api = self.api_client()
-        method, url, headers, _, _ = api.param_serialize("GET", path, header_params={"Accept": "application/json"},
-                                                         auth_settings=["BearerToken"])
+        method, url, headers, _, _ = api.param_serialize(
+            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
         try:
             response = api.call_api(method, url, header_params=headers, _request_timeout=(bound, bound))
             data = response.read()
@@ -335,18 +383,35 @@ class Kube:
     def _rejected(self, path: str, status: int, reason: str | None) -> ApiServerRejected:
         server = self.server_url()
         kind, hint = {
-            401: ("unauthorized", "the context's credentials are stale (a recreated cluster?): `minikube update-context` "
-                                  "or `minikube start` rewrites them"),
+            401: (
+                "unauthorized",
+                "the context's credentials are stale (a recreated cluster?): `minikube update-context` "
+                "or `minikube start` rewrites them",
+            ),
             403: ("forbidden", "the context's user is authenticated but lacks the rights: check its RBAC bindings"),
-        }.get(status, ("http-status", "check the server URL in the kubeconfig (`kubectl config view --minify`): "
-                                      "it may not be a Kubernetes API server, or the cluster is still starting"))
+        }.get(
+            status,
+            (
+                "http-status",
+                "check the server URL in the kubeconfig (`kubectl config view --minify`): "
+                "it may not be a Kubernetes API server, or the cluster is still starting",
+            ),
+        )
         said = {401: "rejected the credentials (401 Unauthorized)", 403: "refused access (403 Forbidden)"}.get(
-            status, f"answered with HTTP {status} {reason or ''}".rstrip())
-        return ApiServerRejected(f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint}",
-                                 kind=kind, context=self.context, server=server, status=status, hint=hint)
+            status, f"answered with HTTP {status} {reason or ''}".rstrip()
+        )
+        return ApiServerRejected(
+            f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint}",
+            kind=kind,
+            context=self.context,
+            server=server,
+            status=status,
+            hint=hint,
+        )
 
-    def _unreachable(self, path: str, bound: float, exc: BaseException, kind: str | None = None,
-                     detail: str | None = None) -> ApiServerUnreachable:
+    def _unreachable(
+        self, path: str, bound: float, exc: BaseException, kind: str | None = None, detail: str | None = None
+    ) -> ApiServerUnreachable:
         server = self.server_url()
         kind = kind or classify_connection_error(exc)
         said, hint = _UNREACHABLE_TEXT[kind]
@@ -354,7 +419,11 @@ class Kube:
         return ApiServerUnreachable(
             f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint} "
             f"[{detail.replace(chr(10), ': ')[:200] if detail else f'{type(exc).__name__}: {_first_line(exc)}'}]",
-            kind=kind, context=self.context, server=server, hint=hint)
+            kind=kind,
+            context=self.context,
+            server=server,
+            hint=hint,
+        )
 
     def clock_skew(self, *, timeout: float = 10.0) -> float:
         """Host clock minus server clock, in signed seconds (positive: the host is ahead).
@@ -387,15 +456,24 @@ class ApiServerInfo:
 
 
 _UNREACHABLE_TEXT = {
-    "refused": ("refused the connection", "nothing listens there: the cluster is stopped. Check `minikube status`; "
-                                          "start it with `minikube start`"),
-    "no-answer": ("did not answer within {bound}s", "the VM may be paused or overloaded. Check `minikube status`; "
-                                                    "`minikube unpause` or `minikube start`"),
+    "refused": (
+        "refused the connection",
+        "nothing listens there: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+    ),
+    "no-answer": (
+        "did not answer within {bound}s",
+        "the VM may be paused or overloaded. Check `minikube status`; `minikube unpause` or `minikube start`",
+    ),
     "closed": ("closed the connection without an answer", "the API server may be restarting. Check `minikube status`"),
-    "tls": ("failed the TLS handshake", "the kubeconfig's certificates or scheme do not match this server (a "
-                                        "recreated cluster?): `minikube update-context` or `minikube start`"),
-    "dns": ("could not be found ({host} does not resolve)", "check the server URL in the kubeconfig "
-                                                            "(`kubectl config view --minify`)"),
+    "tls": (
+        "failed the TLS handshake",
+        "the kubeconfig's certificates or scheme do not match this server (a "
+        "recreated cluster?): `minikube update-context` or `minikube start`",
+    ),
+    "dns": (
+        "could not be found ({host} does not resolve)",
+        "check the server URL in the kubeconfig (`kubectl config view --minify`)",
+    ),
 }
 
 
@@ -408,8 +486,11 @@ def classify_connection_error(exc: BaseException) -> str:
     seen: BaseException | None = exc
     while seen is not None and len(chain) < 8:
         chain.append(seen)
-        seen = getattr(seen, "reason", None) if isinstance(getattr(seen, "reason", None), BaseException) else (
-            seen.__cause__ or seen.__context__)
+        seen = (
+            getattr(seen, "reason", None)
+            if isinstance(getattr(seen, "reason", None), BaseException)
+            else (seen.__cause__ or seen.__context__)
+        )
     names = " ".join(type(e).__name__ for e in chain)
     text = " ".join(str(e) for e in chain)
     if any(isinstance(e, ssl.SSLError) for e in chain) or "SSLError" in names:
@@ -428,17 +509,37 @@ def classify_connection_error(exc: BaseException) -> str:
 # --- kubectl failures: what waiting can and cannot fix -----------------------------------------------------
 
 _UNRECOVERABLE = [
-    (re.compile(r"The connection to the server (\S+) was refused"), "api-server-refused",
-     "nothing listens at {0}: the cluster is stopped. Check `minikube status`; start it with `minikube start`"),
-    (re.compile(r"You must be logged in to the server|\(Unauthorized\)"), "unauthorized",
-     "the API server rejected the context's credentials: `minikube update-context` or `minikube start` rewrites them"),
-    (re.compile(r"the server doesn't have a resource type \"([^\"]+)\""), "not-served",
-     "the API server does not serve {0}: is its CustomResourceDefinition installed?"),
-    (re.compile(r"no matches for kind \"([^\"]+)\""), "not-served",
-     "the API server does not serve kind {0}: is its CustomResourceDefinition installed?"),
-    (re.compile(r"x509: |tls: |server gave HTTP response to HTTPS client"), "tls",
-     "the kubeconfig's certificates or scheme do not match the API server: `minikube update-context`"),
-    (re.compile(r"no such host"), "dns", "the API server's host name does not resolve: check the kubeconfig's server URL"),
+    (
+        re.compile(r"The connection to the server (\S+) was refused"),
+        "api-server-refused",
+        "nothing listens at {0}: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+    ),
+    (
+        re.compile(r"You must be logged in to the server|\(Unauthorized\)"),
+        "unauthorized",
+        "the API server rejected the context's credentials: `minikube update-context` or `minikube start` "
+        "rewrites them",
+    ),
+    (
+        re.compile(r"the server doesn't have a resource type \"([^\"]+)\""),
+        "not-served",
+        "the API server does not serve {0}: is its CustomResourceDefinition installed?",
+    ),
+    (
+        re.compile(r"no matches for kind \"([^\"]+)\""),
+        "not-served",
+        "the API server does not serve kind {0}: is its CustomResourceDefinition installed?",
+    ),
+    (
+        re.compile(r"x509: |tls: |server gave HTTP response to HTTPS client"),
+        "tls",
+        "the kubeconfig's certificates or scheme do not match the API server: `minikube update-context`",
+    ),
+    (
+        re.compile(r"no such host"),
+        "dns",
+        "the API server's host name does not resolve: check the kubeconfig's server URL",
+    ),
 ]
 
 
@@ -455,29 +556,53 @@ def kubectl_failure(argv: list[str], returncode: int, stderr: str) -> KubectlErr
 
 
 def _report_strays(args: tuple[str, ...], strays: tuple[str, ...]) -> None:
-    text = (f"kubectl {' '.join(args)} exited, but processes it started were still running and were killed: "
-            f"{'; '.join(strays)}")
+    text = (
+        f"kubectl {' '.join(args)} exited, but processes it started were still running and were killed: "
+        f"{'; '.join(strays)}"
+    )
     note(text)
     warnings.warn(StrayProcessWarning(text), stacklevel=3)
 
 
 # --- arguments a caller may not pass ------------------------------------------------------------------------
 
-_CONTEXT_HINT = ("the context is chosen once per session (--kube-context, or kubectl's current context) and checked "
-                 "against [tool.harness] allowed_contexts; to use another local cluster, allow it there and pass "
-                 "--kube-context")
+_CONTEXT_HINT = (
+    "the context is chosen once per session (--kube-context, or kubectl's current context) and checked "
+    "against [tool.harness] allowed_contexts; to use another local cluster, allow it there and pass "
+    "--kube-context"
+)
 _CREDENTIALS_HINT = "credentials come from the pinned context's kubeconfig entry only"
 _TARGET_FLAGS: dict[str, str] = {
     **dict.fromkeys(("--context", "--kubeconfig", "--cluster", "--server", "-s"), _CONTEXT_HINT),
-    **dict.fromkeys(("--user", "--token", "--as", "--as-group", "--as-uid", "--as-user-extra", "--username",
-                     "--password", "--client-certificate", "--client-key", "--certificate-authority",
-                     "--insecure-skip-tls-verify", "--tls-server-name"), _CREDENTIALS_HINT),
-    **dict.fromkeys(("--namespace", "-n"), "for another namespace use kube.in_namespace('NAME'), a Kube pinned to it "
-                                           "(the context guard still applies)"),
-    **dict.fromkeys(("--all-namespaces", "-A"), "a call across all namespaces reaches beyond the pinned one; list "
-                                                "one namespace at a time with kube.in_namespace('NAME')"),
+    **dict.fromkeys(
+        (
+            "--user",
+            "--token",
+            "--as",
+            "--as-group",
+            "--as-uid",
+            "--as-user-extra",
+            "--username",
+            "--password",
+            "--client-certificate",
+            "--client-key",
+            "--certificate-authority",
+            "--insecure-skip-tls-verify",
+            "--tls-server-name",
+        ),
+        _CREDENTIALS_HINT,
+    ),
+    **dict.fromkeys(
+        ("--namespace", "-n"),
+        "for another namespace use kube.in_namespace('NAME'), a Kube pinned to it (the context guard still applies)",
+    ),
+    **dict.fromkeys(
+        ("--all-namespaces", "-A"),
+        "a call across all namespaces reaches beyond the pinned one; list "
+        "one namespace at a time with kube.in_namespace('NAME')",
+    ),
     "--kuberc": "user preferences are off for every harness call (KUBERC=off), so no preferences file can change "
-                "what a call does",
+    "what a call does",
 }
 _SHORT_TARGETS = {"n": "-n", "s": "-s", "A": "-A"}
 _SHORT_WITH_VALUE = frozenset("olcLkvns")
@@ -523,8 +648,10 @@ _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 def check_namespace(namespace: str) -> None:
     """Raise ``ValueError`` unless ``namespace`` is a name Kubernetes accepts for a namespace (RFC 1123 label)."""
     if not isinstance(namespace, str) or len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
-        raise ValueError(f"namespace {namespace!r} is not a Kubernetes namespace name (RFC 1123 label: lowercase "
-                         "letters, digits and '-', at most 63 characters)")
+        raise ValueError(
+            f"namespace {namespace!r} is not a Kubernetes namespace name (RFC 1123 label: lowercase "
+            "letters, digits and '-', at most 63 characters)"
+        )
 
 
 # --- durations kubectl reads ----------------------------------------------------------------------------------
@@ -545,7 +672,9 @@ def duration_flag(name: str, seconds: float) -> str:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{name}: seconds must be a number, got {seconds!r}")
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"{name}: a duration must be finite and > 0 seconds (kubectl reads 0 as forever), got {seconds!r}")
+        raise ValueError(
+            f"{name}: a duration must be finite and > 0 seconds (kubectl reads 0 as forever), got {seconds!r}"
+        )
     if name in _WHOLE_SECOND_FLAGS:
         return f"{name}={max(1, math.ceil(seconds - 1e-9))}"
     millis = max(1, math.ceil(seconds * 1000 - 1e-6))
@@ -553,6 +682,7 @@ def duration_flag(name: str, seconds: float) -> str:
 
 
 # --- kubeconfig and environment -------------------------------------------------------------------------------
+
 
 def resolve_kubeconfig(explicit: str | None = None) -> str:
     """The kubeconfig files kubectl would read now, ``os.pathsep``-joined: ``explicit``, else ``$KUBECONFIG``, else
@@ -648,7 +778,7 @@ def check_allowed(context: str, allowed: tuple[str, ...]) -> None:
     raise ContextNotAllowed(
         f"refusing kube context {context!r}: cluster specs may only touch {', '.join(allowed)} "
         f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube`, or pick "
-        f"the context for this run: `make e2e PYTEST_ARGS=\"--kube-context minikube\"` (plain pytest: "
+        f'the context for this run: `make e2e PYTEST_ARGS="--kube-context minikube"` (plain pytest: '
         f"`pytest --kube-context minikube`); to allow another local cluster, add it to allowed_contexts in a commit."
     )
 

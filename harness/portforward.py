@@ -124,8 +124,14 @@ class PortForward:
         reset_limit: int = DEFAULT_RESET_LIMIT,
         stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
-        check_forward_args(target, remote_port, ready_timeout=ready_timeout, stop_grace=stop_grace,
-                           reset_limit=reset_limit, ready_path=ready_path)
+        check_forward_args(
+            target,
+            remote_port,
+            ready_timeout=ready_timeout,
+            stop_grace=stop_grace,
+            reset_limit=reset_limit,
+            ready_path=ready_path,
+        )
         self.kube = kube
         self.target = target
         self.remote_port = remote_port
@@ -194,7 +200,9 @@ class PortForward:
         """A request was reset or closed without an answer with kubectl alive; ``reset_limit`` in a row = broken."""
         self._resets += 1
         if self._resets >= self.reset_limit and self._broken is None and self.exit is None:
-            self._broken = f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+            self._broken = (
+                f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+            )
             self.broken_at = time.monotonic()
 
     @property
@@ -226,7 +234,9 @@ class PortForward:
         try:
             while True:
                 if self._ready_step(deadline) is _PROBE_TCP:
-                    if await self._tcp_ready_async(deadline) and (not self.ready_path or await self._http_ready_async(deadline)):
+                    if await self._tcp_ready_async(deadline) and (
+                        not self.ready_path or await self._http_ready_async(deadline)
+                    ):
                         self._check_running()
                         break
                 await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
@@ -267,7 +277,9 @@ class PortForward:
     async def __aenter__(self) -> PortForward:
         return await self.astart()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
@@ -369,7 +381,11 @@ class PortForward:
         returncode = proc.returncode
         if returncode is None:  # unreapable within 5 s: close() and the leak audit deal with it
             return
-        sig = signal.Signals(-returncode).name if returncode < 0 and -returncode in signal.Signals._value2member_map_ else None
+        sig = (
+            signal.Signals(-returncode).name
+            if returncode < 0 and -returncode in signal.Signals._value2member_map_
+            else None
+        )
         self.exit = ForwardExit(returncode, sig, self.stderr_tail(), time.monotonic(), stopped_by_harness=self._closed)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
@@ -384,7 +400,11 @@ class PortForward:
             self._not_ready("the watcher thread did not spawn kubectl")
         self._check_running()
         if time.monotonic() >= deadline:
-            stage = "its banner (`Forwarding from 127.0.0.1:...`)" if self.local_port is None else "a TCP answer on its local port"
+            stage = (
+                "its banner (`Forwarding from 127.0.0.1:...`)"
+                if self.local_port is None
+                else "a TCP answer on its local port"
+            )
             self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
         if self.local_port is None:
             return "banner"
@@ -441,7 +461,9 @@ class PortForward:
         from harness.fetch import fetch_through_sync
 
         try:
-            fetch_through_sync(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+            fetch_through_sync(
+                self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic()))
+            )
         except HopFailure:
             return False
         return True
@@ -450,7 +472,9 @@ class PortForward:
         from harness.fetch import fetch_through
 
         try:
-            await fetch_through(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+            await fetch_through(
+                self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic()))
+            )
         except HopFailure:
             return False
         return True
@@ -467,20 +491,47 @@ class PortForward:
         stderr = self.stderr_tail()
         version = client_version(self.kube.kubectl_path)
         raise PortForwardNotReady(
-            f"port-forward {self.target} :{self.remote_port} (context {self.kube.context}, namespace {self.kube.namespace}) "
+            f"port-forward {self.target} :{self.remote_port} "
+            f"(context {self.kube.context}, namespace {self.kube.namespace}) "
             f"not ready after {waited:.1f}s: {why}. kubectl client {version}; exit code {exit_code}{stopped}; "
             f"stderr: {stderr or '(empty)'}",
-            target=self.target, budget=self.ready_timeout, exit_code=exit_code, stderr_tail=stderr, kubectl_version=version,
+            target=self.target,
+            budget=self.ready_timeout,
+            exit_code=exit_code,
+            stderr_tail=stderr,
+            kubectl_version=version,
         )
 
 
 _PROBE_TCP = object()
 
-_TARGET_TYPES = frozenset({
-    "po", "pod", "pods", "svc", "service", "services", "deploy", "deployment", "deployments",
-    "rs", "replicaset", "replicasets", "sts", "statefulset", "statefulsets",
-    "rc", "replicationcontroller", "replicationcontrollers", "ds", "daemonset", "daemonsets", "job", "jobs",
-})
+_TARGET_TYPES = frozenset(
+    {
+        "po",
+        "pod",
+        "pods",
+        "svc",
+        "service",
+        "services",
+        "deploy",
+        "deployment",
+        "deployments",
+        "rs",
+        "replicaset",
+        "replicasets",
+        "sts",
+        "statefulset",
+        "statefulsets",
+        "rc",
+        "replicationcontroller",
+        "replicationcontrollers",
+        "ds",
+        "daemonset",
+        "daemonsets",
+        "job",
+        "jobs",
+    }
+)
 """Resource types kubectl port-forward can resolve to a pod (kubectl's AttachablePodForObject), with aliases."""
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -531,7 +582,9 @@ def check_forward_args(
     if isinstance(reset_limit, bool) or not isinstance(reset_limit, int) or reset_limit < 1:
         raise ValueError(f"port-forward {target}: reset_limit must be an int >= 1, got {reset_limit!r}")
     if ready_path is not None and (not isinstance(ready_path, str) or not ready_path.startswith("/")):
-        raise ValueError(f"port-forward {target}: ready_path must be None or a path starting with '/', got {ready_path!r}")
+        raise ValueError(
+            f"port-forward {target}: ready_path must be None or a path starting with '/', got {ready_path!r}"
+        )
 
 
 def port_forward(
@@ -551,8 +604,15 @@ def port_forward(
     ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12).
     Raises ``ValueError`` / ``TypeError`` at once for arguments :func:`check_forward_args` refuses.
     """
-    return PortForward(kube, target, remote_port, ready_timeout=ready_timeout, ready_path=ready_path,
-                       reset_limit=reset_limit, stop_grace=stop_grace)
+    return PortForward(
+        kube,
+        target,
+        remote_port,
+        ready_timeout=ready_timeout,
+        ready_path=ready_path,
+        reset_limit=reset_limit,
+        stop_grace=stop_grace,
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -566,8 +626,9 @@ def client_version(kubectl_path: str) -> str:
     from harness.kube import kubectl_environment
 
     try:
-        done = process.run_bounded([kubectl_path, "version", "--client", "-o", "json"], timeout=10.0,
-                                   env=kubectl_environment())
+        done = process.run_bounded(
+            [kubectl_path, "version", "--client", "-o", "json"], timeout=10.0, env=kubectl_environment()
+        )
         return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
     except (OSError, process.Timeout, ValueError, KeyError, TypeError) as exc:
         return f"unknown ({type(exc).__name__}: {exc})"

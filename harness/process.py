@@ -55,7 +55,9 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec: no a
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def spawn(argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` (no shell) in its own process group, stdout and stderr piped. Raises ``FileNotFoundError``.
 
     ``env`` is the child's whole environment (``None``: this process's). The group is registered with the
@@ -76,7 +78,9 @@ def spawn(argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[
     return proc
 
 
-def kill_group(proc: subprocess.Popen[bytes], *, first: int = signal.SIGKILL, grace: float = 0.0, reap_timeout: float = 5.0) -> None:
+def kill_group(
+    proc: subprocess.Popen[bytes], *, first: int = signal.SIGKILL, grace: float = 0.0, reap_timeout: float = 5.0
+) -> None:
     """Signal ``proc``'s whole process group with ``first``; after ``grace`` seconds SIGKILL the group; reap.
 
     Idempotent and safe on an already-exited child. Never blocks longer than ``grace + reap_timeout``
@@ -135,7 +139,7 @@ def group_alive(pgid: int) -> bool:
 
 
 def group_members(pgid: int, *, exclude: int | None = None) -> list[str]:
-    """``"pid: command line"`` of every live (non-zombie) process in group ``pgid`` but ``exclude`` (Linux ``/proc``)."""
+    """``"pid: command line"`` of each live (non-zombie) process in group ``pgid`` but ``exclude`` (Linux ``/proc``)."""
     found: list[str] = []
     if not os.path.isdir("/proc"):
         return found
@@ -223,7 +227,10 @@ class _Watchdog:
         try:
             proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", "-c", _WATCHDOG_CODE],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
             )
         except OSError:
             return None
@@ -266,6 +273,7 @@ def _kill_what_is_left() -> None:
 
 # --- bounded one-shot calls ------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Completed:
     """A finished child: ``argv``, ``returncode``, decoded ``stdout`` and ``stderr``, ``duration`` in seconds, and
@@ -288,7 +296,12 @@ class Timeout(Exception):
 
 
 def run_bounded(
-    argv: list[str], *, timeout: float, input: bytes | None = None, env: dict[str, str] | None = None, drain: float = DRAIN
+    argv: list[str],
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    drain: float = DRAIN,
 ) -> Completed:
     """Run ``argv`` until it exits, within ``timeout`` seconds.
 
@@ -319,7 +332,7 @@ def run_bounded(
 
 
 class _Pipes:
-    """Reads a child's stdout and stderr (and feeds its stdin) without blocking, and sees its exit without reaping it."""
+    """Reads a child's stdout and stderr (and feeds its stdin) without blocking; sees its exit without reaping it."""
 
     def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None) -> None:
         assert proc.stdout is not None and proc.stderr is not None

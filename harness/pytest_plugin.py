@@ -64,17 +64,37 @@ DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption("--kube-context", default=None, help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)")
-    group.addoption("--namespace", default=None, help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)")
-    group.addoption("--cluster-lock-timeout", type=float, default=DEFAULT_CLUSTER_LOCK_TIMEOUT,
-                    help="seconds a cluster spec waits for the cluster lock held by another worker (default 3600)")
-    group.addoption("--harness-waits", choices=("failed", "all", "none"), default="failed",
-                    help="waits listed in the terminal summary: of failed and cluster specs (default), all, none")
+    group.addoption(
+        "--kube-context",
+        default=None,
+        help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)",
+    )
+    group.addoption(
+        "--namespace",
+        default=None,
+        help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)",
+    )
+    group.addoption(
+        "--cluster-lock-timeout",
+        type=float,
+        default=DEFAULT_CLUSTER_LOCK_TIMEOUT,
+        help="seconds a cluster spec waits for the cluster lock held by another worker (default 3600)",
+    )
+    group.addoption(
+        "--harness-waits",
+        choices=("failed", "all", "none"),
+        default="failed",
+        help="waits listed in the terminal summary: of failed and cluster specs (default), all, none",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none")
-    config.addinivalue_line("markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec")
+    config.addinivalue_line(
+        "markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none"
+    )
+    config.addinivalue_line(
+        "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
+    )
     _require_timer_hooks(config)
     config.pluginmanager.register(_ClusterGrouping(), "harness-cluster-grouping")
 
@@ -90,6 +110,7 @@ def _require_timer_hooks(config: pytest.Config) -> None:
 
 
 # --- the guard: once per session --------------------------------------------------------------------------
+
 
 def guard_verdict(config: pytest.Config) -> Verdict:
     """The session's guard verdict, computed once (in the main process; xdist workers get it from there)."""
@@ -117,8 +138,15 @@ def _to_wire(verdict: Verdict) -> dict[str, Any]:
     state, detail = verdict
     if state == "ok":
         kube: Kube = detail
-        return {"state": "ok", "context": kube.context, "namespace": kube.namespace, "allowed": list(kube.allowed),
-                "kubectl": kube.kubectl_path, "kubeconfig": kube.kubeconfig, "kubeconfig_path": kube.kubeconfig_path}
+        return {
+            "state": "ok",
+            "context": kube.context,
+            "namespace": kube.namespace,
+            "allowed": list(kube.allowed),
+            "kubectl": kube.kubectl_path,
+            "kubeconfig": kube.kubeconfig,
+            "kubeconfig_path": kube.kubeconfig_path,
+        }
     return {"state": state, "detail": str(detail)}
 
 
@@ -126,8 +154,13 @@ def _from_wire(data: dict[str, Any]) -> Verdict:
     if data["state"] != "ok":
         return data["state"], data["detail"]
     try:
-        kube = Kube(data["context"], data["namespace"], allowed=tuple(data["allowed"]), kubectl_path=data["kubectl"],
-                    kubeconfig=data["kubeconfig"])
+        kube = Kube(
+            data["context"],
+            data["namespace"],
+            allowed=tuple(data["allowed"]),
+            kubectl_path=data["kubectl"],
+            kubeconfig=data["kubeconfig"],
+        )
     except (HarnessError, ValueError) as exc:
         return "fail", f"kube context guard could not run: {exc}"
     kube.kubeconfig_path = data["kubeconfig_path"]  # the files the main process resolved, not this worker's env
@@ -152,8 +185,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if state == "fail":
         return [f"harness: cluster specs will fail at set-up: {detail}"]
     kube: Kube = detail
-    return [f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
-            f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"]
+    return [
+        f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
+        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
+    ]
 
 
 def _cluster_specs_selectable(config: pytest.Config) -> bool:
@@ -276,6 +311,7 @@ def issue_number() -> int:
 
 # --- the test's own budget ------------------------------------------------------------------------------
 
+
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
     """pytest-timeout starts the test's timer now (before set-up, or before the body with ``func_only``):
@@ -341,8 +377,10 @@ class _ClusterLock:
                 if time.monotonic() >= deadline:
                     holder = _read_holder(self.path)
                     os.close(fd)
-                    return (f"cluster lock {self.path} still held after {timeout:.1f}s by {holder}: cluster specs run "
-                            f"one at a time; raise --cluster-lock-timeout or run fewer cluster specs at once")
+                    return (
+                        f"cluster lock {self.path} still held after {timeout:.1f}s by {holder}: cluster specs run "
+                        f"one at a time; raise --cluster-lock-timeout or run fewer cluster specs at once"
+                    )
                 time.sleep(0.05)  # polling the lock itself, bounded by the deadline
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"pid": os.getpid(), "nodeid": nodeid, "since": time.time()}).encode(), 0)
@@ -364,6 +402,7 @@ def _read_holder(path: Path) -> str:
 
 
 # --- recording waits -----------------------------------------------------------------------------------
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
@@ -401,7 +440,9 @@ def _harness_leak_audit() -> Iterator[None]:
         process.kill_pid_group(pid)
     if survivors:
         listing = "; ".join(f"pid {pid}: {' '.join(argv)}" for pid, argv in survivors.items())
-        pytest.fail(f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False)
+        pytest.fail(
+            f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -103,11 +103,15 @@ class WaitSummary:
             if hung[-1].bound < ceiling - 1e-3:
                 clause += f" (the last clamped to {seconds(hung[-1].bound)}s by the budget)"
             parts.append(clause)
-        lines = [f"timed out after {seconds(self.budget)}s waiting for {self.describe}",
-                 f"  {len(self.attempts)} attempts: {', '.join(parts)}"]
+        lines = [
+            f"timed out after {seconds(self.budget)}s waiting for {self.describe}",
+            f"  {len(self.attempts)} attempts: {', '.join(parts)}",
+        ]
         failed = self.last("failed")
         if failed is not None:
-            lines.append(_indented(f"last error (attempt {failed.number} at t+{seconds(failed.start)}s): {failed.error}"))
+            lines.append(
+                _indented(f"last error (attempt {failed.number} at t+{seconds(failed.start)}s): {failed.error}")
+            )
         if hung:
             lines.append(f"  last hang: attempt {hung[-1].number} started at t+{seconds(hung[-1].start)}s")
         if self.still_running:
@@ -120,12 +124,14 @@ class WaitSummary:
 
     def stopped_message(self, error: BaseException) -> str:
         """The :class:`WaitStopped` message: the wait gave up early, and the error that made it."""
-        return "\n".join([
-            f"stopped waiting for {self.describe} after {len(self.attempts)} attempts "
-            f"({seconds(time.monotonic() - self._started)}s of {seconds(self.budget)}s): the last "
-            f"{UNRECOVERABLE_REPEATS} failed with an error that waiting cannot fix",
-            _indented(f"{type(error).__name__}: {str(error).strip()}"),
-        ])
+        return "\n".join(
+            [
+                f"stopped waiting for {self.describe} after {len(self.attempts)} attempts "
+                f"({seconds(time.monotonic() - self._started)}s of {seconds(self.budget)}s): the last "
+                f"{UNRECOVERABLE_REPEATS} failed with an error that waiting cannot fix",
+                _indented(f"{type(error).__name__}: {str(error).strip()}"),
+            ]
+        )
 
 
 def _indented(text: str) -> str:
@@ -183,7 +189,9 @@ def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
 # --- recording for the pytest plugin -------------------------------------------------------------------
 
 _recorded_lock = threading.Lock()
-_recorded: collections.deque[WaitSummary] = collections.deque(maxlen=1000)  # bounded outside pytest, where nobody takes them
+_recorded: collections.deque[WaitSummary] = collections.deque(
+    maxlen=1000
+)  # bounded outside pytest, where nobody takes them
 
 
 def take_recorded() -> list[WaitSummary]:
@@ -200,6 +208,7 @@ def _record(summary: WaitSummary) -> None:
 
 
 # --- the wait ------------------------------------------------------------------------------------------
+
 
 async def wait_for(
     describe: str,
@@ -219,8 +228,9 @@ async def wait_for(
 
     Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
     :class:`StopWaiting` from the probe at once; raises :class:`WaitStopped` (a ``StopWaiting``) when
-    :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix; ``ValueError`` for a non-positive or infinite ``timeout`` or
-    ``probe_timeout``, or a negative or infinite ``interval``; ``TypeError`` if a sync probe returns an awaitable.
+    :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix; ``ValueError`` for a
+    non-positive or infinite ``timeout`` or ``probe_timeout``, or a negative or infinite ``interval``;
+    ``TypeError`` if a sync probe returns an awaitable.
     """
     __tracebackhide__ = True
     if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
@@ -232,7 +242,9 @@ async def wait_for(
     summary = WaitSummary(describe, timeout, float(interval), float(probe_timeout))
     if clamped:
         summary.notes.append(clamped)
-    runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
+    runner: _AsyncRunner | _ThreadRunner = (
+        _AsyncRunner(cast(Callable[[], Awaitable[Any]], probe)) if _is_async(probe) else _ThreadRunner(probe)
+    )
     start = summary._started
     deadline = start + timeout
     cannot_fix = 0  # consecutive attempts that failed with an error waiting cannot fix
@@ -278,8 +290,11 @@ def wait_for_sync(
     """
     __tracebackhide__ = True
     try:
-        return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval,
-                                           probe_timeout=probe_timeout))
+        return anyio.run(
+            functools.partial(
+                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout
+            )
+        )
     except (WaitTimeout, StopWaiting) as exc:
         raise exc.with_traceback(None) from exc.__cause__
 
@@ -297,7 +312,9 @@ class _AsyncRunner:
     def still_running(self) -> int:
         return 0
 
-    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+    async def run(
+        self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float
+    ) -> tuple[Outcome, Any, Any]:
         began = time.monotonic()
         attempt.deadline = began + attempt.bound
         token = attempt_context.enter(attempt)
@@ -350,15 +367,19 @@ class _ThreadRunner:
             await freed.wait()
         return self.still_running() < _MAX_ABANDONED
 
-    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+    async def run(
+        self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float
+    ) -> tuple[Outcome, Any, Any]:
         began = time.monotonic()
         attempt.deadline = began + attempt.bound
         if self.still_running() >= _MAX_ABANDONED:
             if not await self._slot(attempt.bound):
-                error = RuntimeError(f"{self.still_running()} abandoned attempts of this probe are still running and "
-                                     f"none ended within {seconds(attempt.bound)}s; not starting another thread")
-                _append(summary, attempt, start, began, "failed", error)
-                return "failed", None, error
+                refused = RuntimeError(
+                    f"{self.still_running()} abandoned attempts of this probe are still running and "
+                    f"none ended within {seconds(attempt.bound)}s; not starting another thread"
+                )
+                _append(summary, attempt, start, began, "failed", refused)
+                return "failed", None, refused
             attempt.bound = max(0.0, attempt.deadline - time.monotonic())  # what is left after waiting for a slot
         token = attempt_context.enter(attempt)
         try:
@@ -385,7 +406,9 @@ class _ThreadRunner:
                 for waiter in waiters:
                     waiter()
 
-        threading.Thread(target=body, name=f"wait_for probe #{attempt.number}: {summary.describe}"[:80], daemon=True).start()
+        threading.Thread(
+            target=body, name=f"wait_for probe #{attempt.number}: {summary.describe}"[:80], daemon=True
+        ).start()
         with anyio.move_on_after(max(0.0, attempt.deadline - time.monotonic())) as scope:
             await finished.wait()
         outcome, value, error = self._classify(scope.cancelled_caught, box)
@@ -415,8 +438,8 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
 
     Calling it after that loop has closed does nothing: the wait that started the thread has moved on.
     """
-    native = token.native_token
-    schedule = native.call_soon_threadsafe if hasattr(native, "call_soon_threadsafe") else native.run_sync_soon
+    native: Any = token.native_token  # an asyncio loop or a trio token
+    schedule = getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon
 
     def wake() -> None:
         try:
@@ -427,9 +450,18 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
     return wake
 
 
-def _append(summary: WaitSummary, attempt: attempt_context.Attempt, start: float, began: float, outcome: Outcome, error: BaseException | None) -> None:
+def _append(
+    summary: WaitSummary,
+    attempt: attempt_context.Attempt,
+    start: float,
+    began: float,
+    outcome: Outcome,
+    error: BaseException | None,
+) -> None:
     summary.attempts.append(
-        AttemptRecord(attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error))
+        AttemptRecord(
+            attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error)
+        )
     )
     summary.notes.extend(attempt.notes)
 

@@ -34,8 +34,10 @@ def ready_client(fake: FakeHandle, *, timeout: int = 10, **options: Any) -> Qdra
         server = client.info().version
         ours = importlib.metadata.version("qdrant-client")
         if not is_compatible(ours, server):
-            raise RuntimeError(f"qdrant-client {ours} does not fit the fake's server version {server}: "
-                               "major versions must match and minors be at most 1 apart")
+            raise RuntimeError(
+                f"qdrant-client {ours} does not fit the fake's server version {server}: "
+                "major versions must match and minors be at most 1 apart"
+            )
     except BaseException:
         client.close()
         raise

@@ -31,24 +31,57 @@ _HOLD = 120.0
 """Longest a watch is held open if the server is never stopped (seconds)."""
 
 _CORE_RESOURCES = [
-    {"name": "pods", "singularName": "pod", "namespaced": True, "kind": "Pod", "shortNames": ["po"],
-     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
-    {"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace", "shortNames": ["ns"],
-     "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {
+        "name": "pods",
+        "singularName": "pod",
+        "namespaced": True,
+        "kind": "Pod",
+        "shortNames": ["po"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+    },
+    {
+        "name": "namespaces",
+        "singularName": "namespace",
+        "namespaced": False,
+        "kind": "Namespace",
+        "shortNames": ["ns"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+    },
 ]
 _APPS_RESOURCES = [
-    {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
-     "shortNames": ["deploy"], "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]},
+    {
+        "name": "deployments",
+        "singularName": "deployment",
+        "namespaced": True,
+        "kind": "Deployment",
+        "shortNames": ["deploy"],
+        "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+    },
 ]
 _DISCOVERY: dict[str, dict[str, Any]] = {
-    "/api": {"kind": "APIVersions", "versions": ["v1"],
-             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]},
-    "/apis": {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-        {"name": "apps", "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
-         "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"}}]},
+    "/api": {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}],
+    },
+    "/apis": {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [
+            {
+                "name": "apps",
+                "versions": [{"groupVersion": "apps/v1", "version": "v1"}],
+                "preferredVersion": {"groupVersion": "apps/v1", "version": "v1"},
+            }
+        ],
+    },
     "/api/v1": {"kind": "APIResourceList", "groupVersion": "v1", "resources": _CORE_RESOURCES},
-    "/apis/apps/v1": {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps/v1",
-                      "resources": _APPS_RESOURCES},
+    "/apis/apps/v1": {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": "apps/v1",
+        "resources": _APPS_RESOURCES,
+    },
     "/version": {"major": "1", "minor": "32", "gitVersion": "v1.32.0-stub", "platform": "linux/amd64"},
 }
 _LIST_KINDS = {"pods": "PodList", "deployments": "DeploymentList", "namespaces": "NamespaceList"}
@@ -61,7 +94,9 @@ class StubApiServer:
     path (or ``"*"``) to an HTTP status every request for it gets. ``url`` is ``http://127.0.0.1:PORT``.
     """
 
-    def __init__(self, objects: dict[str, dict[str, Any]] | None = None, status_for: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, objects: dict[str, dict[str, Any]] | None = None, status_for: dict[str, int] | None = None
+    ) -> None:
         self.objects: dict[str, dict[str, Any]] = dict(objects or {})
         self.status_for = dict(status_for or {})
         self.requests: list[tuple[str, str]] = []
@@ -77,8 +112,9 @@ class StubApiServer:
         self._httpd.block_on_close = True
         self.port: int = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"stub-apiserver-{self.port}")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"stub-apiserver-{self.port}"
+        )
 
     def start(self) -> StubApiServer:
         self._thread.start()
@@ -185,8 +221,9 @@ class _Handler(BaseHTTPRequestHandler):
         if query.get("watch") in ("true", "1"):
             self._hold_watch()
             return
-        self._json(200, {"kind": _LIST_KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                         "items": members})
+        self._json(
+            200, {"kind": _LIST_KINDS[kind], "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": members}
+        )
 
     def _delete(self, path: str) -> None:
         with self.stub._lock:
@@ -208,8 +245,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _status(self, code: int, message: str | None = None) -> None:
         reason = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}.get(code, "InternalError")
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": message or reason, "reason": reason, "code": code}
+        body = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message or reason,
+            "reason": reason,
+            "code": code,
+        }
         self._json(code, body)
 
     def _json(self, code: int, body: dict[str, Any]) -> None:
@@ -238,24 +282,41 @@ def silent_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def write_kubeconfig(path: Path, server: str, *, context: str = "minikube", namespace: str | None = None,
-                     exec_command: list[str] | None = None) -> Path:
+def write_kubeconfig(
+    path: Path,
+    server: str,
+    *,
+    context: str = "minikube",
+    namespace: str | None = None,
+    exec_command: list[str] | None = None,
+) -> Path:
     """Write a kubeconfig at ``path`` whose ``context`` (also current) points at ``server``; returns ``path``.
 
     The user has a static token, or, with ``exec_command``, an exec credential plugin (``client.authentication.k8s.io
     /v1``) that kubectl runs as its own child to get a token.
     """
     if exec_command:
-        user: dict[str, Any] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": exec_command[0],
-                                         "args": exec_command[1:], "interactiveMode": "Never"}}
+        user: dict[str, Any] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": exec_command[0],
+                "args": exec_command[1:],
+                "interactiveMode": "Never",
+            }
+        }
     else:
         user = {"token": "not-a-real-token"}
     context_entry: dict[str, Any] = {"cluster": "stub", "user": "stub-user"}
     if namespace:
         context_entry["namespace"] = namespace
     config = {
-        "apiVersion": "v1", "kind": "Config", "current-context": context, "preferences": {},
-        "clusters": [{"name": "stub", "cluster": {"server": server, "insecure-skip-tls-verify": server.startswith("https")}}],
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": context,
+        "preferences": {},
+        "clusters": [
+            {"name": "stub", "cluster": {"server": server, "insecure-skip-tls-verify": server.startswith("https")}}
+        ],
         "contexts": [{"name": context, "context": context_entry}],
         "users": [{"name": "stub-user", "user": user}],
     }

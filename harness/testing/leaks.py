@@ -27,7 +27,9 @@ class Snapshot:
         """What this snapshot holds beyond ``base``, described by kind (empty kinds left out)."""
         extra = {
             "child processes": [_describe_pid(p) for p in self.children - base.children],
-            "harness LIVE_CHILDREN": [f"{p}: {' '.join(process.LIVE_CHILDREN.get(p, []))}" for p in self.registered - base.registered],
+            "harness LIVE_CHILDREN": [
+                f"{p}: {' '.join(process.LIVE_CHILDREN.get(p, []))}" for p in self.registered - base.registered
+            ],
             "listening sockets (inode)": [str(i) for i in self.listening - base.listening],
             "threads": [t.name for t in threading.enumerate() if t.ident in self.threads - base.threads],
         }

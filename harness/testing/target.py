@@ -5,8 +5,9 @@ Paths: ``/ok`` and ``/healthz`` (200 ``ok``), ``/status/NNN``, ``/hang`` (reads 
 the slow-loris case httpx's inactivity timeouts miss, encode/httpx#1450), ``/reset`` (RST, no answer),
 ``/close`` (FIN, no answer), ``/big?size=N`` (``N`` bytes with ``Content-Length: N``), ``/flood?chunk=N``
 (a chunked body of ``N``-byte chunks, as fast as the client reads, until it hangs up: the endless answer
-``max_body`` guards against; ``sent_bytes`` counts what went out). Built on the standard library's ``ThreadingHTTPServer``; :meth:`TargetServer.stop`
-releases every hanging handler and joins all threads, so nothing outlives a test.
+``max_body`` guards against; ``sent_bytes`` counts what went out). Built on the standard library's
+``ThreadingHTTPServer``; :meth:`TargetServer.stop` releases every hanging handler and joins all threads, so
+nothing outlives a test.
 """
 
 from __future__ import annotations
@@ -47,14 +48,16 @@ class TargetServer:
         self._httpd.block_on_close = True  # server_close() joins every handler thread
         self.port: int = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"target-{self.port}")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"target-{self.port}"
+        )
 
     def start(self) -> TargetServer:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Release hanging handlers, stop serving, join every thread (bounded by the handlers' own holds). Idempotent."""
+        """Release hanging handlers, stop serving, join every thread (bounded by the handlers' holds). Idempotent."""
         if self._stopping.is_set():
             return
         self._stopping.set()

@@ -20,9 +20,13 @@ NAMESPACES = ("controller-agent", "e2e-ns")
 
 
 @pytest.fixture
-def local_cluster(kubectl_standin: KubectlStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StubApiServer]:
-    objects = {f"/api/v1/namespaces/{name}": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-               for name in NAMESPACES}
+def local_cluster(
+    kubectl_standin: KubectlStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[StubApiServer]:
+    objects = {
+        f"/api/v1/namespaces/{name}": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in NAMESPACES
+    }
     with StubApiServer(objects) as server:
         monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
         monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "harness-state"))

@@ -38,21 +38,37 @@ def _point_kubeconfig_at(server: str, tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "down-kubeconfig", server)))
 
 
-@pytest.mark.parametrize("down, said", [
-    ("refused", "refused the connection on GET /version; nothing listens there: the cluster is stopped. Check "
-                "`minikube status`; start it with `minikube start`"),
-    ("silent", "did not answer within 5.0s on GET /version; the VM may be paused or overloaded"),
-    ("unauthorized", "rejected the credentials (401 Unauthorized) on GET /version"),
-    ("no-namespace", "namespace 'controller-agent' does not exist on the API server of context 'minikube'"),
-], ids=["refused", "silent", "unauthorized", "no-namespace"])
+@pytest.mark.parametrize(
+    "down, said",
+    [
+        (
+            "refused",
+            "refused the connection on GET /version; nothing listens there: the cluster is stopped. Check "
+            "`minikube status`; start it with `minikube start`",
+        ),
+        ("silent", "did not answer within 5.0s on GET /version; the VM may be paused or overloaded"),
+        ("unauthorized", "rejected the credentials (401 Unauthorized) on GET /version"),
+        ("no-namespace", "namespace 'controller-agent' does not exist on the API server of context 'minikube'"),
+    ],
+    ids=["refused", "silent", "unauthorized", "no-namespace"],
+)
 def test_an_unusable_cluster_ends_every_cluster_spec_at_set_up_with_one_line(
-    pytester: pytest.Pytester, local_cluster: StubApiServer, kubectl_standin: KubectlStandIn, tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch, down: str, said: str,
+    pytester: pytest.Pytester,
+    local_cluster: StubApiServer,
+    kubectl_standin: KubectlStandIn,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    down: str,
+    said: str,
 ) -> None:
     pytester.makepyfile(THREE_WAITING_CLUSTER_SPECS)
     with refusing_port() as refused, silent_port() as silent, StubApiServer(status_for={"*": 401}) as rejecting:
-        server = {"refused": f"http://127.0.0.1:{refused}", "silent": f"http://127.0.0.1:{silent}",
-                  "unauthorized": rejecting.url, "no-namespace": StubApiServer().url}[down]
+        server = {
+            "refused": f"http://127.0.0.1:{refused}",
+            "silent": f"http://127.0.0.1:{silent}",
+            "unauthorized": rejecting.url,
+            "no-namespace": StubApiServer().url,
+        }[down]
         if down == "no-namespace":
             server = local_cluster.url
             local_cluster.objects.clear()
@@ -65,12 +81,15 @@ def test_an_unusable_cluster_ends_every_cluster_spec_at_set_up_with_one_line(
     causes = [line for line in out if line.startswith("cluster unusable: ")]  # each spec's set-up error: one line
     assert len(causes) == 3
     assert all(said in line and f"({server})" in line for line in causes)
-    summary = out[out.index(next(line for line in out if "cluster specs not run (3): the cluster is unusable" in line)):]
+    summary = out[
+        out.index(next(line for line in out if "cluster specs not run (3): the cluster is unusable" in line)) :
+    ]
     assert said in summary[1]  # the cause once, on one line, naming context and server
     assert "context 'minikube'" in summary[1]
     assert [line.strip() for line in summary[2:5]] == [
         f"test_an_unusable_cluster_ends_every_cluster_spec_at_set_up_with_one_line.py::test_available[{name}]"
-        for name in ("orchestrator", "gateway", "qdrant")]
+        for name in ("orchestrator", "gateway", "qdrant")
+    ]
     assert took < 30.0  # one bounded check, not three 120 s waits
     assert not [argv for argv in kubectl_standin.argvs() if "deployment" in argv]  # no spec body ran
 
@@ -80,27 +99,36 @@ def test_the_header_names_context_server_and_namespace_before_anything_runs(
 ) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest()
-    result.stdout.fnmatch_lines([
-        f"harness: cluster specs use kube context 'minikube', API server {local_cluster.url}, namespace "
-        f"'controller-agent' (kubectl *)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"harness: cluster specs use kube context 'minikube', API server {local_cluster.url}, namespace "
+            f"'controller-agent' (kubectl *)",
+        ]
+    )
 
 
-def test_the_header_says_why_there_is_no_cluster(pytester: pytest.Pytester, kubectl_standin: KubectlStandIn,
-                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_header_says_why_there_is_no_cluster(
+    pytester: pytest.Pytester, kubectl_standin: KubectlStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     kubectl_standin.set_current_context(None)
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest()
-    result.stdout.fnmatch_lines([
-        f"harness: cluster specs will be skipped: no cluster: no kubeconfig found: kubectl looked at "
-        f"{tmp_path}/.kube/config (its default)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"harness: cluster specs will be skipped: no cluster: no kubeconfig found: kubectl looked at "
+            f"{tmp_path}/.kube/config (its default)*",
+        ]
+    )
 
 
-def test_deselecting_cluster_specs_touches_no_kube_context(pytester: pytest.Pytester, kubectl_standin: KubectlStandIn) -> None:
-    pytester.makepyfile("import pytest\n\n@pytest.mark.cluster\ndef test_c(kube):\n    pass\n\ndef test_free():\n    pass\n")
+def test_deselecting_cluster_specs_touches_no_kube_context(
+    pytester: pytest.Pytester, kubectl_standin: KubectlStandIn
+) -> None:
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.cluster\ndef test_c(kube):\n    pass\n\ndef test_free():\n    pass\n"
+    )
     result = pytester.runpytest("-m", "not cluster")
     result.assert_outcomes(passed=1, deselected=1)
     result.stdout.fnmatch_lines(["harness: cluster specs deselected by -m; no kube context is touched"])
@@ -151,8 +179,12 @@ def test_free(stamp, i):
 
 @pytest.mark.parametrize("workers, dist", [("2", "load"), ("4", "load"), ("4", "loadgroup")])
 def test_cluster_specs_never_overlap_under_xdist(
-    pytester: pytest.Pytester, local_cluster: StubApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    workers: str, dist: str,
+    pytester: pytest.Pytester,
+    local_cluster: StubApiServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: str,
+    dist: str,
 ) -> None:
     log = tmp_path / "overlap.jsonl"
     monkeypatch.setenv("OVERLAP_LOG", str(log))
@@ -222,10 +254,14 @@ def test_a_func_only_timer_gives_the_body_its_whole_budget(pytester: pytest.Pyte
 
 
 def test_a_pytest_timeout_without_its_timer_hooks_is_a_usage_error() -> None:
-    config = SimpleNamespace(pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "timeout"), hook=SimpleNamespace())
+    config = SimpleNamespace(
+        pluginmanager=SimpleNamespace(hasplugin=lambda name: name == "timeout"), hook=SimpleNamespace()
+    )
     with pytest.raises(pytest.UsageError, match="upgrade pytest-timeout"):
         _require_timer_hooks(config)  # type: ignore[arg-type]
-    with_hooks = SimpleNamespace(pluginmanager=config.pluginmanager, hook=SimpleNamespace(pytest_timeout_set_timer=None))
+    with_hooks = SimpleNamespace(
+        pluginmanager=config.pluginmanager, hook=SimpleNamespace(pytest_timeout_set_timer=None)
+    )
     _require_timer_hooks(with_hooks)  # type: ignore[arg-type]
 
 
@@ -249,8 +285,10 @@ def test_the_wait_summary_lists_failed_specs_unless_asked_for_all(pytester: pyte
     assert any("a wait that fails the spec" in line for line in quiet.stdout.lines)
     assert not any("an expected timeout" in line for line in quiet.stdout.lines)
     everything = pytester.runpytest("-p", "no:randomly", "--harness-waits=all")
-    assert any(re.search(r"test_green_with_an_expected_timeout: timeout .* an expected timeout", line)
-               for line in everything.stdout.lines)
+    assert any(
+        re.search(r"test_green_with_an_expected_timeout: timeout .* an expected timeout", line)
+        for line in everything.stdout.lines
+    )
 
 
 def test_a_failed_wait_reads_in_one_screen_without_harness_frames(pytester: pytest.Pytester) -> None:

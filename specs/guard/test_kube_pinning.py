@@ -26,15 +26,33 @@ from harness.testing.standin import KubectlStandIn
 MINIKUBE_ONLY = HarnessConfig(("minikube",), "controller-agent")
 
 TARGET_FLAGS = [
-    "--context", "--kubeconfig", "--cluster", "--server", "--user", "--token", "--as", "--as-group", "--as-uid",
-    "--certificate-authority", "--insecure-skip-tls-verify", "--client-certificate", "--client-key", "--username",
-    "--password", "--tls-server-name", "--as-user-extra", "--namespace", "--kuberc",
+    "--context",
+    "--kubeconfig",
+    "--cluster",
+    "--server",
+    "--user",
+    "--token",
+    "--as",
+    "--as-group",
+    "--as-uid",
+    "--certificate-authority",
+    "--insecure-skip-tls-verify",
+    "--client-certificate",
+    "--client-key",
+    "--username",
+    "--password",
+    "--tls-server-name",
+    "--as-user-extra",
+    "--namespace",
+    "--kuberc",
 ]
 
 
 @pytest.mark.parametrize("flag", TARGET_FLAGS)
 @pytest.mark.parametrize("form", ["separate", "equals"])
-def test_a_flag_that_chooses_the_target_is_refused_in_both_forms(kubectl_standin: KubectlStandIn, flag: str, form: str) -> None:
+def test_a_flag_that_chooses_the_target_is_refused_in_both_forms(
+    kubectl_standin: KubectlStandIn, flag: str, form: str
+) -> None:
     kube = Kube.connect(config=MINIKUBE_ONLY)
     before = len(kubectl_standin.argvs())
     args = ["get", "pods", flag, "other"] if form == "separate" else ["get", "pods", f"{flag}=other"]
@@ -46,16 +64,19 @@ def test_a_flag_that_chooses_the_target_is_refused_in_both_forms(kubectl_standin
     assert len(kubectl_standin.argvs()) == before  # nothing ran
 
 
-@pytest.mark.parametrize("args, flag", [
-    (["get", "pods", "-n", "other"], "-n"),
-    (["get", "pods", "-nother"], "-n"),
-    (["get", "pods", "-n=other"], "-n"),
-    (["get", "pods", "-A"], "-A"),
-    (["get", "pods", "--all-namespaces"], "--all-namespaces"),
-    (["get", "pods", "--all-namespaces=true"], "--all-namespaces"),
-    (["get", "pods", "-wA"], "-A"),
-    (["get", "pods", "-s", "https://10.0.0.1:6443"], "-s"),
-])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["get", "pods", "-n", "other"], "-n"),
+        (["get", "pods", "-nother"], "-n"),
+        (["get", "pods", "-n=other"], "-n"),
+        (["get", "pods", "-A"], "-A"),
+        (["get", "pods", "--all-namespaces"], "--all-namespaces"),
+        (["get", "pods", "--all-namespaces=true"], "--all-namespaces"),
+        (["get", "pods", "-wA"], "-A"),
+        (["get", "pods", "-s", "https://10.0.0.1:6443"], "-s"),
+    ],
+)
 def test_short_and_clustered_forms_are_refused_with_what_to_use_instead(args: list[str], flag: str) -> None:
     with pytest.raises(ValueError) as caught:
         refuse_target_flags(args)
@@ -65,14 +86,17 @@ def test_short_and_clustered_forms_are_refused_with_what_to_use_instead(args: li
         assert "kube.in_namespace('NAME')" in message
 
 
-@pytest.mark.parametrize("args", [
-    ["get", "pods", "-o", "json"],
-    ["get", "pods", "-ojsonpath={.items[*].metadata.namespace}"],  # a value holding letters of refused flags
-    ["get", "pods", "-l", "app=gateway"],
-    ["logs", "deploy/x", "--since=10s", "-c", "main"],
-    ["exec", "pod/x", "--", "sh", "-c", "kubectl -n other get pods --context prod"],  # after --: not kubectl's
-    ["label", "pod", "x", "note=-n"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["get", "pods", "-o", "json"],
+        ["get", "pods", "-ojsonpath={.items[*].metadata.namespace}"],  # a value holding letters of refused flags
+        ["get", "pods", "-l", "app=gateway"],
+        ["logs", "deploy/x", "--since=10s", "-c", "main"],
+        ["exec", "pod/x", "--", "sh", "-c", "kubectl -n other get pods --context prod"],  # after --: not kubectl's
+        ["label", "pod", "x", "note=-n"],
+    ],
+)
 def test_ordinary_arguments_pass(args: list[str]) -> None:
     refuse_target_flags(args)
 
@@ -96,9 +120,14 @@ def test_kubectl_children_run_in_an_environment_the_harness_controls(
 ) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "pinned", "https://127.0.0.1:8443")
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-    for name, value in {"HTTPS_PROXY": "http://proxy.invalid:3128", "https_proxy": "http://proxy.invalid:3128",
-                        "KUBECTL_KUBERC": "true", "KUBERC": str(tmp_path / "kuberc"),
-                        "KUBECTL_EXTERNAL_DIFF": "rm -rf", "KUBECACHEDIR": str(tmp_path)}.items():
+    for name, value in {
+        "HTTPS_PROXY": "http://proxy.invalid:3128",
+        "https_proxy": "http://proxy.invalid:3128",
+        "KUBECTL_KUBERC": "true",
+        "KUBERC": str(tmp_path / "kuberc"),
+        "KUBECTL_EXTERNAL_DIFF": "rm -rf",
+        "KUBECACHEDIR": str(tmp_path),
+    }.items():
         monkeypatch.setenv(name, value)
     kubectl_standin.answer("get", "pods", stdout="No resources found\n")
     kube = Kube.connect(config=MINIKUBE_ONLY)
@@ -134,7 +163,7 @@ def test_user_preferences_that_make_delete_interactive_change_nothing(
     (home / ".kube").mkdir(parents=True)
     (home / ".kube" / "kuberc").write_text(
         "apiVersion: kubectl.config.k8s.io/v1alpha1\nkind: Preference\n"
-        "overrides:\n- command: delete\n  flags:\n  - name: interactive\n    default: \"true\"\n"
+        'overrides:\n- command: delete\n  flags:\n  - name: interactive\n    default: "true"\n'
         "- command: get\n  flags:\n  - name: output\n    default: yaml\n"
         "aliases:\n- name: getn\n  command: get\n  flags:\n  - name: output\n    default: json\n"
     )
@@ -142,7 +171,9 @@ def test_user_preferences_that_make_delete_interactive_change_nothing(
     monkeypatch.setenv("KUBECTL_KUBERC", "true")  # kubectl 1.33 reads preferences only behind this switch
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", pod_server.url)
     assert KUBECTL_133 is not None
-    kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=KUBECTL_133, kubeconfig=str(kubeconfig))
+    kube = Kube(
+        "minikube", "controller-agent", allowed=("minikube",), kubectl_path=KUBECTL_133, kubeconfig=str(kubeconfig)
+    )
     listed = kube.kubectl("get", "pod", "x")
     assert listed.stdout.split()[0] == "NAME"  # kubectl's table, not the preferred YAML
     assert "apiVersion:" not in listed.stdout
@@ -151,10 +182,17 @@ def test_user_preferences_that_make_delete_interactive_change_nothing(
     assert pod_server.seen("DELETE") == ["/api/v1/namespaces/controller-agent/pods/x"]
 
 
-@pytest.mark.parametrize("seconds, expected", [
-    (0.4, "--timeout=400ms"), (0.0004, "--timeout=1ms"), (1.0001, "--timeout=1001ms"), (120.0, "--timeout=120s"),
-    (59.9999, "--timeout=60s"), (1e-9, "--timeout=1ms"),
-])
+@pytest.mark.parametrize(
+    "seconds, expected",
+    [
+        (0.4, "--timeout=400ms"),
+        (0.0004, "--timeout=1ms"),
+        (1.0001, "--timeout=1001ms"),
+        (120.0, "--timeout=120s"),
+        (59.9999, "--timeout=60s"),
+        (1e-9, "--timeout=1ms"),
+    ],
+)
 def test_durations_round_up_to_milliseconds_and_never_to_zero(seconds: float, expected: str) -> None:
     assert duration_flag("--timeout", seconds) == expected
 
@@ -190,10 +228,14 @@ def test_rollout_status_writes_a_sub_second_budget_as_milliseconds(kubectl_stand
 
 
 _DEPLOYMENT = {
-    "apiVersion": "apps/v1", "kind": "Deployment",
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
     "metadata": {"name": "web", "namespace": "controller-agent", "uid": "u2", "resourceVersion": "7", "generation": 2},
-    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    },
     "status": {"observedGeneration": 1},  # the new generation is never observed: the rollout never completes
 }
 
@@ -205,7 +247,9 @@ def test_real_kubectl_ends_a_sub_second_rollout_wait_by_itself(minor: int, tmp_p
         pytest.skip(f"kubectl 1.{minor} is not installed beside the kubectl on PATH")
     with StubApiServer({"/apis/apps/v1/namespaces/controller-agent/deployments/web": _DEPLOYMENT}) as server:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
-        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig))
+        kube = Kube(
+            "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
+        )
         with pytest.raises(Exception) as caught:
             kube.rollout_status("web", timeout=0.4, grace=20.0)
     # kubectl's own --timeout ended it ("0s" would have meant forever, and the harness would have killed it at 20.4 s)

@@ -89,7 +89,10 @@ def test_a_refused_api_server_reads_cause_first_with_repeats_folded(tmp_path: Pa
         with pytest.raises(KubectlError) as caught:
             kube.kubectl("get", "pods")
     lines = str(caught.value).splitlines()
-    assert lines[0] == f"The connection to the server 127.0.0.1:{port} was refused - did you specify the right host or port?"
+    assert (
+        lines[0]
+        == f"The connection to the server 127.0.0.1:{port} was refused - did you specify the right host or port?"
+    )
     assert lines[1].startswith("  kubectl exited 1: kubectl.1.33 --kubeconfig ")
     memcache = [line for line in lines if "memcache.go" in line]
     assert len(memcache) == 1  # kubectl printed it five times
@@ -98,12 +101,16 @@ def test_a_refused_api_server_reads_cause_first_with_repeats_folded(tmp_path: Pa
     assert len(lines) <= 6
 
 
-@pytest.mark.parametrize("case, reason", [("refused", "api-server-refused"), ("unauthorized", "unauthorized"),
-                                          ("not-served", "not-served"), ("tls", "tls")])
+@pytest.mark.parametrize(
+    "case, reason",
+    [("refused", "api-server-refused"), ("unauthorized", "unauthorized"), ("not-served", "not-served"), ("tls", "tls")],
+)
 def test_failures_waiting_cannot_fix_are_named(case: str, reason: str, tmp_path: Path) -> None:
     kubectl = _real(33)
     with refusing_port() as port, StubApiServer(status_for={"*": 401} if case == "unauthorized" else {}) as server:
-        url = {"refused": f"http://127.0.0.1:{port}", "tls": server.url.replace("http:", "https:")}.get(case, server.url)
+        url = {"refused": f"http://127.0.0.1:{port}", "tls": server.url.replace("http:", "https:")}.get(
+            case, server.url
+        )
         kube = _kube(kubectl, url, tmp_path)
         with pytest.raises(KubectlUnrecoverable) as caught:
             kube.kubectl("get", "agentruns" if case == "not-served" else "pods")
@@ -116,8 +123,13 @@ def test_a_wait_on_a_refused_api_server_stops_early_and_says_why(tmp_path: Path)
         kube = _kube(_real(33), f"http://127.0.0.1:{port}", tmp_path)
         started = time.monotonic()
         with pytest.raises(WaitStopped) as caught:
-            wait_for_sync("deployment/web to be Available", lambda: kube.kubectl_json("get", "deployment", "web"),
-                          timeout=60.0, interval=0.5, probe_timeout=20.0)
+            wait_for_sync(
+                "deployment/web to be Available",
+                lambda: kube.kubectl_json("get", "deployment", "web"),
+                timeout=60.0,
+                interval=0.5,
+                probe_timeout=20.0,
+            )
     assert time.monotonic() - started < 30.0  # two attempts, not sixty seconds of identical failures
     message = str(caught.value)
     assert message.startswith("stopped waiting for deployment/web to be Available after 2 attempts")
@@ -128,8 +140,12 @@ def test_a_wait_on_a_refused_api_server_stops_early_and_says_why(tmp_path: Path)
 
 
 def test_a_transient_failure_keeps_being_retried(kubectl_standin: KubectlStandIn) -> None:
-    kubectl_standin.answer("get", "pods", stderr="Error from server (ServiceUnavailable): the server is currently "
-                                                 "unable to handle the request\n", exit=1)
+    kubectl_standin.answer(
+        "get",
+        "pods",
+        stderr="Error from server (ServiceUnavailable): the server is currently unable to handle the request\n",
+        exit=1,
+    )
     kube = Kube.connect(config=MINIKUBE_ONLY)
     with pytest.raises(AssertionError) as caught:  # WaitTimeout: the whole budget was spent retrying
         wait_for_sync("pods", lambda: kube.kubectl("get", "pods"), timeout=1.5, interval=0.05)

@@ -67,7 +67,7 @@ def chain(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     pids = tmp_path / "pids"
     pids.mkdir()
     wrapper = tmp_path / "kubectl-wrapper"
-    wrapper.write_text(f"#!/bin/sh\necho $$ > {pids}/wrapper\n{KUBECTL} \"$@\"\nexit $?\n")
+    wrapper.write_text(f'#!/bin/sh\necho $$ > {pids}/wrapper\n{KUBECTL} "$@"\nexit $?\n')
     plugin = tmp_path / "credential-plugin"
     plugin.write_text(f"#!/bin/sh\necho $PPID > {pids}/kubectl\necho $$ > {pids}/plugin\nexec sleep 300\n")
     for script in (wrapper, plugin):
@@ -77,8 +77,14 @@ def chain(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     spec.write_text(INNER)
     with silent_port() as port:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}", exec_command=[str(plugin)])
-        env = {**os.environ, "WRAPPER": str(wrapper), "KUBECONFIG_FOR_SPEC": str(kubeconfig), "INNER_TIMEOUT": "600",
-               "PYTHONDONTWRITEBYTECODE": "1", "HARNESS_STATE_DIR": str(tmp_path / "state")}
+        env = {
+            **os.environ,
+            "WRAPPER": str(wrapper),
+            "KUBECONFIG_FOR_SPEC": str(kubeconfig),
+            "INNER_TIMEOUT": "600",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "HARNESS_STATE_DIR": str(tmp_path / "state"),
+        }
         yield env, pids
     for name in CHAIN:  # never leave the chain behind, whatever the spec found
         path = pids / name
@@ -87,8 +93,20 @@ def chain(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
 
 
 def _start_inner(env: dict[str, str], spec_dir: Path) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "no:randomly",
-            "--rootdir", str(spec_dir), str(spec_dir / "test_inner.py")]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-s",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--rootdir",
+        str(spec_dir),
+        str(spec_dir / "test_inner.py"),
+    ]
     return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 

@@ -62,10 +62,13 @@ def test_every_spawned_group_is_known_to_the_watchdog() -> None:
 
 
 def test_stderr_is_condensed_repeats_once_with_a_count_and_the_cause_last() -> None:
-    stderr = "".join(
-        f"E1130 04:00:0{i}.000000   12345 memcache.go:265] couldn't get current server API group list: refused\n"
-        for i in range(5)
-    ) + "The connection to the server 127.0.0.1:8443 was refused - did you specify the right host or port?\n"
+    stderr = (
+        "".join(
+            f"E1130 04:00:0{i}.000000   12345 memcache.go:265] couldn't get current server API group list: refused\n"
+            for i in range(5)
+        )
+        + "The connection to the server 127.0.0.1:8443 was refused - did you specify the right host or port?\n"
+    )
     assert process.condense(stderr) == [
         "5× memcache.go:265] couldn't get current server API group list: refused",
         "The connection to the server 127.0.0.1:8443 was refused - did you specify the right host or port?",

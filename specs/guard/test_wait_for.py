@@ -37,10 +37,14 @@ def test_never_settling_async_probe_times_out_within_budget_counted_hung() -> No
     assert summary.still_running == 0  # async attempts are cancelled, not abandoned
 
 
-def test_never_settling_sync_probe_times_out_within_budget_and_reports_abandoned_threads(release: threading.Event) -> None:
+def test_never_settling_sync_probe_times_out_within_budget_and_reports_abandoned_threads(
+    release: threading.Event,
+) -> None:
     started = time.monotonic()
     with pytest.raises(WaitTimeout) as caught:
-        wait_for_sync("a blocking probe", lambda: release.wait(30) and None, timeout=1.0, interval=0.1, probe_timeout=0.3)
+        wait_for_sync(
+            "a blocking probe", lambda: release.wait(30) and None, timeout=1.0, interval=0.1, probe_timeout=0.3
+        )
     assert time.monotonic() - started < 1.0 + SLACK
     summary = caught.value.summary
     assert summary.count("hung") == len(summary.attempts) >= 3
@@ -52,7 +56,9 @@ def test_never_settling_sync_probe_times_out_within_budget_and_reports_abandoned
 async def test_async_wait_for_with_sync_probe_is_bounded_too(release: threading.Event) -> None:
     started = time.monotonic()
     with pytest.raises(WaitTimeout):
-        await wait_for("a blocking probe", lambda: release.wait(30) and None, timeout=0.6, interval=0.05, probe_timeout=0.2)
+        await wait_for(
+            "a blocking probe", lambda: release.wait(30) and None, timeout=0.6, interval=0.05, probe_timeout=0.2
+        )
     assert time.monotonic() - started < 0.6 + SLACK
 
 
@@ -172,7 +178,15 @@ def test_sync_probe_returning_a_coroutine_is_a_clear_error() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"timeout": 0}, {"probe_timeout": 0}, {"interval": -1}, {"timeout": float("inf")}, {"timeout": float("nan")}, {"interval": float("inf")}]
+    "kwargs",
+    [
+        {"timeout": 0},
+        {"probe_timeout": 0},
+        {"interval": -1},
+        {"timeout": float("inf")},
+        {"timeout": float("nan")},
+        {"interval": float("inf")},
+    ],
 )
 def test_nonsense_budgets_are_rejected(kwargs: dict) -> None:
     with pytest.raises(ValueError, match="wait_for"):
@@ -201,7 +215,9 @@ def test_wait_timeout_carries_the_per_attempt_timeline() -> None:
 
 def test_abandoned_sync_attempts_are_daemon_threads_and_capped(release: threading.Event) -> None:
     with pytest.raises(WaitTimeout) as caught:
-        wait_for_sync("a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02)
+        wait_for_sync(
+            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+        )
     summary = caught.value.summary
     probes = [t for t in threading.enumerate() if t.name.startswith("wait_for probe #")]
     assert probes and all(t.daemon for t in probes)  # they cannot keep the interpreter from exiting
@@ -243,8 +259,11 @@ def test_a_wait_longer_than_the_test_timeout_fails_first_with_its_own_message(py
     assert "waiting for a deployment that never rolls out" in out
     # What the clamp guarantees: the wait ended inside the test's timeout, with a margin, and said so. How much
     # of the 4 s was left when the wait began depends on the machine's load, so the figure is only bounded.
-    clamped = re.search(r"budget clamped from 600\.0s to ([0-9.]+)s: what was left of the test's 4\.0s "
-                        r"pytest-timeout, less 1\.0s for its teardown", out)
+    clamped = re.search(
+        r"budget clamped from 600\.0s to ([0-9.]+)s: what was left of the test's 4\.0s "
+        r"pytest-timeout, less 1\.0s for its teardown",
+        out,
+    )
     assert clamped is not None, out
     assert 0.0 <= float(clamped.group(1)) <= 3.0
     assert "Timeout (>4.0s) from pytest-timeout" not in out

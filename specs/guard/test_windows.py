@@ -1,4 +1,5 @@
-"""Guard specs for Kubernetes timestamps and "created since" windows (a truncated creationTimestamp and clock skew must not hide a run)."""
+"""Guard specs for Kubernetes timestamps and "created since" windows
+(a truncated creationTimestamp and clock skew must not hide a run)."""
 
 from __future__ import annotations
 

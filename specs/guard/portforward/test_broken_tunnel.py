@@ -23,11 +23,11 @@ BROKEN_LINES = [
     "error creating forwarding stream for port 41234 -> 80: Timeout occurred",
     "error reading from error stream for port 41234 -> 80: read tcp 10.0.0.2:50412->10.0.0.1:6443: i/o timeout",
     "an error occurred forwarding 41234 -> 80: error forwarding port 80 to pod 0123abcd, uid : failed to find "
-    "sandbox \"0123abcd\" in store: not found",
+    'sandbox "0123abcd" in store: not found',
     "error forwarding port 80 to pod 0123abcd, uid : exit status 1",
     "lost connection to pod",
-    "error upgrading connection: error sending request: Post \"https://127.0.0.1:6443/api/v1/namespaces/x/pods/"
-    "p/portforward\": dial tcp 127.0.0.1:6443: connect: connection refused",
+    'error upgrading connection: error sending request: Post "https://127.0.0.1:6443/api/v1/namespaces/x/pods/'
+    'p/portforward": dial tcp 127.0.0.1:6443: connect: connection refused',
     "error creating websocket transports: failed to dial: context deadline exceeded",
     "Timeout occurred",
 ]
@@ -77,9 +77,13 @@ def test_stream_creation_timeouts_fail_the_forward_and_the_pool_reopens_it(
         pool.close()
 
 
-def test_a_local_client_reset_line_is_not_a_broken_tunnel(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
-    line = ("error copying from local connection to remote stream: read tcp4 127.0.0.1:41234->127.0.0.1:50122: "
-            "read: connection reset by peer")
+def test_a_local_client_reset_line_is_not_a_broken_tunnel(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
+    line = (
+        "error copying from local connection to remote stream: read tcp4 127.0.0.1:41234->127.0.0.1:50122: "
+        "read: connection reset by peer"
+    )
     kubectl_standin.script(mode="tunnel-error", after=1, delay=0.1, line=line, keep_open=True, target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceTimeout):

@@ -29,6 +29,7 @@ def kubectl(request: pytest.FixtureRequest) -> str:
         pytest.skip(f"kubectl 1.{request.param} is not installed beside the kubectl on PATH")
     return path
 
+
 KUBECONFIG = """apiVersion: v1
 kind: Config
 clusters:
@@ -67,7 +68,9 @@ def black_hole_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(tmp_path: Path, refusing_port: int, kubectl: str) -> None:
+def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(
+    tmp_path: Path, refusing_port: int, kubectl: str
+) -> None:
     kube = _kube(tmp_path, refusing_port, kubectl)
     start = time.monotonic()
     with pytest.raises(PortForwardNotReady) as caught:
@@ -79,7 +82,9 @@ def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(tmp_path:
     assert err.kubectl_version.startswith("v1.") and err.kubectl_version in str(err)
 
 
-def test_silent_api_server_is_bounded_by_the_readiness_budget(tmp_path: Path, black_hole_port: int, kubectl: str) -> None:
+def test_silent_api_server_is_bounded_by_the_readiness_budget(
+    tmp_path: Path, black_hole_port: int, kubectl: str
+) -> None:
     kube = _kube(tmp_path, black_hole_port, kubectl)
     start = time.monotonic()
     with pytest.raises(PortForwardNotReady) as caught:

@@ -11,7 +11,9 @@ from harness.testing.target import TargetServer
 
 
 @pytest.mark.parametrize("path", ["/ok", "/big?size=4000000", "/drip?every=0.05&size=200"])
-def test_a_client_that_resets_mid_exchange_prints_nothing(target: TargetServer, capfd: pytest.CaptureFixture[str], path: str) -> None:
+def test_a_client_that_resets_mid_exchange_prints_nothing(
+    target: TargetServer, capfd: pytest.CaptureFixture[str], path: str
+) -> None:
     for _ in range(5):
         with socket.create_connection(("127.0.0.1", target.port), timeout=5.0) as client:
             client.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
