@@ -268,3 +268,41 @@ def test_a_wait_longer_than_the_test_timeout_fails_first_with_its_own_message(py
     assert 0.0 <= float(clamped.group(1)) <= 3.0
     assert "Timeout (>4.0s) from pytest-timeout" not in out
     assert "INTERNALERROR" not in out
+
+
+def test_at_the_cap_a_wait_waits_for_a_slot_instead_of_spinning(release: threading.Event) -> None:
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync(
+            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+        )
+    summary = caught.value.summary
+    # At most 32 abandoned attempts; past them each attempt waits its whole 0.02 s bound for one to end, so a 2 s
+    # wait makes at most 32 + 100 attempts. Failing at once instead spun through thousands of attempts a second,
+    # and their garbage made a loaded machine's wait overrun its budget.
+    assert summary.count("hung") <= 32
+    assert len(summary.attempts) < 32 + 150
+    if summary.count("failed"):
+        assert "none ended within" in str(caught.value)
+
+
+def test_a_probe_error_waiting_cannot_fix_ends_the_wait_after_two_attempts() -> None:
+    from harness.errors import KubectlUnrecoverable, WaitStopped
+
+    calls = []
+
+    def refused() -> None:
+        calls.append(1)
+        raise KubectlUnrecoverable(
+            ["kubectl", "get", "pods"],
+            1,
+            "The connection to the server x:1 was refused\n",
+            reason="api-server-refused",
+            hint="start the cluster",
+        )
+
+    with pytest.raises(WaitStopped) as caught:
+        wait_for_sync("pods", refused, timeout=30.0, interval=0.05)
+    assert len(calls) == 2
+    assert caught.value.summary.outcome == "stopped"
+    assert isinstance(caught.value.error, KubectlUnrecoverable)
+    assert "fix: start the cluster" in str(caught.value)
