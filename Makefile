@@ -3,32 +3,43 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Exit 0 when the interpreter can run this project: its version satisfies pyproject's requires-python (">=X.Y").
+FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
+          m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test e2e matrix bench clean
+.PHONY: test e2e matrix bench venv clean
 
-$(PY):
-	$(PYTHON) -m venv $(VENV)
-
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+# A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
+venv:
+	@if ! $(PY) -c '$(FITS)' >/dev/null 2>&1; then \
+	  if ! $(PYTHON) -c '$(FITS)' >/dev/null 2>&1; then \
+	    echo "$(PYTHON) cannot run this project (pyproject.toml: requires-python $$(grep requires-python pyproject.toml \
+	      | cut -d'"' -f2)); pass PYTHON=python3.11 or another that fits" >&2; exit 1; \
+	  fi; \
+	  if [ -e $(VENV) ]; then echo "rebuilding $(VENV): its Python cannot run this project"; fi; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
+	fi
+	@if [ ! -f $(STAMP) ] || [ pyproject.toml -nt $(STAMP) ]; then \
+	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[test]' && touch $(STAMP); \
+	fi
 
 # Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this.
-test: $(STAMP)
+test: venv
 	$(PY) -m pytest specs -m "not cluster" -n auto $(PYTEST_ARGS)
 
 # Specs that run per real kubectl build (port-forward, exec, rollout) on every build present: 1.27..1.33, and the
 # newest with its WebSocket transports off. `make test` runs them on the installed default, oldest and newest only.
-matrix: $(STAMP)
+matrix: venv
 	KUBECTL_MATRIX=all $(PY) -m pytest specs -m kubectl_matrix -n auto $(PYTEST_ARGS)
 
-# The main job: every spec, cluster specs against the pinned minikube context (skipped, one line each, when none).
-e2e: $(STAMP)
-	$(PY) -m pytest specs -rfE $(PYTEST_ARGS)
+# The main job, one invocation: cluster-free specs in parallel on every worker; cluster specs grouped on one
+# worker (--dist loadgroup) and, whatever the --dist, one at a time under the harness's cluster lock.
+e2e: venv
+	$(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
 
-bench: $(STAMP)
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+# Benchmarks: a few minutes by default; `make bench LONG=1` for the long runs (more samples, more budgets).
+bench: venv
+	@for b in benchmarks/*.py; do echo "== $$b"; HARNESS_BENCH=$(if $(LONG),long,quick) $(PY) $$b || exit 1; done
 
 clean:
 	rm -rf $(VENV) artifacts .hypothesis

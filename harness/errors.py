@@ -22,37 +22,123 @@ class StopWaiting(Exception):
 
 # --- kube access and the context guard ---------------------------------------------------------------
 
+
 class KubectlNotFound(HarnessError):
     """The ``kubectl`` binary is not on PATH (or the configured path does not exist)."""
 
 
 class KubectlError(HarnessError):
-    """``kubectl`` exited non-zero. Carries ``argv``, ``returncode`` and the tail of stderr."""
+    """``kubectl`` exited non-zero. Carries ``argv``, ``returncode``, ``cause`` and ``stderr_tail``.
 
-    def __init__(self, argv: list[str], returncode: int, stderr_tail: str) -> None:
+    The message reads cause first: kubectl's own closing line (``error: ...``, ``The connection to the server ...``,
+    ``Error from server (...)``) on the first line, then the command and exit code, then stderr with repeated
+    lines folded into one with a count (kubectl repeats its ``memcache.go`` discovery errors five times) and
+    only the last few kept. ``stderr_tail`` holds that condensed stderr, one line per distinct line.
+    """
+
+    hint: str = ""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str, *, cause: str | None = None) -> None:
+        from harness.process import condense, final_line  # errors stays importable without the rest
+
         self.argv = argv
         self.returncode = returncode
-        self.stderr_tail = stderr_tail
-        super().__init__(f"kubectl exited {returncode}: {' '.join(argv)}\n  stderr: {stderr_tail or '(empty)'}")
+        self.stderr_tail = "\n".join(condense(stderr))
+        self.cause = cause or final_line(stderr) or f"kubectl exited {returncode} without a word on stderr"
+        super().__init__(self._message(f"kubectl exited {returncode}"))
+
+    def _message(self, what: str) -> str:
+        lines = [self.cause, f"  {what}: {_command(self.argv)}"]
+        shown = self.stderr_tail.splitlines()
+        if shown and shown[-1] == self.cause:  # the cause is already the first line
+            shown.pop()
+        if shown:
+            lines.append("  stderr: " + "\n          ".join(shown))
+        if self.hint:
+            lines.append(f"  fix: {self.hint}")
+        return "\n".join(lines)
 
 
 class KubectlTimeout(KubectlError):
     """``kubectl`` did not finish within its timeout; its whole process group was killed."""
 
-    def __init__(self, argv: list[str], timeout: float, stderr_tail: str) -> None:
+    def __init__(self, argv: list[str], timeout: float, stderr: str) -> None:
+        from harness.process import condense, final_line
+
         self.timeout = timeout
-        HarnessError.__init__(
-            self,
-            f"kubectl did not finish within {timeout:.1f}s and its process group was killed: {' '.join(argv)}\n"
-            f"  stderr so far: {stderr_tail or '(empty)'}",
-        )
         self.argv = argv
         self.returncode = -9
-        self.stderr_tail = stderr_tail
+        self.stderr_tail = "\n".join(condense(stderr))
+        said = final_line(stderr)
+        self.cause = f"kubectl did not finish within {timeout:.1f}s and its process group was killed" + (
+            f"; its last word: {said}" if said else ""
+        )
+        HarnessError.__init__(self, self._message("killed at its bound"))
 
 
-class ApiServerUnreachable(HarnessError):
-    """The kubernetes client could not get an answer from the context's API server within its bound."""
+class Unrecoverable(Exception):
+    """Mixed into errors that waiting cannot fix (a refused API server, rejected credentials, a resource type the
+    server does not serve). ``wait_for`` ends early when its probe fails this way twice in a row
+    (:class:`WaitStopped`), instead of spending its whole budget on identical failures."""
+
+
+class KubectlUnrecoverable(KubectlError, Unrecoverable):
+    """``kubectl`` failed in a way waiting cannot fix. ``reason`` is one of ``"api-server-refused"``,
+    ``"unauthorized"``, ``"not-served"`` (the resource type is unknown to the server), ``"tls"``, ``"dns"``;
+    ``hint`` says what to do."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str, *, reason: str, hint: str) -> None:
+        self.reason = reason
+        self.hint = hint
+        super().__init__(argv, returncode, stderr)
+
+
+UNRECOVERABLE_API_KINDS = frozenset({"refused", "tls", "dns", "unauthorized", "forbidden", "namespace-missing"})
+"""API server failures that do not go away while a spec waits (a stopped cluster, wrong credentials)."""
+
+
+def waiting_cannot_fix(error: BaseException) -> bool:
+    """True for an error no amount of waiting fixes: an :class:`Unrecoverable`, or one flagged ``unrecoverable``."""
+    return isinstance(error, Unrecoverable) or getattr(error, "unrecoverable", False) is True
+
+
+class StrayProcessWarning(UserWarning):
+    """A process that kubectl started was still running after kubectl exited (it held kubectl's output pipes or
+    just lingered); the harness killed it. Usually a wrapper script or an exec credential plugin that hangs."""
+
+
+def _command(argv: list[str]) -> str:
+    """``argv`` for a message: the program's base name, then its arguments."""
+    if not argv:
+        return "(no command)"
+    return " ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]])
+
+
+class ApiServerUnusable(HarnessError):
+    """The pinned context's API server cannot be used. ``kind`` says how, ``context`` and ``server`` say which.
+
+    ``kind`` is ``"refused"`` (nothing listens), ``"no-answer"`` (no answer within the bound: a paused VM),
+    ``"closed"`` (the connection was closed without an answer), ``"tls"`` (the TLS handshake failed), ``"dns"``
+    (the host name does not resolve), ``"unauthorized"`` (401: the credentials were rejected), ``"forbidden"``
+    (403), ``"http-status"`` (any other error status: ``status`` holds it), ``"namespace-missing"`` or
+    ``"no-date"``. ``hint`` is the likely fix. ``unrecoverable`` is true for the kinds waiting cannot fix within a
+    spec (:data:`UNRECOVERABLE_API_KINDS`): :func:`waiting_cannot_fix` reads it.
+    """
+
+    def __init__(
+        self, message: str, *, kind: str, context: str = "", server: str = "", status: int | None = None, hint: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.kind, self.context, self.server, self.status, self.hint = kind, context, server, status, hint
+        self.unrecoverable = kind in UNRECOVERABLE_API_KINDS or status in (401, 403, 404)
+
+
+class ApiServerUnreachable(ApiServerUnusable):
+    """No HTTP answer came back from the API server (refused, no answer within the bound, closed, TLS, DNS)."""
+
+
+class ApiServerRejected(ApiServerUnusable):
+    """The API server answered, with an error status (``status``): 401 unauthorized, 403, 404 on ``/version``, ..."""
 
 
 class NoKubeContext(HarnessError):
@@ -65,6 +151,7 @@ class ContextNotAllowed(HarnessError):
 
 # --- waiting -----------------------------------------------------------------------------------------
 
+
 class WaitTimeout(AssertionError):
     """A ``wait_for`` ran out of budget. ``summary`` holds the data (a :class:`harness.waiting.WaitSummary`)."""
 
@@ -73,11 +160,23 @@ class WaitTimeout(AssertionError):
         self.summary = summary
 
 
+class WaitStopped(StopWaiting):
+    """``wait_for`` gave up before its budget: the probe failed twice in a row with an error no amount of waiting
+    can fix (:func:`waiting_cannot_fix`). ``error`` is that error (its text is in the message), ``summary`` the
+    wait's data."""
+
+    def __init__(self, message: str, summary: object, error: BaseException) -> None:
+        super().__init__(message)
+        self.summary = summary
+        self.error = error
+
+
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 
 
-# --- port-forwards and fetch_through (issue #3) -------------------------------------------------------
+# --- port-forwards and fetch_through --------------------------------------------------------------
+
 
 class HopFailure(AssertionError):
     """A request or a port-forward failed; ``hop`` says where: ``"port-forward"`` (kubectl) or ``"service"``.
@@ -144,8 +243,9 @@ class ServiceUnreachable(HopFailure):
 
 class ServiceAnswerTooLarge(HopFailure):
     """The service's answer body passed ``fetch_through``'s ``max_body`` bytes; reading stopped there, so a
-    service streaming without end cannot exhaust memory (trial finding 8). Extra attributes: ``max_body``,
-    ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``), ``status``."""
+    service streaming without end cannot exhaust memory (one pushed a probe to 1 GB in 3 s). Extra attributes:
+    ``max_body``, ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``),
+    ``status``."""
 
     def __init__(
         self, message: str, *, max_body: int, received: int, declared: int | None, status: int | None, **kw: object

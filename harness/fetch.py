@@ -1,8 +1,7 @@
-"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a plain base URL) that names the hop that
-died.
+"""``fetch_through``: one bounded HTTP exchange through a port-forward (or to a base URL) that says which hop died.
 
-Upstream's bare ``fetch`` had no timeout, so a forward dropped by a busy API server left a socket nobody
-answered and the run waited forever (its webhook, chat-stream and gateway calls all did). httpx's own timeouts
+A bare HTTP call has no overall timeout, so a forward dropped by a busy API server leaves a socket nobody
+answers and the run waits forever. httpx's own timeouts
 only measure inactivity per phase (encode/httpx#1450: a server dripping one byte every 0.5 s never times
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
 forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
@@ -60,7 +59,9 @@ class Forward(Protocol):
     """What ``fetch_through`` needs from a port-forward (:class:`harness.portforward.PortForward` provides it)."""
 
     target: str
-    base_url: str
+
+    @property
+    def base_url(self) -> str: ...
 
     def gone_reason(self) -> str | None: ...
     def exit_summary(self) -> str | None: ...
@@ -133,6 +134,8 @@ async def fetch_through(
       several requests in a row were reset);
     - :class:`PortForwardDied` when kubectl exits during the request (within ~200 ms of the exit), with its
       exit code and stderr tail;
+    - :class:`PortForwardBroken` when kubectl, still alive, prints a broken-tunnel line while the request is in
+      flight (``error creating error stream ... Timeout occurred``, ...): the request ends then, not at its budget;
     - :class:`ServiceTimeout` when the forward stays alive but the answer is not complete within the budget;
     - :class:`ServiceUnreachable` when the connection is refused, reset or closed with the forward alive;
     - :class:`ServiceAnswerTooLarge` when the ``Content-Length`` or the bytes read pass ``max_body``: at most
@@ -213,14 +216,30 @@ async def _bounded(
         if fwd is not None:
             fwd.note_answer()
         return outcome.value
-    if fwd is not None and not died and (outcome is not None and not isinstance(outcome, httpx.TimeoutException)):
-        died = await _settle(fwd)
+    hung = outcome is None or isinstance(outcome, httpx.TimeoutException)
+    broke = fwd is not None and fwd.broken_reason() is not None
+    if fwd is not None and not died and (broke or not hung):
+        died = await _settle(fwd)  # kubectl logs "lost connection to pod" just before it exits
     if died:
         assert fwd is not None
         raise PortForwardDied(
             f"{where}: the port-forward died mid-request after {elapsed:.2f}s ({fwd.exit_summary()}); "
             f"{progress.describe()}. The hop that failed is kubectl port-forward, not the service.",
-            target=fwd.target, path=path, budget=budget, exit_code=fwd.exit_code(), stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            exit_code=fwd.exit_code(),
+            stderr_tail=fwd.stderr_tail(),
+        )
+    if fwd is not None and broke and hung:
+        raise PortForwardBroken(
+            f"{where}: kubectl reported the tunnel broken while the request hung ({fwd.broken_reason()}); "
+            f"{progress.describe()} after {elapsed:.2f}s. The hop that failed is kubectl port-forward, not the "
+            f"service. Reopen it (the `forwards` pool does this on its next get).",
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            stderr_tail=fwd.stderr_tail(),
         )
     raise _service_failure(fwd, base_url, where, path, budget, elapsed, progress, outcome)
 
@@ -257,7 +276,7 @@ def _check_positive(name: str, value: object, kind: type) -> None:
     if isinstance(value, bool) or not isinstance(value, allowed):
         unit = "bytes as an int" if kind is int else "seconds as a float"
         raise TypeError(f"fetch_through: {name} must be {unit}, got {value!r}")
-    if not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    if not math.isfinite(value) or value <= 0:
         raise ValueError(f"fetch_through: {name} must be finite and > 0, got {value!r}")
 
 
@@ -330,8 +349,9 @@ def _content_length(response: httpx.Response) -> int | None:
 
 
 async def _watch_exit(fwd: Forward, scope: anyio.CancelScope) -> None:
-    """Cancel the exchange as soon as the forward's exit is recorded (its watcher records it as it happens)."""
-    while fwd.exit_summary() is None:
+    """Cancel the exchange as soon as the forward's exit is recorded (its watcher records it as it happens) or
+    kubectl prints a line that means the tunnel is broken: a request on a broken tunnel would only hang."""
+    while fwd.exit_summary() is None and fwd.broken_reason() is None:
         await anyio.sleep(WATCH_INTERVAL)
     scope.cancel()
 
@@ -354,20 +374,33 @@ def _refuse_if_unusable(fwd: Forward, where: str, path: str, budget: float) -> N
         raise PortForwardGone(
             f"{where}: refused before sending: the port-forward is gone ({gone}). "
             f"Reopen it (the `forwards` pool does this on the next attempt).",
-            target=fwd.target, path=path, budget=budget, exit_code=fwd.exit_code(), stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            exit_code=fwd.exit_code(),
+            stderr_tail=fwd.stderr_tail(),
         )
     broken = fwd.broken_reason()
     if broken is not None:
         raise PortForwardBroken(
             f"{where}: refused before sending: kubectl is alive but the port-forward is broken ({broken}); "
             f"it never recovers (kubernetes/kubectl#686). Reopen it.",
-            target=fwd.target, path=path, budget=budget, stderr_tail=fwd.stderr_tail(),
+            target=fwd.target,
+            path=path,
+            budget=budget,
+            stderr_tail=fwd.stderr_tail(),
         )
 
 
 def _service_failure(
-    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, elapsed: float,
-    progress: _Progress, outcome: BaseException | None,
+    fwd: Forward | None,
+    base_url: str,
+    where: str,
+    path: str,
+    budget: float,
+    elapsed: float,
+    progress: _Progress,
+    outcome: BaseException | None,
 ) -> Exception:
     target = fwd.target if fwd is not None else base_url
     stderr = fwd.stderr_tail() if fwd is not None else ""
@@ -377,7 +410,10 @@ def _service_failure(
         return ServiceTimeout(
             f"{where}: the service did not finish answering within the {budget:.2f}s total budget{alive}: "
             f"{progress.describe()}{said}",
-            target=target, path=path, budget=budget, stderr_tail=stderr,
+            target=target,
+            path=path,
+            budget=budget,
+            stderr_tail=stderr,
         )
     if fwd is not None:
         fwd.note_reset()
@@ -386,12 +422,18 @@ def _service_failure(
             return PortForwardBroken(
                 f"{where}: connection {_kind(outcome)} after {elapsed:.2f}s and the port-forward is broken "
                 f"({broken}); the hop that failed is kubectl port-forward (pod gone or not listening). Reopen it.",
-                target=target, path=path, budget=budget, stderr_tail=stderr,
+                target=target,
+                path=path,
+                budget=budget,
+                stderr_tail=stderr,
             )
     return ServiceUnreachable(
         f"{where}: connection {_kind(outcome)} after {elapsed:.2f}s{alive}: {progress.describe()}: "
         f"{type(outcome).__name__}: {outcome}{said}",
-        target=target, path=path, budget=budget, stderr_tail=stderr,
+        target=target,
+        path=path,
+        budget=budget,
+        stderr_tail=stderr,
     )
 
 
@@ -408,8 +450,14 @@ def _too_large(
         f"{where}: the service sent more than max_body={max_body:,} bytes (HTTP {too_large.status}; {seen}) and "
         f"the answer was dropped. The hop at fault is the service (an endless or runaway body); "
         f"pass a larger max_body= if an answer this big is expected.",
-        target=target, path=path, budget=budget, stderr_tail=stderr, max_body=max_body,
-        received=too_large.received, declared=too_large.declared, status=too_large.status,
+        target=target,
+        path=path,
+        budget=budget,
+        stderr_tail=stderr,
+        max_body=max_body,
+        received=too_large.received,
+        declared=too_large.declared,
+        status=too_large.status,
     )
 
 

@@ -1,12 +1,12 @@
 """``ForwardPool``: one live port-forward per (context, namespace, target, port), reopened when it dies or breaks.
 
-Upstream opened forwards per spec and counted them "active" at spawn, so a tunnel that died mid-run turned
-the next group into 16 bare ``Server disconnected`` errors (field-pitfalls.md §4). Here a forward that
+Forwards opened per spec and counted "active" at spawn let a tunnel that died mid-run turn the next group of
+requests into bare ``Server disconnected`` errors. Here a forward that
 exited or is known broken is closed and replaced by a new kubectl child, with a new local port, on the
 next :meth:`ForwardPool.get`: callers never hold a port number, so nothing can reuse a dead one. Reopens
 back off exponentially (bounded, and clamped to the current ``wait_for`` attempt) while forwards keep
 failing before they answered anything. :meth:`ForwardPool.close` stops every child and raises
-:class:`~harness.errors.ForwardLeak` if any survived (issue #3).
+:class:`~harness.errors.ForwardLeak` if any survived.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ class ForwardPool:
     Thread-safe: sync probes run in worker threads.
     """
 
-    def __init__(self, *, ready_timeout: float = DEFAULT_READY_TIMEOUT, backoff: float = 0.25, max_backoff: float = 5.0) -> None:
+    def __init__(
+        self, *, ready_timeout: float = DEFAULT_READY_TIMEOUT, backoff: float = 0.25, max_backoff: float = 5.0
+    ) -> None:
         for arg, seconds in (("ready_timeout", ready_timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < math.inf:
                 raise ValueError(f"ForwardPool: {arg} must be finite seconds > 0, got {seconds!r}")
@@ -115,8 +117,10 @@ class ForwardPool:
             forward.close()
         survivors = [p for p in self._children if process.group_alive(p.pid) or p.returncode is None]
         if survivors:
-            listed = "; ".join(f"pid {p.pid} rc={p.returncode}: {' '.join(map(str, p.args))}" for p in survivors)
-            raise ForwardLeak(f"port-forward children survived the end of the session (their ports stay held): {listed}")
+            listed = "; ".join(f"pid {p.pid} rc={p.returncode}: {_argv_text(p.args)}" for p in survivors)
+            raise ForwardLeak(
+                f"port-forward children survived the end of the session (their ports stay held): {listed}"
+            )
 
     # --- internals -----------------------------------------------------------------------------------
 
@@ -142,7 +146,9 @@ class ForwardPool:
             old.close()
         if kube.kubectl_path not in self.kubectl_versions:
             self.kubectl_versions[kube.kubectl_path] = client_version(kube.kubectl_path)
-        fresh = PortForward(kube, target, remote_port, ready_timeout=clamp_to_attempt(self.ready_timeout), ready_path=ready_path)
+        fresh = PortForward(
+            kube, target, remote_port, ready_timeout=clamp_to_attempt(self.ready_timeout), ready_path=ready_path
+        )
         self.opened += 1
         return fresh
 
@@ -186,3 +192,8 @@ class ForwardPool:
         """The forwards currently held (alive or not yet noticed dead)."""
         with self._lock:
             return list(self._forwards.values())
+
+
+def _argv_text(args: object) -> str:
+    """A Popen's ``args`` (a list, or a single string) as one line."""
+    return " ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)

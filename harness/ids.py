@@ -1,10 +1,10 @@
 """Issue numbers that never repeat, so a spec never re-attaches to an old session.
 
-Upstream used ``Date.now() % 100000``, which repeats, and sessions outlive specs: a reused number
-re-attached to an old awaiting-reply anchor ("timed out waiting for an AgentRun", stack-under-test.md §9,
-failure mode 7). Here numbers come from a counter in a state file under an exclusive ``flock``, shared by
-every pytest-xdist worker and every run on the machine, so they are distinct by construction. A fresh
-state file starts at a random point, so two machines (or a wiped cache) are unlikely to meet.
+A number such as ``Date.now() % 100000`` repeats, and the stack's sessions outlive specs: a reused number
+re-attaches to an old awaiting-reply anchor, and the spec times out "waiting for an AgentRun". Here numbers
+come from a counter in a state file under an exclusive ``flock``, shared by every pytest-xdist worker and every
+run on the machine, so they are distinct by construction. A fresh state file starts at a random point, so two
+machines (or a wiped cache) are unlikely to meet.
 """
 
 from __future__ import annotations
@@ -21,10 +21,17 @@ LAST = 2_147_483_646
 """Largest number handed out (fits a signed 32-bit int, as some gateways store it); then it wraps to FIRST."""
 
 
+def state_dir() -> Path:
+    """The harness's state directory: ``$HARNESS_STATE_DIR``, else ``$XDG_CACHE_HOME/stack-harness``, else
+    ``~/.cache/stack-harness``. It holds the issue-number counter and the cluster lock files."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("HARNESS_STATE_DIR") or os.path.join(cache, "stack-harness"))
+
+
 def default_state_file() -> Path:
-    """``$HARNESS_STATE_DIR/issue-numbers``, else ``$XDG_CACHE_HOME/stack-harness/issue-numbers`` (``~/.cache``)."""
-    base = os.environ.get("HARNESS_STATE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache", "stack-harness")
-    return Path(base) / "issue-numbers"
+    """``issue-numbers`` in :func:`state_dir`. Delete it to reset the counter (the next number then starts at a
+    random point in the lower half of the range)."""
+    return state_dir() / "issue-numbers"
 
 
 def unique_issue_number(state_file: Path | None = None, *, lock_timeout: float = 10.0) -> int:
@@ -61,7 +68,9 @@ def _lock_within(fd: int, timeout: float, path: Path) -> None:
             return
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"could not lock {path}.lock within {timeout:.1f}s: another process holds it") from None
+                raise TimeoutError(
+                    f"could not lock {path}.lock within {timeout:.1f}s: another process holds it"
+                ) from None
             time.sleep(0.005)  # lock contention back-off between non-blocking tries
 
 

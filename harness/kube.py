@@ -1,11 +1,24 @@
 """Kube access pinned to one context and namespace, behind an allow-list guard.
 
-Upstream's guard checked ``current-context`` once and then ran every kubectl without ``--context``, so a
-later ``use-context`` would have redirected destructive calls (stack-under-test.md §4, field-pitfalls.md §7).
-Here the context is resolved once, checked against the committed allow-list, and then passed explicitly
-on every kubectl child (``--context C -n NS``) and to the kubernetes client, which is built for that
-context alone (``new_client_from_config(context=...)``), never from the process-global configuration.
-The allow-list is checked again on every call.
+A guard that checks ``current-context`` once and then runs kubectl without ``--context`` lets a later
+``kubectl config use-context`` redirect destructive calls. Here the context is resolved once, checked against the
+committed allow-list, and pinned on every call:
+
+- every kubectl child gets ``--context C -n NS``, and a caller's arguments may not override them: flags that choose
+  the target (``--context``, ``--kubeconfig``, ``--cluster``, ``--server``/``-s``, ``--user``, ``--token``, ``--as``,
+  ``--namespace``/``-n``, ``--all-namespaces``/``-A``, ...) raise ``ValueError`` naming the flag and what to use
+  instead (kubectl takes the *last* ``--context`` given, so a caller's flag would win);
+- every kubectl child runs in an environment the harness controls (:func:`kubectl_environment`): the kubeconfig
+  files resolved at connect time (``KUBECONFIG``), user preferences off (``KUBERC=off``: a kuberc that makes
+  ``delete`` interactive turns a delete into ``deletion is cancelled`` with exit 0), no proxy variables, and no
+  other ``KUBECTL_*`` switches from the user's shell;
+- the kubernetes client is built from the same kubeconfig files for that context alone
+  (``load_kube_config(config_file=..., context=...)`` into its own ``Configuration``), never from the
+  process-global configuration or a ``KUBECONFIG`` changed later.
+
+The allow-list is checked again on every call. The API server itself is checked once per session by the plugin
+(:meth:`Kube.check_api_server`), which tells a refused connection, no answer, a TLS failure, an HTTP error status
+and rejected credentials apart.
 """
 
 from __future__ import annotations
@@ -13,29 +26,79 @@ from __future__ import annotations
 import email.utils
 import fnmatch
 import json
+import math
 import os
+import re
 import shutil
+import ssl
 import time
+import warnings
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 from harness import process
-from harness.attempts import clamp_to_attempt
+from harness.attempts import clamp_to_attempt, note
 from harness.config import HarnessConfig, load_config
-from harness.errors import ApiServerUnreachable, ContextNotAllowed, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext
+from harness.errors import (
+    ApiServerRejected,
+    ApiServerUnreachable,
+    ApiServerUnusable,
+    ContextNotAllowed,
+    KubectlError,
+    KubectlNotFound,
+    KubectlTimeout,
+    KubectlUnrecoverable,
+    NoKubeContext,
+    StrayProcessWarning,
+)
 
 DEFAULT_KUBECTL_TIMEOUT = 30.0
 _CONFIG_TIMEOUT = 10.0
+
+API_CHECK_TIMEOUT = 5.0
+"""Seconds the once-per-session API server check may take per request (a paused VM costs this, not 30 s a call)."""
+
+ENV_PASSED_THROUGH = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "SYSTEMROOT",
+)
+"""The only variables of the caller's environment a kubectl child sees (plus ``KUBECONFIG`` and ``KUBERC`` set by
+the harness). Proxy variables are left out: the allowed contexts are local clusters, reached directly (a
+kubeconfig's own ``proxy-url`` still applies); so are ``KUBECTL_*`` switches and ``KUBECACHEDIR``."""
 
 
 class Kube:
     """kubectl and kubernetes-client access bound to one allowed context and one namespace.
 
-    Construct with :meth:`Kube.connect` (resolves and guards the context). ``context``, ``namespace`` and
-    ``kubectl_path`` are fixed for the object's life.
+    Construct with :meth:`Kube.connect` (resolves and guards the context). ``context``, ``namespace``,
+    ``kubectl_path`` and the kubeconfig files (``kubeconfig_path``, ``os.pathsep``-joined) are fixed for the
+    object's life; :meth:`in_namespace` gives a Kube for another namespace, guarded the same way.
     """
 
-    def __init__(self, context: str, namespace: str, *, allowed: tuple[str, ...], kubectl_path: str, kubeconfig: str | None = None, cache_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        context: str,
+        namespace: str,
+        *,
+        allowed: tuple[str, ...],
+        kubectl_path: str,
+        kubeconfig: str | None = None,
+        cache_dir: str | None = None,
+    ) -> None:
+        check_namespace(namespace)
         self.context = context
         self.namespace = namespace
         self.allowed = allowed
@@ -43,6 +106,9 @@ class Kube:
         self.kubeconfig = kubeconfig
         #: kubectl's discovery cache directory (``--cache-dir``); None: kubectl's default (~/.kube/cache).
         self.cache_dir = cache_dir
+        self.kubeconfig_path = resolve_kubeconfig(kubeconfig)
+        self.env = kubectl_environment(self.kubeconfig_path)
+        """The whole environment of every kubectl child (see :func:`kubectl_environment`)."""
         self._api_client: Any = None
         check_allowed(context, allowed)
 
@@ -60,10 +126,11 @@ class Kube:
     ) -> Kube:
         """Resolve the context (``context`` or kubectl's current one), guard it, and return a pinned :class:`Kube`.
 
-        Raises ``ValueError`` for an empty ``context``; :class:`ContextNotAllowed` when the context is outside
-        ``[tool.harness] allowed_contexts`` (default ``["minikube"]``), before anything runs for a requested one;
-        :class:`KubectlNotFound` when kubectl is missing; :class:`NoKubeContext` when there is no kubeconfig,
-        no current context, or the context is not defined in the kubeconfig.
+        Raises ``ValueError`` for an empty ``context`` or a namespace that is not a Kubernetes name;
+        :class:`ContextNotAllowed` when the context is outside ``[tool.harness] allowed_contexts`` (default
+        ``["minikube"]``), before anything runs for a requested one; :class:`KubectlNotFound` when kubectl is
+        missing; :class:`NoKubeContext` when there is no kubeconfig (the message says where kubectl looked), no
+        current context, or the context is not defined in the kubeconfig.
         """
         if context is not None and not context.strip():
             raise ValueError("context must be a non-empty name (or None for kubectl's current context)")
@@ -74,23 +141,42 @@ class Kube:
             raise NoKubeContext(f"kubeconfig {kubeconfig!r} does not exist")
         path = resolve_kubectl(kubectl)
         resolved = context or current_context(path, kubeconfig=kubeconfig)
-        kube = cls(resolved, namespace or config.namespace, allowed=config.allowed_contexts, kubectl_path=path, kubeconfig=kubeconfig)
+        kube = cls(
+            resolved,
+            namespace or config.namespace,
+            allowed=config.allowed_contexts,
+            kubectl_path=path,
+            kubeconfig=kubeconfig,
+        )
         kube.require_context_in_kubeconfig()
         return kube
 
+    def in_namespace(self, namespace: str) -> Kube:
+        """The same pinned context for ``namespace``: the explicit, still guarded way to reach another namespace.
+
+        Raises ``ValueError`` for a name Kubernetes would refuse (RFC 1123 label), :class:`ContextNotAllowed` if
+        the context is no longer allowed.
+        """
+        self.guard()
+        return Kube(
+            self.context, namespace, allowed=self.allowed, kubectl_path=self.kubectl_path, kubeconfig=self.kubeconfig,
+            cache_dir=self.cache_dir,
+        )
+
     def require_context_in_kubeconfig(self) -> None:
         """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig (one bounded call)."""
-        argv = [self.kubectl_path, *(["--kubeconfig", self.kubeconfig] if self.kubeconfig else []), "config", "get-contexts", "-o", "name"]
+        argv = [self.kubectl_path, *self._kubeconfig_flag(), "config", "get-contexts", "-o", "name"]
         try:
-            done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT)
-        except process.Timeout:
-            raise KubectlTimeout(argv, _CONFIG_TIMEOUT, "") from None
+            done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT, env=self.env)
+        except process.Timeout as exc:
+            raise KubectlTimeout(argv, _CONFIG_TIMEOUT, exc.stderr) from None
         names = done.stdout.split()
         if done.returncode != 0 or self.context not in names:
             known = ", ".join(names) or "none"
             raise NoKubeContext(
-                f"context {self.context!r} is not in the kubeconfig (contexts: {known}); start minikube (`minikube start`) "
-                "so that it creates the context, or pass --kube-context with one that exists"
+                f"context {self.context!r} is not in the kubeconfig (contexts: {known}; "
+                f"{_looked_at(self.kubeconfig_path)}); start minikube (`minikube start`) so that it creates the "
+                "context, or pass --kube-context with one that exists"
             )
 
     def guard(self) -> None:
@@ -100,100 +186,249 @@ class Kube:
     # --- kubectl ---------------------------------------------------------------------------------------
 
     def argv(self, *args: str) -> list[str]:
-        """The full kubectl argv for ``args``, pinned: ``kubectl [--kubeconfig K] --context C -n NS args...``."""
-        pinned = [self.kubectl_path]
-        if self.kubeconfig:
-            pinned += ["--kubeconfig", self.kubeconfig]
-        if self.cache_dir:
-            pinned += ["--cache-dir", self.cache_dir]
-        return [*pinned, "--context", self.context, "-n", self.namespace, *args]
+        """The full kubectl argv for ``args``, pinned: ``kubectl [--kubeconfig K] --context C -n NS args...``.
 
-    def kubectl(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True) -> process.Completed:
+        Raises ``ValueError`` when ``args`` hold a flag that would override the pin (see :func:`refuse_target_flags`).
+        """
+        refuse_target_flags(args, self)
+        return [self.kubectl_path, *self._kubeconfig_flag(), "--context", self.context, "-n", self.namespace, *args]
+
+    def kubectl(
+        self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True
+    ) -> process.Completed:
         """Run kubectl with ``args`` within ``timeout`` seconds (shortened to the current wait attempt's bound).
 
-        Raises :class:`KubectlTimeout` (group killed) on overrun, :class:`KubectlError` on a non-zero exit
-        when ``check``, :class:`ContextNotAllowed` if the pinned context is no longer allowed.
+        The call is complete when kubectl exits; a process it left behind (a wrapper's or a credential plugin's
+        child) is killed and reported with a :class:`~harness.errors.StrayProcessWarning`. Raises ``ValueError``
+        for a flag that would override the pinned context or namespace; :class:`KubectlTimeout` (group killed)
+        on overrun; :class:`KubectlUnrecoverable` on a non-zero exit waiting cannot fix (API server refused,
+        unauthorized, resource type not served, TLS, DNS) and :class:`KubectlError` on any other, when
+        ``check``; :class:`ContextNotAllowed` if the pinned context is no longer allowed.
         """
+        __tracebackhide__ = True
         self.guard()
         argv = self.argv(*args)
         bound = clamp_to_attempt(timeout)
         try:
-            done = process.run_bounded(argv, timeout=bound, input=input.encode() if input is not None else None)
+            done = process.run_bounded(
+                argv, timeout=bound, input=input.encode() if input is not None else None, env=self.env
+            )
         except process.Timeout as exc:
-            raise KubectlTimeout(argv, bound, process.tail(exc.stderr)) from None
+            raise KubectlTimeout(argv, bound, exc.stderr) from None
         except FileNotFoundError:
-            raise KubectlNotFound(f"kubectl not found at {self.kubectl_path!r}; install kubectl or put it on PATH") from None
+            raise KubectlNotFound(
+                f"kubectl not found at {self.kubectl_path!r}; install kubectl or put it on PATH"
+            ) from None
+        if done.strays:
+            _report_strays(args, done.strays)
         if check and done.returncode != 0:
-            raise KubectlError(argv, done.returncode, process.tail(done.stderr))
+            raise kubectl_failure(argv, done.returncode, done.stderr)
         return done
 
     def kubectl_json(self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> Any:
-        """``kubectl args... -o json`` parsed. Raises as :meth:`kubectl`, and :class:`KubectlError` on unparsable output."""
+        """``kubectl args... -o json`` parsed; ``None`` when kubectl printed nothing at all.
+
+        Printing nothing with exit 0 is how kubectl says an object is absent under ``--ignore-not-found``, so
+        a "wait until deleted" probe reads ``None``. Raises as :meth:`kubectl`, and :class:`KubectlError` on
+        output that is not JSON.
+        """
+        __tracebackhide__ = True
         done = self.kubectl(*args, "-o", "json", timeout=timeout)
+        if not done.stdout.strip():
+            return None
         try:
             return json.loads(done.stdout)
         except json.JSONDecodeError as exc:
-            raise KubectlError(done.argv, done.returncode, f"output is not JSON ({exc}): {done.stdout[:200]!r}") from None
+            raise KubectlError(
+                done.argv,
+                done.returncode,
+                done.stderr,
+                cause=f"kubectl output is not JSON ({exc}): {done.stdout[:200]!r}",
+            ) from None
 
     def rollout_restart(self, deployment: str, *, timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> None:
         """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
+        __tracebackhide__ = True
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
     def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
-        ``timeout`` seconds go to kubectl's own ``--timeout``; the process is killed ``grace`` seconds later
-        if kubectl has not exited by itself. A rollout that does not finish raises :class:`KubectlError`
-        (kubectl's exit) or :class:`KubectlTimeout`. (Default 300 s, as upstream's resilience helpers:
-        stack-under-test.md §8.)
+        ``timeout`` seconds (finite, > 0) go to kubectl's own ``--timeout`` with millisecond precision, rounded
+        up (``0.4`` becomes ``400ms``: kubectl reads ``0s`` as "wait forever"); the process is killed ``grace``
+        seconds later if kubectl has not exited by itself. A rollout that does not finish raises
+        :class:`KubectlError` (kubectl's ``timed out waiting for the condition``) or :class:`KubectlTimeout`.
+        Default 300 s, the budget upstream's resilience helpers give a rollout.
         """
-        done = self.kubectl("rollout", "status", f"deployment/{deployment}", f"--timeout={timeout:.0f}s", timeout=timeout + grace)
+        __tracebackhide__ = True
+        flag = duration_flag("--timeout", timeout)
+        if not (math.isfinite(grace) and grace >= 0):
+            raise ValueError(f"rollout_status: grace must be finite seconds >= 0, got {grace!r}")
+        done = self.kubectl("rollout", "status", f"deployment/{deployment}", flag, timeout=timeout + grace)
         return process.tail(done.stdout, 1)
 
-    # --- the API server's clock -------------------------------------------------------------------------
+    def _kubeconfig_flag(self) -> list[str]:
+        flags = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
+        return flags + (["--cache-dir", self.cache_dir] if self.cache_dir else [])
+
+    # --- the API server ---------------------------------------------------------------------------------
 
     def api_client(self) -> Any:
-        """A kubernetes ``ApiClient`` built for this context only (the global default configuration is untouched).
+        """A kubernetes ``ApiClient`` built for this context only, from the kubeconfig files kubectl uses.
 
-        urllib3's retries are off, so a call's ``_request_timeout`` bounds it (the client would otherwise retry
-        a refused connection three times, each with the full timeout).
+        The global default configuration is untouched. urllib3's retries are off, so a call's
+        ``_request_timeout`` bounds it (the client would otherwise retry a refused connection three times,
+        each with the full timeout). Raises :class:`NoKubeContext` when the client cannot load the context.
         """
         if self._api_client is None:
             from kubernetes import client as kube_client
             from kubernetes import config as kube_config
 
             configuration = kube_client.Configuration()
-            kube_config.load_kube_config(config_file=self.kubeconfig, context=self.context, client_configuration=configuration, persist_config=False)
+            try:
+                kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=self.kubeconfig_path,
+                    context=self.context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            except kube_config.ConfigException as exc:
+                raise NoKubeContext(f"the kubernetes client cannot load context {self.context!r}: {exc}") from None
             configuration.retries = False
             self._api_client = kube_client.ApiClient(configuration)
         return self._api_client
+
+    def server_url(self) -> str:
+        """The API server URL of the pinned context, as the kubernetes client loaded it."""
+        return str(self.api_client().configuration.host)
+
+    def kubeconfig_server(self) -> str:
+        """The pinned context's API server URL read from the kubeconfig files alone (no client, no credential
+        plugin, no network), merged as kubectl merges them: the first file that defines a name wins."""
+        return kubeconfig_server(self.kubeconfig_path, self.context)
 
     def server_time(self, *, timeout: float = 10.0) -> datetime:
         """The API server's clock, from the ``Date`` header of a ``GET /version`` (aware UTC datetime).
 
         The header has whole seconds (RFC 9110 §5.6.7), so this is the server's time floored to the second:
-        a ``since`` anchored on it can only widen a window, never hide a run. Raises :class:`ApiServerUnreachable`
-        when the API server does not answer within ``timeout`` seconds (shortened to the current wait attempt),
-        answers with an error status, or sends no ``Date``.
+        a ``since`` anchored on it can only widen a window, never hide a run. ``timeout`` seconds bound the
+        request (shortened to the current wait attempt). Raises :class:`ApiServerUnreachable` when no answer
+        came (refused, no answer within the bound, TLS, DNS), :class:`ApiServerRejected` when the answer is an
+        error status (a 404 here: the URL is not a Kubernetes API server), :class:`ApiServerUnusable` (kind
+        ``no-date``) when the answer has no ``Date``.
         """
+        __tracebackhide__ = True
         self.guard()
-        bound = clamp_to_attempt(timeout)
-        from kubernetes import client as kube_client
-
-        try:
-            raw = kube_client.VersionApi(self.api_client()).get_code_with_http_info(_preload_content=False, _request_timeout=(bound, bound))
-        except Exception as exc:  # urllib3 and ApiException alike: the hop is the API server
-            raise ApiServerUnreachable(
-                f"the API server of context {self.context!r} did not answer GET /version within {bound:.1f}s: {type(exc).__name__}: {exc}"
-            ) from exc
-        raw = raw[0] if isinstance(raw, tuple) else raw
-        try:
-            date = raw.headers.get("Date")
-        finally:
-            raw.release_conn()
+        response = self._get("/version", clamp_to_attempt(timeout))
+        date = response.get("date")
         if not date:
-            raise ApiServerUnreachable(f"the API server of context {self.context!r} answered GET /version without a Date header")
+            raise ApiServerUnusable(
+                f"the API server of context {self.context!r} ({self.server_url()}) answered "
+                "GET /version without a Date header",
+                kind="no-date",
+                context=self.context,
+                server=self.server_url(),
+            )
         return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
+
+    def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT) -> ApiServerInfo:
+        """Check once that the pinned API server can be used: ``GET /version``, then the namespace.
+
+        Each request is bounded by ``timeout`` seconds. Returns :class:`ApiServerInfo`. Raises
+        :class:`ApiServerUnreachable` / :class:`ApiServerRejected` (both :class:`ApiServerUnusable`) with a
+        one-line message naming the context, the server URL, what happened and the likely fix; kinds as in
+        :class:`~harness.errors.ApiServerUnusable` (``namespace-missing`` when the namespace does not exist).
+        """
+        __tracebackhide__ = True
+        self.guard()
+        version = self._get("/version", timeout)
+        try:
+            self._get(f"/api/v1/namespaces/{self.namespace}", timeout)
+        except ApiServerRejected as exc:
+            if exc.status != 404:
+                raise
+            raise ApiServerRejected(
+                f"namespace {self.namespace!r} does not exist on the API server of context {self.context!r} "
+                f"({self.server_url()}); bring the stack up (upstream's e2e/scripts/up.sh) or pass --namespace",
+                kind="namespace-missing",
+                context=self.context,
+                server=self.server_url(),
+                status=404,
+                hint="bring the stack up or pass --namespace",
+            ) from None
+        body = version.get("body") or {}
+        return ApiServerInfo(self.server_url(), str(body.get("gitVersion", "unknown")), self.namespace)
+
+    def _get(self, path: str, bound: float) -> dict[str, Any]:
+        """``GET path`` on the API server within ``bound`` seconds: ``{"date", "body"}``, or a classified error."""
+        import urllib3
+        from kubernetes.client.exceptions import ApiException
+
+        api = self.api_client()
+        method, url, headers, _, _ = api.param_serialize(
+            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
+        try:
+            response = api.call_api(method, url, header_params=headers, _request_timeout=(bound, bound))
+            data = response.read()
+        except ApiException as exc:  # the client reports a failed TLS handshake as status 0
+            if exc.status == 0:
+                raise self._unreachable(path, bound, exc, kind="tls", detail=str(exc.reason)) from exc
+            raise self._rejected(path, exc.status, exc.reason) from exc
+        except (urllib3.exceptions.HTTPError, OSError) as exc:  # no HTTP answer came back
+            raise self._unreachable(path, bound, exc) from exc
+        if not 200 <= response.status < 300:
+            raise self._rejected(path, response.status, response.reason)
+        try:
+            body = json.loads(data) if data else {}
+        except ValueError:
+            body = {}
+        return {"date": response.headers.get("Date"), "body": body}
+
+    def _rejected(self, path: str, status: int, reason: str | None) -> ApiServerRejected:
+        server = self.server_url()
+        kind, hint = {
+            401: (
+                "unauthorized",
+                "the context's credentials are stale (a recreated cluster?): `minikube update-context` "
+                "or `minikube start` rewrites them",
+            ),
+            403: ("forbidden", "the context's user is authenticated but lacks the rights: check its RBAC bindings"),
+        }.get(
+            status,
+            (
+                "http-status",
+                "check the server URL in the kubeconfig (`kubectl config view --minify`): "
+                "it may not be a Kubernetes API server, or the cluster is still starting",
+            ),
+        )
+        said = {401: "rejected the credentials (401 Unauthorized)", 403: "refused access (403 Forbidden)"}.get(
+            status, f"answered with HTTP {status} {reason or ''}".rstrip()
+        )
+        return ApiServerRejected(
+            f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint}",
+            kind=kind,
+            context=self.context,
+            server=server,
+            status=status,
+            hint=hint,
+        )
+
+    def _unreachable(
+        self, path: str, bound: float, exc: BaseException, kind: str | None = None, detail: str | None = None
+    ) -> ApiServerUnreachable:
+        server = self.server_url()
+        kind = kind or classify_connection_error(exc)
+        said, hint = _UNREACHABLE_TEXT[kind]
+        said = said.format(bound=f"{bound:.1f}", host=urlsplit(server).hostname or server)
+        return ApiServerUnreachable(
+            f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint} "
+            f"[{detail.replace(chr(10), ': ')[:200] if detail else f'{type(exc).__name__}: {_first_line(exc)}'}]",
+            kind=kind,
+            context=self.context,
+            server=server,
+            hint=hint,
+        )
 
     def clock_skew(self, *, timeout: float = 10.0) -> float:
         """Host clock minus server clock, in signed seconds (positive: the host is ahead).
@@ -216,6 +451,298 @@ class Kube:
         return f"Kube(context={self.context!r}, namespace={self.namespace!r})"
 
 
+@dataclass(frozen=True)
+class ApiServerInfo:
+    """What :meth:`Kube.check_api_server` found: the ``server`` URL, its ``version`` (gitVersion), the ``namespace``."""
+
+    server: str
+    version: str
+    namespace: str
+
+
+_UNREACHABLE_TEXT = {
+    "refused": (
+        "refused the connection",
+        "nothing listens there: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+    ),
+    "no-answer": (
+        "did not answer within {bound}s",
+        "the VM may be paused or overloaded. Check `minikube status`; `minikube unpause` or `minikube start`",
+    ),
+    "closed": ("closed the connection without an answer", "the API server may be restarting. Check `minikube status`"),
+    "tls": (
+        "failed the TLS handshake",
+        "the kubeconfig's certificates or scheme do not match this server (a "
+        "recreated cluster?): `minikube update-context` or `minikube start`",
+    ),
+    "dns": (
+        "could not be found ({host} does not resolve)",
+        "check the server URL in the kubeconfig (`kubectl config view --minify`)",
+    ),
+}
+
+
+def classify_connection_error(exc: BaseException) -> str:
+    """How a request got no HTTP answer: ``refused``, ``no-answer``, ``closed``, ``tls`` or ``dns``.
+
+    Reads the exception and its causes (urllib3 wraps the socket error; with retries off it is raised as is).
+    """
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(chain) < 8:
+        chain.append(seen)
+        seen = (
+            getattr(seen, "reason", None)
+            if isinstance(getattr(seen, "reason", None), BaseException)
+            else (seen.__cause__ or seen.__context__)
+        )
+    names = " ".join(type(e).__name__ for e in chain)
+    text = " ".join(str(e) for e in chain)
+    if any(isinstance(e, ssl.SSLError) for e in chain) or "SSLError" in names:
+        return "tls"
+    if "NameResolutionError" in names or any(isinstance(e, OSError) and "resolution" in str(e).lower() for e in chain):
+        return "dns"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "dns"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in text:
+        return "refused"
+    if "Timeout" in names or any(isinstance(e, TimeoutError) for e in chain) or "timed out" in text:
+        return "no-answer"
+    return "closed"
+
+
+# --- kubectl failures: what waiting can and cannot fix -----------------------------------------------------
+
+_UNRECOVERABLE = [
+    (
+        re.compile(r"The connection to the server (\S+) was refused"),
+        "api-server-refused",
+        "nothing listens at {0}: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+    ),
+    (
+        re.compile(r"You must be logged in to the server|\(Unauthorized\)"),
+        "unauthorized",
+        "the API server rejected the context's credentials: `minikube update-context` or `minikube start` "
+        "rewrites them",
+    ),
+    (
+        re.compile(r"the server doesn't have a resource type \"([^\"]+)\""),
+        "not-served",
+        "the API server does not serve {0}: is its CustomResourceDefinition installed?",
+    ),
+    (
+        re.compile(r"no matches for kind \"([^\"]+)\""),
+        "not-served",
+        "the API server does not serve kind {0}: is its CustomResourceDefinition installed?",
+    ),
+    (
+        re.compile(r"x509: |tls: |server gave HTTP response to HTTPS client"),
+        "tls",
+        "the kubeconfig's certificates or scheme do not match the API server: `minikube update-context`",
+    ),
+    (
+        re.compile(r"no such host"),
+        "dns",
+        "the API server's host name does not resolve: check the kubeconfig's server URL",
+    ),
+]
+
+
+def kubectl_failure(argv: list[str], returncode: int, stderr: str) -> KubectlError:
+    """The error for a kubectl that exited ``returncode``: :class:`KubectlUnrecoverable` when its closing line says
+    waiting cannot help (API server refused, unauthorized, resource type not served, TLS, DNS), else
+    :class:`KubectlError`."""
+    cause = process.final_line(stderr)
+    for pattern, reason, hint in _UNRECOVERABLE:
+        found = pattern.search(cause)
+        if found:
+            return KubectlUnrecoverable(argv, returncode, stderr, reason=reason, hint=hint.format(*found.groups()))
+    return KubectlError(argv, returncode, stderr)
+
+
+def _report_strays(args: tuple[str, ...], strays: tuple[str, ...]) -> None:
+    text = (
+        f"kubectl {' '.join(args)} exited, but processes it started were still running and were killed: "
+        f"{'; '.join(strays)}"
+    )
+    note(text)
+    warnings.warn(StrayProcessWarning(text), stacklevel=3)
+
+
+# --- arguments a caller may not pass ------------------------------------------------------------------------
+
+_CONTEXT_HINT = (
+    "the context is chosen once per session (--kube-context, or kubectl's current context) and checked "
+    "against [tool.harness] allowed_contexts; to use another local cluster, allow it there and pass "
+    "--kube-context"
+)
+_CREDENTIALS_HINT = "credentials come from the pinned context's kubeconfig entry only"
+_TARGET_FLAGS: dict[str, str] = {
+    **dict.fromkeys(("--context", "--kubeconfig", "--cluster", "--server", "-s"), _CONTEXT_HINT),
+    **dict.fromkeys(
+        (
+            "--user",
+            "--token",
+            "--as",
+            "--as-group",
+            "--as-uid",
+            "--as-user-extra",
+            "--username",
+            "--password",
+            "--client-certificate",
+            "--client-key",
+            "--certificate-authority",
+            "--insecure-skip-tls-verify",
+            "--tls-server-name",
+        ),
+        _CREDENTIALS_HINT,
+    ),
+    **dict.fromkeys(
+        ("--namespace", "-n"),
+        "for another namespace use kube.in_namespace('NAME'), a Kube pinned to it (the context guard still applies)",
+    ),
+    **dict.fromkeys(
+        ("--all-namespaces", "-A"),
+        "a call across all namespaces reaches beyond the pinned one; list "
+        "one namespace at a time with kube.in_namespace('NAME')",
+    ),
+    "--kuberc": "user preferences are off for every harness call (KUBERC=off), so no preferences file can change "
+    "what a call does",
+}
+_SHORT_TARGETS = {"n": "-n", "s": "-s", "A": "-A"}
+_SHORT_WITH_VALUE = frozenset("olcLkvns")
+"""kubectl's short flags that take a value: in a cluster such as ``-ojson`` the rest is that value."""
+
+
+def refuse_target_flags(args: tuple[str, ...] | list[str], kube: Kube | None = None) -> None:
+    """Raise ``ValueError`` if ``args`` hold a flag that chooses where or as whom kubectl acts.
+
+    Both ``--flag value`` and ``--flag=value`` forms, short forms (``-n x``, ``-nx``, ``-n=x``, ``-A``, ``-s``)
+    and short clusters (``-wA``) are found; arguments after ``--`` (a command for ``kubectl exec``) are not
+    kubectl's and are left alone. The message names the flag and says what to use instead.
+    """
+    for arg in args:
+        if arg == "--":
+            return
+        flag = _target_flag(arg)
+        if flag is not None:
+            pinned = f" (pinned: context {kube.context!r}, namespace {kube.namespace!r})" if kube is not None else ""
+            raise ValueError(
+                f"kubectl argument {arg!r} is refused: the harness pins the context and namespace on every call"
+                f"{pinned}, and kubectl takes the last {flag} given, so this flag would override the pin. "
+                f"{_TARGET_FLAGS[flag]}."
+            )
+
+
+def _target_flag(arg: str) -> str | None:
+    if arg.startswith("--"):
+        name = arg.split("=", 1)[0]
+        return name if name in _TARGET_FLAGS else None
+    if arg.startswith("-") and len(arg) > 1:
+        for letter in arg[1:]:
+            if letter in _SHORT_TARGETS:
+                return _SHORT_TARGETS[letter]
+            if letter in _SHORT_WITH_VALUE or letter == "=":
+                return None  # the rest of the cluster is this flag's value
+    return None
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def check_namespace(namespace: str) -> None:
+    """Raise ``ValueError`` unless ``namespace`` is a name Kubernetes accepts for a namespace (RFC 1123 label)."""
+    if not isinstance(namespace, str) or len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
+        raise ValueError(
+            f"namespace {namespace!r} is not a Kubernetes namespace name (RFC 1123 label: lowercase "
+            "letters, digits and '-', at most 63 characters)"
+        )
+
+
+# --- durations kubectl reads ----------------------------------------------------------------------------------
+
+_WHOLE_SECOND_FLAGS = frozenset({"--grace-period"})
+"""Duration flags kubectl reads as an integer number of seconds (``0`` there means "immediately", with --force)."""
+
+
+def duration_flag(name: str, seconds: float) -> str:
+    """``NAME=VALUE`` for a kubectl duration flag, never shorter than ``seconds`` and never zero.
+
+    kubectl reads ``--timeout=0s`` (rollout status), ``--request-timeout=0`` and ``--grace-period=0`` as "forever",
+    "no timeout" or "force", and ``--since=0s`` as "everything": rounding a small positive budget down to zero
+    flips its meaning. So durations round *up*: to whole seconds for ``--grace-period`` (an int flag), else to
+    milliseconds as a Go duration (``400ms``, ``120s``). Raises ``ValueError`` for a non-positive, infinite or
+    NaN ``seconds``, ``TypeError`` for a non-number.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{name}: seconds must be a number, got {seconds!r}")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(
+            f"{name}: a duration must be finite and > 0 seconds (kubectl reads 0 as forever), got {seconds!r}"
+        )
+    if name in _WHOLE_SECOND_FLAGS:
+        return f"{name}={max(1, math.ceil(seconds - 1e-9))}"
+    millis = max(1, math.ceil(seconds * 1000 - 1e-6))
+    return f"{name}={millis // 1000}s" if millis % 1000 == 0 else f"{name}={millis}ms"
+
+
+# --- kubeconfig and environment -------------------------------------------------------------------------------
+
+
+def resolve_kubeconfig(explicit: str | None = None) -> str:
+    """The kubeconfig files kubectl would read now, ``os.pathsep``-joined: ``explicit``, else ``$KUBECONFIG``, else
+    ``~/.kube/config``. Resolved once per :class:`Kube`, so a later change of ``KUBECONFIG`` cannot redirect it."""
+    if explicit:
+        return os.path.abspath(explicit)
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if listed:
+        return os.pathsep.join(os.path.abspath(os.path.expanduser(p)) for p in listed)
+    return os.path.join(os.path.expanduser("~"), ".kube", "config")
+
+
+def kubectl_environment(kubeconfig_path: str | None = None) -> dict[str, str]:
+    """The environment of a harness kubectl child: :data:`ENV_PASSED_THROUGH` from this process, ``KUBECONFIG``
+    (``kubeconfig_path`` when given), ``KUBERC=off`` and ``KUBECTL_KUBERC=false`` (user preferences off: kubectl 1.33
+    reads them behind ``KUBECTL_KUBERC=true``, later releases by default)."""
+    env = {name: os.environ[name] for name in ENV_PASSED_THROUGH if name in os.environ}
+    env.setdefault("PATH", os.defpath)
+    if kubeconfig_path:
+        env["KUBECONFIG"] = kubeconfig_path
+    env["KUBERC"] = "off"
+    env["KUBECTL_KUBERC"] = "false"
+    return env
+
+
+def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
+    """The ``server`` of ``context``'s cluster in the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
+    or a short note saying why there is none."""
+    import yaml
+
+    contexts: dict[str, Any] = {}
+    clusters: dict[str, Any] = {}
+    for path in kubeconfig_path.split(os.pathsep):
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        for entry in data.get("contexts") or []:
+            contexts.setdefault(entry.get("name"), entry.get("context") or {})
+        for entry in data.get("clusters") or []:
+            clusters.setdefault(entry.get("name"), entry.get("cluster") or {})
+    cluster = clusters.get(contexts.get(context, {}).get("cluster"))
+    if not cluster or not cluster.get("server"):
+        return f"(no server for context {context!r} in {kubeconfig_path})"
+    return str(cluster["server"])
+
+
+def _looked_at(kubeconfig_path: str) -> str:
+    paths = kubeconfig_path.split(os.pathsep)
+    found = [p for p in paths if os.path.isfile(p)]
+    where = ", ".join(paths)
+    return f"kubeconfig read from {where}" if found else f"no kubeconfig file at {where}"
+
+
 def resolve_kubectl(kubectl: str = "kubectl") -> str:
     """The absolute path of ``kubectl``. Raises :class:`KubectlNotFound` with the fix."""
     path = shutil.which(kubectl)
@@ -225,19 +752,28 @@ def resolve_kubectl(kubectl: str = "kubectl") -> str:
 
 
 def current_context(kubectl_path: str, *, kubeconfig: str | None = None) -> str:
-    """``kubectl config current-context``. Raises :class:`NoKubeContext` when there is none (or no kubeconfig)."""
+    """``kubectl config current-context``. Raises :class:`NoKubeContext` when there is none; when no kubeconfig
+    file exists at all, the message says so and where kubectl looked."""
+    kubeconfig_path = resolve_kubeconfig(kubeconfig)
     argv = [kubectl_path, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "config", "current-context"]
     try:
-        done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT)
-    except process.Timeout:
-        raise KubectlTimeout(argv, _CONFIG_TIMEOUT, "") from None
+        done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT, env=kubectl_environment(kubeconfig_path))
+    except process.Timeout as exc:
+        raise KubectlTimeout(argv, _CONFIG_TIMEOUT, exc.stderr) from None
     except FileNotFoundError:
         raise KubectlNotFound(f"kubectl not found at {kubectl_path!r}") from None
     name = done.stdout.strip()
-    if done.returncode != 0 or not name:
-        said = process.tail(done.stderr, 1) or "no output"
-        raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass --kube-context")
-    return name
+    if done.returncode == 0 and name:
+        return name
+    paths = kubeconfig_path.split(os.pathsep)
+    if not any(os.path.isfile(p) for p in paths):
+        source = "$KUBECONFIG" if os.environ.get("KUBECONFIG") and not kubeconfig else "its default"
+        raise NoKubeContext(
+            f"no kubeconfig found: kubectl looked at {', '.join(paths)} ({source}) and there is no file; "
+            "start minikube (`minikube start`) to create it, or point KUBECONFIG at yours"
+        )
+    said = process.tail(done.stderr, 1) or "no output"
+    raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass --kube-context")
 
 
 def check_allowed(context: str, allowed: tuple[str, ...]) -> None:
@@ -246,6 +782,12 @@ def check_allowed(context: str, allowed: tuple[str, ...]) -> None:
         return
     raise ContextNotAllowed(
         f"refusing kube context {context!r}: cluster specs may only touch {', '.join(allowed)} "
-        f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube` or "
-        f"`pytest --kube-context minikube`; to allow another local cluster, add it to allowed_contexts in a commit."
+        f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube`, or pick "
+        f'the context for this run: `make e2e PYTEST_ARGS="--kube-context minikube"` (plain pytest: '
+        f"`pytest --kube-context minikube`); to allow another local cluster, add it to allowed_contexts in a commit."
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else "(no message)"

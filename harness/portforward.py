@@ -1,6 +1,6 @@
-"""``PortForward``: a supervised ``kubectl port-forward`` that cannot hang a run or outlive it (issue #3).
+"""``PortForward``: a supervised ``kubectl port-forward`` that cannot hang a run or outlive it.
 
-Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
+Known kubectl behaviours this guards against:
 
 - the banner is not readiness: ready = banner parsed *and* a TCP connection (or an HTTP answer on
   ``ready_path``) succeeded, raced against the child's exit, within a budget (default 30 s);
@@ -9,9 +9,11 @@ Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
 - since v1.23 kubectl exits on the first forwarding error (kubernetes PR #103526), with code 1 only since
   PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
 - a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
-  resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059): stderr lines ``an error
-  occurred forwarding`` / ``lost connection to pod`` / ``error creating error stream`` (a tunnel that stopped
-  answering new streams), or several resets in a row, mark it broken;
+  resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059), and a forward whose
+  tunnel to the API server is wedged stays alive while every request hangs and kubectl prints ``error
+  creating error stream ... Timeout occurred``. Every line kubectl's ``portforward.go`` prints for a broken
+  tunnel (:data:`BROKEN_MARKERS`), or several resets in a row, marks the forward broken; a request in flight
+  then ends as the forward's failure, and the pool reopens it;
 - shells and single-PID kills leave orphans holding ports: no shell, own process group, parent-death
   signal, stop = SIGINT, short grace, SIGKILL of the group, reap (harness.process).
 """
@@ -58,11 +60,20 @@ TCP_HOLD = 0.2
 """Seconds the TCP readiness probe holds its connection open: a forward whose pod side fails closes it (or exits)."""
 
 _BANNER = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
-_BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod", "error creating error stream",
-                   "error creating forwarding stream")
-"""stderr lines after which a live kubectl no longer forwards. The last two: the pod side stopped answering new
-streams and kubectl gave up on one after its 30 s stream timeout (client-go ``portforward.go``); kubectl stays up,
-but every later connection waits the same 30 s."""
+BROKEN_MARKERS = (
+    "error creating error stream",  # the tunnel could not open a stream (often "...: Timeout occurred")
+    "error creating forwarding stream",
+    "error reading from error stream",
+    "an error occurred forwarding",  # the pod side refused or failed (kubelet's "error forwarding port ...")
+    "error forwarding port",
+    "lost connection to pod",  # kubectl closes the tunnel (and exits since v1.23)
+    "error upgrading connection",
+    "error creating websocket transports",
+    "Timeout occurred",  # a stream that the API server never opened
+)
+"""Substrings of kubectl port-forward's stderr lines (client-go ``tools/portforward/portforward.go``, kubectl
+1.27 to 1.33) that mean the tunnel is broken. Left out on purpose: ``error copying from local connection to
+remote stream`` and its twin, which a local client that resets its own connection also causes."""
 _STDERR_LINES = 200
 
 
@@ -95,8 +106,8 @@ class PortForward:
     Use ``with port_forward(kube, "svc/fake-github", 80) as fwd:`` (or ``async with``), or call
     :meth:`start` / :meth:`astart` and :meth:`close` / :meth:`aclose` yourself. Once ready: ``local_port``
     (int) and ``base_url`` (``http://127.0.0.1:NNNNN``). ``exit`` is the recorded :class:`ForwardExit` or
-    ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at`` and ``ready_at``
-    are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
+    ``None``; :meth:`broken_reason` says why a live forward is known broken. ``banner_at``, ``ready_at`` and
+    ``broken_at`` are ``time.monotonic()`` stamps. ``close()`` is idempotent and bounded (grace + about 5 s).
 
     Raises ``ValueError`` (``TypeError`` for a wrong type) naming the argument, before anything is spawned,
     for what :func:`check_forward_args` refuses.
@@ -113,8 +124,14 @@ class PortForward:
         reset_limit: int = DEFAULT_RESET_LIMIT,
         stop_grace: float = DEFAULT_STOP_GRACE,
     ) -> None:
-        check_forward_args(target, remote_port, ready_timeout=ready_timeout, stop_grace=stop_grace,
-                           reset_limit=reset_limit, ready_path=ready_path)
+        check_forward_args(
+            target,
+            remote_port,
+            ready_timeout=ready_timeout,
+            stop_grace=stop_grace,
+            reset_limit=reset_limit,
+            ready_path=ready_path,
+        )
         self.kube = kube
         self.target = target
         self.remote_port = remote_port
@@ -130,6 +147,7 @@ class PortForward:
         self.banner_at: float | None = None
         self.ready_at: float | None = None
         self.answers = 0
+        self.broken_at: float | None = None
         self._resets = 0
         self._broken: str | None = None
         self._closed = False
@@ -182,7 +200,10 @@ class PortForward:
         """A request was reset or closed without an answer with kubectl alive; ``reset_limit`` in a row = broken."""
         self._resets += 1
         if self._resets >= self.reset_limit and self._broken is None and self.exit is None:
-            self._broken = f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+            self._broken = (
+                f"{self._resets} requests in a row were reset or closed without an answer while kubectl stayed up"
+            )
+            self.broken_at = time.monotonic()
 
     @property
     def alive(self) -> bool:
@@ -213,7 +234,9 @@ class PortForward:
         try:
             while True:
                 if self._ready_step(deadline) is _PROBE_TCP:
-                    if await self._tcp_ready_async(deadline) and (not self.ready_path or await self._http_ready_async(deadline)):
+                    if await self._tcp_ready_async(deadline) and (
+                        not self.ready_path or await self._http_ready_async(deadline)
+                    ):
                         self._check_running()
                         break
                 await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
@@ -254,7 +277,9 @@ class PortForward:
     async def __aenter__(self) -> PortForward:
         return await self.astart()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
@@ -281,7 +306,7 @@ class PortForward:
                 self._spawned.set()
                 return
             try:
-                self.proc = process.spawn(self.argv)
+                self.proc = process.spawn(self.argv, env=self.kube.env)
             except OSError as exc:
                 self._spawn_error = exc
             finally:
@@ -345,8 +370,9 @@ class PortForward:
                 self._banner.set()
             return
         self._stderr.append(line)
-        if self._broken is None and any(marker in line for marker in _BROKEN_MARKERS):
+        if self._broken is None and any(marker in line for marker in BROKEN_MARKERS):
             self._broken = f"kubectl reported: {line.strip()}"
+            self.broken_at = time.monotonic()
 
     def _record_exit(self, proc: subprocess.Popen[bytes]) -> None:
         # Whatever the leader left in its group (a helper it started) must not outlive it; the group is
@@ -355,7 +381,11 @@ class PortForward:
         returncode = proc.returncode
         if returncode is None:  # unreapable within 5 s: close() and the leak audit deal with it
             return
-        sig = signal.Signals(-returncode).name if returncode < 0 and -returncode in signal.Signals._value2member_map_ else None
+        sig = (
+            signal.Signals(-returncode).name
+            if returncode < 0 and -returncode in signal.Signals._value2member_map_
+            else None
+        )
         self.exit = ForwardExit(returncode, sig, self.stderr_tail(), time.monotonic(), stopped_by_harness=self._closed)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
@@ -370,7 +400,11 @@ class PortForward:
             self._not_ready("the watcher thread did not spawn kubectl")
         self._check_running()
         if time.monotonic() >= deadline:
-            stage = "its banner (`Forwarding from 127.0.0.1:...`)" if self.local_port is None else "a TCP answer on its local port"
+            stage = (
+                "its banner (`Forwarding from 127.0.0.1:...`)"
+                if self.local_port is None
+                else "a TCP answer on its local port"
+            )
             self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
         if self.local_port is None:
             return "banner"
@@ -427,7 +461,9 @@ class PortForward:
         from harness.fetch import fetch_through_sync
 
         try:
-            fetch_through_sync(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+            fetch_through_sync(
+                self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic()))
+            )
         except HopFailure:
             return False
         return True
@@ -436,7 +472,9 @@ class PortForward:
         from harness.fetch import fetch_through
 
         try:
-            await fetch_through(self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic())))
+            await fetch_through(
+                self, "GET", self.ready_path or "/", timeout=min(2.0, max(0.01, deadline - time.monotonic()))
+            )
         except HopFailure:
             return False
         return True
@@ -453,20 +491,47 @@ class PortForward:
         stderr = self.stderr_tail()
         version = client_version(self.kube.kubectl_path)
         raise PortForwardNotReady(
-            f"port-forward {self.target} :{self.remote_port} (context {self.kube.context}, namespace {self.kube.namespace}) "
+            f"port-forward {self.target} :{self.remote_port} "
+            f"(context {self.kube.context}, namespace {self.kube.namespace}) "
             f"not ready after {waited:.1f}s: {why}. kubectl client {version}; exit code {exit_code}{stopped}; "
             f"stderr: {stderr or '(empty)'}",
-            target=self.target, budget=self.ready_timeout, exit_code=exit_code, stderr_tail=stderr, kubectl_version=version,
+            target=self.target,
+            budget=self.ready_timeout,
+            exit_code=exit_code,
+            stderr_tail=stderr,
+            kubectl_version=version,
         )
 
 
 _PROBE_TCP = object()
 
-_TARGET_TYPES = frozenset({
-    "po", "pod", "pods", "svc", "service", "services", "deploy", "deployment", "deployments",
-    "rs", "replicaset", "replicasets", "sts", "statefulset", "statefulsets",
-    "rc", "replicationcontroller", "replicationcontrollers", "ds", "daemonset", "daemonsets", "job", "jobs",
-})
+_TARGET_TYPES = frozenset(
+    {
+        "po",
+        "pod",
+        "pods",
+        "svc",
+        "service",
+        "services",
+        "deploy",
+        "deployment",
+        "deployments",
+        "rs",
+        "replicaset",
+        "replicasets",
+        "sts",
+        "statefulset",
+        "statefulsets",
+        "rc",
+        "replicationcontroller",
+        "replicationcontrollers",
+        "ds",
+        "daemonset",
+        "daemonsets",
+        "job",
+        "jobs",
+    }
+)
 """Resource types kubectl port-forward can resolve to a pod (kubectl's AttachablePodForObject), with aliases."""
 
 _DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -483,7 +548,7 @@ def check_forward_args(
     reset_limit: int = DEFAULT_RESET_LIMIT,
     ready_path: str | None = None,
 ) -> None:
-    """Refuse a port-forward kubectl could never open, before anything is spawned (trial nits).
+    """Refuse a port-forward kubectl could never open, before anything is spawned.
 
     ``target`` is kubectl's ``TYPE/NAME`` (``svc/x``, ``pod/x``, ``deployment/x``, ... optionally
     ``TYPE.GROUP/NAME`` such as ``deployments.apps/x``) or a bare ``NAME``, which kubectl reads as a pod; the
@@ -517,7 +582,9 @@ def check_forward_args(
     if isinstance(reset_limit, bool) or not isinstance(reset_limit, int) or reset_limit < 1:
         raise ValueError(f"port-forward {target}: reset_limit must be an int >= 1, got {reset_limit!r}")
     if ready_path is not None and (not isinstance(ready_path, str) or not ready_path.startswith("/")):
-        raise ValueError(f"port-forward {target}: ready_path must be None or a path starting with '/', got {ready_path!r}")
+        raise ValueError(
+            f"port-forward {target}: ready_path must be None or a path starting with '/', got {ready_path!r}"
+        )
 
 
 def port_forward(
@@ -537,8 +604,15 @@ def port_forward(
     ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12).
     Raises ``ValueError`` / ``TypeError`` at once for arguments :func:`check_forward_args` refuses.
     """
-    return PortForward(kube, target, remote_port, ready_timeout=ready_timeout, ready_path=ready_path,
-                       reset_limit=reset_limit, stop_grace=stop_grace)
+    return PortForward(
+        kube,
+        target,
+        remote_port,
+        ready_timeout=ready_timeout,
+        ready_path=ready_path,
+        reset_limit=reset_limit,
+        stop_grace=stop_grace,
+    )
 
 
 @functools.lru_cache(maxsize=8)
@@ -549,8 +623,12 @@ def client_version(kubectl_path: str) -> str:
     """
     import json
 
+    from harness.kube import kubectl_environment
+
     try:
-        done = process.run_bounded([kubectl_path, "version", "--client", "-o", "json"], timeout=10.0)
+        done = process.run_bounded(
+            [kubectl_path, "version", "--client", "-o", "json"], timeout=10.0, env=kubectl_environment()
+        )
         return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
     except (OSError, process.Timeout, ValueError, KeyError, TypeError) as exc:
         return f"unknown ({type(exc).__name__}: {exc})"

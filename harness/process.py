@@ -3,17 +3,32 @@
 Every child the harness starts goes through :func:`spawn`, so that:
 
 - it runs without a shell, in a new session (its own process group), so one ``killpg`` reaches every
-  descendant (a ``sh -c`` wrapper's child survives a single-PID kill: skupperproject/skupper PR #67);
-- on Linux it gets ``PR_SET_PDEATHSIG(SIGKILL)``, so a SIGKILLed pytest leaves no kubectl behind. The
-  signal fires when the *thread* that spawned the child exits, so long-lived children (port-forwards)
-  must be spawned from a long-lived thread; one-shot calls are safe because the spawning thread waits;
+  descendant that stays in the group: a wrapper script's kubectl, kubectl's exec credential plugin (a
+  ``sh -c`` wrapper's child survives a single-PID kill);
+- it cannot outlive the pytest process, however that ends. On Linux it gets ``PR_SET_PDEATHSIG(SIGKILL)``,
+  which kills the child itself (the signal fires when the *thread* that spawned it exits, so long-lived
+  children such as port-forwards are spawned from a long-lived thread). That signal does not reach the
+  child's own children, so every group is also registered with a *watchdog*: one small process per
+  pytest process, in its own session, that reads a pipe from its parent and SIGKILLs every registered
+  group when that pipe closes, which the kernel does when the parent exits by any path (SIGTERM, SIGKILL,
+  ``os._exit`` from pytest-timeout's thread method). Normal interpreter exit also kills what is left
+  (``atexit``);
 - it is registered in :data:`LIVE_CHILDREN` until reaped, for the end-of-session leak audit.
+
+:func:`run_bounded` ends a call when the child *exits*, not when its output pipes close: a process it left
+behind that holds the pipes open (a daemonised helper) would otherwise turn a finished call into a timeout.
+What the child printed is read while it runs and, after its exit, for a short bound; whatever its group
+still holds is killed and reported in :attr:`Completed.strays`.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
+import re
+import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -28,14 +43,26 @@ _lock = threading.Lock()
 LIVE_CHILDREN: dict[int, list[str]] = {}
 """pid -> argv of every child spawned by the harness and not yet reaped."""
 
+DRAIN = 0.5
+"""Seconds :func:`run_bounded` keeps reading a finished child's pipes after its group was killed."""
+
+EXIT_POLL = 0.01
+"""Seconds between exit checks where the kernel has no pidfd (Linux < 5.3, other systems)."""
+
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec: no allocation-heavy work
     if _libc is not None:
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def spawn(argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` (no shell) in its own process group, stdout and stderr piped. Raises ``FileNotFoundError``."""
+def spawn(
+    argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (no shell) in its own process group, stdout and stderr piped. Raises ``FileNotFoundError``.
+
+    ``env`` is the child's whole environment (``None``: this process's). The group is registered with the
+    watchdog, so it dies with this process however this process ends.
+    """
     proc = subprocess.Popen(
         argv,
         stdin=stdin,
@@ -47,10 +74,13 @@ def spawn(argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[
     )
     with _lock:
         LIVE_CHILDREN[proc.pid] = list(argv)
+    _WATCHDOG.register(proc.pid)
     return proc
 
 
-def kill_group(proc: subprocess.Popen[bytes], *, first: int = signal.SIGKILL, grace: float = 0.0, reap_timeout: float = 5.0) -> None:
+def kill_group(
+    proc: subprocess.Popen[bytes], *, first: int = signal.SIGKILL, grace: float = 0.0, reap_timeout: float = 5.0
+) -> None:
     """Signal ``proc``'s whole process group with ``first``; after ``grace`` seconds SIGKILL the group; reap.
 
     Idempotent and safe on an already-exited child. Never blocks longer than ``grace + reap_timeout``
@@ -77,12 +107,14 @@ def kill_pid_group(pgid: int) -> None:
     _signal_group(pgid, signal.SIGKILL)
     with _lock:
         LIVE_CHILDREN.pop(pgid, None)
+    _WATCHDOG.forget(pgid)
 
 
 def forget(proc: subprocess.Popen[bytes]) -> None:
-    """Drop a reaped child from :data:`LIVE_CHILDREN`."""
+    """Drop a reaped child from :data:`LIVE_CHILDREN` (and from the watchdog's list)."""
     with _lock:
         LIVE_CHILDREN.pop(proc.pid, None)
+    _WATCHDOG.forget(proc.pid)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -103,28 +135,156 @@ def group_alive(pgid: int) -> bool:
     # killpg(0) also succeeds for zombies; look for a live member in /proc where we can.
     if not os.path.isdir("/proc"):
         return True
+    return bool(group_members(pgid))
+
+
+def group_members(pgid: int, *, exclude: int | None = None) -> list[str]:
+    """``"pid: command line"`` of each live (non-zombie) process in group ``pgid`` but ``exclude`` (Linux ``/proc``)."""
+    found: list[str] = []
+    if not os.path.isdir("/proc"):
+        return found
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == exclude:
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
+            if int(fields[2]) != pgid or fields[0] == b"Z":
+                continue
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, IndexError, ValueError):
             continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+        found.append(f"{entry}: {cmdline[:200] or '?'}")
+    return found
+
+
+# --- the watchdog: kills every registered group when this process ends, by any path ---------------------
+
+_WATCHDOG_CODE = """
+import os, signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+groups, pending = set(), b""
+while True:
+    try:
+        chunk = os.read(0, 4096)
+    except InterruptedError:
+        continue
+    except OSError:
+        chunk = b""
+    if not chunk:
+        break
+    *lines, pending = (pending + chunk).split(b"\\n")
+    for line in lines:
+        if line[:1] == b"+":
+            groups.add(int(line[1:]))
+        elif line[:1] == b"-":
+            groups.discard(int(line[1:]))
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class _Watchdog:
+    """The parent side of the watchdog process: started at the first :func:`spawn`, told ``+PGID`` / ``-PGID``.
+
+    The pipe's write end is close-on-exec and reset in forked children, so only this process holds it: the
+    watchdog reads end-of-file exactly when this process is gone.
+    """
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def pid(self) -> int | None:
+        """The watchdog's pid, or ``None`` before the first spawn."""
+        proc = self._proc
+        return proc.pid if proc is not None else None
+
+    def register(self, pgid: int) -> None:
+        self._send(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        self._send(f"-{pgid}\n")
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            for _ in range(2):  # a watchdog that died is replaced once, with every live group re-registered
+                proc = self._proc if self._proc is not None and self._proc.poll() is None else self._start()
+                if proc is None or proc.stdin is None:
+                    return
+                try:
+                    os.write(proc.stdin.fileno(), line.encode())
+                    return
+                except OSError:
+                    self._proc = None
+
+    def _start(self) -> subprocess.Popen[bytes] | None:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _WATCHDOG_CODE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        self._proc = proc
+        assert proc.stdin is not None
+        with _lock:
+            live = list(LIVE_CHILDREN)
+        try:
+            os.write(proc.stdin.fileno(), "".join(f"+{pgid}\n" for pgid in live).encode())
+        except OSError:
+            pass
+        return proc
+
+    def _after_fork_in_child(self) -> None:
+        proc, self._proc, self._lock = self._proc, None, threading.Lock()
+        if proc is not None and proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+
+_WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG._after_fork_in_child)
+
+
+def watchdog_pid() -> int | None:
+    """The pid of this process's watchdog (``None`` before the first child): leak checks leave it out."""
+    return _WATCHDOG.pid()
+
+
+@atexit.register
+def _kill_what_is_left() -> None:
+    """Normal interpreter exit: no registered child outlives it (the watchdog covers every other way out)."""
+    with _lock:
+        left = list(LIVE_CHILDREN)
+    for pgid in left:
+        _signal_group(pgid, signal.SIGKILL)
+
+
+# --- bounded one-shot calls ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Completed:
-    """A finished child: ``argv``, ``returncode``, decoded ``stdout`` and ``stderr``, ``duration`` in seconds."""
+    """A finished child: ``argv``, ``returncode``, decoded ``stdout`` and ``stderr``, ``duration`` in seconds, and
+    ``strays``: processes of its group still alive when it exited (``"pid: command"``; killed since)."""
 
     argv: list[str]
     returncode: int
     stdout: str
     stderr: str
     duration: float
+    strays: tuple[str, ...] = ()
 
 
 class Timeout(Exception):
@@ -135,35 +295,199 @@ class Timeout(Exception):
         self.argv, self.timeout, self.stdout, self.stderr = argv, timeout, stdout, stderr
 
 
-def run_bounded(argv: list[str], *, timeout: float, input: bytes | None = None, env: dict[str, str] | None = None) -> Completed:
-    """Run ``argv`` to completion within ``timeout`` seconds.
+def run_bounded(
+    argv: list[str],
+    *,
+    timeout: float,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    drain: float = DRAIN,
+) -> Completed:
+    """Run ``argv`` until it exits, within ``timeout`` seconds.
 
-    Raises :class:`Timeout` (after killing and reaping the whole group) when it overruns, and
-    ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other exception while waiting
-    kills the group too, then propagates.
+    Completion is the child's exit. Its output is read while it runs and for at most ``drain`` seconds after;
+    anything still alive in its process group then is killed and listed in ``strays``. Raises :class:`Timeout`
+    (after killing and reaping the whole group) when the child has not exited within ``timeout``, and
+    ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other exception while waiting kills
+    the group too, then propagates.
     """
     start = time.monotonic()
     proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
+    pipes = _Pipes(proc, input)
     try:
-        out, err = proc.communicate(input=input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = _drain(proc)
-        raise Timeout(argv, timeout, out.decode(errors="replace"), err.decode(errors="replace")) from None
+        exited = pipes.until_exit(start + timeout)
+        strays = group_members(proc.pid, exclude=proc.pid) if exited else []
+        kill_group(proc)  # the leader is a zombie until now, so its group id cannot have been reused
+        if not pipes.drain(drain):
+            strays.append(f"(a process outside its group kept its output open; reading stopped after {drain:.1f}s)")
     except BaseException:
         kill_group(proc)
+        pipes.close()
         raise
-    # The leader is reaped; a descendant it left in the group (a daemonised helper) dies with it.
-    kill_group(proc)
-    return Completed(argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), time.monotonic() - start)
+    pipes.close()
+    out, err = pipes.text()
+    if not exited:
+        raise Timeout(argv, timeout, out, err)
+    return Completed(argv, proc.returncode, out, err, time.monotonic() - start, tuple(strays))
 
 
-def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """What a killed child printed; the pipes are at EOF once its group is dead, so this does not block."""
+class _Pipes:
+    """Reads a child's stdout and stderr (and feeds its stdin) without blocking; sees its exit without reaping it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        self.in_fd = proc.stdin.fileno() if proc.stdin is not None else None
+        self.chunks: dict[int, list[bytes]] = {self.out_fd: [], self.err_fd: []}
+        self.sel = selectors.DefaultSelector()
+        for fd in self.chunks:
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ)
+        self.pending = memoryview(input or b"")
+        if self.in_fd is not None:
+            os.set_blocking(self.in_fd, False)
+            self.sel.register(self.in_fd, selectors.EVENT_WRITE)
+        self.pidfd = _pidfd(proc.pid)
+        if self.pidfd is not None:
+            self.sel.register(self.pidfd, selectors.EVENT_READ)
+
+    def until_exit(self, deadline: float) -> bool:
+        """Serve the pipes until the child exits (True) or ``deadline`` (``time.monotonic()``) passes (False)."""
+        while True:
+            if self._exited():
+                self._read_available()
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            wait = remaining if self.pidfd is not None else min(remaining, EXIT_POLL)
+            for key, _ in self.sel.select(timeout=wait):
+                if key.fd != self.pidfd:
+                    self._serve(key.fd)
+
+    def drain(self, bound: float) -> bool:
+        """Read until both output pipes are at end-of-file, at most ``bound`` seconds. True if they got there."""
+        deadline = time.monotonic() + bound
+        if self.pidfd is not None:
+            self.sel.unregister(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = None
+        while self._open_outputs():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for key, _ in self.sel.select(timeout=remaining):
+                self._serve(key.fd)
+        return True
+
+    def text(self) -> tuple[str, str]:
+        out, err = b"".join(self.chunks[self.out_fd]), b"".join(self.chunks[self.err_fd])
+        return out.decode(errors="replace"), err.decode(errors="replace")
+
+    def close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.sel.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def _open_outputs(self) -> list[int]:
+        return [fd for fd in (self.out_fd, self.err_fd) if fd in self.sel.get_map()]
+
+    def _exited(self) -> bool:
+        if self.pidfd is not None:
+            return bool(select.select([self.pidfd], [], [], 0)[0])
+        try:
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def _read_available(self) -> None:
+        for fd in self._open_outputs():
+            self._serve(fd)
+
+    def _serve(self, fd: int) -> None:
+        if fd == self.in_fd:
+            self._write(fd)
+            return
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.sel.unregister(fd)
+                return
+            self.chunks[fd].append(chunk)
+
+    def _write(self, fd: int) -> None:
+        try:
+            written = os.write(fd, self.pending[:65536])
+            self.pending = self.pending[written:]
+        except BlockingIOError:
+            return
+        except OSError:  # the child closed its stdin or exited: it did not want the rest
+            self.pending = memoryview(b"")
+        if not self.pending:
+            self.sel.unregister(fd)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+
+def _pidfd(pid: int) -> int | None:
     try:
-        return proc.communicate(timeout=1.0)
-    except (subprocess.TimeoutExpired, ValueError):
-        return b"", b""
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux >= 5.3: exits are polled with waitid(WNOWAIT)
+        return None
+
+
+# --- stderr for one-screen messages -------------------------------------------------------------------------
+
+_KLOG_HEADER = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+(?=[\w.-]+:\d+\] )")
+"""klog's line header (severity, date, time, pid) before ``file.go:NN]``: it differs on every repeat of a line."""
+
+_MAX_LINE = 400
+"""Characters kept of one stderr line in a message."""
+
+
+def condense(text: str, max_lines: int = 6) -> list[str]:
+    """Distinct non-empty lines of ``text``, klog headers dropped, each once with its count (``5× ...``).
+
+    Ordered by last appearance, so kubectl's closing error stays last; at most ``max_lines`` are kept (the
+    last ones), after a line saying how many earlier distinct lines were left out.
+    """
+    counts: dict[str, int] = {}
+    for raw in text.splitlines():
+        line = _KLOG_HEADER.sub("", raw.strip())
+        if not line:
+            continue
+        counts[line] = counts.pop(line, 0) + 1  # re-inserted: dicts keep the order of last appearance
+    lines = list(counts)
+    kept = [_clip(f"{counts[line]}× {line}" if counts[line] > 1 else line) for line in lines[-max_lines:]]
+    if len(lines) > max_lines:
+        kept.insert(0, f"({len(lines) - max_lines} earlier distinct lines left out)")
+    return kept
+
+
+def final_line(text: str) -> str:
+    """The cause as kubectl states it: its last line that is not a klog line (``error: ...``), else the last line."""
+    lines = [raw.strip() for raw in text.splitlines() if raw.strip()]
+    for line in reversed(lines):
+        if not _KLOG_HEADER.match(line):
+            return _clip(line)
+    return _clip(_KLOG_HEADER.sub("", lines[-1])) if lines else ""
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
 
 
 def tail(text: str, lines: int = 8) -> str:

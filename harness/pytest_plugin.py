@@ -1,60 +1,127 @@
 """The harness's pytest plugin (loaded through the ``pytest11`` entry point ``harness``).
 
 - Markers ``cluster`` (needs the pinned kube context) and ``disruptive`` (restarts or deletes shared
-  infrastructure; never overlaps another spec).
-- Options ``--kube-context`` and ``--namespace``.
-- The context guard runs once at session start, when a cluster spec is selected: no kubectl, no kubeconfig
-  or no current context skips every cluster spec with a one-line reason; a context outside
-  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix.
+  infrastructure).
+- Options ``--kube-context``, ``--namespace``, ``--cluster-lock-timeout`` and ``--harness-waits``.
+- The context guard runs once per session, in the main process (xdist workers receive its verdict): no kubectl,
+  no kubeconfig or no current context skips every cluster spec with a one-line reason; a context outside
+  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix. The
+  session header says which context, API server and namespace the cluster specs will touch, or why none.
+- Before the first cluster spec, the API server is checked once (:meth:`harness.Kube.check_api_server`, 5 s per
+  request): when it cannot be used (refused, no answer, TLS, an error status, unauthorized, no namespace), every
+  cluster spec errors at set-up at once with that one line, instead of each spec running its own retry loop.
+- Cluster specs never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive cross-process lock
+  (``flock`` on a file in the harness state directory, one per context) from before its set-up to after its
+  teardown, so a ``disruptive`` spec runs alone among cluster specs and plain cluster specs run one at a time.
+  They also carry ``xdist_group("cluster")``, so under ``--dist loadgroup`` (``make e2e``) they all go to one
+  worker and the lock is never contended; cluster-free specs spread over every worker.
+- The clamp of waits to the test's pytest-timeout reads the timer pytest-timeout actually starts, from its
+  public hooks ``pytest_timeout_set_timer`` / ``pytest_timeout_cancel_timer`` (so ``func_only`` timers, which
+  start after the fixtures, are seen as they are). A pytest-timeout without those hooks is a usage error, not a
+  silently unclamped run.
 - Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock), ``issue_number``,
   ``forwards`` (the session's :class:`harness.ForwardPool`) and ``kubectl_standin`` (a scripted kubectl on
   PATH, for cluster-free specs: :class:`harness.testing.standin.KubectlStandIn`).
-- Every ``wait_for`` a test ran is listed in the terminal summary and added to the JUnit report as
-  properties ``harness.wait.N``.
+- Every ``wait_for`` a test ran is added to the JUnit report as properties ``harness.wait.N``; the terminal
+  summary lists the waits of failed specs and of cluster specs (``--harness-waits=all`` lists every one).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import re
 import time
+from collections.abc import Generator, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness import process, waiting
 from harness.config import load_config
-from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
+from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
-from harness.ids import unique_issue_number
+from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
 
-_GUARD = pytest.StashKey[tuple[str, object]]()  # ("ok", Kube) | ("skip", reason) | ("fail", message)
+Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
+
+_GUARD = pytest.StashKey[Verdict]()
+_API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
+_LOCK_FAILED = pytest.StashKey[str]()
 _WAIT_PREFIX = "harness.wait."
+_WORKER_GUARD = "harness_guard"
+_UNUSABLE = "cluster unusable: "
+CLUSTER_GROUP = "cluster"
+"""The ``xdist_group`` every cluster spec gets: ``--dist loadgroup`` sends them all to one worker."""
+
+DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
+"""Seconds a cluster spec waits for another worker's cluster spec to finish before it errors."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption("--kube-context", default=None, help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)")
-    group.addoption("--namespace", default=None, help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)")
+    group.addoption(
+        "--kube-context",
+        default=None,
+        help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)",
+    )
+    group.addoption(
+        "--namespace",
+        default=None,
+        help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)",
+    )
+    group.addoption(
+        "--cluster-lock-timeout",
+        type=float,
+        default=DEFAULT_CLUSTER_LOCK_TIMEOUT,
+        help="seconds a cluster spec waits for the cluster lock held by another worker (default 3600)",
+    )
+    group.addoption(
+        "--harness-waits",
+        choices=("failed", "all", "none"),
+        default="failed",
+        help="waits listed in the terminal summary: of failed and cluster specs (default), all, none",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none")
-    config.addinivalue_line("markers", "disruptive: restarts or deletes shared infrastructure; runs alone, never in parallel")
+    config.addinivalue_line(
+        "markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none"
+    )
+    config.addinivalue_line(
+        "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
+    )
+    _require_timer_hooks(config)
+    config.pluginmanager.register(_ClusterGrouping(), "harness-cluster-grouping")
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    cluster_items = [item for item in items if item.get_closest_marker("cluster")]
-    if not cluster_items:
-        return
-    config.stash[_GUARD] = verdict, detail = _run_guard(config)
-    if verdict == "skip":
-        # A skip marker on each item (not one raised from this plugin) gives `-rs` one line per spec.
-        for item in cluster_items:
-            item.add_marker(pytest.mark.skip(reason=str(detail)))
+def _require_timer_hooks(config: pytest.Config) -> None:
+    """A pytest-timeout whose timer the harness cannot see would leave waits unclamped: refuse to run."""
+    if config.pluginmanager.hasplugin("timeout") and not hasattr(config.hook, "pytest_timeout_set_timer"):
+        raise pytest.UsageError(
+            "the harness reads each test's deadline from pytest-timeout's hooks pytest_timeout_set_timer and "
+            "pytest_timeout_cancel_timer, which this pytest-timeout lacks (they came in 2.1): upgrade pytest-timeout, "
+            "or waits could outlive the test's timeout"
+        )
 
 
-def _run_guard(config: pytest.Config) -> tuple[str, object]:
+# --- the guard: once per session --------------------------------------------------------------------------
+
+
+def guard_verdict(config: pytest.Config) -> Verdict:
+    """The session's guard verdict, computed once (in the main process; xdist workers get it from there)."""
+    if _GUARD not in config.stash:
+        workerinput = getattr(config, "workerinput", None)
+        shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
+        config.stash[_GUARD] = _from_wire(shipped) if shipped else _run_guard(config)
+    return config.stash[_GUARD]
+
+
+def _run_guard(config: pytest.Config) -> Verdict:
     try:
         harness_config = load_config(config.rootpath)
         kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
@@ -67,20 +134,151 @@ def _run_guard(config: pytest.Config) -> tuple[str, object]:
     return "ok", kube
 
 
+def _to_wire(verdict: Verdict) -> dict[str, Any]:
+    state, detail = verdict
+    if state == "ok":
+        kube: Kube = detail
+        return {
+            "state": "ok",
+            "context": kube.context,
+            "namespace": kube.namespace,
+            "allowed": list(kube.allowed),
+            "kubectl": kube.kubectl_path,
+            "kubeconfig": kube.kubeconfig,
+            "kubeconfig_path": kube.kubeconfig_path,
+        }
+    return {"state": state, "detail": str(detail)}
+
+
+def _from_wire(data: dict[str, Any]) -> Verdict:
+    if data["state"] != "ok":
+        return data["state"], data["detail"]
+    try:
+        kube = Kube(
+            data["context"],
+            data["namespace"],
+            allowed=tuple(data["allowed"]),
+            kubectl_path=data["kubectl"],
+            kubeconfig=data["kubeconfig"],
+        )
+    except (HarnessError, ValueError) as exc:
+        return "fail", f"kube context guard could not run: {exc}"
+    kube.kubeconfig_path = data["kubeconfig_path"]  # the files the main process resolved, not this worker's env
+    kube.env["KUBECONFIG"] = data["kubeconfig_path"]
+    return "ok", kube
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: ship the guard's verdict to each worker, so kubectl's config is read once per session."""
+    if _cluster_specs_selectable(node.config):
+        node.workerinput[_WORKER_GUARD] = _to_wire(guard_verdict(node.config))
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """What the cluster specs will touch, before anything runs."""
+    if not _cluster_specs_selectable(config):
+        return ["harness: cluster specs deselected by -m; no kube context is touched"]
+    state, detail = guard_verdict(config)
+    if state == "skip":
+        return [f"harness: cluster specs will be skipped: {detail}"]
+    if state == "fail":
+        return [f"harness: cluster specs will fail at set-up: {detail}"]
+    kube: Kube = detail
+    return [
+        f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
+        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
+    ]
+
+
+def _cluster_specs_selectable(config: pytest.Config) -> bool:
+    """False when the ``-m`` expression can never select a spec marked ``cluster``."""
+    expression = config.getoption("markexpr", "") or ""
+    if not expression:
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+
+        compiled = Expression.compile(expression)
+        plain = compiled.evaluate(lambda name, /, **kwargs: name == "cluster")
+        disruptive = compiled.evaluate(lambda name, /, **kwargs: name in ("cluster", "disruptive"))
+    except Exception:  # pytest's private expression API changed: assume they may be selected
+        return True
+    return bool(plain or disruptive)
+
+
+class _ClusterGrouping:
+    """Runs first among ``pytest_collection_modifyitems`` hooks, so xdist's loadgroup sees the group it adds."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        loadgroup = hasattr(config, "workerinput") and bool(config.getvalue("loadgroup"))
+        for item in items:
+            if item.get_closest_marker("cluster") is not None:
+                item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUP))
+                if loadgroup:
+                    _join_group_on_pytest_9(item)
+
+
+def _join_group_on_pytest_9(item: pytest.Item) -> None:
+    """Give the item the ``@cluster`` node id suffix xdist's loadgroup schedules by.
+
+    pytest-xdist 3.8 adds it by setting ``item._nodeid``, which pytest 9 no longer reads (its node ids are
+    structured, in ``item._id``), so under pytest 9 xdist would silently ignore every ``xdist_group``. Where
+    ``_id`` exists, set the suffixed id there; on older pytest xdist's own renaming works and this does nothing.
+    The cluster lock keeps cluster specs apart either way; this only keeps them on one worker.
+    """
+    if not hasattr(item, "_id") or "@" in item.nodeid:
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{CLUSTER_GROUP}")
+    except Exception:  # pytest's private node id API changed again: fall back to the lock alone
+        return
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` deselection: no guard at all when no cluster spec is left
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    cluster_items = [item for item in items if item.get_closest_marker("cluster")]
+    if not cluster_items:
+        return
+    verdict, detail = guard_verdict(config)
+    if verdict == "skip":
+        # A skip marker on each item (not one raised from this plugin) gives `-rs` one line per spec.
+        for item in cluster_items:
+            item.add_marker(pytest.mark.skip(reason=str(detail)))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("cluster") is None:
         return
-    verdict, detail = item.config.stash.get(_GUARD, ("skip", "no cluster: guard did not run"))
+    if _LOCK_FAILED in item.stash:
+        pytest.fail(item.stash[_LOCK_FAILED], pytrace=False)
+    verdict, detail = guard_verdict(item.config)
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
         pytest.fail(str(detail), pytrace=False)
+    api_state, api_detail = _api_verdict(item.config, detail)
+    if api_state == "fail":
+        pytest.fail(str(api_detail), pytrace=False)
+
+
+def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
+    """Check the API server once per process, before the first cluster spec; remember the answer."""
+    if _API not in config.stash:
+        try:
+            config.stash[_API] = ("ok", kube.check_api_server())
+        except (ApiServerUnusable, NoKubeContext) as exc:
+            config.stash[_API] = ("fail", f"{_UNUSABLE}{exc}")
+    return config.stash[_API]
 
 
 @pytest.fixture(scope="session")
-def kube(request: pytest.FixtureRequest) -> Kube:
+def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
     """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only)."""
-    verdict, detail = request.config.stash.get(_GUARD, ("skip", "no cluster: no spec marked cluster was selected"))
+    verdict, detail = guard_verdict(request.config)
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
@@ -95,12 +293,12 @@ def since(request: pytest.FixtureRequest) -> datetime:
     """An aware UTC anchor for "created since" windows.
 
     With a guarded cluster in this session: the API server's clock (``Kube.server_time()``, floored to the
-    second); if that server does not answer, the fixture errors with :class:`harness.ApiServerUnreachable`
+    second); if that server cannot be used, the fixture errors with :class:`harness.ApiServerUnusable`
     rather than silently anchoring on a clock that may be skewed. Without a cluster (cluster-free specs):
     the host's clock, ``datetime.now(timezone.utc)``.
     """
     verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
-    if verdict == "ok" and isinstance(detail, Kube):
+    if verdict == "ok" and isinstance(detail, Kube) and request.node.get_closest_marker("cluster") is not None:
         return detail.server_time()
     return datetime.now(timezone.utc)
 
@@ -113,32 +311,101 @@ def issue_number() -> int:
 
 # --- the test's own budget ------------------------------------------------------------------------------
 
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """pytest-timeout starts the test's timer now (before set-up, or before the body with ``func_only``):
+    every wait in the test ends before it fires (see ``waiting.set_test_deadline``). Returns ``None`` so that
+    pytest-timeout's own implementation still sets the timer."""
+    seconds = float(settings.timeout)
+    waiting.set_test_deadline(time.monotonic() + seconds, seconds)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    waiting.set_test_deadline(None)
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    """Every wait in the test ends before the test's pytest-timeout fires (see ``waiting.set_test_deadline``)."""
-    timeout = _test_timeout(item)
-    waiting.set_test_deadline(time.monotonic() + timeout if timeout else None, timeout or 0.0)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Cluster specs hold the cluster lock for their whole protocol (taken before pytest-timeout starts the
+    test's timer, so waiting for the lock does not eat the test's budget)."""
+    lock = _ClusterLock.for_item(item)
     try:
+        if lock is not None:
+            failure = lock.acquire(item.config.getoption("--cluster-lock-timeout"), item.nodeid)
+            if failure:
+                item.stash[_LOCK_FAILED] = failure
         yield
     finally:
+        if lock is not None:
+            lock.release()
         waiting.set_test_deadline(None)
 
 
-def _test_timeout(item: pytest.Item) -> float | None:
-    """The item's pytest-timeout in seconds (marker, option or ini), or ``None`` when there is none."""
-    try:
-        import pytest_timeout
+class _ClusterLock:
+    """An exclusive ``flock`` on ``<state dir>/cluster-<context>.lock``, shared by every process on the machine.
 
-        value = pytest_timeout._get_item_settings(item).timeout  # the plugin's own resolution of marker > option > ini
-    except Exception:  # pytest-timeout absent or its private helper changed: no clamp rather than a wrong one
+    The holder writes its pid and node id into the file, so a spec that gives up waiting can say who held it.
+    The kernel releases the lock when the holder exits by any path.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    @classmethod
+    def for_item(cls, item: pytest.Item) -> _ClusterLock | None:
+        if item.get_closest_marker("cluster") is None:
+            return None
+        state, detail = guard_verdict(item.config)
+        if state != "ok":
+            return None  # nothing will touch a cluster: the spec skips or fails at set-up
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", detail.context)
+        return cls(state_dir() / f"cluster-{name}.lock")
+
+    def acquire(self, timeout: float, nodeid: str) -> str | None:
+        """Take the lock within ``timeout`` seconds; ``None`` on success, else why not (for the spec's error)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(self.path)
+                    os.close(fd)
+                    return (
+                        f"cluster lock {self.path} still held after {timeout:.1f}s by {holder}: cluster specs run "
+                        f"one at a time; raise --cluster-lock-timeout or run fewer cluster specs at once"
+                    )
+                time.sleep(0.05)  # polling the lock itself, bounded by the deadline
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "nodeid": nodeid, "since": time.time()}).encode(), 0)
+        self.fd = fd
         return None
-    return float(value) if value and value > 0 else None
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
+
+
+def _read_holder(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text() or "{}")
+        return f"pid {data['pid']} ({data['nodeid']}, for {time.time() - float(data['since']):.0f}s)"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
 
 
 # --- recording waits -----------------------------------------------------------------------------------
 
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     summaries = waiting.take_recorded()
     if not summaries:
@@ -164,7 +431,7 @@ def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _harness_leak_audit():
+def _harness_leak_audit() -> Iterator[None]:
     """At session end, any child the harness spawned and never reaped is killed and fails the session loudly
     (an error on the session's last test, which pytest-xdist reports from every worker)."""
     yield
@@ -173,15 +440,25 @@ def _harness_leak_audit():
         process.kill_pid_group(pid)
     if survivors:
         listing = "; ".join(f"pid {pid}: {' '.join(argv)}" for pid, argv in survivors.items())
-        pytest.fail(f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False)
+        pytest.fail(
+            f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False
+        )
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Release the guard's kubernetes client (its pooled keep-alive connections) at the end of the session."""
+    state, detail = session.config.stash.get(_GUARD, ("skip", None))
+    if state == "ok" and isinstance(detail, Kube):
+        detail.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     _summarise_skipped_cluster_specs(terminalreporter)
-    _summarise_waits(terminalreporter)
+    _summarise_unusable_cluster(terminalreporter)
+    _summarise_waits(terminalreporter, config.getoption("--harness-waits"))
 
 
-def _summarise_skipped_cluster_specs(terminalreporter) -> None:
+def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:
     """One line per skipped cluster spec, with its reason (``-rs`` folds them by location)."""
     rows = []
     for report in terminalreporter.stats.get("skipped", []):
@@ -195,22 +472,41 @@ def _summarise_skipped_cluster_specs(terminalreporter) -> None:
             terminalreporter.write_line(row)
 
 
-def _summarise_waits(terminalreporter) -> None:
+def _summarise_unusable_cluster(terminalreporter: Any) -> None:
+    """Each cause that kept cluster specs from running, once, on one line, then the specs it stopped."""
+    stopped: dict[str, list[str]] = {}
+    for report in terminalreporter.stats.get("error", []):
+        text = str(getattr(report, "longrepr", "") or "")
+        if text.startswith(_UNUSABLE):
+            stopped.setdefault(text.removeprefix(_UNUSABLE), []).append(report.nodeid)
+    for cause, nodeids in stopped.items():
+        terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the cluster is unusable")
+        terminalreporter.write_line(cause)
+        for nodeid in nodeids:
+            terminalreporter.write_line(f"  {nodeid}")
+
+
+def _summarise_waits(terminalreporter: Any, which: str) -> None:
+    """The waits of failed specs and of cluster specs (``which="failed"``), of every spec (``"all"``), or none."""
+    if which == "none":
+        return
+    reports = [report for kind in terminalreporter.stats.values() for report in kind if hasattr(report, "nodeid")]
+    failed = {r.nodeid for r in reports if getattr(r, "outcome", "") == "failed"}
     rows: list[str] = []
     seen: set[tuple[str, str]] = set()
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            for name, value in getattr(report, "user_properties", ()):
-                if not name.startswith(_WAIT_PREFIX) or (report.nodeid, name) in seen:
-                    continue
-                seen.add((report.nodeid, name))
-                wait = json.loads(value)
-                rows.append(
-                    f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
-                    f"{wait['attempts']} attempts ({wait['hung']} hung, {wait['failed']} failed)  {wait['what']}"
-                )
+    for report in reports:
+        shown = which == "all" or report.nodeid in failed or "cluster" in getattr(report, "keywords", {})
+        for name, value in getattr(report, "user_properties", ()):
+            if not shown or not name.startswith(_WAIT_PREFIX) or (report.nodeid, name) in seen:
+                continue
+            seen.add((report.nodeid, name))
+            wait = json.loads(value)
+            rows.append(
+                f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
+                f"{wait['attempts']} attempts ({wait['hung']} hung, {wait['failed']} failed)  {wait['what']}"
+            )
     if rows:
-        terminalreporter.write_sep("-", "harness waits")
-        terminalreporter.write_line("every wait_for each test ran; a timeout here may be what that test expected (failures are reported above)")
+        scope = "every spec" if which == "all" else "failed and cluster specs; --harness-waits=all lists every one"
+        terminalreporter.write_sep("-", f"harness waits ({scope})")
         for row in rows:
             terminalreporter.write_line(row)

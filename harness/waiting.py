@@ -1,8 +1,7 @@
 """``wait_for``: poll a probe until it answers, with every attempt bounded and every outcome counted.
 
-Upstream's poller re-checked its deadline only between attempts, so one probe that never settled held a
-run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity has the same gap
-(jd/tenacity#373). Here:
+A poller that re-checks its deadline only between attempts lets one probe that never settles hold a run at
+0% CPU for minutes; tenacity has the same gap (jd/tenacity#373). Here:
 
 - each attempt is bounded by ``min(probe_timeout, remaining budget)``: async probes are cancelled at the
   bound; sync probes run in a daemon thread and are *abandoned* at the bound (a thread cannot be killed),
@@ -11,7 +10,9 @@ run at 0% CPU for 8 minutes (stack-under-test.md §9, failure mode 1); tenacity 
 - deadlines use ``time.monotonic()`` (anyio's clock); the wait never sleeps past its deadline and never
   starts an attempt with no budget left;
 - ``None`` means "not yet"; any other value (``False``, ``0``, ``""`` too) ends the wait; an exception is a
-  failed attempt; :class:`StopWaiting` ends the wait at once;
+  failed attempt; :class:`StopWaiting` ends the wait at once; an error waiting cannot fix (a refused API
+  server, rejected credentials, a resource type not served: :func:`harness.errors.waiting_cannot_fix`) twice
+  in a row ends it early with :class:`WaitStopped`;
 - on timeout, :class:`WaitTimeout` names what was awaited, the budget, the attempts split into not-yet,
   failed and hung, and the last error of each kind, and carries the per-attempt timeline.
 """
@@ -27,19 +28,23 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 
 from harness import attempts as attempt_context
-from harness.errors import StopWaiting, WaitTimeout
+from harness.errors import StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
 
 T = TypeVar("T")
 Outcome = Literal["ok", "not-yet", "failed", "hung", "stopped"]
 
 _MAX_ABANDONED = 32
-"""Abandoned sync attempts of one wait that may run at once; past it, attempts fail without a new thread."""
+"""Abandoned sync attempts of one wait that may run at once; at the cap, the next attempt first waits (within its
+bound) for one of them to end, and fails without a new thread if none does."""
+
+UNRECOVERABLE_REPEATS = 2
+"""Consecutive attempts failing with an error waiting cannot fix that end a wait early (one retry covers a blip)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class WaitSummary:
     attempts: list[AttemptRecord] = field(default_factory=list)
     still_running: int = 0
     notes: list[str] = field(default_factory=list)
+    _started: float = field(default_factory=time.monotonic, repr=False)
 
     def count(self, outcome: Outcome) -> int:
         """How many attempts ended with ``outcome``."""
@@ -88,7 +94,7 @@ class WaitSummary:
         )
 
     def timeout_message(self) -> str:
-        """The :class:`WaitTimeout` message."""
+        """The :class:`WaitTimeout` message: what timed out first, then one line per fact."""
         parts = [f"{self.count('not-yet')} not yet", f"{self.count('failed')} failed"]
         hung = [a for a in self.attempts if a.outcome == "hung"]
         if hung:
@@ -97,18 +103,41 @@ class WaitSummary:
             if hung[-1].bound < ceiling - 1e-3:
                 clause += f" (the last clamped to {seconds(hung[-1].bound)}s by the budget)"
             parts.append(clause)
-        text = f"timed out after {seconds(self.budget)}s waiting for {self.describe} ({len(self.attempts)} attempts: {', '.join(parts)}"
+        lines = [
+            f"timed out after {seconds(self.budget)}s waiting for {self.describe}",
+            f"  {len(self.attempts)} attempts: {', '.join(parts)}",
+        ]
         failed = self.last("failed")
         if failed is not None:
-            text += f"; last error (attempt {failed.number} at t+{seconds(failed.start)}s): {failed.error}"
+            lines.append(
+                _indented(f"last error (attempt {failed.number} at t+{seconds(failed.start)}s): {failed.error}")
+            )
         if hung:
-            text += f"; last hang: attempt {hung[-1].number} started at t+{seconds(hung[-1].start)}s"
+            lines.append(f"  last hang: attempt {hung[-1].number} started at t+{seconds(hung[-1].start)}s")
         if self.still_running:
-            text += f"; {self.still_running} abandoned attempt(s) still running"
-        text += ")"
-        if self.notes:
-            text += f"\n  {self.notes[-1]}"
-        return text
+            lines.append(f"  {self.still_running} abandoned attempt(s) still running")
+        lines.extend(f"  {note}" for note in self.notes[-2:] if note.startswith("budget clamped"))
+        other = [note for note in self.notes if not note.startswith("budget clamped")]
+        if other:
+            lines.append(f"  {other[-1]}")
+        return "\n".join(lines)
+
+    def stopped_message(self, error: BaseException) -> str:
+        """The :class:`WaitStopped` message: the wait gave up early, and the error that made it."""
+        return "\n".join(
+            [
+                f"stopped waiting for {self.describe} after {len(self.attempts)} attempts "
+                f"({seconds(time.monotonic() - self._started)}s of {seconds(self.budget)}s): the last "
+                f"{UNRECOVERABLE_REPEATS} failed with an error that waiting cannot fix",
+                _indented(f"{type(error).__name__}: {str(error).strip()}"),
+            ]
+        )
+
+
+def _indented(text: str) -> str:
+    """``text`` as message lines: its first line indented by two, the rest by four."""
+    first, *rest = text.splitlines() or [""]
+    return "\n".join([f"  {first}", *(f"    {line}" for line in rest)])
 
 
 def seconds(value: float) -> str:
@@ -126,10 +155,19 @@ def set_test_deadline(deadline: float | None, timeout: float = 0.0) -> None:
     """Clamp every wait to end before ``deadline`` (``time.monotonic()``), the test's pytest-timeout; ``None`` clears.
 
     The plugin sets it per test, so a wait fails with its own description before pytest-timeout kills the
-    test with a bare stack dump (stack-under-test.md §9, item 43: waits longer than the test timeout).
+    test with a bare stack dump (a wait longer than its test's timeout would otherwise never report).
     """
     global _test_deadline
     _test_deadline = None if deadline is None else (deadline, timeout)
+
+
+def test_margin(test_timeout: float) -> float:
+    """Seconds a clamped wait leaves before the test's deadline for the failure report and teardown.
+
+    A tenth of the test's timeout, at least 1 s (building a failure report took over 0.5 s on a loaded CI
+    machine) and at most 10 s.
+    """
+    return min(10.0, max(1.0, 0.1 * test_timeout))
 
 
 def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
@@ -138,7 +176,7 @@ def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
     if pinned is None:
         return timeout, None
     deadline, test_timeout = pinned
-    margin = min(10.0, max(0.5, 0.05 * test_timeout))  # left for the test's own assertions and teardown
+    margin = test_margin(test_timeout)
     left = max(0.0, deadline - margin - time.monotonic())
     if left >= timeout:
         return timeout, None
@@ -151,7 +189,9 @@ def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
 # --- recording for the pytest plugin -------------------------------------------------------------------
 
 _recorded_lock = threading.Lock()
-_recorded: collections.deque[WaitSummary] = collections.deque(maxlen=1000)  # bounded outside pytest, where nobody takes them
+_recorded: collections.deque[WaitSummary] = collections.deque(
+    maxlen=1000
+)  # bounded outside pytest, where nobody takes them
 
 
 def take_recorded() -> list[WaitSummary]:
@@ -168,6 +208,7 @@ def _record(summary: WaitSummary) -> None:
 
 
 # --- the wait ------------------------------------------------------------------------------------------
+
 
 async def wait_for(
     describe: str,
@@ -186,9 +227,12 @@ async def wait_for(
     are cancelled at their bound; sync probes run in a daemon thread and are abandoned at it.
 
     Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
-    :class:`StopWaiting` from the probe at once; ``ValueError`` for a non-positive or infinite ``timeout`` or
-    ``probe_timeout``, or a negative or infinite ``interval``; ``TypeError`` if a sync probe returns an awaitable.
+    :class:`StopWaiting` from the probe at once; raises :class:`WaitStopped` (a ``StopWaiting``) when
+    :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix; ``ValueError`` for a
+    non-positive or infinite ``timeout`` or ``probe_timeout``, or a negative or infinite ``interval``;
+    ``TypeError`` if a sync probe returns an awaitable.
     """
+    __tracebackhide__ = True
     if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
         raise ValueError(
             f"wait_for({describe!r}): need finite timeout > 0, probe_timeout > 0 and interval >= 0 seconds; "
@@ -198,19 +242,26 @@ async def wait_for(
     summary = WaitSummary(describe, timeout, float(interval), float(probe_timeout))
     if clamped:
         summary.notes.append(clamped)
-    runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
-    start = time.monotonic()
+    runner: _AsyncRunner | _ThreadRunner = (
+        _AsyncRunner(cast(Callable[[], Awaitable[Any]], probe)) if _is_async(probe) else _ThreadRunner(probe)
+    )
+    start = summary._started
     deadline = start + timeout
+    cannot_fix = 0  # consecutive attempts that failed with an error waiting cannot fix
     try:
         while (remaining := deadline - time.monotonic()) > 0:
             attempt = attempt_context.Attempt(len(summary.attempts) + 1, min(probe_timeout, remaining), 0.0)
             outcome, value, error = await runner.run(attempt, summary, start)
             if outcome == "ok":
                 summary.outcome = "ok"
-                return value
+                return value  # type: ignore[no-any-return]
             if outcome == "stopped":
                 summary.outcome = "stopped"
                 raise error
+            cannot_fix = cannot_fix + 1 if outcome == "failed" and waiting_cannot_fix(error) else 0
+            if cannot_fix >= UNRECOVERABLE_REPEATS:
+                summary.outcome = "stopped"
+                raise WaitStopped(summary.stopped_message(error), summary, error)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -234,9 +285,18 @@ def wait_for_sync(
 ) -> Any:
     """:func:`wait_for` for sync tests: runs it in its own event loop (``anyio.run``); same arguments and errors.
 
-    Must not be called from inside a running event loop (use ``await wait_for(...)`` there).
+    Must not be called from inside a running event loop (use ``await wait_for(...)`` there). The wait's own
+    errors are raised without the event loop's frames, so a failure's traceback ends at the caller's line.
     """
-    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout))
+    __tracebackhide__ = True
+    try:
+        return anyio.run(
+            functools.partial(
+                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout
+            )
+        )
+    except (WaitTimeout, StopWaiting) as exc:
+        raise exc.with_traceback(None) from exc.__cause__
 
 
 def _is_async(probe: Callable[..., Any]) -> bool:
@@ -252,7 +312,9 @@ class _AsyncRunner:
     def still_running(self) -> int:
         return 0
 
-    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+    async def run(
+        self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float
+    ) -> tuple[Outcome, Any, Any]:
         began = time.monotonic()
         attempt.deadline = began + attempt.bound
         token = attempt_context.enter(attempt)
@@ -293,26 +355,46 @@ class _ThreadRunner:
     """Runs a sync probe in a daemon thread; at its bound the attempt is abandoned and counted while it runs on.
 
     Daemon threads (not anyio's worker pool) so an abandoned probe that never returns cannot keep the
-    process from exiting; at most ``_MAX_ABANDONED`` of one wait's abandoned attempts run at once, after
-    which further attempts fail at once instead of piling up threads.
+    process from exiting. At most ``_MAX_ABANDONED`` of one wait's abandoned attempts run at once: at the cap,
+    an attempt waits (within its bound) for one of them to end, and fails without starting a thread if none
+    does, so a wait never spins through thousands of instant failures.
     """
 
     def __init__(self, probe: Callable[[], Any]) -> None:
         self.probe = probe
         self._lock = threading.Lock()
         self._abandoned_running = 0
+        self._slot_waiters: list[Callable[[], None]] = []
 
     def still_running(self) -> int:
         with self._lock:
             return self._abandoned_running
 
-    async def run(self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float) -> tuple[Outcome, Any, Any]:
+    async def _slot(self, bound: float) -> bool:
+        """True once fewer than ``_MAX_ABANDONED`` abandoned attempts run; False if none ended within ``bound``."""
+        freed = anyio.Event()
+        with self._lock:
+            if self._abandoned_running < _MAX_ABANDONED:
+                return True
+            self._slot_waiters.append(_waker(anyio.lowlevel.current_token(), freed.set))
+        with anyio.move_on_after(bound):
+            await freed.wait()
+        return self.still_running() < _MAX_ABANDONED
+
+    async def run(
+        self, attempt: attempt_context.Attempt, summary: WaitSummary, start: float
+    ) -> tuple[Outcome, Any, Any]:
         began = time.monotonic()
         attempt.deadline = began + attempt.bound
         if self.still_running() >= _MAX_ABANDONED:
-            error = RuntimeError(f"{self.still_running()} abandoned attempts of this probe are still running; not starting another thread")
-            _append(summary, attempt, start, began, "failed", error)
-            return "failed", None, error
+            if not await self._slot(attempt.bound):
+                refused = RuntimeError(
+                    f"{self.still_running()} abandoned attempts of this probe are still running and "
+                    f"none ended within {seconds(attempt.bound)}s; not starting another thread"
+                )
+                _append(summary, attempt, start, began, "failed", refused)
+                return "failed", None, refused
+            attempt.bound = max(0.0, attempt.deadline - time.monotonic())  # what is left after waiting for a slot
         token = attempt_context.enter(attempt)
         try:
             context = contextvars.copy_context()  # the probe sees its attempt (harness.current_attempt)
@@ -331,12 +413,18 @@ class _ThreadRunner:
             finally:
                 with self._lock:
                     box["done"] = True
+                    waiters: list[Callable[[], None]] = []
                     if box["abandoned"]:
                         self._abandoned_running -= 1
+                        waiters, self._slot_waiters = self._slot_waiters, []
                 wake()
+                for waiter in waiters:
+                    waiter()
 
-        threading.Thread(target=body, name=f"wait_for probe #{attempt.number}: {summary.describe}"[:80], daemon=True).start()
-        with anyio.move_on_after(attempt.bound) as scope:
+        threading.Thread(
+            target=body, name=f"wait_for probe #{attempt.number}: {summary.describe}"[:80], daemon=True
+        ).start()
+        with anyio.move_on_after(max(0.0, attempt.deadline - time.monotonic())) as scope:
             await finished.wait()
         outcome, value, error = self._classify(scope.cancelled_caught, box)
         if inspect.isawaitable(value):
@@ -365,8 +453,8 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
 
     Calling it after that loop has closed does nothing: the wait that started the thread has moved on.
     """
-    native = token.native_token
-    schedule = native.call_soon_threadsafe if hasattr(native, "call_soon_threadsafe") else native.run_sync_soon
+    native: Any = token.native_token  # an asyncio loop or a trio token
+    schedule = getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon
 
     def wake() -> None:
         try:
@@ -377,9 +465,18 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
     return wake
 
 
-def _append(summary: WaitSummary, attempt: attempt_context.Attempt, start: float, began: float, outcome: Outcome, error: BaseException | None) -> None:
+def _append(
+    summary: WaitSummary,
+    attempt: attempt_context.Attempt,
+    start: float,
+    began: float,
+    outcome: Outcome,
+    error: BaseException | None,
+) -> None:
     summary.attempts.append(
-        AttemptRecord(attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error))
+        AttemptRecord(
+            attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error)
+        )
     )
     summary.notes.extend(attempt.notes)
 

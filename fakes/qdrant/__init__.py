@@ -53,7 +53,7 @@ Use::
     with fakes.qdrant.serve() as fq:                     # a real socket on 127.0.0.1:<OS port>
         client = QdrantClient(url=fq.url)
     with fakes.qdrant.in_process() as fq:                # no socket
-        client = QdrantClient(url=fq.url, transport=fq.transport())
+        client = fakes.qdrant.client.ready_client(fq)    # its version check goes through the transport too
 """
 
 from __future__ import annotations

@@ -37,9 +37,15 @@ Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
   occurred forwarding`` each time (a ``svc/`` forward pinned to a dead pod, kubernetes/kubectl#686);
 - ``die-mid-request``: after ``after`` connections, the next one is relayed and the process exits 1
   ``delay`` seconds after that connection arrived, with ``lost connection to pod``;
+- ``tunnel-error``: after ``after`` connections, stay alive but hold each new connection ``delay`` seconds
+  without a byte, then print ``line`` to stderr (default: kubectl's ``error creating error stream for port
+  P -> R: Timeout occurred``, what it prints when the API server never opens the tunnel's streams) and close
+  it, unless ``keep_open`` (then the connection hangs on);
 - ``port-in-use``: print kubectl's ``Unable to listen on port ... address already in use`` lines, exit 1.
 
-Every invocation appends its argv to ``argv.jsonl`` and its pid to ``pids`` next to the scenario file.
+Every invocation appends its argv to ``argv.jsonl``, its pid to ``pids`` and what it saw of its environment
+(every variable's name, and the values of the kubeconfig, preference and proxy variables) to ``env.jsonl``
+next to the scenario file.
 The process gives up by itself after ``max_life`` seconds (default 120), so even a harness bug cannot leave
 it running for long.
 """
@@ -56,8 +62,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 PREFIX = "E1130 04:00:00.000000   12345 portforward.go:413] "
+_ENV_RECORDED = ("KUBECONFIG", "KUBERC", "KUBECTL_KUBERC", "HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
 
 
 def main(argv: list[str]) -> int:
@@ -67,6 +75,9 @@ def main(argv: list[str]) -> int:
         f.write(json.dumps(argv) + "\n")
     with open(scenario_path.with_name("pids"), "a") as f:
         f.write(f"{os.getpid()}\n")
+    with open(scenario_path.with_name("env.jsonl"), "a") as f:
+        seen = {name: os.environ.get(name) for name in _ENV_RECORDED}
+        f.write(json.dumps({"names": sorted(os.environ), **seen}) + "\n")
     args = _strip_globals(argv)
     if args[:1] == ["version"]:
         version = scenario.get("version", "v1.32.0-standin")
@@ -88,7 +99,7 @@ def main(argv: list[str]) -> int:
     return PortForward(scenario, remote=int(args[2].split(":")[-1])).run()
 
 
-def _current_context(scenario: dict) -> int:
+def _current_context(scenario: dict[str, Any]) -> int:
     context = scenario.get("current_context", "minikube")
     if context is None:
         print("error: current-context is not set", file=sys.stderr)
@@ -97,17 +108,23 @@ def _current_context(scenario: dict) -> int:
     return 0
 
 
-def _scripted(scenario: dict, argv: list[str]) -> int:
+def _scripted(scenario: dict[str, Any], argv: list[str]) -> int:
     for response in scenario.get("responses", []):
         if _contains_in_order(argv, response["match"]):
             if response.get("grandchild"):
-                subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({float(response.get('sleep') or 60)})"])
+                subprocess.Popen(
+                    [sys.executable, "-c", f"import time; time.sleep({float(response.get('sleep') or 60)})"]
+                )
             if response.get("sleep"):
                 time.sleep(float(response["sleep"]))
             sys.stdout.write(response.get("stdout", ""))
             sys.stderr.write(response.get("stderr", ""))
             return int(response.get("exit", 0))
-    print(f'error: unknown command "{" ".join(_strip_globals(argv))}" for "kubectl" (the stand-in has no scripted answer)', file=sys.stderr)
+    print(
+        f'error: unknown command "{" ".join(_strip_globals(argv))}" for "kubectl" '
+        "(the stand-in has no scripted answer)",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -134,7 +151,7 @@ def _strip_globals(argv: list[str]) -> list[str]:
 
 
 class PortForward:
-    def __init__(self, scenario: dict, remote: int) -> None:
+    def __init__(self, scenario: dict[str, Any], remote: int) -> None:
         self.s = scenario
         self.remote = remote
         self.mode = scenario.get("mode", "relay")
@@ -156,7 +173,7 @@ class PortForward:
         listener.bind(("127.0.0.1", 0))
         port = listener.getsockname()[1]
         if self.s.get("listen_delay"):
-            # Banner first, listen later: the banner alone is not readiness (field-pitfalls.md §3).
+            # Banner first, listen later: kubectl prints the banner before it can carry a connection.
             threading.Timer(float(self.s["listen_delay"]), listener.listen, args=(16,)).start()
         else:
             listener.listen(16)
@@ -179,8 +196,12 @@ class PortForward:
             elif self.mode == "exit-after":
                 return self._exit_after(conn, port)
             elif self.mode == "reset-all":
-                self._error_line(port, "failed to find sandbox \"0123abcd\" in store: not found")
+                self._error_line(port, 'failed to find sandbox "0123abcd" in store: not found')
                 _reset(conn)
+            elif self.mode == "tunnel-error":
+                holding = threading.Timer(float(self.s.get("delay", 0.3)), self._tunnel_error, args=(conn, port))
+                holding.daemon = True
+                holding.start()
             elif self.mode == "die-mid-request":
                 self._relay(conn)
                 dying = threading.Timer(float(self.s.get("delay", 0.3)), self._die, args=(port,))
@@ -199,19 +220,32 @@ class PortForward:
             threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
 
     def _error_line(self, port: int, why: str) -> None:
-        print(f"{PREFIX}an error occurred forwarding {port} -> {self.remote}: error forwarding port {self.remote} "
-              f"to pod 0123abcd, uid : {why}", file=sys.stderr, flush=True)
+        print(
+            f"{PREFIX}an error occurred forwarding {port} -> {self.remote}: error forwarding port {self.remote} "
+            f"to pod 0123abcd, uid : {why}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def _exit_after(self, conn: socket.socket, port: int) -> int:
         code = int(self.s.get("exit_code", 1))
         if not self.s.get("silent"):
-            self._error_line(port, f"failed to execute portforward in network namespace \"/var/run/netns/cni-1\": "
-                                   f"failed to connect to localhost:{self.remote} inside namespace \"0123abcd\", "
-                                   f"IPv4: dial tcp4 127.0.0.1:{self.remote}: connect: connection refused "
-                                   f"IPv6 dial tcp6 [::1]:{self.remote}: connect: connection refused ")
+            self._error_line(
+                port,
+                f'failed to execute portforward in network namespace "/var/run/netns/cni-1": '
+                f'failed to connect to localhost:{self.remote} inside namespace "0123abcd", '
+                f"IPv4: dial tcp4 127.0.0.1:{self.remote}: connect: connection refused "
+                f"IPv6 dial tcp6 [::1]:{self.remote}: connect: connection refused ",
+            )
             print("error: lost connection to pod", file=sys.stderr, flush=True)
         conn.close()
         return code
+
+    def _tunnel_error(self, conn: socket.socket, port: int) -> None:
+        line = self.s.get("line") or f"error creating error stream for port {port} -> {self.remote}: Timeout occurred"
+        print(f"{PREFIX}{line}", file=sys.stderr, flush=True)
+        if not self.s.get("keep_open"):
+            conn.close()
 
     def _die(self, port: int) -> None:
         self._error_line(port, "error creating error stream for port: Timeout occurred")
@@ -219,9 +253,15 @@ class PortForward:
         os._exit(1)
 
     def _port_in_use(self) -> int:
-        print(f"Unable to listen on port 0: Listeners failed to create with the following errors: [unable to create "
-              f"listener: Error listen tcp4 127.0.0.1:0: bind: address already in use]", file=sys.stderr, flush=True)
-        print(f"error: unable to listen on any of the requested ports: [{{0 {self.remote}}}]", file=sys.stderr, flush=True)
+        print(
+            "Unable to listen on port 0: Listeners failed to create with the following errors: [unable to create "
+            "listener: Error listen tcp4 127.0.0.1:0: bind: address already in use]",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(
+            f"error: unable to listen on any of the requested ports: [{{0 {self.remote}}}]", file=sys.stderr, flush=True
+        )
         return int(self.s.get("exit_code", 1))
 
 

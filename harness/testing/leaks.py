@@ -1,6 +1,8 @@
-"""Leak snapshots for guard specs: child processes, listening sockets and threads of this process (issue #3).
+"""Leak snapshots for guard specs: child processes, listening sockets and threads of this process.
 
 Linux only (reads ``/proc``). ``snapshot()`` before, ``snapshot().extra_over(before)`` after: what is new.
+The harness's watchdog process (:func:`harness.process.watchdog_pid`), which lives as long as this process by
+design, is not counted.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ class Snapshot:
         """What this snapshot holds beyond ``base``, described by kind (empty kinds left out)."""
         extra = {
             "child processes": [_describe_pid(p) for p in self.children - base.children],
-            "harness LIVE_CHILDREN": [f"{p}: {' '.join(process.LIVE_CHILDREN.get(p, []))}" for p in self.registered - base.registered],
+            "harness LIVE_CHILDREN": [
+                f"{p}: {' '.join(process.LIVE_CHILDREN.get(p, []))}" for p in self.registered - base.registered
+            ],
             "listening sockets (inode)": [str(i) for i in self.listening - base.listening],
             "threads": [t.name for t in threading.enumerate() if t.ident in self.threads - base.threads],
         }
@@ -44,12 +48,14 @@ def snapshot() -> Snapshot:
 
 def _live_children() -> set[int]:
     pids: set[int] = set()
+    watchdog = process.watchdog_pid()
     for task in os.listdir(f"/proc/{os.getpid()}/task"):
         try:
             with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
                 pids.update(int(p) for p in f.read().split())
         except OSError:
             continue
+    pids.discard(watchdog or -1)
     return pids
 
 

@@ -47,13 +47,30 @@ class KubectlStandIn:
         self.script(mode="relay", target_port=9)
 
     def script(self, **scenario: Any) -> KubectlStandIn:
-        """Replace the port-forward scenario (``mode``, ``target_port``, ``after``, ``exit_code``, ``silent``, ``delay``, ...)."""
+        """Replace the port-forward scenario (``mode``, ``target_port``, ``after``, ``exit_code``, ``delay``, ...)."""
         self._port_forward = scenario
         return self._write()
 
-    def answer(self, *match: str, stdout: str = "", stderr: str = "", exit: int = 0, sleep: float = 0.0, grandchild: bool = False) -> KubectlStandIn:
+    def answer(
+        self,
+        *match: str,
+        stdout: str = "",
+        stderr: str = "",
+        exit: int = 0,
+        sleep: float = 0.0,
+        grandchild: bool = False,
+    ) -> KubectlStandIn:
         """Script the answer to the first other command whose argv contains the words ``match``, in order."""
-        self._answers.append({"match": list(match), "stdout": stdout, "stderr": stderr, "exit": exit, "sleep": sleep, "grandchild": grandchild})
+        self._answers.append(
+            {
+                "match": list(match),
+                "stdout": stdout,
+                "stderr": stderr,
+                "exit": exit,
+                "sleep": sleep,
+                "grandchild": grandchild,
+            }
+        )
         return self._write()
 
     def set_current_context(self, name: str | None) -> KubectlStandIn:
@@ -67,7 +84,12 @@ class KubectlStandIn:
         return self._write()
 
     def _write(self) -> KubectlStandIn:
-        scenario = {**self._port_forward, "current_context": self._context, "contexts": self._contexts, "responses": self._answers}
+        scenario = {
+            **self._port_forward,
+            "current_context": self._context,
+            "contexts": self._contexts,
+            "responses": self._answers,
+        }
         self.scenario_file.write_text(json.dumps(scenario))
         return self
 
@@ -78,6 +100,12 @@ class KubectlStandIn:
     def argvs(self) -> list[list[str]]:
         """The argv (without the program) of every invocation so far, in order."""
         log = self.dir / "argv.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def envs(self) -> list[dict[str, Any]]:
+        """What each invocation saw of its environment: ``names`` (every variable) and the values of
+        ``KUBECONFIG``, ``KUBERC``, ``KUBECTL_KUBERC`` and the proxy variables (``None`` when unset)."""
+        log = self.dir / "env.jsonl"
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
     def pids(self) -> list[int]:

@@ -1,18 +1,20 @@
-"""A local HTTP server with scripted wire faults, the "pod" behind the kubectl stand-in (issue #3 guard specs).
+"""A local HTTP server with scripted wire faults, the "pod" behind the kubectl stand-in (port-forward guard specs).
 
 Paths: ``/ok`` and ``/healthz`` (200 ``ok``), ``/status/NNN``, ``/hang`` (reads the request, never answers),
 ``/drip?every=S&size=N`` (headers with ``Content-Length: N`` at once, then one body byte every ``S`` seconds:
 the slow-loris case httpx's inactivity timeouts miss, encode/httpx#1450), ``/reset`` (RST, no answer),
 ``/close`` (FIN, no answer), ``/big?size=N`` (``N`` bytes with ``Content-Length: N``), ``/flood?chunk=N``
 (a chunked body of ``N``-byte chunks, as fast as the client reads, until it hangs up: the endless answer
-``max_body`` guards against; ``sent_bytes`` counts what went out). Built on the standard library's ``ThreadingHTTPServer``; :meth:`TargetServer.stop`
-releases every hanging handler and joins all threads, so nothing outlives a test.
+``max_body`` guards against; ``sent_bytes`` counts what went out). Built on the standard library's
+``ThreadingHTTPServer``; :meth:`TargetServer.stop` releases every hanging handler and joins all threads, so
+nothing outlives a test.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,7 +28,8 @@ class TargetServer:
     """Serve on ``127.0.0.1:<OS-chosen port>`` until :meth:`stop`; use as a context manager.
 
     ``port`` and ``url`` are set once started. ``requests`` lists the paths received, in order;
-    :meth:`wait_for_request` blocks (bounded) until ``n`` requests arrived.
+    :meth:`wait_for_request` blocks (bounded) until ``n`` requests arrived; :attr:`clients_gone` counts
+    exchanges a client abandoned (reset or closed mid-answer), which are not errors here and print nothing.
     """
 
     def __init__(self) -> None:
@@ -40,19 +43,21 @@ class TargetServer:
         class Handler(_Handler):
             target = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = False
         self._httpd.block_on_close = True  # server_close() joins every handler thread
         self.port: int = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"target-{self.port}")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"target-{self.port}"
+        )
 
     def start(self) -> TargetServer:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Release hanging handlers, stop serving, join every thread (bounded by the handlers' own holds). Idempotent."""
+        """Release hanging handlers, stop serving, join every thread (bounded by the handlers' holds). Idempotent."""
         if self._stopping.is_set():
             return
         self._stopping.set()
@@ -60,6 +65,10 @@ class TargetServer:
             self._httpd.shutdown()
             self._thread.join(timeout=5.0)
         self._httpd.server_close()
+
+    @property
+    def clients_gone(self) -> int:
+        return self._httpd.clients_gone
 
     def wait_for_request(self, n: int = 1, timeout: float = 5.0) -> bool:
         """True once ``n`` requests have arrived; False after ``timeout`` seconds."""
@@ -76,6 +85,19 @@ class TargetServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    """Counts, and does not print, a client that went away mid-exchange: those are the point of most specs here
+    (a forward killed mid-request, a capped body, a cancelled request). Any other handler error is printed."""
+
+    clients_gone = 0
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            self.clients_gone += 1
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -12,7 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from harness import ApiServerUnreachable, ContextNotAllowed, Kube, KubectlError, KubectlNotFound, KubectlTimeout, NoKubeContext, WaitTimeout, agent_runs_since, wait_for_sync
+from harness import (
+    ApiServerUnreachable,
+    ContextNotAllowed,
+    Kube,
+    KubectlError,
+    KubectlNotFound,
+    KubectlTimeout,
+    NoKubeContext,
+    WaitTimeout,
+    agent_runs_since,
+    wait_for_sync,
+)
 from harness.config import HarnessConfig, load_config
 from harness.process import LIVE_CHILDREN, group_alive
 
@@ -29,7 +40,8 @@ def agentruns(*runs: tuple[str, str, str | None]) -> str:
 
 def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_standin) -> None:
     kubectl_standin.answer(
-        "get", "agentruns.v1alpha1.core.controller-agent.dev",
+        "get",
+        "agentruns.v1alpha1.core.controller-agent.dev",
         stdout=agentruns(("old", "2024-05-01T14:06:55Z", "Succeeded"), ("new", "2024-05-01T14:07:05Z", None)),
     )
     kube = Kube.connect(config=MINIKUBE_ONLY)
@@ -37,15 +49,32 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
     assert [(r.name, r.phase) for r in runs] == [("new", None)]
     calls = kubectl_standin.argvs()
     assert calls[:2] == [["config", "current-context"], ["config", "get-contexts", "-o", "name"]]  # kubeconfig reads
-    assert calls[2:] == [["--context", "minikube", "-n", "controller-agent", "get", "agentruns.v1alpha1.core.controller-agent.dev", "-o", "json"]]
+    assert calls[2:] == [
+        [
+            "--context",
+            "minikube",
+            "-n",
+            "controller-agent",
+            "get",
+            "agentruns.v1alpha1.core.controller-agent.dev",
+            "-o",
+            "json",
+        ]
+    ]
 
 
 def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> None:
-    kubectl_standin.answer("get", "agentruns.v1alpha1.core.controller-agent.dev", stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")))
+    kubectl_standin.answer(
+        "get",
+        "agentruns.v1alpha1.core.controller-agent.dev",
+        stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")),
+    )
     kube = Kube.connect(config=MINIKUBE_ONLY)
     since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=timezone.utc)
     with pytest.raises(WaitTimeout) as caught:
-        wait_for_sync("an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1)
+        wait_for_sync(
+            "an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1
+        )
     assert "window: AgentRuns created at or after 2024-05-01T14:07:02+00:00" in str(caught.value)
     summary = caught.value.summary  # listed fine, nothing new: not-yet (the last attempt may hang at its clamped bound)
     assert summary.count("failed") == 0 and summary.count("not-yet") >= 1
@@ -65,8 +94,12 @@ def test_requested_context_outside_the_allow_list_is_refused_without_calling_kub
     assert kubectl_standin.argvs() == []
 
 
-def test_allow_list_globs_come_from_committed_config_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubectl_standin) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["minikube", "kind-*"]\nnamespace = "e2e"\n')
+def test_allow_list_globs_come_from_committed_config_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kubectl_standin
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.harness]\nallowed_contexts = ["minikube", "kind-*"]\nnamespace = "e2e"\n'
+    )
     config = load_config(tmp_path)
     kubectl_standin.set_contexts("minikube", "kind-dev")
     assert Kube.connect("kind-dev", config=config).namespace == "e2e"
@@ -89,10 +122,27 @@ def test_the_guard_runs_again_on_every_call(kubectl_standin) -> None:
     assert len(kubectl_standin.argvs()) == 2  # current-context and get-contexts at connect, nothing since
 
 
-def test_no_current_context_is_a_skip_reason(kubectl_standin) -> None:
+def test_no_current_context_is_a_skip_reason(kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\ncurrent-context: ''\n")
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     kubectl_standin.set_current_context(None)
     with pytest.raises(NoKubeContext, match="current-context is not set"):
         Kube.connect(config=MINIKUBE_ONLY)
+
+
+def test_no_kubeconfig_at_all_says_so_and_where_kubectl_looked(
+    kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kubectl_standin.set_current_context(None)
+    with pytest.raises(NoKubeContext) as caught:
+        Kube.connect(config=MINIKUBE_ONLY)
+    message = str(caught.value)
+    assert message.startswith("no kubeconfig found: kubectl looked at ")
+    assert str(tmp_path / ".kube" / "config") in message
+    assert "current-context is not set" not in message
 
 
 def test_a_context_missing_from_the_kubeconfig_is_a_skip_reason_not_a_failure_later(kubectl_standin) -> None:
@@ -115,7 +165,9 @@ def test_missing_kubectl_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def test_kubectl_failure_carries_code_argv_and_stderr(kubectl_standin) -> None:
-    kubectl_standin.answer("get", "agentruns", stderr='error: the server doesn\'t have a resource type "agentruns"\n', exit=1)
+    kubectl_standin.answer(
+        "get", "agentruns", stderr='error: the server doesn\'t have a resource type "agentruns"\n', exit=1
+    )
     kube = Kube.connect(config=MINIKUBE_ONLY)
     with pytest.raises(KubectlError) as caught:
         kube.kubectl_json("get", "agentruns")
@@ -143,7 +195,9 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
     kubectl_standin.answer("get", "pods", sleep=60)
     kube = Kube.connect(config=MINIKUBE_ONLY)
     with pytest.raises(WaitTimeout) as caught:
-        wait_for_sync("pods", lambda: kube.kubectl("get", "pods", timeout=30.0), timeout=1.0, interval=0.1, probe_timeout=0.5)
+        wait_for_sync(
+            "pods", lambda: kube.kubectl("get", "pods", timeout=30.0), timeout=1.0, interval=0.1, probe_timeout=0.5
+        )
     assert len(caught.value.summary.attempts) >= 2
     # Each kubectl was killed at its attempt's bound (not at its 30 s timeout), so none runs on.
     deadline = time.monotonic() + 5
@@ -191,7 +245,13 @@ def api_server(tmp_path: Path):
 def test_server_time_and_clock_skew_come_from_the_api_servers_date_header(api_server: Path, kubectl_standin) -> None:
     _DateServer.offset = -90.0  # the "minikube VM" is 90 s behind the host
     try:
-        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(api_server))
+        kube = Kube(
+            "minikube",
+            "controller-agent",
+            allowed=("minikube",),
+            kubectl_path=str(kubectl_standin.path),
+            kubeconfig=str(api_server),
+        )
         server_now = kube.server_time()
         assert server_now.tzinfo is not None
         assert abs((datetime.now(timezone.utc) - server_now).total_seconds() - 90) < 2.5
@@ -205,7 +265,13 @@ def test_global_kubernetes_configuration_is_untouched(api_server: Path, kubectl_
     from kubernetes import client
 
     before = client.Configuration.get_default_copy().host
-    kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(api_server))
+    kube = Kube(
+        "minikube",
+        "controller-agent",
+        allowed=("minikube",),
+        kubectl_path=str(kubectl_standin.path),
+        kubeconfig=str(api_server),
+    )
     kube.server_time()
     kube.close()
     assert client.Configuration.get_default_copy().host == before
@@ -213,12 +279,28 @@ def test_global_kubernetes_configuration_is_untouched(api_server: Path, kubectl_
 
 def test_rollout_restart_and_status_are_pinned_and_bounded(kubectl_standin) -> None:
     kubectl_standin.answer("rollout", "restart", stdout="deployment.apps/agent-orchestrator restarted\n")
-    kubectl_standin.answer("rollout", "status", stdout='Waiting for deployment "agent-orchestrator" rollout to finish\ndeployment "agent-orchestrator" successfully rolled out\n')
+    kubectl_standin.answer(
+        "rollout",
+        "status",
+        stdout='Waiting for deployment "agent-orchestrator" rollout to finish\n'
+        'deployment "agent-orchestrator" successfully rolled out\n',
+    )
     kube = Kube.connect(config=MINIKUBE_ONLY)
     kube.rollout_restart("agent-orchestrator")
-    assert kube.rollout_status("agent-orchestrator", timeout=120) == 'deployment "agent-orchestrator" successfully rolled out'
+    assert (
+        kube.rollout_status("agent-orchestrator", timeout=120)
+        == 'deployment "agent-orchestrator" successfully rolled out'
+    )
     restart, status = kubectl_standin.argvs()[2:]
-    assert restart == ["--context", "minikube", "-n", "controller-agent", "rollout", "restart", "deployment/agent-orchestrator"]
+    assert restart == [
+        "--context",
+        "minikube",
+        "-n",
+        "controller-agent",
+        "rollout",
+        "restart",
+        "deployment/agent-orchestrator",
+    ]
     assert status[4:] == ["rollout", "status", "deployment/agent-orchestrator", "--timeout=120s"]
 
 
@@ -230,7 +312,9 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
     assert caught.value.timeout == pytest.approx(1.0)
 
 
-def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_hop(tmp_path: Path, kubectl_standin) -> None:
+def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_hop(
+    tmp_path: Path, kubectl_standin
+) -> None:
     import socket
 
     with socket.socket() as silent:  # accepts connections (the kernel's backlog) and never answers
@@ -242,9 +326,16 @@ def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_ho
             f"clusters: [{{name: mk, cluster: {{server: 'http://127.0.0.1:{silent.getsockname()[1]}'}}}}]\n"
             "contexts: [{name: minikube, context: {cluster: mk, user: u}}]\nusers: [{name: u, user: {token: t}}]\n"
         )
-        kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(kubectl_standin.path), kubeconfig=str(kubeconfig))
+        kube = Kube(
+            "minikube",
+            "controller-agent",
+            allowed=("minikube",),
+            kubectl_path=str(kubectl_standin.path),
+            kubeconfig=str(kubeconfig),
+        )
         started = time.monotonic()
-        with pytest.raises(ApiServerUnreachable, match="did not answer GET /version within 0.5s"):
+        with pytest.raises(ApiServerUnreachable, match=r"did not answer within 0.5s on GET /version") as caught:
             kube.server_time(timeout=0.5)
+        assert caught.value.kind == "no-answer"
         assert time.monotonic() - started < 0.5 + 1.0  # one attempt, no urllib3 retries
         kube.close()

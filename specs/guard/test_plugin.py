@@ -33,13 +33,19 @@ def test_waits():
 """
 
 
-def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(
+    pytester: pytest.Pytester, kubectl_standin, empty_kubeconfig: Path
+) -> None:
     kubectl_standin.set_current_context(None)
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.re_match_lines([r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"])
-    result.stdout.fnmatch_lines(["*cluster specs skipped (1)*", "*::test_needs_the_cluster: no cluster: no current kube context*"])
+    result.stdout.re_match_lines(
+        [r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"]
+    )
+    result.stdout.fnmatch_lines(
+        ["*cluster specs skipped (1)*", "*::test_needs_the_cluster: no cluster: no current kube context*"]
+    )
 
 
 def test_a_requested_context_that_does_not_exist_skips_too(pytester: pytest.Pytester, kubectl_standin) -> None:
@@ -50,7 +56,9 @@ def test_a_requested_context_that_does_not_exist_skips_too(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(["*no cluster: context 'minikube' is not in the kubeconfig*"])
 
 
-def test_cluster_specs_skip_when_kubectl_is_missing(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_cluster_specs_skip_when_kubectl_is_missing(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("-rs")
@@ -58,7 +66,9 @@ def test_cluster_specs_skip_when_kubectl_is_missing(pytester: pytest.Pytester, m
     result.stdout.fnmatch_lines(["*no cluster: kubectl not found*"])
 
 
-def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(
+    pytester: pytest.Pytester, kubectl_standin
+) -> None:
     kubectl_standin.set_current_context("gke_prod_europe")
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest()
@@ -74,7 +84,9 @@ def test_kube_context_option_is_guarded_too(pytester: pytest.Pytester, kubectl_s
     assert kubectl_standin.argvs() == []
 
 
-def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pytester, kubectl_standin) -> None:
+def test_cluster_specs_run_pinned_on_an_allowed_context(
+    pytester: pytest.Pytester, kubectl_standin, local_cluster
+) -> None:
     kubectl_standin.answer("get", "pods", stdout="No resources found\n")
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("--namespace", "e2e-ns")
@@ -85,11 +97,11 @@ def test_cluster_specs_run_pinned_on_an_allowed_context(pytester: pytest.Pyteste
 def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(WAITING_SPEC)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest(f"--junitxml={junit}")
+    result = pytester.runpytest(f"--junitxml={junit}", "--harness-waits=all")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "*harness waits*",
+            "*harness waits (every spec)*",
             "*test_waits: ok * 1 attempts (0 hung, 0 failed)  the answer",
             "*test_waits: timeout * attempts (0 hung, 0 failed)  a deploy that never rolls out",
         ]
@@ -105,7 +117,10 @@ def test_unique_issue_numbers_are_distinct_across_processes(tmp_path: Path) -> N
         "import sys; from pathlib import Path; from harness.ids import unique_issue_number as u;"
         "print(' '.join(str(u(Path(sys.argv[1]))) for _ in range(40)))"
     )
-    workers = [subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
     numbers: list[int] = []
     for worker in workers:
         out, _ = worker.communicate(timeout=60)
@@ -137,7 +152,9 @@ def test_a_child_left_running_fails_the_session_and_is_killed(pytester: pytest.P
     )
     result = pytester.runpytest()
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*harness leak audit: child processes outlived their tests and were killed now: pid *time.sleep(60)*"])
+    result.stdout.fnmatch_lines(
+        ["*harness leak audit: child processes outlived their tests and were killed now: pid *time.sleep(60)*"]
+    )
     from harness.process import group_alive
 
     assert not group_alive(int((pytester.path / "leaked.pid").read_text()))

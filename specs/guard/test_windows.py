@@ -1,4 +1,5 @@
-"""Guard specs for Kubernetes timestamps and "created since" windows (stack-under-test.md §9, modes 3 and 4)."""
+"""Guard specs for Kubernetes timestamps and "created since" windows
+(a truncated creationTimestamp and clock skew must not hide a run)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Guard specs for issue #3: leak checks after every test, a scripted target server, the kubectl stand-in.
+"""Port-forward guard specs: leak checks after every test, a scripted target server, the kubectl stand-in.
 
 The autouse ``no_leaks`` fixture snapshots this process's children (``harness.process.LIVE_CHILDREN`` and
 ``/proc``), its listening sockets and its threads before each test, and after the test (teardowns of the

@@ -1,4 +1,4 @@
-"""fetch_through a port-forward: every failure names its hop (issue #3, part 2)."""
+"""fetch_through a port-forward: every failure names its hop."""
 
 from __future__ import annotations
 
@@ -83,19 +83,27 @@ def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStan
     anyio.run(main)
 
 
-def test_silent_service_behind_a_live_forward_is_a_service_timeout(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_silent_service_behind_a_live_forward_is_a_service_timeout(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceTimeout) as caught:
             fetch_through_sync(fwd, "GET", "/hang", timeout=0.5)
         assert caught.value.hop == "service" and caught.value.budget == pytest.approx(0.5)
-        assert "/hang" in str(caught.value) and "0.50s" in str(caught.value) and "port-forward is alive" in str(caught.value)
+        assert (
+            "/hang" in str(caught.value)
+            and "0.50s" in str(caught.value)
+            and "port-forward is alive" in str(caught.value)
+        )
         with pytest.raises(ServiceTimeout, match="headers received"):
             fetch_through_sync(fwd, "GET", "/drip?every=0.2&size=40", timeout=0.6)
         assert fwd.alive
 
 
-def test_reset_behind_a_live_forward_is_unreachable_service_with_stderr(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_reset_behind_a_live_forward_is_unreachable_service_with_stderr(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port, stderr_banner="W1130 a client warning")
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceUnreachable) as caught:
@@ -104,7 +112,9 @@ def test_reset_behind_a_live_forward_is_unreachable_service_with_stderr(kubectl_
         assert "W1130 a client warning" in str(caught.value)
 
 
-def test_forward_resetting_every_connection_is_blamed_on_the_forward(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_forward_resetting_every_connection_is_blamed_on_the_forward(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(mode="reset-all", after=1, target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(PortForwardBroken) as caught:

@@ -1,5 +1,6 @@
-"""fetch_through's limits: ``max_body`` stops a runaway answer (trial finding 8), and the caller's mistakes are
-``ValueError`` / ``TypeError`` raised before sending, never a hop failure blamed on the service (finding 9)."""
+"""fetch_through's limits: ``max_body`` stops a runaway answer (an endless answer once pushed
+a probe to 1 GB in 3 s), and the caller's mistakes are ``ValueError`` / ``TypeError`` raised before sending, never a
+hop failure blamed on the service."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ READ = 65536
 
 # --- max_body (finding 8) -------------------------------------------------------------------------------
 
+
 def test_endless_chunked_body_stops_at_max_body_without_buffering_it(target: TargetServer) -> None:
     already = tracemalloc.is_tracing()  # someone else's tracing (python -X tracemalloc) is left running
     if already:
@@ -40,13 +42,15 @@ def test_endless_chunked_body_stops_at_max_body_without_buffering_it(target: Tar
     assert err.hop == "service" and err.max_body == MiB and err.status == 200 and err.declared is None
     assert MiB < err.received <= MiB + READ
     assert "/flood" in str(err) and "more than max_body=1,048,576 bytes" in str(err)
-    assert peak < 16 * MiB  # the trial saw 1 GB in 3 s; the cap holds about max_body
+    assert peak < 16 * MiB  # an uncapped read once reached 1 GB in 3 s; the cap holds about max_body
 
 
 def test_default_cap_is_64_mib_and_applies_without_asking(target: TargetServer) -> None:
     assert DEFAULT_MAX_BODY == 64 * MiB
     with pytest.raises(ServiceAnswerTooLarge) as caught:
-        fetch_through_sync(target.url, "GET", "/flood", timeout=30.0)  # the trial's call, minus its 3 s budget
+        fetch_through_sync(
+            target.url, "GET", "/flood", timeout=30.0
+        )  # the call that once read 1 GB, minus its 3 s budget
     assert caught.value.max_body == DEFAULT_MAX_BODY
     assert DEFAULT_MAX_BODY < caught.value.received <= DEFAULT_MAX_BODY + READ
 
@@ -71,15 +75,22 @@ def test_runaway_body_through_a_forward_blames_the_service_and_keeps_the_forward
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceAnswerTooLarge) as caught:
             fetch_through_sync(fwd, "GET", "/flood", timeout=20.0, max_body=MiB)
-        assert caught.value.hop == "service" and caught.value.target == "svc/x" and "via port-forward svc/x" in str(caught.value)
+        assert (
+            caught.value.hop == "service"
+            and caught.value.target == "svc/x"
+            and "via port-forward svc/x" in str(caught.value)
+        )
         assert fwd.alive and fwd.answers == 1
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).text == "ok"
 
 
 # --- caller mistakes (finding 9) ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("timeout", [0, 0.0, -1, -0.5, math.nan, math.inf, -math.inf])
-def test_non_positive_or_non_finite_timeout_is_a_value_error_and_nothing_is_sent(target: TargetServer, timeout: float) -> None:
+def test_non_positive_or_non_finite_timeout_is_a_value_error_and_nothing_is_sent(
+    target: TargetServer, timeout: float
+) -> None:
     with pytest.raises(ValueError, match="timeout must be finite and > 0"):
         fetch_through_sync(target.url, "GET", "/ok", timeout=timeout)
     assert target.requests == []
@@ -92,14 +103,19 @@ def test_timeout_that_is_not_a_number_is_a_type_error(target: TargetServer, time
     assert target.requests == []
 
 
-@pytest.mark.parametrize(("max_body", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    ("max_body", "error"), [(0, ValueError), (-1, ValueError), (1.5, TypeError), (None, TypeError)]
+)
 def test_bad_max_body_is_refused_before_sending(target: TargetServer, max_body: object, error: type[Exception]) -> None:
     with pytest.raises(error, match="max_body"):
         fetch_through_sync(target.url, "GET", "/ok", timeout=2.0, max_body=max_body)  # type: ignore[arg-type]
     assert target.requests == []
 
 
-@pytest.mark.parametrize("base_url", ["not a url", "127.0.0.1:8123", "ftp://127.0.0.1:21", "http://", "http://[::1", "http://127.0.0.1:99999"])
+@pytest.mark.parametrize(
+    "base_url",
+    ["not a url", "127.0.0.1:8123", "ftp://127.0.0.1:21", "http://", "http://[::1", "http://127.0.0.1:99999"],
+)
 def test_malformed_base_url_is_a_value_error_not_an_unreachable_service(base_url: str) -> None:
     with pytest.raises(ValueError, match="base URL") as caught:
         fetch_through_sync(base_url, "GET", "/ok", timeout=2.0)
@@ -112,7 +128,11 @@ def test_malformed_base_url_is_a_value_error_not_an_unreachable_service(base_url
         ("ftp://127.0.0.1:21/x", {}, httpx.UnsupportedProtocol),
         ("http://[::1/x", {}, httpx.InvalidURL),
         ("/ok", {"headers": {"X-Bad": "a\r\nb"}}, httpx.LocalProtocolError),
-        ("/ok", {"headers": {"Content-Length": "5"}, "content": b"abc"}, h11.LocalProtocolError),  # escapes httpx unwrapped
+        (
+            "/ok",
+            {"headers": {"Content-Length": "5"}, "content": b"abc"},
+            h11.LocalProtocolError,
+        ),  # escapes httpx unwrapped
     ],
 )
 def test_request_httpx_refuses_is_a_value_error_with_the_cause(

@@ -1,4 +1,4 @@
-"""fetch_through against a plain base URL: only the service hop can fail (issue #3, part 2)."""
+"""fetch_through against a plain base URL: only the service hop can fail."""
 
 from __future__ import annotations
 

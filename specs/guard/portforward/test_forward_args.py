@@ -1,5 +1,5 @@
 """A port-forward kubectl could never open is refused with ``ValueError`` naming the argument, before anything is
-spawned (trial nits: ``remote_port=70000`` or ``target="; rm -rf /"`` used to wait out the whole ready timeout,
+spawned (``remote_port=70000`` or ``target="; rm -rf /"`` used to wait out the whole ready timeout,
 ``ready_timeout=0`` gave a self-contradictory "did not spawn kubectl ... after the harness stopped it")."""
 
 from __future__ import annotations
@@ -50,16 +50,38 @@ def test_impossible_forward_is_a_value_error_naming_the_argument_and_spawns_noth
     assert kubectl_standin.argvs() == [] and set(process.LIVE_CHILDREN) == children
 
 
-@pytest.mark.parametrize(("args", "named"), [({"remote_port": "80"}, "remote_port"), ({"remote_port": True}, "remote_port"),
-                                             ({"target": None}, "target"), ({"ready_timeout": "30"}, "ready_timeout")])
-def test_wrong_types_are_type_errors_naming_the_argument(kubectl_standin: KubectlStandIn, args: dict[str, object], named: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"remote_port": "80"}, "remote_port"),
+        ({"remote_port": True}, "remote_port"),
+        ({"target": None}, "target"),
+        ({"ready_timeout": "30"}, "ready_timeout"),
+    ],
+)
+def test_wrong_types_are_type_errors_naming_the_argument(
+    kubectl_standin: KubectlStandIn, args: dict[str, object], named: str
+) -> None:
     with pytest.raises(TypeError, match=named):
         PortForward(kubectl_standin.kube(), **{"target": "svc/x", "remote_port": 80, **args})  # type: ignore[arg-type]
     assert kubectl_standin.argvs() == []
 
 
-@pytest.mark.parametrize("form", ["svc/fake-github", "service/x", "pod/x-1.y", "deploy/x", "deployment/x", "deployments.apps/x",
-                                  "sts/x", "rs/x", "Service/x", "my-pod-0"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "svc/fake-github",
+        "service/x",
+        "pod/x-1.y",
+        "deploy/x",
+        "deployment/x",
+        "deployments.apps/x",
+        "sts/x",
+        "rs/x",
+        "Service/x",
+        "my-pod-0",
+    ],
+)
 def test_kubectl_target_forms_are_accepted(form: str) -> None:
     check_forward_args(form, 1)
     check_forward_args(form, 65535, ready_timeout=0.001, stop_grace=0.5, reset_limit=1, ready_path="/")

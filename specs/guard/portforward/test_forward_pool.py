@@ -1,4 +1,4 @@
-"""ForwardPool and the ``forwards`` fixture: one forward per key, reopened when dead or broken (issue #3)."""
+"""ForwardPool and the ``forwards`` fixture: one forward per key, reopened when dead or broken."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def test_one_forward_per_key(pool: ForwardPool, kubectl_standin: KubectlStandIn,
     assert fetch_through_sync(first, "GET", "/ok", timeout=5.0).status_code == 200
 
 
-def test_dead_forward_is_reopened_as_a_new_child(pool: ForwardPool, kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_dead_forward_is_reopened_as_a_new_child(
+    pool: ForwardPool, kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port)
     kube = kubectl_standin.kube()
     first = pool.get(kube, "svc/x", 80)
@@ -119,13 +121,17 @@ def test_as_a_wait_for_probe_errors_are_failed_attempts_and_the_pool_reopens(
             raise
         return answer.status_code if answer.status_code == 200 else None
 
-    status = anyio.run(lambda: wait_for("the service to answer through the forward", probe, timeout=20.0, interval=0.05))
+    status = anyio.run(
+        lambda: wait_for("the service to answer through the forward", probe, timeout=20.0, interval=0.05)
+    )
     assert status == 200
     assert [type(e) for e in errors] == [PortForwardDied]
     assert pool.opened == 2 and first.exit is not None
 
 
-def test_concurrent_async_gets_share_one_forward(pool: ForwardPool, kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_concurrent_async_gets_share_one_forward(
+    pool: ForwardPool, kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port)
     kube = kubectl_standin.kube()
     got = []

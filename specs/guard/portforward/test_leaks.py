@@ -1,9 +1,9 @@
-"""No kubectl outlives a failing test, a test stopped by pytest-timeout, or a killed pytest (issue #3, part 4).
+"""No kubectl outlives a failing test, a test stopped by pytest-timeout, or a killed pytest.
 
 Each case runs an inner pytest (a bounded subprocess) on a small spec that opens a forward through the
 kubectl stand-in, then checks that every stand-in process it started is gone. With
 ``--timeout-method=thread`` pytest-timeout calls ``os._exit``: no teardown runs (pytest-dev/pytest-timeout#134),
-so only the parent-death signal can stop kubectl (field-pitfalls.md §11).
+so only the parent-death signal can stop kubectl.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from harness.testing.leaks import snapshot
 from harness.testing.standin import KubectlStandIn
 from harness.testing.target import TargetServer
 
-INNER = '''
+INNER = """
 import os
 from harness.fetch import fetch_through_sync
 from harness.kube import Kube
@@ -39,7 +39,7 @@ def test_fails_inside_a_forward():
 def test_hangs_inside_a_forward():
     with port_forward(KUBE, "svc/x", 80) as fwd:
         fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)
-'''
+"""
 
 
 def _alive(pid: int) -> bool:
@@ -55,8 +55,22 @@ def _run_inner(tmp_path: Path, standin: KubectlStandIn, *args: str) -> process.C
     spec.parent.mkdir(exist_ok=True)
     spec.write_text(INNER)
     env = {**os.environ, "STANDIN_KUBECTL": standin.path, "PYTHONDONTWRITEBYTECODE": "1"}
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:harness", "-p", "no:randomly",
-            "--rootdir", str(spec.parent), *args, str(spec)]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:harness",
+        "-p",
+        "no:randomly",
+        "--rootdir",
+        str(spec.parent),
+        *args,
+        str(spec),
+    ]
     return process.run_bounded(argv, timeout=60.0, env=env)
 
 
@@ -67,7 +81,9 @@ def _all_gone(pids: list[int], timeout: float = 5.0) -> list[int]:
     return alive
 
 
-def test_a_failing_test_leaves_no_kubectl(tmp_path: Path, kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_a_failing_test_leaves_no_kubectl(
+    tmp_path: Path, kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port)
     done = _run_inner(tmp_path, kubectl_standin, "-k", "fails_inside")
     assert done.returncode == 1 and "a failing assertion inside the forward" in done.stdout

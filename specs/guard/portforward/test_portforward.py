@@ -1,4 +1,4 @@
-"""PortForward guard specs against the kubectl stand-in (issue #3, part 1)."""
+"""PortForward guard specs against the kubectl stand-in."""
 
 from __future__ import annotations
 
@@ -36,7 +36,10 @@ def _pid_alive(pid: int) -> bool:
 
 # --- spawning ------------------------------------------------------------------------------------------
 
-def test_spawns_pinned_argv_without_shell_in_its_own_group(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+
+def test_spawns_pinned_argv_without_shell_in_its_own_group(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/fake-github", 8080) as fwd:
         assert fwd.proc is not None
@@ -45,13 +48,21 @@ def test_spawns_pinned_argv_without_shell_in_its_own_group(kubectl_standin: Kube
         assert os.getpgid(pid) == pid != os.getpgid(0)
         assert pid in process.LIVE_CHILDREN
     assert kubectl_standin.argvs()[0] == [
-        "--context", "minikube", "-n", "controller-agent", "port-forward", "svc/fake-github", ":8080", "--address", "127.0.0.1",
+        "--context",
+        "minikube",
+        "-n",
+        "controller-agent",
+        "port-forward",
+        "svc/fake-github",
+        ":8080",
+        "--address",
+        "127.0.0.1",
     ]
     assert pid not in process.LIVE_CHILDREN and not _pid_alive(pid)
 
 
 def test_local_port_comes_from_the_127_0_0_1_banner_line(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
-    # A [::1] line with another port first: only the 127.0.0.1 one may be used (field-pitfalls.md §5).
+    # kubectl may print the [::1] line first, with another port: only the 127.0.0.1 one may be used.
     kubectl_standin.script(target_port=target.port, ipv6_first_port_offset=1)
     with port_forward(kubectl_standin.kube(), "pod/x", 80) as fwd:
         assert fwd.base_url == f"http://127.0.0.1:{fwd.local_port}"
@@ -73,6 +84,7 @@ def test_http_readiness_path_is_probed(kubectl_standin: KubectlStandIn, target: 
 
 
 # --- not ready ---------------------------------------------------------------------------------------
+
 
 def test_no_banner_within_budget_kills_the_group_and_says_so(kubectl_standin: KubectlStandIn) -> None:
     kubectl_standin.script(mode="no-banner", stderr_banner="W1130 client warning: example")
@@ -97,7 +109,9 @@ def test_local_port_busy_fails_fast_with_kubectl_text(kubectl_standin: KubectlSt
     assert "address already in use" in caught.value.stderr_tail and "exited rc=1" in str(caught.value)
 
 
-def test_exit_on_the_first_probe_is_not_ready_with_lost_connection(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_exit_on_the_first_probe_is_not_ready_with_lost_connection(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(mode="exit-after", after=0, target_port=target.port)
     with pytest.raises(PortForwardNotReady) as caught:
         PortForward(kubectl_standin.kube(), "svc/x", 80, ready_timeout=10.0).start()
@@ -114,6 +128,7 @@ def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:  # type
 
 # --- watching ----------------------------------------------------------------------------------------
 
+
 def test_exit_is_recorded_by_the_watcher_when_it_happens(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
@@ -129,7 +144,9 @@ def test_exit_is_recorded_by_the_watcher_when_it_happens(kubectl_standin: Kubect
 
 
 @pytest.mark.parametrize(("code", "silent"), [(1, False), (0, True)], ids=["v1.23+ exit 1", "older exit 0 silently"])
-def test_any_exit_is_death_rc_0_included(kubectl_standin: KubectlStandIn, target: TargetServer, code: int, silent: bool) -> None:
+def test_any_exit_is_death_rc_0_included(
+    kubectl_standin: KubectlStandIn, target: TargetServer, code: int, silent: bool
+) -> None:
     kubectl_standin.script(mode="exit-after", after=1, exit_code=code, silent=silent, target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:  # readiness used connection 1
         with pytest.raises(AssertionError):
@@ -141,7 +158,9 @@ def test_any_exit_is_death_rc_0_included(kubectl_standin: KubectlStandIn, target
             assert "lost connection to pod" in fwd.exit.stderr_tail
 
 
-def test_forwarding_error_line_marks_a_live_forward_broken(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_forwarding_error_line_marks_a_live_forward_broken(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(mode="reset-all", after=2, target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).status_code == 200
@@ -167,15 +186,20 @@ def test_consecutive_resets_mark_a_live_forward_broken(kubectl_standin: KubectlS
 
 # --- stopping ----------------------------------------------------------------------------------------
 
+
 def test_close_sends_sigint_first_and_is_idempotent(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
     fwd = port_forward(kubectl_standin.kube(), "svc/x", 80).start()
     fwd.close()
     fwd.close()
-    assert fwd.exit is not None and fwd.exit.returncode == 0 and fwd.exit.stopped_by_harness  # the stand-in's SIGINT exit
+    assert (
+        fwd.exit is not None and fwd.exit.returncode == 0 and fwd.exit.stopped_by_harness
+    )  # the stand-in's SIGINT exit
 
 
-def test_close_escalates_to_sigkill_of_the_group_after_the_grace(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_close_escalates_to_sigkill_of_the_group_after_the_grace(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(target_port=target.port, ignore_sigint=True, grandchild=True)
     fwd = port_forward(kubectl_standin.kube(), "svc/x", 80, stop_grace=0.3).start()
     helper = int((kubectl_standin.dir / "grandchildren").read_text().split()[0])
@@ -187,7 +211,9 @@ def test_close_escalates_to_sigkill_of_the_group_after_the_grace(kubectl_standin
     assert _poll(lambda: not _pid_alive(helper))  # the group, not just the leader
 
 
-def test_a_leader_that_exits_by_itself_takes_its_group_along(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
+def test_a_leader_that_exits_by_itself_takes_its_group_along(
+    kubectl_standin: KubectlStandIn, target: TargetServer
+) -> None:
     kubectl_standin.script(mode="exit-after", after=1, grandchild=True, target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         helper = int((kubectl_standin.dir / "grandchildren").read_text().split()[0])
@@ -206,6 +232,7 @@ def test_exception_in_the_body_closes_the_forward(kubectl_standin: KubectlStandI
 
 
 # --- async -------------------------------------------------------------------------------------------
+
 
 def test_async_use_and_cancellation_during_start(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     async def main() -> None:

@@ -1,12 +1,12 @@
-"""The real kubectl against an API server that is not there: PortForwardNotReady carries its real stderr (issue #3).
+"""The real kubectl against an API server that is not there: PortForwardNotReady carries its real stderr.
 
-Skipped where no kubectl binary is installed. Nothing here can reach a cluster: the kubeconfig is written to
-tmp_path and points at a local socket.
+Runs the real builds ``kubectl.1.27`` and ``kubectl.1.33`` beside the kubectl on PATH (that one may be a dispatcher
+that picks a build by asking the server's version); skipped where a build is not installed. Nothing here can
+reach a cluster: the kubeconfig is written to tmp_path and points at a local socket.
 """
 
 from __future__ import annotations
 
-import shutil
 import socket
 import time
 from collections.abc import Iterator
@@ -17,10 +17,18 @@ import pytest
 from harness.errors import PortForwardNotReady
 from harness.kube import Kube
 from harness.portforward import PortForward, client_version
+from harness.testing.kubectl_builds import real_kubectl
 
-KUBECTL = shutil.which("kubectl", path="/usr/bin:/usr/local/bin") or shutil.which("kubectl")
+BUILDS = {minor: real_kubectl(minor) for minor in (27, 33)}
 
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="no kubectl binary installed")
+
+@pytest.fixture(params=sorted(BUILDS), ids=lambda minor: f"kubectl-1.{minor}")
+def kubectl(request: pytest.FixtureRequest) -> str:
+    path = BUILDS[request.param]
+    if path is None:
+        pytest.skip(f"kubectl 1.{request.param} is not installed beside the kubectl on PATH")
+    return path
+
 
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -37,11 +45,10 @@ users:
 """
 
 
-def _kube(tmp_path: Path, port: int) -> Kube:
+def _kube(tmp_path: Path, port: int, kubectl: str) -> Kube:
     config = tmp_path / "kubeconfig"
     config.write_text(KUBECONFIG.format(port=port))
-    assert KUBECTL is not None
-    return Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=KUBECTL, kubeconfig=str(config))
+    return Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(config))
 
 
 @pytest.fixture
@@ -61,8 +68,10 @@ def black_hole_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(tmp_path: Path, refusing_port: int) -> None:
-    kube = _kube(tmp_path, refusing_port)
+def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(
+    tmp_path: Path, refusing_port: int, kubectl: str
+) -> None:
+    kube = _kube(tmp_path, refusing_port, kubectl)
     start = time.monotonic()
     with pytest.raises(PortForwardNotReady) as caught:
         PortForward(kube, "pod/fake-github", 80, ready_timeout=20.0).start()
@@ -73,8 +82,10 @@ def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(tmp_path:
     assert err.kubectl_version.startswith("v1.") and err.kubectl_version in str(err)
 
 
-def test_silent_api_server_is_bounded_by_the_readiness_budget(tmp_path: Path, black_hole_port: int) -> None:
-    kube = _kube(tmp_path, black_hole_port)
+def test_silent_api_server_is_bounded_by_the_readiness_budget(
+    tmp_path: Path, black_hole_port: int, kubectl: str
+) -> None:
+    kube = _kube(tmp_path, black_hole_port, kubectl)
     start = time.monotonic()
     with pytest.raises(PortForwardNotReady) as caught:
         PortForward(kube, "svc/fake-github", 80, ready_timeout=2.0, stop_grace=0.5).start()
@@ -82,6 +93,5 @@ def test_silent_api_server_is_bounded_by_the_readiness_budget(tmp_path: Path, bl
     assert "within 2.0s" in str(caught.value) and caught.value.kubectl_version.startswith("v1.")
 
 
-def test_client_version_is_read_from_the_binary() -> None:
-    assert KUBECTL is not None
-    assert client_version(KUBECTL).startswith("v1.")
+def test_client_version_is_read_from_the_binary(kubectl: str) -> None:
+    assert client_version(kubectl).startswith(f"v1.{kubectl.rsplit('.', 1)[1]}.")

@@ -1,0 +1,42 @@
+"""Fixtures for the guard specs of the plugin and of kube access.
+
+``local_cluster``: a stand-in API server (:mod:`harness.testing.apiserver`) holding the namespaces
+``controller-agent`` and ``e2e-ns``, a kubeconfig whose context ``minikube`` points at it (``KUBECONFIG``), the
+kubectl stand-in first on PATH, and a private harness state directory (``HARNESS_STATE_DIR``: issue numbers and
+the cluster lock), so inner pytest runs see an allowed, reachable cluster without touching a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.testing.apiserver import StubApiServer, write_kubeconfig
+from harness.testing.standin import KubectlStandIn
+
+NAMESPACES = ("controller-agent", "e2e-ns")
+
+
+@pytest.fixture
+def local_cluster(
+    kubectl_standin: KubectlStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[StubApiServer]:
+    objects = {
+        f"/api/v1/namespaces/{name}": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        for name in NAMESPACES
+    }
+    with StubApiServer(objects) as server:
+        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
+        monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "harness-state"))
+        yield server
+
+
+@pytest.fixture
+def empty_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kubeconfig file without a current context, as ``KUBECONFIG``."""
+    path = tmp_path / "empty-kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\ncurrent-context: ''\n")
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    return path

@@ -1,0 +1,88 @@
+"""The Makefile's set-up: a Python that cannot run the project is refused up front, and a ``.venv`` made by one
+is rebuilt by the next plain ``make test`` instead of failing with "requires a different Python" until
+``make clean``.
+
+The real Makefile and pyproject.toml run in a scratch copy with stand-in interpreters, so nothing is installed:
+``old-python`` answers like Python 3.10 (no ``tomllib``; pip refuses the project), ``good-python`` runs version
+checks with this interpreter and records what it is asked to do instead of creating a real venv or installing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import process
+
+REPO = Path(__file__).resolve().parents[2]
+
+OLD_PYTHON = """#!/bin/sh
+# Python 3.10: no tomllib, so the Makefile's check fails; pip refuses a project that needs >= 3.11.
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  echo "ERROR: Package 'stack-harness' requires a different Python: 3.10.13 not in '>=3.11'" >&2; exit 1
+fi
+if [ "$1" = "-c" ]; then echo "ModuleNotFoundError: No module named 'tomllib'" >&2; exit 1; fi
+exit 1
+"""
+
+GOOD_PYTHON = """#!/bin/sh
+# A fitting Python: version checks run on the real interpreter; venv, pip and pytest are recorded, not run.
+echo "$0 $*" >> "{log}"
+if [ "$1" = "-c" ]; then exec "{real}" "$@"; fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; fi
+exit 0
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    copy = tmp_path / "project"
+    copy.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO / name, copy / name)
+    return copy
+
+
+def _stub(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def _make(project: Path, *args: str) -> process.Completed:
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    return process.run_bounded([make, "-C", str(project), *args], timeout=60.0)
+
+
+def test_a_python_that_cannot_run_the_project_is_refused_and_leaves_no_venv(project: Path, tmp_path: Path) -> None:
+    old = _stub(tmp_path / "old-python", OLD_PYTHON)
+    done = _make(project, "test", f"PYTHON={old}")
+    assert done.returncode != 0
+    assert f"{old} cannot run this project (pyproject.toml: requires-python >=3.11)" in done.stderr
+    assert not (project / ".venv").exists()
+
+
+def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    old = _stub(tmp_path / "old-python", OLD_PYTHON)
+    good = _stub(tmp_path / "good-python", GOOD_PYTHON.format(log=log, real=sys.executable))
+    (project / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(old, project / ".venv" / "bin" / "python")  # what `python3.10 -m venv` left behind
+    done = _make(project, "test", f"PYTHON={good}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rebuilding .venv: its Python cannot run this project" in done.stdout
+    calls = log.read_text()
+    assert f"{good} -m venv .venv" in calls
+    assert "-m pip install --quiet -e .[test]" in calls
+    assert "-m pytest specs -m not cluster -n auto" in calls
+    again = _make(project, "test", f"PYTHON={good}")  # now it fits: kept, and not reinstalled
+    assert again.returncode == 0
+    assert "rebuilding" not in again.stdout
+    assert log.read_text().count("-m venv") == 1
+    assert log.read_text().count("pip install --quiet -e") == 1
