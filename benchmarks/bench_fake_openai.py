@@ -28,8 +28,13 @@ from fakes.server import FakeHandle  # noqa: E402
 REQUESTS, WARMUP = 400, 40
 WORDS = " ".join(f"w{i}" for i in range(48))
 BODY = {"model": "gpt-4o", "messages": [{"role": "user", "content": "benchmark"}]}
-TARGETS = {"req/s": (200.0, "min"), "p50 ms": (10.0, "max"), "p99 ms": (25.0, "max"), "first p99 ms": (25.0, "max"),
-           "total p99 ms": (50.0, "max")}
+TARGETS = {
+    "req/s": (200.0, "min"),
+    "p50 ms": (10.0, "max"),
+    "p99 ms": (25.0, "max"),
+    "first p99 ms": (25.0, "max"),
+    "total p99 ms": (50.0, "max"),
+}
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -86,25 +91,38 @@ def _stream(client: httpx.Client, firsts: list[float], totals: list[float]) -> N
 def _measure(label: str, handle: FakeHandle, client: httpx.Client) -> None:
     handle.app.set_default({"text": WORDS})
     samples, wall = _timed(lambda: _completion(client))
-    _show(f"{label}: completion", {"req/s": len(samples) / wall, "p50 ms": _percentile(samples, 0.5) * 1e3,
-                                   "p99 ms": _percentile(samples, 0.99) * 1e3})
+    _show(
+        f"{label}: completion",
+        {
+            "req/s": len(samples) / wall,
+            "p50 ms": _percentile(samples, 0.5) * 1e3,
+            "p99 ms": _percentile(samples, 0.99) * 1e3,
+        },
+    )
     firsts: list[float] = []
     totals: list[float] = []
     _, wall = _timed(lambda: _stream(client, firsts, totals))
     firsts, totals = firsts[WARMUP:], totals[WARMUP:]
-    _show(f"{label}: 50-chunk stream", {"streams/s": len(totals) / wall,
-                                        "first p50 ms": _percentile(firsts, 0.5) * 1e3,
-                                        "first p99 ms": _percentile(firsts, 0.99) * 1e3,
-                                        "total p50 ms": _percentile(totals, 0.5) * 1e3,
-                                        "total p99 ms": _percentile(totals, 0.99) * 1e3})
+    _show(
+        f"{label}: 50-chunk stream",
+        {
+            "streams/s": len(totals) / wall,
+            "first p50 ms": _percentile(firsts, 0.5) * 1e3,
+            "first p99 ms": _percentile(firsts, 0.99) * 1e3,
+            "total p50 ms": _percentile(totals, 0.5) * 1e3,
+            "total p99 ms": _percentile(totals, 0.99) * 1e3,
+        },
+    )
     handle.reset()
 
 
 def main() -> None:
     print(f"fake openai benchmark: {REQUESTS} requests after {WARMUP} warm-up, one client, sequential")
     headers = {"authorization": "Bearer sk-bench"}
-    with fakes.openai.in_process() as handle, httpx.Client(base_url=handle.url, transport=handle.transport(),
-                                                           headers=headers, timeout=30) as client:
+    with (
+        fakes.openai.in_process() as handle,
+        httpx.Client(base_url=handle.url, transport=handle.transport(), headers=headers, timeout=30) as client,
+    ):
         _measure("in-process", handle, client)
     with fakes.openai.serve() as handle, httpx.Client(base_url=handle.url, headers=headers, timeout=30) as client:
         _measure("socket", handle, client)

@@ -35,8 +35,10 @@ def _percentile(samples: list[float], q: float) -> float:
 def _report(name: str, samples: list[float], wall: float) -> dict[str, float]:
     p50, p99 = _percentile(samples, 0.50) * 1e3, _percentile(samples, 0.99) * 1e3
     qps = len(samples) / wall
-    print(f"{name:<28} p50 {p50:8.3f} ms   p99 {p99:8.3f} ms   mean {statistics.mean(samples) * 1e3:8.3f} ms   "
-          f"{qps:9.1f} q/s")
+    print(
+        f"{name:<28} p50 {p50:8.3f} ms   p99 {p99:8.3f} ms   mean {statistics.mean(samples) * 1e3:8.3f} ms   "
+        f"{qps:9.1f} q/s"
+    )
     return {"p50": p50, "p99": p99, "qps": qps}
 
 
@@ -56,22 +58,36 @@ def main() -> None:
     rng = np.random.default_rng(4)
     vectors = rng.standard_normal((POINTS, DIM)).astype(np.float32)
     groups = [i % GROUPS for i in range(POINTS)]
-    queries = [(rng.standard_normal(DIM).astype(np.float32).tolist(), int(rng.integers(GROUPS)))
-               for _ in range(QUERIES)]
-    print(f"fake qdrant benchmark: {POINTS} points x {DIM} dims, Cosine, filter match group (1/{GROUPS}), limit 10, "
-          f"{QUERIES} queries after {WARMUP} warm-up")
+    queries = [
+        (rng.standard_normal(DIM).astype(np.float32).tolist(), int(rng.integers(GROUPS))) for _ in range(QUERIES)
+    ]
+    print(
+        f"fake qdrant benchmark: {POINTS} points x {DIM} dims, Cosine, filter match group (1/{GROUPS}), limit 10, "
+        f"{QUERIES} queries after {WARMUP} warm-up"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
-        shard = qe.EdgeShard.create(str(Path(tmp) / "s"), qe.EdgeConfig(vectors={"": qe.EdgeVectorParams(
-            size=DIM, distance=qe.Distance.Cosine)}))
+        shard = qe.EdgeShard.create(
+            str(Path(tmp) / "s"),
+            qe.EdgeConfig(vectors={"": qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine)}),
+        )
         for start in range(0, POINTS, 1000):
-            shard.update(qe.UpdateOperation.upsert_points([
-                qe.Point(i, vectors[i].tolist(), {"group": groups[i]}) for i in range(start, start + 1000)]))
+            shard.update(
+                qe.UpdateOperation.upsert_points(
+                    [qe.Point(i, vectors[i].tolist(), {"group": groups[i]}) for i in range(start, start + 1000)]
+                )
+            )
 
         def direct(q):
             vector, group = q
-            return shard.query(qe.QueryRequest(limit=10, query=qe.Query.Nearest(vector), with_payload=True, filter=qe.Filter(
-                must=[qe.FieldCondition(key="group", match=qe.MatchValue(group))])))
+            return shard.query(
+                qe.QueryRequest(
+                    limit=10,
+                    query=qe.Query.Nearest(vector),
+                    with_payload=True,
+                    filter=qe.Filter(must=[qe.FieldCondition(key="group", match=qe.MatchValue(group))]),
+                )
+            )
 
         engine = _report("engine (qdrant-edge direct)", *_timed(direct, queries))
         shard.close()
@@ -79,16 +95,29 @@ def main() -> None:
     with fakes.qdrant.serve() as fq, httpx.Client(base_url=fq.url, timeout=30) as http:
         http.put("/collections/bench", json={"vectors": {"size": DIM, "distance": "Cosine"}}).raise_for_status()
         for start in range(0, POINTS, 500):
-            http.put("/collections/bench/points?wait=true", json={"batch": {
-                "ids": list(range(start, start + 500)), "vectors": vectors[start:start + 500].tolist(),
-                "payloads": [{"group": g} for g in groups[start:start + 500]]}}).raise_for_status()
+            http.put(
+                "/collections/bench/points?wait=true",
+                json={
+                    "batch": {
+                        "ids": list(range(start, start + 500)),
+                        "vectors": vectors[start : start + 500].tolist(),
+                        "payloads": [{"group": g} for g in groups[start : start + 500]],
+                    }
+                },
+            ).raise_for_status()
         assert http.post("/collections/bench/points/count", json={"exact": True}).json()["result"]["count"] == POINTS
 
         def rest(q, client=http):
             vector, group = q
-            response = client.post("/collections/bench/points/query", json={
-                "query": vector, "limit": 10, "with_payload": True,
-                "filter": {"must": [{"key": "group", "match": {"value": group}}]}})
+            response = client.post(
+                "/collections/bench/points/query",
+                json={
+                    "query": vector,
+                    "limit": 10,
+                    "with_payload": True,
+                    "filter": {"must": [{"key": "group", "match": {"value": group}}]},
+                },
+            )
             assert response.status_code == 200 and len(response.json()["result"]["points"]) == 10
 
         fake = _report("fake REST (1 client)", *_timed(rest, queries))
@@ -103,9 +132,11 @@ def main() -> None:
             samples = [s for chunk in pool.map(worker, chunks) for s in chunk]
         concurrent = _report(f"fake REST ({THREADS} clients)", samples, time.perf_counter() - started)
 
-    print(f"ratio fake/engine: p50 x{fake['p50'] / engine['p50']:.1f}, p99 x{fake['p99'] / engine['p99']:.1f}, "
-          f"QPS x{fake['qps'] / engine['qps']:.2f} (1 client), x{concurrent['qps'] / engine['qps']:.2f} "
-          f"({THREADS} clients)")
+    print(
+        f"ratio fake/engine: p50 x{fake['p50'] / engine['p50']:.1f}, p99 x{fake['p99'] / engine['p99']:.1f}, "
+        f"QPS x{fake['qps'] / engine['qps']:.2f} (1 client), x{concurrent['qps'] / engine['qps']:.2f} "
+        f"({THREADS} clients)"
+    )
 
 
 def _timed_one(call, q, client) -> float:

@@ -40,11 +40,17 @@ def _error(status: int, message: str) -> FakeResponse:
 
 def handle_admin(runtime: FakeRuntime, request: FakeRequest) -> FakeResponse:
     """Answer one admin request against ``runtime`` (journal, fault table, fake)."""
-    route = request.path[len(PREFIX):].rstrip("/") or "/"
+    route = request.path[len(PREFIX) :].rstrip("/") or "/"
     method = request.method.upper()
     if route == "/" and method == "GET":
-        return FakeResponse.json(200, {"name": runtime.app.name, "requests": len(runtime.journal.entries()),
-                                       "faults": [f.to_dict() for f in runtime.faults.list()]})
+        return FakeResponse.json(
+            200,
+            {
+                "name": runtime.app.name,
+                "requests": len(runtime.journal.entries()),
+                "faults": [f.to_dict() for f in runtime.faults.list()],
+            },
+        )
     if route == "/requests" and method == "GET":
         try:
             entries = runtime.journal.entries(
@@ -61,7 +67,7 @@ def handle_admin(runtime: FakeRuntime, request: FakeRequest) -> FakeResponse:
     if route == "/faults":
         return _faults(runtime, request, method)
     if route.startswith("/faults/") and method == "DELETE":
-        fault_id = route[len("/faults/"):]
+        fault_id = route[len("/faults/") :]
         if runtime.faults.clear(fault_id):
             return FakeResponse.json(200, {"cleared": fault_id})
         return _error(404, f"no active fault with id {fault_id!r}")

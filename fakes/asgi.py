@@ -168,7 +168,7 @@ class FakeASGI:
             if await self._wait(receive, fault.interval):
                 await self._drop(scope, rst=False)
                 return False
-            await send({"type": "http.response.body", "body": data[i:i + 1], "more_body": True})
+            await send({"type": "http.response.body", "body": data[i : i + 1], "more_body": True})
         return True
 
     async def _stream_fault(self, fault: Fault, scope, receive) -> bool:

@@ -15,9 +15,14 @@ from fakes.runtime import FakeRuntime
 from fakes.server import bind, build_server, url_for
 
 
-def run_main(make_app: Callable[[argparse.Namespace], FakeApp], *, prog: str, description: str,
-             add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-             argv: Sequence[str] | None = None) -> int:
+def run_main(
+    make_app: Callable[[argparse.Namespace], FakeApp],
+    *,
+    prog: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    argv: Sequence[str] | None = None,
+) -> int:
     """Parse ``--host`` (default 127.0.0.1), ``--port`` (default 0 = OS-chosen), ``--log-level`` and the fake's own
     options (``add_arguments``), build the fake with ``make_app(args)`` and serve it until signalled."""
     parser = argparse.ArgumentParser(prog=prog, description=description)

@@ -55,8 +55,10 @@ class JournalEntry:
         """The body parsed as JSON (``None`` when empty). Raises ``ValueError`` on a body that is not JSON or was
         truncated by the journal's ``max_body``."""
         if self.body_truncated:
-            raise ValueError(f"journal entry {self.seq} ({self.method} {self.path}): body of {self.body_size} bytes "
-                             f"was truncated to {len(self.body)}; raise Journal.max_body to inspect it")
+            raise ValueError(
+                f"journal entry {self.seq} ({self.method} {self.path}): body of {self.body_size} bytes "
+                f"was truncated to {len(self.body)}; raise Journal.max_body to inspect it"
+            )
         return json.loads(self.body) if self.body.strip() else None
 
     def to_dict(self) -> dict[str, Any]:

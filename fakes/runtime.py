@@ -71,22 +71,32 @@ class FakeRuntime:
         response = self._fault_answer(fault)
         if fault.status in BODYLESS_STATUSES:  # a body here would be a protocol error on the socket (h11 refuses it)
             response.body = b""
-            response.headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length",
-                                                                                         "content-type")]
+            response.headers = [
+                (k, v) for k, v in response.headers if k.lower() not in ("content-length", "content-type")
+            ]
         return response
 
     def _fault_answer(self, fault: Fault) -> FakeResponse:
         if fault.body is not None:
             has_type = any(k.lower() == "content-type" for k, _ in fault.headers)
-            base = [] if has_type else [("content-type", "application/json" if fault.body[:1] in (b"{", b"[")
-                                          else "text/plain; charset=utf-8")]
+            base = (
+                []
+                if has_type
+                else [
+                    (
+                        "content-type",
+                        "application/json" if fault.body[:1] in (b"{", b"[") else "text/plain; charset=utf-8",
+                    )
+                ]
+            )
             return FakeResponse(fault.status, base + list(fault.headers), fault.body)
         own = getattr(self.app, "error_response", None)
         if own is not None:
             response = own(fault.status)
             overridden = {k.lower() for k, _ in fault.headers}  # the fault's headers win over the fake's defaults
             response.headers = [(k, v) for k, v in response.headers if k.lower() not in overridden] + list(
-                fault.headers)
+                fault.headers
+            )
             return response
         return FakeResponse.text(fault.status, f"injected fault: HTTP {fault.status}", list(fault.headers))
 

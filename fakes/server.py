@@ -46,8 +46,9 @@ class FakeHandle:
         #: True when a real socket serves ``url``; False for :func:`in_process` handles.
         self.served = served
 
-    def requests(self, *, path_prefix: str | None = None, since: Any = None, method: str | None = None
-                 ) -> list[JournalEntry]:
+    def requests(
+        self, *, path_prefix: str | None = None, since: Any = None, method: str | None = None
+    ) -> list[JournalEntry]:
         """Journal entries, oldest first, filtered by path prefix, ``since`` (epoch s / RFC 3339) and method."""
         return self.runtime.journal.entries(path_prefix=path_prefix, since=since, method=method)
 
@@ -55,8 +56,7 @@ class FakeHandle:
         """Clear the fake's state, the journal and every fault."""
         self.runtime.reset()
 
-    def fault(self, kind: str, path: str = "*", *, method: str = "*", times: int | None = None, **params: Any
-              ) -> Fault:
+    def fault(self, kind: str, path: str = "*", *, method: str = "*", times: int | None = None, **params: Any) -> Fault:
         """Add a fault (see ``fakes.faults``): e.g. ``fault("status", "/collections/*", status=429,
         headers=[("retry-after", "2")], times=1)`` or ``fault("hang", "/collections/c/points/query")``.
 
@@ -121,13 +121,21 @@ class _FakeUvicornServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def build_server(runtime: FakeRuntime, *, graceful_timeout: float = 5.0, log_level: str = "warning"
-                 ) -> _FakeUvicornServer:
+def build_server(
+    runtime: FakeRuntime, *, graceful_timeout: float = 5.0, log_level: str = "warning"
+) -> _FakeUvicornServer:
     """A uvicorn server for ``runtime`` (h11, asyncio loop, no lifespan, no websockets, no access log)."""
     asgi = FakeASGI(runtime)
     config = uvicorn.Config(
-        asgi, http=asgi.protocol_class(), loop="asyncio", lifespan="off", ws="none", access_log=False,
-        log_level=log_level, timeout_graceful_shutdown=graceful_timeout, timeout_keep_alive=5,
+        asgi,
+        http=asgi.protocol_class(),
+        loop="asyncio",
+        lifespan="off",
+        ws="none",
+        access_log=False,
+        log_level=log_level,
+        timeout_graceful_shutdown=graceful_timeout,
+        timeout_keep_alive=5,
     )
     return _FakeUvicornServer(config, asgi)
 
@@ -146,8 +154,9 @@ def url_for(sock: socket.socket) -> str:
 
 
 @contextlib.contextmanager
-def serve_fake(app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 10.0,
-               stop_timeout: float = 10.0) -> Iterator[FakeHandle]:
+def serve_fake(
+    app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 10.0, stop_timeout: float = 10.0
+) -> Iterator[FakeHandle]:
     """Serve ``app`` on a real socket in a daemon thread; yields a :class:`FakeHandle` with ``url`` set.
 
     Raises :class:`FakeServerError` if uvicorn is not serving within ``start_timeout`` seconds or its thread is still
@@ -172,8 +181,10 @@ def serve_fake(app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_ti
         while not server.ready.wait(0.05) and thread.is_alive() and time.monotonic() < deadline:
             pass  # a thread that died while starting is reported at once, not after start_timeout
         if not server.ready.is_set() or not thread.is_alive():
-            raise FakeServerError(f"fake {app.name}: uvicorn did not start serving on {url_for(sock)} within "
-                                  f"{start_timeout:.1f} s" + (f" ({errors[0]!r})" if errors else ""))
+            raise FakeServerError(
+                f"fake {app.name}: uvicorn did not start serving on {url_for(sock)} within "
+                f"{start_timeout:.1f} s" + (f" ({errors[0]!r})" if errors else "")
+            )
         yield FakeHandle(runtime, url_for(sock), served=True)
     finally:
         try:

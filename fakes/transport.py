@@ -62,8 +62,7 @@ def _interrupted(runtime: FakeRuntime) -> bool:
 
 def _response(outcome: Outcome, request: httpx.Request, stream) -> httpx.Response:
     assert outcome.response is not None
-    return httpx.Response(outcome.response.status, headers=outcome.response.headers, stream=stream,
-                          request=request)
+    return httpx.Response(outcome.response.status, headers=outcome.response.headers, stream=stream, request=request)
 
 
 class FakeTransport(httpx.BaseTransport):
@@ -107,8 +106,14 @@ class FakeTransport(httpx.BaseTransport):
 class _BodyPlan:
     """What to send of one response body and where its faults fall: shared by the sync and async streams."""
 
-    def __init__(self, response: FakeResponse, fault: Fault | None, read: float | None, request: httpx.Request,
-                 transport: FakeTransport | AsyncFakeTransport) -> None:
+    def __init__(
+        self,
+        response: FakeResponse,
+        fault: Fault | None,
+        read: float | None,
+        request: httpx.Request,
+        transport: FakeTransport | AsyncFakeTransport,
+    ) -> None:
         self.response, self.read, self.request, self.transport = response, read, request, transport
         self.drip = fault.interval if fault is not None and fault.kind == "drip" else None
         self.cut = fault if fault is not None and fault.kind in STREAM_KINDS else None
@@ -130,7 +135,7 @@ class _BodyPlan:
         self.sent_bytes += len(data)  # counted up front: a piece is yielded right after its wait, or the read fails
         if self.drip is None:
             return [(0.0, data)] if data else []
-        return [(self.drip, data[i:i + 1]) for i in range(len(data))]
+        return [(self.drip, data[i : i + 1]) for i in range(len(data))]
 
     def fault_error(self, fault: Fault) -> httpx.TransportError:
         if fault.kind == "stream_reset":
@@ -143,8 +148,9 @@ class _BodyPlan:
             detail = f"received {self.sent_bytes} bytes, expected {len(self.response.body)}"
         else:
             detail = "incomplete chunked read"
-        return httpx.RemoteProtocolError(f"peer closed connection without sending complete message body: {detail}",
-                                         request=self.request)
+        return httpx.RemoteProtocolError(
+            f"peer closed connection without sending complete message body: {detail}", request=self.request
+        )
 
     def too_slow(self, seconds: float) -> bool:
         """True when a wait of ``seconds`` outlasts the request's read timeout (then it ends in ``ReadTimeout``)."""

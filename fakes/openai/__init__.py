@@ -50,8 +50,22 @@ from fakes.openai.rules import Reply, Rule, RuleSpecError, Script
 from fakes.openai.turn import Message, Tool
 from fakes.server import FakeHandle, in_process as _in_process, serve_fake
 
-__all__ = ["ADMIN_PREFIX", "HEALTH_PATH", "CallLog", "Message", "ModelCall", "OpenAIFake", "Reply", "Rule",
-           "RuleSpecError", "Script", "Tool", "embed", "in_process", "serve"]
+__all__ = [
+    "ADMIN_PREFIX",
+    "HEALTH_PATH",
+    "CallLog",
+    "Message",
+    "ModelCall",
+    "OpenAIFake",
+    "Reply",
+    "Rule",
+    "RuleSpecError",
+    "Script",
+    "Tool",
+    "embed",
+    "in_process",
+    "serve",
+]
 
 
 @contextlib.contextmanager

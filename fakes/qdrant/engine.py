@@ -20,12 +20,22 @@ import qdrant_edge as qe
 from fakes.qdrant.filters import has_bool_match, local_mode_matches, to_edge
 from fakes.qdrant.wire import QdrantError, f32, not_found, wire_id, wrong_input
 
-DISTANCES = {"Cosine": qe.Distance.Cosine, "Dot": qe.Distance.Dot, "Euclid": qe.Distance.Euclid,
-             "Manhattan": qe.Distance.Manhattan}
-SCHEMA_TYPES = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer,
-                "float": qe.PayloadSchemaType.Float, "geo": qe.PayloadSchemaType.Geo,
-                "text": qe.PayloadSchemaType.Text, "bool": qe.PayloadSchemaType.Bool,
-                "datetime": qe.PayloadSchemaType.Datetime, "uuid": qe.PayloadSchemaType.Uuid}
+DISTANCES = {
+    "Cosine": qe.Distance.Cosine,
+    "Dot": qe.Distance.Dot,
+    "Euclid": qe.Distance.Euclid,
+    "Manhattan": qe.Distance.Manhattan,
+}
+SCHEMA_TYPES = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "geo": qe.PayloadSchemaType.Geo,
+    "text": qe.PayloadSchemaType.Text,
+    "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
+    "uuid": qe.PayloadSchemaType.Uuid,
+}
 _MISSING_POINT = re.compile(r"No point with id (\S+?)( found)?$")
 
 
@@ -47,8 +57,9 @@ def engine_error(exc: Exception) -> QdrantError:
 class Collection:
     """A collection's config and its engine shard; all calls are serialized by ``lock``."""
 
-    def __init__(self, name: str, root: Path, vectors: dict[str, VectorSpec], named: bool,
-                 raw_config: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, root: Path, vectors: dict[str, VectorSpec], named: bool, raw_config: dict[str, Any]
+    ) -> None:
         self.name = name
         self.vectors = vectors
         self.named = named
@@ -57,8 +68,9 @@ class Collection:
         self.operation_id = 0
         self.lock = threading.RLock()
         self.path = root / f"{len(list(root.iterdir()))}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:100]}"
-        config = qe.EdgeConfig(vectors={n: qe.EdgeVectorParams(size=v.size, distance=DISTANCES[v.distance])
-                                        for n, v in vectors.items()})
+        config = qe.EdgeConfig(
+            vectors={n: qe.EdgeVectorParams(size=v.size, distance=DISTANCES[v.distance]) for n, v in vectors.items()}
+        )
         self.shard = qe.EdgeShard.create(str(self.path), config)
 
     def close(self) -> None:

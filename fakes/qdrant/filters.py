@@ -21,8 +21,16 @@ from qdrant_client.http import models
 from fakes.qdrant.wire import format_error, parse_point_id, validate, validation_error
 
 FILTER_KEYS = ("should", "min_should", "must", "must_not")
-FIELD_CHECKS = ("match", "range", "geo_bounding_box", "geo_radius", "geo_polygon", "values_count", "is_empty",
-                "is_null")
+FIELD_CHECKS = (
+    "match",
+    "range",
+    "geo_bounding_box",
+    "geo_radius",
+    "geo_polygon",
+    "values_count",
+    "is_empty",
+    "is_null",
+)
 
 #: Resolves a condition (normalized JSON) to the set of point ids it matches, by local-mode rules.
 Resolver = Callable[[dict[str, Any]], set]
@@ -39,8 +47,7 @@ def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
         raise format_error(f"{where}: invalid type, expected struct Filter")
     unknown = [k for k in raw if k not in FILTER_KEYS]
     if unknown:
-        raise format_error(f"unknown field `{unknown[0]}`, expected one of `should`, `min_should`, `must`, "
-                           "`must_not`")
+        raise format_error(f"unknown field `{unknown[0]}`, expected one of `should`, `min_should`, `must`, `must_not`")
     out: dict[str, Any] = {}
     for clause in ("must", "should", "must_not"):
         value = raw.get(clause)
@@ -56,12 +63,14 @@ def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
         if not isinstance(conditions, list):
             raise format_error(f"{where}.min_should: missing field `conditions`")
         out["min_should"] = {
-            "conditions": [_normalize_condition(c, f"{where}.min_should.conditions[{i}]")
-                           for i, c in enumerate(conditions)],
+            "conditions": [
+                _normalize_condition(c, f"{where}.min_should.conditions[{i}]") for i, c in enumerate(conditions)
+            ],
             "min_count": min_should.get("min_count"),
         }
-        validate(models.MinShould, {"conditions": [], "min_count": out["min_should"]["min_count"]},
-                 f"{where}.min_should")
+        validate(
+            models.MinShould, {"conditions": [], "min_count": out["min_should"]["min_count"]}, f"{where}.min_should"
+        )
     return out
 
 
@@ -84,8 +93,11 @@ def _normalize_condition(cond: Any, where: str) -> dict[str, Any]:
         validate(models.FieldCondition, cond, where)
         return dict(cond)
     if len(cond) == 1 and ("is_empty" in cond or "is_null" in cond or "has_vector" in cond):
-        model = {"is_empty": models.IsEmptyCondition, "is_null": models.IsNullCondition,
-                 "has_vector": models.HasVectorCondition}[next(iter(cond))]
+        model = {
+            "is_empty": models.IsEmptyCondition,
+            "is_null": models.IsNullCondition,
+            "has_vector": models.HasVectorCondition,
+        }[next(iter(cond))]
         validate(model, cond, where)
         return dict(cond)
     if not cond or set(cond) & set(FILTER_KEYS):
@@ -109,8 +121,9 @@ def _edge_filter(filt: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe
         must=conv(filt.get("must")),
         should=conv(filt.get("should")),
         must_not=conv(filt.get("must_not")),
-        min_should=None if min_should is None else qe.MinShould(conv(min_should["conditions"]),
-                                                                 min_should["min_count"]),
+        min_should=None
+        if min_should is None
+        else qe.MinShould(conv(min_should["conditions"]), min_should["min_count"]),
     )
 
 
@@ -121,8 +134,7 @@ def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool):
     if "has_id" in cond:
         return qe.HasIdCondition(set(cond["has_id"]))
     if "nested" in cond:
-        return qe.NestedCondition(cond["nested"]["key"], _edge_filter(cond["nested"]["filter"], resolve,
-                                                                      nested=True))
+        return qe.NestedCondition(cond["nested"]["key"], _edge_filter(cond["nested"]["filter"], resolve, nested=True))
     if "is_empty" in cond and "key" not in cond:
         return qe.IsEmptyCondition(cond["is_empty"]["key"])
     if "is_null" in cond and "key" not in cond:
@@ -152,7 +164,7 @@ def _edge_field(cond: dict[str, Any]) -> qe.FieldCondition:
 
 
 def _edge_match(match: dict[str, Any]):
-    (kind, value), = match.items()
+    ((kind, value),) = match.items()
     values = value if isinstance(value, list) else [value]
     if kind in ("value", "any", "except") and any(_beyond_i64(v) for v in values):
         # Qdrant's integer match values are i64 (``IntPayloadType``): a larger integer fits no variant of the enum.

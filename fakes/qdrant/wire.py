@@ -82,8 +82,9 @@ def envelope(result: Any, started: float, status: str = "ok") -> FakeResponse:
 
 def error_envelope(error: QdrantError, started: float) -> FakeResponse:
     """``{"status": {"error": msg}, "time"}``, no ``result`` key."""
-    return FakeResponse.json(error.status, {"status": {"error": error.message}, "time": time.monotonic() - started},
-                             error.headers)
+    return FakeResponse.json(
+        error.status, {"status": {"error": error.message}, "time": time.monotonic() - started}, error.headers
+    )
 
 
 def parse_point_id(value: Any) -> PointId:
@@ -102,8 +103,11 @@ def parse_path_id(text: str) -> PointId:
         return int(text)
     if _UUID_RE.match(text):
         return str(uuid.UUID(text))
-    raise QdrantError(400, f"Format error in path parameters: value {text} is not a valid point ID, "
-                           "valid values are either an unsigned integer or a UUID")
+    raise QdrantError(
+        400,
+        f"Format error in path parameters: value {text} is not a valid point ID, "
+        "valid values are either an unsigned integer or a UUID",
+    )
 
 
 def wire_id(value: Any) -> PointId:

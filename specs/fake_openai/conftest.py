@@ -39,15 +39,17 @@ def sync_client(handle: FakeHandle, *, key: str = KEY, timeout: float = TIMEOUT)
 
 def async_client(handle: FakeHandle, *, key: str = KEY, timeout: float = TIMEOUT) -> openai.AsyncOpenAI:
     http = None if handle.served else httpx.AsyncClient(transport=handle.async_transport(), timeout=timeout)
-    return openai.AsyncOpenAI(base_url=handle.url + "/v1", api_key=key, max_retries=0, timeout=timeout,
-                              http_client=http)
+    return openai.AsyncOpenAI(
+        base_url=handle.url + "/v1", api_key=key, max_retries=0, timeout=timeout, http_client=http
+    )
 
 
 @pytest.fixture(params=["socket", "in-process"])
 def rig(request) -> Iterator[Rig]:
     """The fake (accepting only :data:`KEY`) on a real socket, then in-process, with a sync client."""
-    context = fakes.openai.serve(api_keys=[KEY]) if request.param == "socket" else \
-        fakes.openai.in_process(api_keys=[KEY])
+    context = (
+        fakes.openai.serve(api_keys=[KEY]) if request.param == "socket" else fakes.openai.in_process(api_keys=[KEY])
+    )
     with context as handle:
         client = sync_client(handle)
         try:
@@ -67,8 +69,15 @@ def served() -> Iterator[Rig]:
             client.close()
 
 
-BATTERY_TOOL = {"type": "function", "function": {
-    "name": "get_device_battery", "description": "Battery level of a device by serial number",
-    "parameters": {"type": "object", "properties": {"device": {"type": "string"}}, "required": ["device"]}}}
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+BATTERY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_device_battery",
+        "description": "Battery level of a device by serial number",
+        "parameters": {"type": "object", "properties": {"device": {"type": "string"}}, "required": ["device"]},
+    },
+}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}},
+}

@@ -22,8 +22,10 @@ CALL = re.compile(r"^call_[A-Za-z0-9]{24}$")
 RESP = re.compile(r"^resp_[0-9a-f]{48}$")
 FINGERPRINT = re.compile(r"^fp_[0-9a-f]{10}$")
 USER = [{"role": "user", "content": "what is the battery of SN-4417?"}]
-BATTERY_CALL = {"when": {"last_user": "battery"},
-                "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]}}
+BATTERY_CALL = {
+    "when": {"last_user": "battery"},
+    "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]},
+}
 
 
 def test_non_streaming_completion_has_the_real_shape(rig):
@@ -71,8 +73,11 @@ def test_stream_frames_role_first_then_text_then_finish(rig):
 
 def test_stream_ends_with_done_on_the_wire(served):
     with served.handle.client() as http:
-        raw = http.post("/v1/chat/completions", headers={"authorization": "Bearer sk-fake-test-key-0001"},
-                        json={"model": "gpt-4o", "messages": USER, "stream": True})
+        raw = http.post(
+            "/v1/chat/completions",
+            headers={"authorization": "Bearer sk-fake-test-key-0001"},
+            json={"model": "gpt-4o", "messages": USER, "stream": True},
+        )
     assert raw.headers["content-type"].startswith("text/event-stream")
     events = raw.text.split("\n\n")
     assert events[-2:] == ["data: [DONE]", ""]
@@ -80,9 +85,17 @@ def test_stream_ends_with_done_on_the_wire(served):
 
 
 def test_tool_calls_accumulated_from_a_stream_with_the_client_helper(rig):
-    rig.app.add_rules({"when": {"tools": ["get_device_battery", "get_weather"]}, "reply": {"tool_calls": [
-        {"name": "get_device_battery", "arguments": {"device": "SN-4417", "unit": "percent"}},
-        {"name": "get_weather", "arguments": {"city": "Zürich"}}]}})
+    rig.app.add_rules(
+        {
+            "when": {"tools": ["get_device_battery", "get_weather"]},
+            "reply": {
+                "tool_calls": [
+                    {"name": "get_device_battery", "arguments": {"device": "SN-4417", "unit": "percent"}},
+                    {"name": "get_weather", "arguments": {"city": "Zürich"}},
+                ]
+            },
+        }
+    )
     with rig.sync.chat.completions.stream(model="gpt-4o", messages=USER, tools=[BATTERY_TOOL, WEATHER_TOOL]) as s:
         argument_deltas = sum(1 for e in s if e.type == "tool_calls.function.arguments.delta")
         final = s.get_final_completion()
@@ -110,8 +123,9 @@ def test_stream_tool_call_deltas_carry_index_and_split_arguments(rig):
 
 
 def test_include_usage_adds_a_last_chunk_without_choices(rig):
-    with rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True,
-                                          stream_options={"include_usage": True}) as stream:
+    with rig.sync.chat.completions.create(
+        model="gpt-4o", messages=USER, stream=True, stream_options={"include_usage": True}
+    ) as stream:
         chunks = list(stream)
     assert chunks[-1].choices == []
     assert chunks[-1].usage is not None
@@ -120,10 +134,19 @@ def test_include_usage_adds_a_last_chunk_without_choices(rig):
 
 
 def test_parallel_tool_calls_false_keeps_one_call(rig):
-    rig.app.add_rules({"reply": {"tool_calls": [{"name": "get_weather", "arguments": {}},
-                                                {"name": "get_device_battery", "arguments": {}}]}})
-    answer = rig.sync.chat.completions.create(model="gpt-4o", messages=USER, tools=[BATTERY_TOOL, WEATHER_TOOL],
-                                              parallel_tool_calls=False)
+    rig.app.add_rules(
+        {
+            "reply": {
+                "tool_calls": [
+                    {"name": "get_weather", "arguments": {}},
+                    {"name": "get_device_battery", "arguments": {}},
+                ]
+            }
+        }
+    )
+    answer = rig.sync.chat.completions.create(
+        model="gpt-4o", messages=USER, tools=[BATTERY_TOOL, WEATHER_TOOL], parallel_tool_calls=False
+    )
     assert [c.function.name for c in answer.choices[0].message.tool_calls] == ["get_weather"]
 
 
@@ -134,8 +157,9 @@ def test_async_client_whole_and_streamed(rig):
         async with rig.async_client() as client:
             whole = await client.chat.completions.create(model="gpt-4o-mini", messages=USER, tools=[BATTERY_TOOL])
             assert whole.choices[0].message.tool_calls[0].function.name == "get_device_battery"
-            stream = await client.chat.completions.create(model="gpt-4o-mini", messages=USER, tools=[BATTERY_TOOL],
-                                                          stream=True)
+            stream = await client.chat.completions.create(
+                model="gpt-4o-mini", messages=USER, tools=[BATTERY_TOOL], stream=True
+            )
             arguments = ""
             async for chunk in stream:
                 for delta in chunk.choices[0].delta.tool_calls or []:
@@ -148,8 +172,12 @@ def test_async_client_whole_and_streamed(rig):
 
 
 def test_responses_whole_text_and_function_call(rig):
-    rig.app.add_rules({"when": {"endpoint": "responses", "tools": ["get_device_battery"]},
-                       "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]}})
+    rig.app.add_rules(
+        {
+            "when": {"endpoint": "responses", "tools": ["get_device_battery"]},
+            "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]},
+        }
+    )
     text = rig.sync.responses.create(model="gpt-4.1", input="hello", instructions="be brief")
     assert isinstance(text, Response)
     assert RESP.match(text.id)
@@ -172,15 +200,27 @@ def test_responses_stream_events_in_order_with_sequence_numbers(rig):
         events = list(stream)
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [e.type for e in events] == [
-        "response.created", "response.in_progress", "response.output_item.added", "response.content_part.added",
-        "response.output_text.delta", "response.output_text.delta", "response.output_text.done",
-        "response.content_part.done", "response.output_item.done", "response.completed"]
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     assert events[-1].response.output_text == "alpha beta"
 
 
 def test_responses_stream_function_call_accumulated_by_the_client_helper(rig):
-    rig.app.add_rules({"when": {"endpoint": "responses"}, "reply": {"tool_calls": [
-        {"name": "get_weather", "arguments": {"city": "Oslo", "days": [1, 2, 3]}}]}})
+    rig.app.add_rules(
+        {
+            "when": {"endpoint": "responses"},
+            "reply": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oslo", "days": [1, 2, 3]}}]},
+        }
+    )
     tool = {"type": "function", "name": "get_weather", "parameters": WEATHER_TOOL["function"]["parameters"]}
     with rig.sync.responses.stream(model="gpt-4.1", input="weather?", tools=[tool]) as stream:
         deltas = sum(1 for e in stream if e.type == "response.function_call_arguments.delta")
@@ -191,35 +231,48 @@ def test_responses_stream_function_call_accumulated_by_the_client_helper(rig):
 
 
 def test_responses_previous_response_id_carries_the_conversation(rig):
-    rig.app.add_rules({"when": {"last_tool_result": "37%"}, "reply": {"text": "battery: {last_tool_result}"}},
-                      {"when": {"endpoint": "responses"}, "reply": {"tool_calls": [
-                          {"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]}})
+    rig.app.add_rules(
+        {"when": {"last_tool_result": "37%"}, "reply": {"text": "battery: {last_tool_result}"}},
+        {
+            "when": {"endpoint": "responses"},
+            "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]},
+        },
+    )
     tool = {"type": "function", "name": "get_device_battery", "parameters": {"type": "object"}}
     first = rig.sync.responses.create(model="gpt-4.1", input="battery?", tools=[tool])
-    second = rig.sync.responses.create(model="gpt-4.1", previous_response_id=first.id, tools=[tool], input=[
-        {"type": "function_call_output", "call_id": first.output[0].call_id, "output": "37% remaining"}])
+    second = rig.sync.responses.create(
+        model="gpt-4.1",
+        previous_response_id=first.id,
+        tools=[tool],
+        input=[{"type": "function_call_output", "call_id": first.output[0].call_id, "output": "37% remaining"}],
+    )
     assert second.output_text == "battery: 37% remaining"
     assert second.previous_response_id == first.id
 
 
 def test_embeddings_float_and_base64_agree_and_are_deterministic(rig):
     by_default = rig.sync.embeddings.create(model="text-embedding-3-small", input=["battery level", "weather"])
-    as_float = rig.sync.embeddings.create(model="text-embedding-3-small", input=["battery level", "weather"],
-                                          encoding_format="float")
+    as_float = rig.sync.embeddings.create(
+        model="text-embedding-3-small", input=["battery level", "weather"], encoding_format="float"
+    )
     assert [len(d.embedding) for d in by_default.data] == [1536, 1536]
     assert np.allclose(by_default.data[0].embedding, as_float.data[0].embedding, atol=1e-6)
     assert np.isclose(np.linalg.norm(as_float.data[0].embedding), 1.0, atol=1e-5)
     again = rig.sync.embeddings.create(model="text-embedding-3-small", input="battery level", encoding_format="float")
     assert again.data[0].embedding == as_float.data[0].embedding
-    small = rig.sync.embeddings.create(model="text-embedding-3-large", input="x", dimensions=256,
-                                       encoding_format="float")
+    small = rig.sync.embeddings.create(
+        model="text-embedding-3-large", input="x", dimensions=256, encoding_format="float"
+    )
     assert len(small.data[0].embedding) == 256
 
 
 def test_embedding_base64_is_little_endian_float32_on_the_wire(served):
     with served.handle.client() as http:
-        raw = http.post("/v1/embeddings", headers={"authorization": "Bearer sk-fake-test-key-0001"},
-                        json={"model": "text-embedding-ada-002", "input": "x", "encoding_format": "base64"}).json()
+        raw = http.post(
+            "/v1/embeddings",
+            headers={"authorization": "Bearer sk-fake-test-key-0001"},
+            json={"model": "text-embedding-ada-002", "input": "x", "encoding_format": "base64"},
+        ).json()
     vector = np.frombuffer(base64.b64decode(raw["data"][0]["embedding"]), dtype="<f4")
     assert vector.shape == (1536,)
     assert raw["usage"]["prompt_tokens"] == raw["usage"]["total_tokens"]

@@ -11,8 +11,10 @@ import numpy as np
 from fakes.openai import embed
 from harness.process import run_bounded
 
-PROBE = ("import hashlib, fakes.openai as f; "
-         "print(hashlib.sha256(f.embed('Battery of SN-4417', 1536).tobytes()).hexdigest())")
+PROBE = (
+    "import hashlib, fakes.openai as f; "
+    "print(hashlib.sha256(f.embed('Battery of SN-4417', 1536).tobytes()).hexdigest())"
+)
 
 
 def test_the_same_text_gives_the_same_vector_in_another_process():

@@ -68,8 +68,10 @@ def test_responses_stream_cut_is_seen_by_the_async_client(rig):
     assert anyio.run(main) == ["response.created", "response.in_progress"]
 
 
-@pytest.mark.parametrize("status, error", [(429, openai.RateLimitError), (500, openai.InternalServerError),
-                                           (503, openai.InternalServerError)])
+@pytest.mark.parametrize(
+    "status, error",
+    [(429, openai.RateLimitError), (500, openai.InternalServerError), (503, openai.InternalServerError)],
+)
 def test_status_faults_carry_openai_error_bodies(rig, status, error):
     rig.handle.fault("status", "/v1/chat/completions", status=status, times=1)
     with pytest.raises(error) as caught:
@@ -103,8 +105,19 @@ def test_latency_and_drip_on_the_model_routes(rig):
 
 
 def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig):
-    rig.app.add_rules({"when": {}, "reply": {"text": "partial answer", "error": {
-        "status": 500, "message": "The server had an error while processing your request.", "in_stream": True}}})
+    rig.app.add_rules(
+        {
+            "when": {},
+            "reply": {
+                "text": "partial answer",
+                "error": {
+                    "status": 500,
+                    "message": "The server had an error while processing your request.",
+                    "in_stream": True,
+                },
+            },
+        }
+    )
     seen = []
     with pytest.raises(openai.APIError, match="The server had an error"):
         for chunk in rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True):
@@ -118,7 +131,8 @@ def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig):
 def test_paced_streams_arrive_chunk_by_chunk(rig):
     rig.app.add_rules({"when": {}, "reply": {"text": "a b c", "pace": 0.15}})
     started = time.monotonic()
-    arrivals = [time.monotonic() - started for _ in
-                rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True)]
+    arrivals = [
+        time.monotonic() - started for _ in rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True)
+    ]
     assert arrivals[-1] >= 0.15 * 4 * 0.9  # 5 chunks, 4 pauses between them
     assert arrivals[0] < arrivals[-1]

@@ -12,8 +12,11 @@ from specs.fake_openai.conftest import BATTERY_TOOL, KEY, WEATHER_TOOL
 
 AUTH = {"authorization": f"Bearer {KEY}"}
 USER = [{"role": "user", "content": "battery of SN-4417?"}]
-BATTERY = {"name": "battery", "when": {"last_user": "battery", "tools": ["get_device_battery"]},
-           "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]}}
+BATTERY = {
+    "name": "battery",
+    "when": {"last_user": "battery", "tools": ["get_device_battery"]},
+    "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device": "SN-4417"}}]},
+}
 
 
 def _ask(rig, messages=USER, **kwargs):
@@ -21,8 +24,9 @@ def _ask(rig, messages=USER, **kwargs):
 
 
 def test_first_matching_rule_answers_and_the_default_answers_the_rest(rig):
-    rig.app.add_rules(BATTERY, {"name": "weather", "when": {"last_user": {"regex": r"^weather in \w+"}},
-                                "reply": {"text": "sunny"}})
+    rig.app.add_rules(
+        BATTERY, {"name": "weather", "when": {"last_user": {"regex": r"^weather in \w+"}}, "reply": {"text": "sunny"}}
+    )
     assert _ask(rig, tools=[BATTERY_TOOL]).message.tool_calls[0].function.name == "get_device_battery"
     assert _ask(rig, [{"role": "user", "content": "weather in Oslo"}]).message.content == "sunny"
     assert _ask(rig, [{"role": "user", "content": "hi"}]).message.content == "fake reply to: hi"
@@ -33,12 +37,21 @@ def test_rule_conditions_on_system_prompt_tool_result_and_no_tools(rig):
     rig.app.add_rules(
         {"when": {"system": "SEALED_RACK"}, "reply": {"text": "SEALED_RACK_NO_TOOL"}},
         {"when": {"last_role": "tool"}, "reply": {"text": "The battery reads {last_tool_result}."}},
-        {"when": {"no_tools": True}, "reply": {"text": "no tools here"}})
+        {"when": {"no_tools": True}, "reply": {"text": "no tools here"}},
+    )
     sealed = [{"role": "system", "content": "skill SEALED_RACK"}, *USER]
     assert _ask(rig, sealed, tools=[BATTERY_TOOL]).message.content == "SEALED_RACK_NO_TOOL"
-    resumed = [*USER, {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_device_battery", "arguments": "{}"}}]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "37% remaining"}]
+    resumed = [
+        *USER,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get_device_battery", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "37% remaining"},
+    ]
     answer = _ask(rig, resumed, tools=[BATTERY_TOOL])
     assert (answer.message.content, answer.finish_reason) == ("The battery reads 37% remaining.", "stop")
     assert _ask(rig).message.content == "no tools here"
@@ -57,8 +70,11 @@ def test_tool_choice_required_or_forced_makes_the_default_call_a_tool(rig):
     rig.app.add_rules({"when": {}, "reply": {"text": "words only"}})
     required = _ask(rig, tools=[WEATHER_TOOL, BATTERY_TOOL], tool_choice="required")
     assert required.message.tool_calls[0].function.name == "get_weather"
-    forced = _ask(rig, tools=[WEATHER_TOOL, BATTERY_TOOL],
-                  tool_choice={"type": "function", "function": {"name": "get_device_battery"}})
+    forced = _ask(
+        rig,
+        tools=[WEATHER_TOOL, BATTERY_TOOL],
+        tool_choice={"type": "function", "function": {"name": "get_device_battery"}},
+    )
     assert forced.message.tool_calls[0].function.name == "get_device_battery"
     assert rig.app.log().last().choice == "get_device_battery"
 
@@ -85,8 +101,9 @@ def test_times_spends_a_rule(rig):
 
 
 def test_error_reply_with_status_and_headers(rig):
-    rig.app.add_rules({"when": {"last_user": "busy"},
-                       "reply": {"error": {"status": 429, "headers": {"retry-after": "7"}}}})
+    rig.app.add_rules(
+        {"when": {"last_user": "busy"}, "reply": {"error": {"status": 429, "headers": {"retry-after": "7"}}}}
+    )
     import openai
 
     with pytest.raises(openai.RateLimitError) as caught:
@@ -98,8 +115,10 @@ def test_error_reply_with_status_and_headers(rig):
 
 def test_capture_of_tools_schemas_tool_choice_and_messages(rig):
     rig.app.add_rules(BATTERY)
-    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
-        {"type": "function", "function": {"name": "get_device_battery"}}]}}
+    choice = {
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_device_battery"}}]},
+    }
     _ask(rig, [{"role": "system", "content": "sys"}, *USER], tools=[BATTERY_TOOL, WEATHER_TOOL], tool_choice=choice)
     call = rig.app.log().last()
     assert call.tool_names == ["get_device_battery", "get_weather"]
@@ -116,8 +135,15 @@ def test_which_request_a_tool_call_answered_and_where_its_result_went(rig):
     first = _ask(rig, tools=[BATTERY_TOOL])
     call_id = first.message.tool_calls[0].id
     _ask(rig, [{"role": "user", "content": "unrelated"}])
-    _ask(rig, [*USER, first.message.model_dump(exclude_none=True),
-               {"role": "tool", "tool_call_id": call_id, "content": "37%"}], tools=[BATTERY_TOOL])
+    _ask(
+        rig,
+        [
+            *USER,
+            first.message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call_id, "content": "37%"},
+        ],
+        tools=[BATTERY_TOOL],
+    )
     log = rig.app.log()
     assert log.answered_with(call_id).seq == log[0].seq
     assert [c.seq for c in log.results_for(call_id)] == [log[2].seq]
@@ -159,17 +185,20 @@ def test_reset_returns_to_the_rules_the_fake_started_with(tmp_path):
     assert fake.rules.to_spec()["default"] == {"text": "file default"}
 
 
-@pytest.mark.parametrize("spec, complaint", [
-    ({"reply": {}}, "needs 'text', 'tool_calls' or 'error'"),
-    ({"when": {"last_user": {"regex": "("}}, "reply": {"text": "x"}}, "does not compile"),
-    ({"when": {"tools": "x"}, "reply": {"text": "x"}}, "list of tool names"),
-    ({"reply": {"text": "x", "pace": -1}}, "pace"),
-    ({"reply": {"error": {"status": 200}}}, "400..599"),
-    ({"reply": {"tool_calls": [{"arguments": {}}]}}, "name"),
-    ({"reply": {"text": "x"}, "times": 0}, "times"),
-    ({"when": {"endpoint": "embeddings"}, "reply": {"text": "x"}}, "endpoint"),
-    ("not a rule", "give an object"),
-])
+@pytest.mark.parametrize(
+    "spec, complaint",
+    [
+        ({"reply": {}}, "needs 'text', 'tool_calls' or 'error'"),
+        ({"when": {"last_user": {"regex": "("}}, "reply": {"text": "x"}}, "does not compile"),
+        ({"when": {"tools": "x"}, "reply": {"text": "x"}}, "list of tool names"),
+        ({"reply": {"text": "x", "pace": -1}}, "pace"),
+        ({"reply": {"error": {"status": 200}}}, "400..599"),
+        ({"reply": {"tool_calls": [{"arguments": {}}]}}, "name"),
+        ({"reply": {"text": "x"}, "times": 0}, "times"),
+        ({"when": {"endpoint": "embeddings"}, "reply": {"text": "x"}}, "endpoint"),
+        ("not a rule", "give an object"),
+    ],
+)
 def test_bad_rules_are_refused_naming_the_key(spec, complaint):
     fake = OpenAIFake()
     with pytest.raises(RuleSpecError, match=complaint):

@@ -37,8 +37,9 @@ def _read_line(proc, timeout: float) -> str:
                 return proc.stdout.readline().decode()
             if proc.poll() is not None:
                 break
-    raise AssertionError(f"python -m fakes.openai printed no listening line within {timeout:.0f} s "
-                         f"(exit code {proc.poll()})")
+    raise AssertionError(
+        f"python -m fakes.openai printed no listening line within {timeout:.0f} s (exit code {proc.poll()})"
+    )
 
 
 def _argv(kind: str, rules: Path) -> list[str]:
@@ -47,8 +48,18 @@ def _argv(kind: str, rules: Path) -> list[str]:
     container = _docs("deployment.yaml")["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][:3] == ["python", "-m", "fakes.openai"]
     # The manifest's own command; only the bind address is overridden (last flag wins) so the OS picks the port.
-    return [sys.executable, *container["command"][1:], "--host", "127.0.0.1", "--port", "0", "--rules", str(rules),
-            "--api-key", "sk-a"]
+    return [
+        sys.executable,
+        *container["command"][1:],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--rules",
+        str(rules),
+        "--api-key",
+        "sk-a",
+    ]
 
 
 @pytest.mark.parametrize("kind", ["module", "manifest"])
@@ -65,8 +76,10 @@ def test_standalone_fake_loads_rules_serves_and_captures(kind, tmp_path):
         url = line.rsplit(" ", 1)[-1].strip()
         with httpx.Client(base_url=url, timeout=10.0) as http:
             assert http.get(HEALTH_PATH).text == "ok"
-            added = http.post("/_fake/openai/rules", json={"name": "admin", "when": {"last_user": "admin"},
-                                                           "reply": {"text": "from admin"}})
+            added = http.post(
+                "/_fake/openai/rules",
+                json={"name": "admin", "when": {"last_user": "admin"}, "reply": {"text": "from admin"}},
+            )
             assert added.status_code == 201
             client = openai.OpenAI(base_url=url + "/v1", api_key="sk-a", max_retries=0, timeout=10.0)
             with client:
@@ -80,8 +93,9 @@ def test_standalone_fake_loads_rules_serves_and_captures(kind, tmp_path):
             log = CallLog.from_admin(http.get("/_fake/openai/calls").json())
             assert [c.rule for c in log.model_calls()] == ["from-file" if kind == "module" else "default", "admin"]
             assert http.post("/_fake/reset").status_code == 200
-            assert [r["name"] for r in http.get("/_fake/openai/rules").json()["rules"]] == \
-                [r.name for r in Script.load(rules).rules]
+            assert [r["name"] for r in http.get("/_fake/openai/rules").json()["rules"]] == [
+                r.name for r in Script.load(rules).rules
+            ]
     finally:
         kill_group(proc, first=signal.SIGTERM, grace=10.0)
     assert proc.returncode == 0

@@ -15,16 +15,25 @@ def parse(body: bytes, **kwargs):
     return FakeRequest("POST", "/x", body=body).json(**kwargs)
 
 
-@pytest.mark.parametrize("body,reason", [
-    (b"[" * 100_000 + b"]" * 100_000, "depth"),                      # RecursionError in Python's parser
-    (b'{"a":' * 5000 + b"1" + b"}" * 5000, "depth"),
-    (b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1), "depth"),
-    (b"[NaN, 0]", "constant"), (b'{"v": Infinity}', "constant"), (b"[-Infinity]", "constant"),
-    (b"[1e400, 0]", "range"), (b"-1e400", "range"),
-    (b'{"limit": 100000000000000000000}', "range"), (str(JSON_INT_MAX + 1).encode(), "range"),
-    (str(JSON_INT_MIN - 1).encode(), "range"), (b"1" * 5000, "range"),  # Python's int digit limit is a ValueError
-    (b'{"a": 1', "syntax"), (b"\xff\xfe\xff", "encoding"),
-])
+@pytest.mark.parametrize(
+    "body,reason",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "depth"),  # RecursionError in Python's parser
+        (b'{"a":' * 5000 + b"1" + b"}" * 5000, "depth"),
+        (b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1), "depth"),
+        (b"[NaN, 0]", "constant"),
+        (b'{"v": Infinity}', "constant"),
+        (b"[-Infinity]", "constant"),
+        (b"[1e400, 0]", "range"),
+        (b"-1e400", "range"),
+        (b'{"limit": 100000000000000000000}', "range"),
+        (str(JSON_INT_MAX + 1).encode(), "range"),
+        (str(JSON_INT_MIN - 1).encode(), "range"),
+        (b"1" * 5000, "range"),  # Python's int digit limit is a ValueError
+        (b'{"a": 1', "syntax"),
+        (b"\xff\xfe\xff", "encoding"),
+    ],
+)
 def test_malformed_bodies_raise_bad_json_with_a_reason(body, reason):
     with pytest.raises(BadJson) as caught:
         parse(body)
@@ -35,7 +44,9 @@ def test_malformed_bodies_raise_bad_json_with_a_reason(body, reason):
 def test_well_formed_bodies_still_parse():
     assert parse(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH) is not None
     assert parse(b'{"s": "[[[[{{{{\\"]]]", "n": [18446744073709551615, -9223372036854775808, 1.5e300]}') == {
-        "s": '[[[[{{{{"]]]', "n": [JSON_INT_MAX, JSON_INT_MIN, 1.5e300]}
+        "s": '[[[[{{{{"]]]',
+        "n": [JSON_INT_MAX, JSON_INT_MIN, 1.5e300],
+    }
     assert parse(b'"NaN"') == "NaN" and parse(b"  ") is None
     with pytest.raises(BadJson):
         parse(b"[[[1]]]", max_depth=2)

@@ -11,17 +11,20 @@ import pytest
 from fakes.faults import FaultSpecError
 
 
-@pytest.mark.parametrize("kind,params,needle", [
-    ("latency", {"seconds": 1}, "unknown fault field(s) ['seconds']"),
-    ("latency", {"delay": float("nan")}, "finite non-negative"),
-    ("latency", {"delay": float("inf")}, "finite non-negative"),
-    ("drip", {"interval": float("nan")}, "finite non-negative"),
-    ("status", {"status": 101}, "1xx status is informational"),
-    ("status", {"status": True}, "not an HTTP status code"),
-    ("status", {"body": 42}, "give a string or bytes"),
-    ("status", {"headers": [("X-A", "1\r\nX-B: 2")]}, "CR, LF or NUL"),
-    ("hang", {"times": True}, "positive integer"),
-])
+@pytest.mark.parametrize(
+    "kind,params,needle",
+    [
+        ("latency", {"seconds": 1}, "unknown fault field(s) ['seconds']"),
+        ("latency", {"delay": float("nan")}, "finite non-negative"),
+        ("latency", {"delay": float("inf")}, "finite non-negative"),
+        ("drip", {"interval": float("nan")}, "finite non-negative"),
+        ("status", {"status": 101}, "1xx status is informational"),
+        ("status", {"status": True}, "not an HTTP status code"),
+        ("status", {"body": 42}, "give a string or bytes"),
+        ("status", {"headers": [("X-A", "1\r\nX-B: 2")]}, "CR, LF or NUL"),
+        ("hang", {"times": True}, "positive integer"),
+    ],
+)
 def test_bad_fault_keywords_raise_fault_spec_error(echo, kind, params, needle):
     with pytest.raises(FaultSpecError) as caught:
         echo.fault(kind, **params)

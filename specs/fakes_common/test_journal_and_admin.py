@@ -10,11 +10,19 @@ import pytest
 
 def test_journal_records_method_path_query_body_and_status_with_credentials_redacted(echo):
     with httpx.Client(base_url=echo.url, timeout=5) as client:
-        client.post("/things/1?wait=true", json={"a": 1},
-                    headers={"api-key": "k1", "Authorization": "Bearer t", "Cookie": "c=1", "X-Keep": "v"})
+        client.post(
+            "/things/1?wait=true",
+            json={"a": 1},
+            headers={"api-key": "k1", "Authorization": "Bearer t", "Cookie": "c=1", "X-Keep": "v"},
+        )
     (entry,) = echo.requests()
     assert (entry.method, entry.path, entry.query, entry.json(), entry.status) == (
-        "POST", "/things/1", "wait=true", {"a": 1}, 200)
+        "POST",
+        "/things/1",
+        "wait=true",
+        {"a": 1},
+        200,
+    )
     assert entry.query_params == {"wait": ["true"]}
     assert entry.headers["api-key"] == entry.headers["authorization"] == entry.headers["cookie"] == "<redacted>"
     assert entry.headers["x-keep"] == "v"
@@ -47,10 +55,14 @@ def test_filters_by_path_prefix_method_and_since_in_process_and_over_admin(echo)
 def test_since_accepts_rfc3339(echo):
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         client.get("/x")
-        assert [e["path"] for e in client.get("/_fake/requests", params={"since": "2000-01-01T00:00:00Z"})
-                .json()["requests"]] == ["/x"]
-        assert client.get("/_fake/requests", params={"since": "2999-01-01T00:00:00+02:00"}).json() == {"requests": [],
-                                                                                                "dropped": 0}
+        assert [
+            e["path"]
+            for e in client.get("/_fake/requests", params={"since": "2000-01-01T00:00:00Z"}).json()["requests"]
+        ] == ["/x"]
+        assert client.get("/_fake/requests", params={"since": "2999-01-01T00:00:00+02:00"}).json() == {
+            "requests": [],
+            "dropped": 0,
+        }
 
 
 def test_admin_faults_add_list_clear_and_reset(echo):
@@ -75,8 +87,12 @@ def test_admin_faults_add_list_clear_and_reset(echo):
 
 def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo):
     with httpx.Client(base_url=echo.url, timeout=5) as client:
-        for body, needle in [({"kind": "explode"}, "not one of"), ({"kind": "hang", "times": 0}, "positive integer"),
-                             ({"kind": "status", "colour": 1}, "unknown fault field"), ({}, "needs 'kind'")]:
+        for body, needle in [
+            ({"kind": "explode"}, "not one of"),
+            ({"kind": "hang", "times": 0}, "positive integer"),
+            ({"kind": "status", "colour": 1}, "unknown fault field"),
+            ({}, "needs 'kind'"),
+        ]:
             response = client.post("/_fake/faults", json=body)
             assert response.status_code == 400 and needle in response.json()["error"], body
         raw = client.post("/_fake/faults", content=b"{nope", headers={"content-type": "application/json"})

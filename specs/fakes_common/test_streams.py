@@ -150,12 +150,15 @@ def test_async_transport_streams_and_faults_the_same():
     anyio.run(main)
 
 
-@pytest.mark.parametrize("spec, complaint", [
-    ({"kind": "stream_stop", "after": -1}, "after=-1"),
-    ({"kind": "stream_stop", "after": True}, "after=True"),
-    ({"kind": "stream_stop", "after": "2"}, "after='2'"),
-    ({"kind": "stream_pause", "after": 1}, "needs delay > 0"),
-])
+@pytest.mark.parametrize(
+    "spec, complaint",
+    [
+        ({"kind": "stream_stop", "after": -1}, "after=-1"),
+        ({"kind": "stream_stop", "after": True}, "after=True"),
+        ({"kind": "stream_stop", "after": "2"}, "after='2'"),
+        ({"kind": "stream_pause", "after": 1}, "needs delay > 0"),
+    ],
+)
 def test_bad_stream_fault_specs_are_refused(spec, complaint):
     with pytest.raises(FaultSpecError, match=complaint):
         Fault.from_dict(spec)

@@ -64,8 +64,9 @@ def test_sync_hang_without_timeout_ends_when_faults_are_cleared(fake):
 
 def test_async_faults_and_cancellation(fake):
     async def main() -> None:
-        async with httpx.AsyncClient(base_url=fake.url, transport=fake.async_transport(),
-                                     timeout=httpx.Timeout(5, read=0.2)) as c:
+        async with httpx.AsyncClient(
+            base_url=fake.url, transport=fake.async_transport(), timeout=httpx.Timeout(5, read=0.2)
+        ) as c:
             assert (await c.get("/ok")).status_code == 200
             fake.fault("hang", "/h", times=1)
             with pytest.raises(httpx.ReadTimeout):

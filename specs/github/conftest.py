@@ -16,6 +16,7 @@ from fakes.server import FakeHandle, serve_fake
 from specs.github.receiver import Receiver
 from specs.github.world import SCHEMAS, TOKEN, seed
 
+
 def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
@@ -58,8 +59,14 @@ def schema(request) -> str:
 @pytest.fixture
 def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
     """githubkit with alice's token, in-process, automatic retries off (specs use ``kit.rest(schema)``)."""
-    yield GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
-                 http_cache=False, timeout=10.0)
+    yield GitHub(
+        TOKEN,
+        base_url=fake_inproc.url,
+        transport=fake_inproc.transport(),
+        auto_retry=False,
+        http_cache=False,
+        timeout=10.0,
+    )
     assert [(e.method, e.path) for e in unserved(fake_inproc)] == []  # githubkit called only modelled routes
 
 

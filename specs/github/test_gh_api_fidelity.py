@@ -37,13 +37,17 @@ def test_contents_with_a_trailing_slash_is_the_root_listing(fake_inproc: FakeHan
     assert sorted(e["path"] for e in docs.json()) == ["docs/guide.md", "docs/img"]
 
 
-@pytest.mark.parametrize("path", [f"/repos/{REPO}/", f"/repos/{REPO}/issues/1/", f"/repos//{REPO}",
-                                  f"/repos/{REPO}//issues", "/user/"])
+@pytest.mark.parametrize(
+    "path", [f"/repos/{REPO}/", f"/repos/{REPO}/issues/1/", f"/repos//{REPO}", f"/repos/{REPO}//issues", "/user/"]
+)
 def test_a_trailing_slash_or_empty_segment_is_githubs_404_not_a_501(fake_inproc: FakeHandle, path: str) -> None:
     answer = _get(fake_inproc, path, **AUTH)
     assert answer.status_code == 404
-    assert answer.json() == {"message": "Not Found", "documentation_url": "https://docs.github.com/rest",
-                             "status": "404"}
+    assert answer.json() == {
+        "message": "Not Found",
+        "documentation_url": "https://docs.github.com/rest",
+        "status": "404",
+    }
 
 
 def test_percent_encoded_names_are_the_same_route(fake_inproc: FakeHandle) -> None:
@@ -65,8 +69,10 @@ def test_successful_gets_carry_etag_cache_control_and_vary(fake_inproc: FakeHand
     anonymous = _get(fake_inproc, f"/repos/{REPO}")
     assert WEAK_ETAG.fullmatch(mine.headers["etag"])
     assert mine.headers["cache-control"] == "private, max-age=60, s-maxage=60"
-    assert mine.headers.get_list("vary") == ["Accept, Authorization, Cookie, X-GitHub-OTP",
-                                             "Accept-Encoding, Accept, X-Requested-With"]
+    assert mine.headers.get_list("vary") == [
+        "Accept, Authorization, Cookie, X-GitHub-OTP",
+        "Accept-Encoding, Accept, X-Requested-With",
+    ]
     assert anonymous.headers["cache-control"] == "public, max-age=60, s-maxage=60"
     assert anonymous.headers.get_list("vary") == ["Accept", "Accept-Encoding, Accept, X-Requested-With"]
     missing = _get(fake_inproc, "/repos/octo/nope", **AUTH)
@@ -115,15 +121,22 @@ def test_if_modified_since_is_a_304_when_nothing_changed_since(fake_inproc: Fake
     first = _get(fake_inproc, f"/repos/{REPO}/issues/1", **AUTH)
     modified = first.headers["last-modified"]
     same = _get(fake_inproc, f"/repos/{REPO}/issues/1", **AUTH, **{"if-modified-since": modified})
-    older = _get(fake_inproc, f"/repos/{REPO}/issues/1", **AUTH,
-                 **{"if-modified-since": "Mon, 01 Jan 2001 00:00:00 GMT"})
+    older = _get(
+        fake_inproc, f"/repos/{REPO}/issues/1", **AUTH, **{"if-modified-since": "Mon, 01 Jan 2001 00:00:00 GMT"}
+    )
     assert same.status_code == 304
     assert older.status_code == 200
 
 
 def test_githubkit_with_an_http_cache_revalidates_with_a_304(fake_inproc: FakeHandle) -> None:
-    kit = GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
-                 http_cache=True, timeout=10.0)
+    kit = GitHub(
+        TOKEN,
+        base_url=fake_inproc.url,
+        transport=fake_inproc.transport(),
+        auto_retry=False,
+        http_cache=True,
+        timeout=10.0,
+    )
     first = kit.rest.issues.get("octo", "hello", 1, headers={"cache-control": "no-cache"})
     second = kit.rest.issues.get("octo", "hello", 1, headers={"cache-control": "no-cache"})
     assert second.parsed_data.title == first.parsed_data.title == "First issue"
@@ -150,7 +163,8 @@ def test_the_selected_api_version_is_echoed_and_an_unknown_one_is_githubs_400(fa
     assert unknown.json()["message"] == "Bad Request"
     assert unknown.json()["errors"] == (
         'The version you specified in the "X-GitHub-API-Version" request header, "1999-01-01", is not a supported '
-        'version. The following versions are currently supported: "2026-03-10" (most recent) and "2022-11-28".')
+        'version. The following versions are currently supported: "2026-03-10" (most recent) and "2022-11-28".'
+    )
     assert "x-github-api-version-selected" not in unknown.headers
     assert bad_token.status_code == 401  # the credential is checked first
 
@@ -171,16 +185,23 @@ def test_a_github_app_user_token_shows_permissions_and_expiry(fake_inproc: FakeH
     fake_inproc.app.oauth_login = "alice"
     with fake_inproc.client() as http:
         code = http.post("/login/device/code", data={"client_id": "Iv1.abc"}, headers={"accept": "application/json"})
-        token = http.post("/login/oauth/access_token", headers={"accept": "application/json"},
-                          data={"client_id": "Iv1.abc", "device_code": code.json()["device_code"],
-                                "grant_type": "urn:ietf:params:oauth:grant-type:device_code"}).json()
+        token = http.post(
+            "/login/oauth/access_token",
+            headers={"accept": "application/json"},
+            data={
+                "client_id": "Iv1.abc",
+                "device_code": code.json()["device_code"],
+                "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+            },
+        ).json()
     me = _get(fake_inproc, "/user", authorization=f"Bearer {token['access_token']}")
     expires = fake_inproc.app.tokens[token["access_token"]].expires_at
     assert me.headers["x-oauth-scopes"] == ""
     assert me.headers["x-accepted-github-permissions"] == "allows_permissionless_access=true"
     assert me.headers["x-oauth-client-id"] == "Iv1.abc"
     assert me.headers["github-authentication-token-expiration"] == time.strftime(
-        "%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+        "%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires)
+    )
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", me.headers["github-authentication-token-expiration"])
 
 
@@ -191,8 +212,9 @@ def _installation_token(handle: FakeHandle) -> tuple[str, httpx.Response]:
     now = int(time.time())
     signed = jwt.encode({"iss": str(app.id), "iat": now - 60, "exp": now + 300}, app.private_key_pem, "RS256")
     with handle.client() as http:
-        answer = http.post(f"/app/installations/{inst.id}/access_tokens", json={},
-                           headers={"authorization": f"Bearer {signed}"})
+        answer = http.post(
+            f"/app/installations/{inst.id}/access_tokens", json={}, headers={"authorization": f"Bearer {signed}"}
+        )
     return answer.json()["token"], answer
 
 
@@ -224,8 +246,12 @@ def test_draft_only_on_pull_requests_and_summaries_only_on_issues(fake_inproc: F
     assert "draft" not in plain
     assert as_pull["draft"] is True
     assert plain["type"] is None
-    assert plain["issue_dependencies_summary"] == {"blocked_by": 0, "total_blocked_by": 0, "blocking": 0,
-                                                   "total_blocking": 0}
+    assert plain["issue_dependencies_summary"] == {
+        "blocked_by": 0,
+        "total_blocked_by": 0,
+        "blocking": 0,
+        "total_blocking": 0,
+    }
     assert plain["sub_issues_summary"] == {"total": 0, "completed": 0, "percent_completed": 0}
     assert "issue_dependencies_summary" not in as_pull
     assert "parent_issue_url" not in plain
@@ -240,8 +266,16 @@ def test_types_sub_issues_dependencies_and_a_pinned_comment(fake_inproc: FakeHan
     fake.pin_comment(REPO, pinned.id)
     parent, child = _issue(fake_inproc, 1), _issue(fake_inproc, 2)
     assert child["type"]["name"] == "Bug"
-    assert set(child["type"]) == {"id", "node_id", "name", "description", "color", "created_at", "updated_at",
-                                  "is_enabled"}
+    assert set(child["type"]) == {
+        "id",
+        "node_id",
+        "name",
+        "description",
+        "color",
+        "created_at",
+        "updated_at",
+        "is_enabled",
+    }
     assert child["parent_issue_url"] == f"{fake_inproc.url}/repos/{REPO}/issues/1"
     assert parent["sub_issues_summary"] == {"total": 2, "completed": 1, "percent_completed": 50}
     assert parent["issue_dependencies_summary"]["total_blocking"] == 1
@@ -249,8 +283,9 @@ def test_types_sub_issues_dependencies_and_a_pinned_comment(fake_inproc: FakeHan
     assert parent["pinned_comment"]["id"] == pinned.id
 
 
-@pytest.mark.parametrize(("kind", "titles"), [("Bug", ["bug"]), ("bug", ["bug"]), ("*", ["task", "bug"]),
-                                              ("none", ["First issue"])])
+@pytest.mark.parametrize(
+    ("kind", "titles"), [("Bug", ["bug"]), ("bug", ["bug"]), ("*", ["task", "bug"]), ("none", ["First issue"])]
+)
 def test_the_type_filter_of_the_issue_list(fake_inproc: FakeHandle, kind: str, titles: list[str]) -> None:
     fake_inproc.app.add_issue(REPO, "bug", type="Bug")
     fake_inproc.app.add_issue(REPO, "task", type="Task")
@@ -285,8 +320,14 @@ def test_mergeable_is_null_while_github_computes_it(kit: GitHub, schema: str, fa
 
 # -- private fields only where GitHub shows them ----------------------------------------------------------------
 
-PRIVATE_USER_FIELDS = {"private_gists", "total_private_repos", "owned_private_repos", "disk_usage", "collaborators",
-                       "two_factor_authentication"}
+PRIVATE_USER_FIELDS = {
+    "private_gists",
+    "total_private_repos",
+    "owned_private_repos",
+    "disk_usage",
+    "collaborators",
+    "two_factor_authentication",
+}
 
 
 def test_get_user_shows_private_fields_only_with_the_user_scope(fake_inproc: FakeHandle) -> None:

@@ -18,8 +18,10 @@ from fakes.github.auth import generate_key_pair
 from specs.github.world import REPO, seed
 
 TOO_FAR = "'Expiration time' claim ('exp') is too far in the future"
-EXPIRED = ("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the "
-           "assertion expires")
+EXPIRED = (
+    "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the "
+    "assertion expires"
+)
 UNDECODABLE = "A JSON web token could not be decoded"
 
 
@@ -40,8 +42,9 @@ def _jwt(key: str, iss, iat: float, exp: float, alg: str = "RS256") -> str:
 
 def _token_request(handle, inst_id: int, token: str):
     with handle.client() as http:
-        return http.post(f"/app/installations/{inst_id}/access_tokens", json={},
-                         headers={"authorization": f"Bearer {token}"})
+        return http.post(
+            f"/app/installations/{inst_id}/access_tokens", json={}, headers={"authorization": f"Bearer {token}"}
+        )
 
 
 @pytest.mark.parametrize("case", ["githubkit", "pygithub", "client_id", "int_iss"])
@@ -71,8 +74,11 @@ def test_jwt_refusals_carry_githubs_messages(world):
     for name, (token, message) in cases.items():
         answer = _token_request(handle, inst.id, token)
         assert answer.status_code == 401, name
-        assert answer.json() == {"message": message, "documentation_url": "https://docs.github.com/rest",
-                                 "status": "401"}, name
+        assert answer.json() == {
+            "message": message,
+            "documentation_url": "https://docs.github.com/rest",
+            "status": "401",
+        }, name
     good = _jwt(app.private_key_pem, app.id, now - 60, now + 300)
     assert _token_request(handle, 999_999, good).status_code == 404
     with handle.client() as http:
@@ -87,8 +93,11 @@ def test_installation_token_schemes_and_expiry(world):
     token = _token_request(handle, inst.id, _jwt(app.private_key_pem, app.id, now - 60, now + 300)).json()["token"]
     with handle.client() as http:
         for scheme in ("token", "Bearer"):
-            answer = http.post(f"/repos/{REPO}/issues/1/comments", json={"body": scheme},
-                               headers={"authorization": f"{scheme} {token}"})
+            answer = http.post(
+                f"/repos/{REPO}/issues/1/comments",
+                json={"body": scheme},
+                headers={"authorization": f"{scheme} {token}"},
+            )
             assert answer.status_code == 201 and answer.json()["user"]["login"] == "reply-bot[bot]"
             assert answer.json()["user"]["type"] == "Bot"
             assert answer.json()["performed_via_github_app"]["slug"] == "reply-bot"
@@ -99,8 +108,14 @@ def test_installation_token_schemes_and_expiry(world):
 
 def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
     handle, app, inst = world
-    kit = GitHub(AppAuthStrategy(app.id, app.private_key_pem), base_url=handle.url, transport=handle.transport(),
-                 auto_retry=False, http_cache=False, cache_strategy=MemCacheStrategy())  # no process-wide token cache
+    kit = GitHub(
+        AppAuthStrategy(app.id, app.private_key_pem),
+        base_url=handle.url,
+        transport=handle.transport(),
+        auto_retry=False,
+        http_cache=False,
+        cache_strategy=MemCacheStrategy(),
+    )  # no process-wide token cache
     bot = kit.with_auth(kit.auth.as_installation(inst.id))
     assert bot.rest.issues.create_comment("octo", "hello", 1, body="one").parsed_data.user.login == "reply-bot[bot]"
     handle.app.advance_clock(31)
@@ -114,8 +129,14 @@ def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
 def test_githubkit_reuses_a_token_that_is_still_valid(world):
     handle, app, inst = world
     handle.app.token_ttl = 3600.0
-    kit = GitHub(AppAuthStrategy(app.id, app.private_key_pem), base_url=handle.url, transport=handle.transport(),
-                 auto_retry=False, http_cache=False, cache_strategy=MemCacheStrategy())  # no process-wide token cache
+    kit = GitHub(
+        AppAuthStrategy(app.id, app.private_key_pem),
+        base_url=handle.url,
+        transport=handle.transport(),
+        auto_retry=False,
+        http_cache=False,
+        cache_strategy=MemCacheStrategy(),
+    )  # no process-wide token cache
     bot = kit.with_auth(kit.auth.as_installation(inst.id))
     for body in ("one", "two"):
         bot.rest.issues.create_comment("octo", "hello", 1, body=body)
@@ -137,8 +158,14 @@ def test_pygithub_integration_and_installation_auth_refresh(no_leaks):
         finally:
             integration.close()
         auth = Auth.AppAuth(app.id, app.private_key_pem).get_installation_auth(inst.id)
-        client = Github(base_url=handle.url, auth=auth, retry=None, timeout=10, seconds_between_requests=None,
-                        seconds_between_writes=None)
+        client = Github(
+            base_url=handle.url,
+            auth=auth,
+            retry=None,
+            timeout=10,
+            seconds_between_requests=None,
+            seconds_between_writes=None,
+        )
         try:
             issue = client.get_repo(REPO).get_issue(1)
             handle.app.advance_clock(16)  # the first installation token is now dead on the fake
@@ -166,8 +193,14 @@ def test_installation_token_writes_only_where_installed(world):
 
 def test_githubkit_app_endpoints_parse_in_both_schemas(world, schema):
     handle, app, inst = world
-    kit = GitHub(AppAuthStrategy(str(app.id), app.private_key_pem), base_url=handle.url, transport=handle.transport(),
-                 auto_retry=False, http_cache=False, cache_strategy=MemCacheStrategy())
+    kit = GitHub(
+        AppAuthStrategy(str(app.id), app.private_key_pem),
+        base_url=handle.url,
+        transport=handle.transport(),
+        auto_retry=False,
+        http_cache=False,
+        cache_strategy=MemCacheStrategy(),
+    )
     found = kit.rest(schema).apps.get_repo_installation("octo", "hello").parsed_data
     assert (found.id, found.app_id, found.app_slug, found.account.login) == (inst.id, app.id, "reply-bot", "octo")
     assert found.access_tokens_url == f"{handle.url}/app/installations/{inst.id}/access_tokens"

@@ -47,8 +47,9 @@ def test_a_receiver_that_is_down_raises_delivery_failed_with_the_delivery() -> N
 
 def test_check_false_returns_the_failed_delivery_instead() -> None:
     url = f"http://127.0.0.1:{_closed_port()}/hook"
-    delivery = send_webhook(url, "issues", {"action": "opened"}, secret=SECRET, log=DeliveryLog(), timeout=5.0,
-                            check=False)
+    delivery = send_webhook(
+        url, "issues", {"action": "opened"}, secret=SECRET, log=DeliveryLog(), timeout=5.0, check=False
+    )
     assert delivery.ok is False
     assert delivery.error is not None
 
@@ -69,8 +70,9 @@ def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: Fak
         redeliver(first.id, log=log)
     assert again.value.delivery.redelivery is True
     with pytest.raises(DeliveryFailed):
-        send_reordered(f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)],
-                       secret=SECRET, log=log)
+        send_reordered(
+            f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)], secret=SECRET, log=log
+        )
     assert len(receiver.requests(path_prefix="/hook")) == 5  # 1 + the redelivery + all 3 of the batch
 
 

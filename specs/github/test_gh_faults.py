@@ -35,7 +35,10 @@ def test_injected_502_once_then_the_real_answer(served, kit):
         kit.rest.issues.get("octo", "hello", 1)
     assert failed.value.response.status_code == 502
     assert failed.value.response.json() == {
-        "message": "Bad Gateway", "documentation_url": "https://docs.github.com/rest", "status": "502"}
+        "message": "Bad Gateway",
+        "documentation_url": "https://docs.github.com/rest",
+        "status": "502",
+    }
     assert kit.rest.issues.get("octo", "hello", 1).parsed_data.number == 1
     assert [(e.status, e.fault) for e in served.requests(path_prefix=ISSUE)] == [(502, "status"), (200, None)]
 
@@ -46,8 +49,9 @@ def test_rate_limit_faults_raise_githubkits_rate_limit_errors(served, kit):
         kit.rest.issues.get("octo", "hello", 1)
     assert secondary.value.retry_after.total_seconds() == 7
     reset = str(int(time.time()) + 60)
-    served.fault("status", ISSUE, status=403, times=1,
-                 headers=[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", reset)])
+    served.fault(
+        "status", ISSUE, status=403, times=1, headers=[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", reset)]
+    )
     with pytest.raises(PrimaryRateLimitExceeded):
         kit.rest.issues.get("octo", "hello", 1)
 
@@ -84,8 +88,14 @@ def test_latency_delays_but_answers(served, kit):
 
 
 def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc):
-    kit = GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
-                 http_cache=False, timeout=1.0)
+    kit = GitHub(
+        TOKEN,
+        base_url=fake_inproc.url,
+        transport=fake_inproc.transport(),
+        auto_retry=False,
+        http_cache=False,
+        timeout=1.0,
+    )
     fake_inproc.fault("reset", ISSUE, times=1)
     with pytest.raises(RequestError):
         kit.rest.issues.get("octo", "hello", 1)
@@ -102,8 +112,11 @@ def _fetch(target: str, path: str, timeout: float):
 
     from harness import fetch_through
 
-    return anyio.run(functools.partial(fetch_through, target, "GET", path, timeout=timeout,
-                                       headers={"authorization": f"token {TOKEN}"}))
+    return anyio.run(
+        functools.partial(
+            fetch_through, target, "GET", path, timeout=timeout, headers={"authorization": f"token {TOKEN}"}
+        )
+    )
 
 
 def test_faults_seen_from_harness_fetch_through(served):

@@ -39,8 +39,9 @@ def test_send_webhook_refuses_a_timeout_that_is_not_a_positive_number(timeout):
 def test_clock_refuses_absurd_advances_and_keeps_working(fake_inproc, advance):
     with fake_inproc.client() as http:
         before = http.get("/_fake/github/state").json()["now"]
-        refused = http.post("/_fake/github/clock", content=f'{{"advance": {advance}}}',
-                            headers={"content-type": "application/json"})
+        refused = http.post(
+            "/_fake/github/clock", content=f'{{"advance": {advance}}}', headers={"content-type": "application/json"}
+        )
         assert refused.status_code == 400, refused.text
         message = refused.json()["message"]  # names the field, or the parser names the value it refused
         assert "advance" in message or "body is not JSON" in message, message
@@ -72,8 +73,9 @@ def test_comment_body_over_65536_characters_is_422(fake_inproc):
     with fake_inproc.client() as http:
         longest = http.post(f"/repos/{REPO}/issues/1/comments", json={"body": "x" * 65536}, headers=AUTH)
         too_long = http.post(f"/repos/{REPO}/issues/1/comments", json={"body": "é" * 65537}, headers=AUTH)
-        edit = http.patch(f"/repos/{REPO}/issues/comments/{longest.json()['id']}", json={"body": "y" * 70000},
-                          headers=AUTH)
+        edit = http.patch(
+            f"/repos/{REPO}/issues/comments/{longest.json()['id']}", json={"body": "y" * 70000}, headers=AUTH
+        )
     assert longest.status_code == 201
     for answer in (too_long, edit):
         assert answer.status_code == 422
@@ -89,23 +91,30 @@ def test_label_name_over_50_characters_is_422_and_creates_nothing(fake_inproc):
         bad = http.post(f"/repos/{REPO}/issues/1/labels", json={"labels": ["ok", "n" * 51]}, headers=AUTH)
     assert ok.status_code == 200
     assert bad.status_code == 422 and bad.json()["errors"] == [
-        {"value": "n" * 51, "resource": "Label", "field": "name", "code": "invalid"}]
+        {"value": "n" * 51, "resource": "Label", "field": "name", "code": "invalid"}
+    ]
     assert "ok" not in fake_inproc.app.repo(REPO).labels  # all or nothing
 
 
-@pytest.mark.parametrize("path", [f"/repos/{REPO}/issues/-1/comments", f"/repos/{REPO}/issues/-1",
-                                  f"/repos/{REPO}/issues/comments/-5"])
+@pytest.mark.parametrize(
+    "path", [f"/repos/{REPO}/issues/-1/comments", f"/repos/{REPO}/issues/-1", f"/repos/{REPO}/issues/comments/-5"]
+)
 def test_negative_numbers_are_404_like_github(fake_inproc, path):
     with fake_inproc.client() as http:
         answer = http.get(path, headers=AUTH)
     assert answer.status_code == 404 and answer.json()["message"] == "Not Found"
 
 
-@pytest.mark.parametrize("body", [
-    b'{"body": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-    b'{"body": "x", "n": NaN}', b'{"body": "x", "n": -Infinity}', b'{"body": "x", "n": 1e400}',
-    b'{"body": "x", "n": 1' + b"0" * 5000 + b"}",
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"body": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'{"body": "x", "n": NaN}',
+        b'{"body": "x", "n": -Infinity}',
+        b'{"body": "x", "n": 1e400}',
+        b'{"body": "x", "n": 1' + b"0" * 5000 + b"}",
+    ],
+)
 @pytest.mark.parametrize("route", ["/issues/1/comments", "/issues/1/labels", "/issues/1/reactions"])
 def test_bodies_the_parser_refuses_are_400_problems_parsing_json(fake_inproc, body, route):
     with fake_inproc.client() as http:

@@ -20,8 +20,9 @@ CLIENT = {"client_id": "Iv23liFAKE"}
 
 
 def _kit(handle, token: str | None) -> GitHub:
-    return GitHub(token, base_url=handle.url, transport=handle.transport(), auto_retry=False, http_cache=False,
-                  timeout=10.0)
+    return GitHub(
+        token, base_url=handle.url, transport=handle.transport(), auto_retry=False, http_cache=False, timeout=10.0
+    )
 
 
 def _device_token(http, **extra) -> dict:
@@ -51,7 +52,11 @@ def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, s
         token = _device_token(http)
     assert token["access_token"].startswith("ghu_") and token["refresh_token"].startswith("ghr_")
     assert (token["expires_in"], token["refresh_token_expires_in"], token["scope"], token["token_type"]) == (
-        28800, 15811200, "", "bearer")
+        28800,
+        15811200,
+        "",
+        "bearer",
+    )
     kit = _kit(fake_inproc, token["access_token"])  # keep the client: its rest namespace holds a weak reference
     me = kit.rest(schema).users.get_authenticated().parsed_data
     assert (me.login, me.type) == ("alice", "User") and me.url == f"{fake_inproc.url}/users/alice"
@@ -65,8 +70,9 @@ def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, s
 def test_refresh_without_client_secret_is_http_200_invalid_client_for_a_web_flow_token(fake_inproc):
     code = fake_inproc.app.add_oauth_code("alice")
     with fake_inproc.client() as http:
-        first = http.post("/login/oauth/access_token", data={**CLIENT, "client_secret": "s", "code": code},
-                          headers=JSON).json()
+        first = http.post(
+            "/login/oauth/access_token", data={**CLIENT, "client_secret": "s", "code": code}, headers=JSON
+        ).json()
         refresh = {**CLIENT, "grant_type": "refresh_token", "refresh_token": first["refresh_token"]}
         refused = http.post("/login/oauth/access_token", data=refresh, headers=JSON)
         assert refused.status_code == 200 and refused.json()["error"] == "invalid_client"
@@ -87,8 +93,11 @@ def test_device_flow_token_refreshes_without_client_secret(fake_inproc):
     # generated using the device flow".
     with fake_inproc.client() as http:
         token = _device_token(http)
-        fresh = http.post("/login/oauth/access_token", headers=JSON, data={
-            **CLIENT, "grant_type": "refresh_token", "refresh_token": token["refresh_token"]}).json()
+        fresh = http.post(
+            "/login/oauth/access_token",
+            headers=JSON,
+            data={**CLIENT, "grant_type": "refresh_token", "refresh_token": token["refresh_token"]},
+        ).json()
     assert fresh["access_token"].startswith("ghu_") and "error" not in fresh
 
 
@@ -98,16 +107,21 @@ def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
         code = http.post("/login/device/code", data=CLIENT, headers=JSON).json()["device_code"]
         fake_inproc.app.advance_clock(901)
         answers = {
-            "expired_token": http.post("/login/oauth/access_token", headers=JSON,
-                                       data={**CLIENT, "device_code": code, "grant_type": grant}),
-            "incorrect_device_code": http.post("/login/oauth/access_token", headers=JSON,
-                                               data={**CLIENT, "device_code": "nope", "grant_type": grant}),
-            "incorrect_client_credentials": http.post("/login/oauth/access_token", headers=JSON,
-                                                      data={"device_code": code, "grant_type": grant}),
-            "unsupported_grant_type": http.post("/login/oauth/access_token", headers=JSON,
-                                                data={**CLIENT, "grant_type": "password"}),
-            "bad_verification_code": http.post("/login/oauth/access_token", headers=JSON,
-                                               data={**CLIENT, "client_secret": "s", "code": "made-up"}),
+            "expired_token": http.post(
+                "/login/oauth/access_token", headers=JSON, data={**CLIENT, "device_code": code, "grant_type": grant}
+            ),
+            "incorrect_device_code": http.post(
+                "/login/oauth/access_token", headers=JSON, data={**CLIENT, "device_code": "nope", "grant_type": grant}
+            ),
+            "incorrect_client_credentials": http.post(
+                "/login/oauth/access_token", headers=JSON, data={"device_code": code, "grant_type": grant}
+            ),
+            "unsupported_grant_type": http.post(
+                "/login/oauth/access_token", headers=JSON, data={**CLIENT, "grant_type": "password"}
+            ),
+            "bad_verification_code": http.post(
+                "/login/oauth/access_token", headers=JSON, data={**CLIENT, "client_secret": "s", "code": "made-up"}
+            ),
         }
         form = http.post("/login/oauth/access_token", data={**CLIENT, "code": "made-up", "client_secret": "s"})
     for expected, answer in answers.items():
@@ -118,8 +132,9 @@ def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
 
 def test_oauth_bad_json_is_400_and_xml_is_unserved(fake_inproc):
     with fake_inproc.client() as http:
-        bad = http.post("/login/oauth/access_token", content=b'{"client_id": NaN}',
-                        headers={"content-type": "application/json"})
+        bad = http.post(
+            "/login/oauth/access_token", content=b'{"client_id": NaN}', headers={"content-type": "application/json"}
+        )
         xml = http.post("/login/device/code", data=CLIENT, headers={"accept": "application/xml"})
     assert bad.status_code == 400 and bad.json()["message"] == "Problems parsing JSON"
     assert xml.status_code == 501 and [e.status for e in unserved(fake_inproc)] == [501]
@@ -138,8 +153,14 @@ def test_get_user_needs_a_user_token(fake_inproc):
 
 
 def test_pygithub_get_user(served):
-    client = Github(base_url=served.url, auth=Auth.Token(TOKEN), retry=None, timeout=10, seconds_between_requests=None,
-                    seconds_between_writes=None)
+    client = Github(
+        base_url=served.url,
+        auth=Auth.Token(TOKEN),
+        retry=None,
+        timeout=10,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+    )
     try:
         me = client.get_user()
         assert (me.login, me.public_repos, me.total_private_repos) == ("alice", 0, 0)
@@ -154,13 +175,19 @@ def test_collaborator_permission_with_githubkit(fake_inproc, schema):
     fake.add_repo("alice/tools", collaborators=["bob"])
     fake.add_user("bob")
     fake.add_user("carol", token="ghp_carol")
-    kits = {who: _kit(fake_inproc, token) for who, token in (("alice", TOKEN), ("carol", "ghp_carol"),
-                                                                ("anonymous", None))}
+    kits = {
+        who: _kit(fake_inproc, token) for who, token in (("alice", TOKEN), ("carol", "ghp_carol"), ("anonymous", None))
+    }
     rest = kits["alice"].rest(schema)
-    levels = {who: rest.repos.get_collaborator_permission_level("alice", "tools", who).parsed_data
-              for who in ("alice", "bob", "mallory")}
+    levels = {
+        who: rest.repos.get_collaborator_permission_level("alice", "tools", who).parsed_data
+        for who in ("alice", "bob", "mallory")
+    }
     assert {who: (p.permission, p.role_name) for who, p in levels.items()} == {
-        "alice": ("admin", "admin"), "bob": ("write", "write"), "mallory": ("read", "read")}
+        "alice": ("admin", "admin"),
+        "bob": ("write", "write"),
+        "mallory": ("read", "read"),
+    }
     assert levels["bob"].user.login == "bob" and levels["bob"].user.permissions.push
     secret = rest.repos.get_collaborator_permission_level("octo", "secret", "mallory").parsed_data
     assert secret.permission == "none"
@@ -187,11 +214,16 @@ def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_
     with fake_inproc.client() as http:
         seeded = http.post("/_fake/github/oauth", json={"login": "e2e-user"})
         empty = http.post("/_fake/github/oauth", json={"login": " "})
-        by_code = http.post("/login/oauth/access_token", headers=JSON,
-                            data={**CLIENT, "client_secret": "s", "code": seeded.json()["code"]}).json()
+        by_code = http.post(
+            "/login/oauth/access_token",
+            headers=JSON,
+            data={**CLIENT, "client_secret": "s", "code": seeded.json()["code"]},
+        ).json()
         by_device = _device_token(http)
-        logins = [http.get("/user", headers={"authorization": f"Bearer {t['access_token']}"}).json()["login"]
-                  for t in (by_code, by_device)]
+        logins = [
+            http.get("/user", headers={"authorization": f"Bearer {t['access_token']}"}).json()["login"]
+            for t in (by_code, by_device)
+        ]
     assert seeded.status_code == 200 and empty.status_code == 400 and "login" in empty.json()["message"]
     assert logins == ["e2e-user", "e2e-user"]
 

@@ -57,8 +57,7 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
     fake_inproc.runtime.journal.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # legacy page-until-empty pagination is deprecated
-        legacy = [c.body for c in kit.paginate(rest.issues.list_comments, per_page=3, owner=O, repo=R,
-                                               issue_number=1)]
+        legacy = [c.body for c in kit.paginate(rest.issues.list_comments, per_page=3, owner=O, repo=R, issue_number=1)]
     assert legacy == via_link
     assert _pages_requested(fake_inproc) == [str(n) for n in range(1, pages + 2)]  # until an empty page
 
@@ -79,9 +78,11 @@ def test_link_header_shape_and_per_page_cap(fake_inproc):
     base = f"{fake_inproc.url}/repos/{REPO}/issues/1/comments"
     assert len(first.json()) == 30
     assert first.headers["link"] == f'<{base}?page=2>; rel="next", <{base}?page=2>; rel="last"'
-    assert middle.headers["link"] == (f'<{base}?per_page=10&page=1>; rel="prev", <{base}?per_page=10&page=3>; '
-                                      f'rel="next", <{base}?per_page=10&page=4>; rel="last", '
-                                      f'<{base}?per_page=10&page=1>; rel="first"')
+    assert middle.headers["link"] == (
+        f'<{base}?per_page=10&page=1>; rel="prev", <{base}?per_page=10&page=3>; '
+        f'rel="next", <{base}?per_page=10&page=4>; rel="last", '
+        f'<{base}?per_page=10&page=1>; rel="first"'
+    )
     assert len(capped.json()) == 31 and "link" not in capped.headers  # silently capped at 100: one page
     assert past.status_code == 200 and past.json() == []
 
@@ -98,7 +99,9 @@ def test_since_filters_updated_at_at_or_after(kit, schema, fake_inproc):
 def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
     rest = kit.rest(schema)
     assert [lab.name for lab in rest.issues.add_labels(O, R, 1, labels=["needs triage"]).parsed_data] == [
-        "bug", "needs triage"]
+        "bug",
+        "needs triage",
+    ]
     with fake_inproc.client(headers={"authorization": f"token {TOKEN}"}) as http:
         bare = http.post(f"/repos/{REPO}/issues/1/labels", content=b'["p1"]')
         objects = http.post(f"/repos/{REPO}/issues/1/labels", json={"labels": [{"name": "area: ci"}]})
@@ -118,8 +121,10 @@ def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
 def test_reactions_twice_give_201_then_200(kit, schema):
     rest = kit.rest(schema)
     comment = rest.issues.create_comment(O, R, 1, body="x").parsed_data
-    for create in (lambda: rest.reactions.create_for_issue(O, R, 1, content="heart"),
-                   lambda: rest.reactions.create_for_issue_comment(O, R, comment.id, content="rocket")):
+    for create in (
+        lambda: rest.reactions.create_for_issue(O, R, 1, content="heart"),
+        lambda: rest.reactions.create_for_issue_comment(O, R, comment.id, content="rocket"),
+    ):
         first, second = create(), create()
         assert (first.status_code, second.status_code) == (201, 200)
         assert first.parsed_data.id == second.parsed_data.id
@@ -167,14 +172,18 @@ def test_error_bodies_422_401_400(fake_inproc):
         bad_reaction = http.post(f"/repos/{REPO}/issues/1/reactions", json={"content": "thumbs"})
         bad_token = http.get(f"/repos/{REPO}", headers={"authorization": "token nope"})
     anonymous_write = httpx.Client(base_url=fake_inproc.url, transport=fake_inproc.transport()).post(
-        f"/repos/{REPO}/issues/1/comments", json={"body": "x"})
+        f"/repos/{REPO}/issues/1/comments", json={"body": "x"}
+    )
     assert missing.status_code == 422 and missing.json()["message"] == "Validation Failed"
     assert missing.json()["errors"] == [{"resource": "IssueComment", "code": "missing_field", "field": "body"}]
     assert missing.json()["status"] == "422" and missing.json()["documentation_url"].startswith("https://docs.github")
     assert broken.status_code == 400 and broken.json()["message"] == "Problems parsing JSON"
     assert bad_reaction.status_code == 422
     assert bad_token.status_code == 401 and bad_token.json() == {
-        "message": "Bad credentials", "documentation_url": "https://docs.github.com/rest", "status": "401"}
+        "message": "Bad credentials",
+        "documentation_url": "https://docs.github.com/rest",
+        "status": "401",
+    }
     assert anonymous_write.status_code == 401
 
 
@@ -182,11 +191,19 @@ def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fak
     from githubkit.exception import PrimaryRateLimitExceeded
 
     with fake_inproc.client(headers={"authorization": f"token {TOKEN}"}) as http:
-        answers = [http.get(f"/repos/{REPO}"), http.get("/repos/octo/nope"),
-                   http.post(f"/repos/{REPO}/issues/1/comments", json={})]
+        answers = [
+            http.get(f"/repos/{REPO}"),
+            http.get("/repos/octo/nope"),
+            http.post(f"/repos/{REPO}/issues/1/comments", json={}),
+        ]
     for answer in answers:
-        assert {"x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-used",
-                "x-ratelimit-resource"} <= set(answer.headers), answer
+        assert {
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+            "x-ratelimit-used",
+            "x-ratelimit-resource",
+        } <= set(answer.headers), answer
     assert [int(a.headers["x-ratelimit-used"]) for a in answers] == [1, 2, 3]
     assert int(answers[0].headers["x-ratelimit-remaining"]) == 4999
     fake_inproc.app.set_rate_limit_remaining(0)
@@ -204,14 +221,20 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
     assert unserved.json()["message"] == f"fake GitHub does not serve PUT /repos/{REPO}/issues/1/labels"
     assert health.status_code == 200
     assert [(e.method, e.path, e.status) for e in fake_inproc.requests()] == [
-        ("PUT", f"/repos/{REPO}/issues/1/labels", 501)]
+        ("PUT", f"/repos/{REPO}/issues/1/labels", 501)
+    ]
 
 
 def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, fake_inproc):
     fake = fake_inproc.app
     for i in range(30):  # issue 1 is already open: 31 in all, one more than a page
-        fake.add_issue(REPO, f"bulk {i}", user="alice", created_at="2024-01-01T00:00:00Z",
-                       updated_at="2024-06-01T00:00:00Z" if i == 5 else "2024-01-01T00:00:00Z")
+        fake.add_issue(
+            REPO,
+            f"bulk {i}",
+            user="alice",
+            created_at="2024-01-01T00:00:00Z",
+            updated_at="2024-06-01T00:00:00Z" if i == 5 else "2024-01-01T00:00:00Z",
+        )
     fake.add_issue(REPO, "closed one", user="alice", state="closed")
     rest = kit.rest(schema)
     first = rest.issues.list_for_repo(O, R)

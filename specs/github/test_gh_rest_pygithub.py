@@ -23,8 +23,15 @@ def pyg(served):
 
 def _client(url: str, token: str, **options) -> Github:
     """PyGithub with retries off and without its default politeness pauses (0.25 s per request, 1 s per write)."""
-    return Github(base_url=url, auth=Auth.Token(token), retry=None, timeout=10, seconds_between_requests=None,
-                  seconds_between_writes=None, **options)
+    return Github(
+        base_url=url,
+        auth=Auth.Token(token),
+        retry=None,
+        timeout=10,
+        seconds_between_requests=None,
+        seconds_between_writes=None,
+        **options,
+    )
 
 
 def test_issue_comment_edit_follows_url_fields(pyg, served):
@@ -71,8 +78,7 @@ def test_reactions_twice(pyg, served):
     assert first.id == second.id and first.content == "+1"
     comment = issue.create_comment("x")
     assert comment.create_reaction("eyes").id == comment.create_reaction("eyes").id
-    statuses = [e.status for e in served.requests(path_prefix=f"/repos/{REPO}/issues")
-                if e.path.endswith("/reactions")]
+    statuses = [e.status for e in served.requests(path_prefix=f"/repos/{REPO}/issues") if e.path.endswith("/reactions")]
     assert statuses == [201, 200, 201, 200]
 
 

@@ -46,23 +46,32 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
                 return proc.stdout.readline().decode()
             if proc.poll() is not None:
                 break
-    raise AssertionError(f"python -m fakes.github printed no listening line within {timeout:.0f} s "
-                         f"(exit code {proc.poll()})")
+    raise AssertionError(
+        f"python -m fakes.github printed no listening line within {timeout:.0f} s (exit code {proc.poll()})"
+    )
 
 
 @pytest.mark.parametrize("kind", ["module", "manifest"])
 def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
     argv, env = _command(kind)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr.txt", "wb"), env=env,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "stderr.txt", "wb"),
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         line = _read_line(proc, START_TIMEOUT)
         assert line.startswith("fake github listening on http://127.0.0.1:"), line
         url = line.rsplit(" ", 1)[-1].strip()
         with httpx.Client(base_url=url, timeout=10.0) as http:
             assert http.get("/healthz").json() == {"status": "ok"}
-            for route, body in [("users", {"login": "alice", "token": "ghp_a"}), ("repos", {"full_name": "octo/hello"}),
-                                ("issues", {"repo": "octo/hello", "title": "Seeded", "user": "alice"})]:
+            for route, body in [
+                ("users", {"login": "alice", "token": "ghp_a"}),
+                ("repos", {"full_name": "octo/hello"}),
+                ("issues", {"repo": "octo/hello", "title": "Seeded", "user": "alice"}),
+            ]:
                 answer = http.post(f"/_fake/github/{route}", json=body)
                 assert answer.status_code == 201, answer.text
             bad = http.post("/_fake/github/issues", json={"repo": "octo/hello"})
@@ -74,7 +83,9 @@ def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
             assert http.get("/nope").status_code == 501
             journal = http.get("/_fake/requests").json()["requests"]
             assert [(e["method"], e["path"], e["status"]) for e in journal] == [
-                ("GET", "/repos/octo/hello/issues/1", 200), ("GET", "/nope", 501)]
+                ("GET", "/repos/octo/hello/issues/1", 200),
+                ("GET", "/nope", 501),
+            ]
             assert journal[0]["headers"]["authorization"] == "<redacted>"
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -98,8 +109,9 @@ def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
         inst = http.post("/_fake/github/installations", json={"app_id": app["id"], "account": "octo"}).json()
         assert inst["app_slug"] == "reply-bot"
         http.post("/_fake/github/hooks", json={"url": f"{receiver.url}/hook", "secret": "s3cret"}).raise_for_status()
-        trigger = http.post("/_fake/github/webhooks", json={"event": "issues", "action": "opened",
-                                                            "repo": "octo/hello", "number": 1})
+        trigger = http.post(
+            "/_fake/github/webhooks", json={"event": "issues", "action": "opened", "repo": "octo/hello", "number": 1}
+        )
         assert trigger.status_code == 202 and trigger.json() == {"hooks": 1}
         assert http.post("/_fake/github/deliveries/drain", json={"timeout": 10}).json() == {"drained": True}
         deliveries = http.get("/_fake/github/deliveries").json()

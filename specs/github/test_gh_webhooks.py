@@ -58,8 +58,9 @@ def test_send_webhook_header_is_the_test_vector(receiver):
 def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
     log = DeliveryLog()
     for hostile in (False, True):
-        delivery = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET,
-                                hostile=hostile, log=log)
+        delivery = send_webhook(
+            f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET, hostile=hostile, log=log
+        )
         got = receiver.app.received[-1]
         header = got.headers["x-hub-signature-256"]
         assert delivery.status == 202 and got.verified and got.body == delivery.body
@@ -75,8 +76,14 @@ def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
 
 def test_delivery_headers_status_duration_and_no_retry(receiver):
     log = DeliveryLog()
-    good = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened", "repository": {"id": 7}},
-                        secret=SECRET, hook_id=42, log=log)
+    good = send_webhook(
+        f"{receiver.url}/hook",
+        "issues",
+        {"action": "opened", "repository": {"id": 7}},
+        secret=SECRET,
+        hook_id=42,
+        log=log,
+    )
     headers = receiver.app.received[-1].headers
     assert headers["x-github-event"] == "issues" and headers["x-github-hook-id"] == "42"
     assert uuid.UUID(headers["x-github-delivery"]) and headers["x-github-delivery"] == good.id
@@ -87,8 +94,9 @@ def test_delivery_headers_status_duration_and_no_retry(receiver):
     body = receiver.app.received[-1].body
     assert headers["x-hub-signature"] == "sha1=" + hmac.new(SECRET.encode(), body, hashlib.sha1).hexdigest()
     assert good.status == 202 and good.duration is not None and 0 <= good.duration < 10
-    rejected = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret="wrong", log=log,
-                            check=False)
+    rejected = send_webhook(
+        f"{receiver.url}/hook", "issues", {"action": "opened"}, secret="wrong", log=log, check=False
+    )
     assert rejected.status == 401 and not rejected.ok
     assert len(receiver.app.received) == 2  # the failed delivery was not retried
     assert [d.id for d in log.all()] == [good.id, rejected.id]
@@ -97,8 +105,9 @@ def test_delivery_headers_status_duration_and_no_retry(receiver):
 def test_a_receiver_that_does_not_answer_in_time_is_a_failed_delivery(receiver):
     receiver.fault("hang", "/hook")
     log = DeliveryLog()
-    slow = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log,
-                        check=False)
+    slow = send_webhook(
+        f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
+    )
     assert slow.status is None and "timed out" in slow.error
     assert 0.4 <= slow.duration < 5.0  # generous bound: the deadline was 0.5 s
     assert len(receiver.requests(path_prefix="/hook")) == 1  # no automatic retry
@@ -122,13 +131,15 @@ def test_duplicate_reordered_and_form_encoded_faults(receiver):
     assert [r.headers["x-github-delivery"] for r in receiver.app.received] == [dup.id, dup.id]
     assert [(d.duplicate, d.redelivery) for d in log.all()] == [(False, False), (True, False)]
     receiver.app.reset()
-    batch = send_reordered(f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)],
-                           secret=SECRET, log=log)
+    batch = send_reordered(
+        f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)], secret=SECRET, log=log
+    )
     assert [json.loads(r.body)["n"] for r in receiver.app.received] == [2, 1, 0]
     assert [r.headers["x-github-delivery"] for r in receiver.app.received] == [d.id for d in reversed(batch)]
     receiver.app.reset()
-    form = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET,
-                        content_type="form", log=log)
+    form = send_webhook(
+        f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET, content_type="form", log=log
+    )
     got = receiver.app.received[-1]
     assert form.status == 202 and got.verified  # signed over the urlencoded bytes exactly as sent
     assert got.headers["content-type"] == "application/x-www-form-urlencoded" and got.body.startswith(b"payload=")
@@ -137,10 +148,23 @@ def test_duplicate_reordered_and_form_encoded_faults(receiver):
         send_webhook(f"{receiver.url}/hook", "issues", {}, secret=SECRET, content_type="xml", log=log)
 
 
-@pytest.mark.parametrize("header", [
-    None, "", "sha256", "sha256=", "=" * 71, "sha256=" + "0" * 63, "sha256=" + "g" * 64, "sha256=é" + "0" * 63,
-    "sha1=" + "0" * 40, b"\xff\xfe", "md5=" + "0" * 32, 12345,
-])
+@pytest.mark.parametrize(
+    "header",
+    [
+        None,
+        "",
+        "sha256",
+        "sha256=",
+        "=" * 71,
+        "sha256=" + "0" * 63,
+        "sha256=" + "g" * 64,
+        "sha256=é" + "0" * 63,
+        "sha1=" + "0" * 40,
+        b"\xff\xfe",
+        "md5=" + "0" * 32,
+        12345,
+    ],
+)
 def test_verify_signature_is_false_never_an_exception(header):
     assert verify_signature(secret=SECRET, body=b"{}", header=header) is False
 
@@ -148,8 +172,9 @@ def test_verify_signature_is_false_never_an_exception(header):
 def test_verify_signature_refuses_a_valid_sha1_downgrade():
     body = b'{"zen":"ok"}'
     assert verify_signature(secret=SECRET, body=body, header=sign_sha256(SECRET, body))
-    assert verify_signature(secret=SECRET, body=body,
-                            header=sign_sha256(SECRET, body).upper().replace("SHA256", "sha256"))
+    assert verify_signature(
+        secret=SECRET, body=body, header=sign_sha256(SECRET, body).upper().replace("SHA256", "sha256")
+    )
     # githubkit.webhooks.verify would accept this one:
     assert not verify_signature(secret=SECRET, body=body, header=sign_sha1(SECRET, body))
 
@@ -187,8 +212,13 @@ def test_api_created_comments_and_labels_emit_deliveries_with_a_bot_sender(no_le
     app = fake.add_app("reply-bot")
     inst = fake.add_installation(app.id, "octo")
     fake.add_hook(f"{receiver.url}/hook", secret=SECRET, events=["issue_comment", "issues"])
-    token = fake_inproc.client().post(f"/app/installations/{inst.id}/access_tokens", json={},
-                                      headers={"authorization": f"Bearer {_app_jwt(app)}"}).json()["token"]
+    token = (
+        fake_inproc.client()
+        .post(
+            f"/app/installations/{inst.id}/access_tokens", json={}, headers={"authorization": f"Bearer {_app_jwt(app)}"}
+        )
+        .json()["token"]
+    )
     kit = GitHub(token, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False)
     kit.rest.issues.create_comment("octo", "hello", 1, body="<!-- agent-controller:reply -->\nDone")
     kit.rest.issues.add_labels("octo", "hello", 1, labels=["answered"])
@@ -216,7 +246,8 @@ def _app_jwt(app) -> str:
 def test_a_dripping_receiver_cannot_stretch_the_delivery_deadline(receiver):
     receiver.fault("drip", "/hook", interval=0.05)  # ~40 body bytes at 50 ms each would take about 2 s
     log = DeliveryLog()
-    slow = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log,
-                        check=False)
+    slow = send_webhook(
+        f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
+    )
     assert slow.status is None and "deadline" in slow.error
     assert slow.duration < 1.5  # one total deadline, not per read

@@ -18,11 +18,14 @@ UUID = "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"
 @pytest.fixture
 def docs(client: QdrantClient) -> QdrantClient:
     client.create_collection("docs", vectors_config=m.VectorParams(size=4, distance=m.Distance.COSINE))
-    client.upsert("docs", [
-        m.PointStruct(id=1, vector=[3, 4, 0, 0], payload={"city": "Berlin", "n": 1}),
-        m.PointStruct(id=2, vector=[1, 0, 0, 0], payload={"city": "Paris", "n": 2}),
-        m.PointStruct(id=UUID_UPPER, vector=[0, 1, 0, 0], payload={"city": "Rome", "n": 3}),
-    ])
+    client.upsert(
+        "docs",
+        [
+            m.PointStruct(id=1, vector=[3, 4, 0, 0], payload={"city": "Berlin", "n": 1}),
+            m.PointStruct(id=2, vector=[1, 0, 0, 0], payload={"city": "Paris", "n": 2}),
+            m.PointStruct(id=UUID_UPPER, vector=[0, 1, 0, 0], payload={"city": "Rome", "n": 3}),
+        ],
+    )
     return client
 
 
@@ -59,8 +62,9 @@ def test_collections_create_get_exists_list_delete(client: QdrantClient, fake_qd
 
 
 def test_upsert_list_and_batch_retrieve_and_get_point(docs: QdrantClient, fake_qdrant):
-    result = docs.upsert("docs", m.Batch(ids=[3, 4], vectors=[[0, 0, 1, 0], [0, 0, 0, 2]],
-                                         payloads=[{"k": 3}, {"k": 4}]))
+    result = docs.upsert(
+        "docs", m.Batch(ids=[3, 4], vectors=[[0, 0, 1, 0], [0, 0, 0, 2]], payloads=[{"k": 3}, {"k": 4}])
+    )
     assert isinstance(result, m.UpdateResult) and result.status == m.UpdateStatus.COMPLETED
     records = docs.retrieve("docs", [1, UUID_UPPER, 999], with_vectors=True)
     assert all(isinstance(r, m.Record) for r in records)
@@ -77,11 +81,20 @@ def test_upsert_list_and_batch_retrieve_and_get_point(docs: QdrantClient, fake_q
 
 
 def test_upsert_by_named_vectors_and_query_using(client: QdrantClient):
-    client.create_collection("named", vectors_config={
-        "text": m.VectorParams(size=2, distance=m.Distance.DOT),
-        "img": m.VectorParams(size=3, distance=m.Distance.EUCLID)})
-    client.upsert("named", [m.PointStruct(id=1, vector={"text": [1, 2], "img": [0, 0, 0]}),
-                            m.PointStruct(id=2, vector={"text": [2, 2], "img": [3, 4, 0]})])
+    client.create_collection(
+        "named",
+        vectors_config={
+            "text": m.VectorParams(size=2, distance=m.Distance.DOT),
+            "img": m.VectorParams(size=3, distance=m.Distance.EUCLID),
+        },
+    )
+    client.upsert(
+        "named",
+        [
+            m.PointStruct(id=1, vector={"text": [1, 2], "img": [0, 0, 0]}),
+            m.PointStruct(id=2, vector={"text": [2, 2], "img": [3, 4, 0]}),
+        ],
+    )
     dot = client.query_points("named", query=[1, 1], using="text", with_vectors=["text"]).points
     assert [(p.id, p.score) for p in dot] == [(2, 4.0), (1, 3.0)]
     assert dot[0].vector == {"text": [2.0, 2.0]}
@@ -101,8 +114,9 @@ def test_query_by_vector_filter_threshold_and_selectors(docs: QdrantClient):
     # the threshold is strict: a score of exactly 0.6 is dropped
     assert [p.id for p in docs.query_points("docs", query=[1, 0, 0, 0], score_threshold=0.6).points] == [2]
     flt = m.Filter(must=[m.FieldCondition(key="city", match=m.MatchAny(any=["Berlin", "Rome"]))])
-    filtered = docs.query_points("docs", query=[1, 0, 0, 0], query_filter=flt, with_payload=m.PayloadSelectorExclude(
-        exclude=["n"]))
+    filtered = docs.query_points(
+        "docs", query=[1, 0, 0, 0], query_filter=flt, with_payload=m.PayloadSelectorExclude(exclude=["n"])
+    )
     assert [(p.id, p.payload) for p in filtered.points] == [(1, {"city": "Berlin"}), (UUID, {"city": "Rome"})]
     assert docs.query_points("docs", query=[1, 0, 0, 0], with_payload=False).points[0].payload is None
 
@@ -144,10 +158,15 @@ def test_payload_set_overwrite_delete_clear_by_ids_and_filter(docs: QdrantClient
     assert docs.retrieve("docs", [UUID])[0].payload == {"n": 3}
     docs.clear_payload("docs", points_selector=[UUID])
     assert docs.retrieve("docs", [UUID])[0].payload == {}
-    docs.set_payload("docs", {"seen": 1}, points=m.Filter(must=[m.IsEmptyCondition(is_empty=m.PayloadField(
-        key="city"))]))
-    assert sorted(str(r.id) for r in docs.scroll("docs", scroll_filter=m.Filter(must=[m.FieldCondition(
-        key="seen", match=m.MatchValue(value=1))]))[0]) == ["2", UUID]
+    docs.set_payload(
+        "docs", {"seen": 1}, points=m.Filter(must=[m.IsEmptyCondition(is_empty=m.PayloadField(key="city"))])
+    )
+    assert sorted(
+        str(r.id)
+        for r in docs.scroll(
+            "docs", scroll_filter=m.Filter(must=[m.FieldCondition(key="seen", match=m.MatchValue(value=1))])
+        )[0]
+    ) == ["2", UUID]
 
 
 def test_partial_application_on_a_missing_id_is_404_after_changing_the_others(docs: QdrantClient):
@@ -160,8 +179,7 @@ def test_partial_application_on_a_missing_id_is_404_after_changing_the_others(do
 
 def test_delete_points_by_ids_and_filter(docs: QdrantClient):
     assert docs.delete("docs", points_selector=[2, 12345]).status == m.UpdateStatus.COMPLETED  # missing id: no error
-    docs.delete("docs", points_selector=m.Filter(must=[m.FieldCondition(key="city", match=m.MatchValue(
-        value="Rome"))]))
+    docs.delete("docs", points_selector=m.Filter(must=[m.FieldCondition(key="city", match=m.MatchValue(value="Rome"))]))
     assert [r.id for r in docs.scroll("docs")[0]] == [1]
 
 
@@ -182,8 +200,9 @@ def test_legacy_search_route(docs: QdrantClient, raw):
     body = {"vector": [1, 0, 0, 0], "limit": 2, "with_payload": True}
     hits = raw.post("/collections/docs/points/search", json=body).json()["result"]
     assert [h["id"] for h in hits] == [2, 1] and [m.ScoredPoint.model_validate(h).id for h in hits] == [2, 1]
-    named = raw.post("/collections/docs/points/search", json={"vector": {"name": "x", "vector": [1, 0, 0, 0]},
-                                                              "limit": 1})
+    named = raw.post(
+        "/collections/docs/points/search", json={"vector": {"name": "x", "vector": [1, 0, 0, 0]}, "limit": 1}
+    )
     assert named.status_code == 400 and "Not existing vector name error: x" in named.json()["status"]["error"]
 
 

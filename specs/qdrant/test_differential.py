@@ -23,11 +23,33 @@ from qdrant_client import models as m
 import fakes.qdrant
 from specs.qdrant.corpus import ALL_IDS, UUIDS, corpus
 
-FIELDS = ["v", "n", "s", "ts", "tags", "meta.k", "meta[].k", "meta.tags", "arr[].k", "arr[].x", "arr", '"e.f"',
-          'd."e.f"', "missing", "tags[]", "v[]"]
+FIELDS = [
+    "v",
+    "n",
+    "s",
+    "ts",
+    "tags",
+    "meta.k",
+    "meta[].k",
+    "meta.tags",
+    "arr[].k",
+    "arr[].x",
+    "arr",
+    '"e.f"',
+    'd."e.f"',
+    "missing",
+    "tags[]",
+    "v[]",
+]
 NESTED_FIELDS = ["k", "x", "missing"]
-STAMP_BOUNDS = ["2024-05-01T12:00:00Z", "2024-05-01T12:15:00Z", "2024-05-01T00:00:00+02:00", "2024-05-01",
-                "2024-04-30T23:30:00Z", "2024-05-01 11:00:00"]
+STAMP_BOUNDS = [
+    "2024-05-01T12:00:00Z",
+    "2024-05-01T12:15:00Z",
+    "2024-05-01T00:00:00+02:00",
+    "2024-05-01",
+    "2024-04-30T23:30:00Z",
+    "2024-05-01 11:00:00",
+]
 QUERY = [1.0, 0.2, -0.3, 0.5]
 
 
@@ -49,23 +71,41 @@ def _leaf(field: str) -> st.SearchStrategy[dict]:
     strs = st.lists(st.sampled_from(["1", "a", "b", "x", "hello"]), max_size=3, unique=True)
     bound = st.one_of(st.none(), st.sampled_from([-1, 0, 0.5, 1, 1.0, 2, 2.5, 3, 10]))
     return st.one_of(
-        st.builds(lambda v: {"key": field, "match": {"value": v}},
-                  st.one_of(st.integers(-1, 3), st.booleans(), st.sampled_from(["1", "a", "x", "hello", "b"]))),
+        st.builds(
+            lambda v: {"key": field, "match": {"value": v}},
+            st.one_of(st.integers(-1, 3), st.booleans(), st.sampled_from(["1", "a", "x", "hello", "b"])),
+        ),
         st.builds(lambda v: {"key": field, "match": {"any": v}}, st.one_of(ints, strs)),
         st.builds(lambda v: {"key": field, "match": {"except": v}}, st.one_of(ints, strs)),
-        st.builds(lambda v: {"key": field, "match": {"text": v}},
-                  st.sampled_from(["hello", "world hello", "llo", "big", "HELLO world", "x"])),
-        st.builds(lambda a, b: {"key": field, "range": {k: v for k, v in (("gte", a), ("lt", b)) if v is not None}
-                                or {"gt": 0}}, bound, bound),
-        st.builds(lambda a, b: {"key": field, "range": {k: v for k, v in (("gt", a), ("lte", b)) if v is not None}
-                                or {"gte": STAMP_BOUNDS[0]}},
-                  st.one_of(st.none(), st.sampled_from(STAMP_BOUNDS)), st.one_of(st.none(), st.sampled_from(STAMP_BOUNDS))),
+        st.builds(
+            lambda v: {"key": field, "match": {"text": v}},
+            st.sampled_from(["hello", "world hello", "llo", "big", "HELLO world", "x"]),
+        ),
+        st.builds(
+            lambda a, b: {
+                "key": field,
+                "range": {k: v for k, v in (("gte", a), ("lt", b)) if v is not None} or {"gt": 0},
+            },
+            bound,
+            bound,
+        ),
+        st.builds(
+            lambda a, b: {
+                "key": field,
+                "range": {k: v for k, v in (("gt", a), ("lte", b)) if v is not None} or {"gte": STAMP_BOUNDS[0]},
+            },
+            st.one_of(st.none(), st.sampled_from(STAMP_BOUNDS)),
+            st.one_of(st.none(), st.sampled_from(STAMP_BOUNDS)),
+        ),
         st.builds(lambda: {"is_empty": {"key": field}}),
         st.builds(lambda: {"is_null": {"key": field}}),
         st.builds(lambda b: {"key": field, "is_empty": b}, st.booleans()),
         st.builds(lambda b: {"key": field, "is_null": b}, st.booleans()),
-        st.builds(lambda k, v: {"key": field, "values_count": {k: v}}, st.sampled_from(["lt", "gt", "gte", "lte"]),
-                  st.integers(0, 3)),
+        st.builds(
+            lambda k, v: {"key": field, "values_count": {k: v}},
+            st.sampled_from(["lt", "gt", "gte", "lte"]),
+            st.integers(0, 3),
+        ),
     )
 
 
@@ -94,18 +134,27 @@ def _filters(leaf_fields: list[str] = FIELDS, depth: int = 2) -> st.SearchStrate
     cond = _conditions(leaf_fields, depth - 1) if depth else _leaves(leaf_fields)
     # Inside ``nested`` an empty ``should`` is a known engine/local-mode disagreement, pinned separately below.
     clause = st.lists(cond, max_size=2, min_size=1 if leaf_fields == NESTED_FIELDS else 0)
-    min_should = st.builds(lambda cs, n: {"conditions": cs, "min_count": min(n, max(len(cs), 1))},
-                           st.lists(cond, min_size=1, max_size=3), st.integers(1, 2))
-    return st.fixed_dictionaries({}, optional={"must": clause, "should": clause, "must_not": clause,
-                                               "min_should": min_should})
+    min_should = st.builds(
+        lambda cs, n: {"conditions": cs, "min_count": min(n, max(len(cs), 1))},
+        st.lists(cond, min_size=1, max_size=3),
+        st.integers(1, 2),
+    )
+    return st.fixed_dictionaries(
+        {}, optional={"must": clause, "should": clause, "must_not": clause, "min_should": min_should}
+    )
 
 
-_KINDS = [_leaves(FIELDS), _leaves(FIELDS), _has_id(),
-          st.builds(lambda f: {"nested": {"key": "arr", "filter": f}}, _filters(NESTED_FIELDS, 0))]
+_KINDS = [
+    _leaves(FIELDS),
+    _leaves(FIELDS),
+    _has_id(),
+    st.builds(lambda f: {"nested": {"key": "arr", "filter": f}}, _filters(NESTED_FIELDS, 0)),
+]
 _ONE = st.integers(0, len(_KINDS) - 1).flatmap(_KINDS.__getitem__)  # weighted: one_of would flatten the leaves
 #: Single conditions in each clause often (so most filters select *some* points), any combination otherwise.
 FILTERS = st.one_of(
-    st.builds(lambda c: {"must": [c]}, _ONE), st.builds(lambda c: {"must_not": [c]}, _ONE),
+    st.builds(lambda c: {"must": [c]}, _ONE),
+    st.builds(lambda c: {"must_not": [c]}, _ONE),
     st.builds(lambda a, b: {"should": [a, b]}, _ONE, _ONE),
     st.builds(lambda a, b: {"min_should": {"conditions": [a, b], "min_count": 1}, "must_not": [b]}, _ONE, _ONE),
     _filters(),
@@ -117,7 +166,11 @@ def _known_disagreement(node) -> bool:
     the *field-flag* form ``{"key": "x[]", "is_empty": true}`` over an array holding a null."""
     if isinstance(node, dict):
         key = node.get("key")
-        if isinstance(key, str) and "[]" in key and (node.get("is_empty") is not None or node.get("is_null") is not None):
+        if (
+            isinstance(key, str)
+            and "[]" in key
+            and (node.get("is_empty") is not None or node.get("is_null") is not None)
+        ):
             return True
         return any(_known_disagreement(v) for v in node.values())
     if isinstance(node, list):
@@ -151,8 +204,12 @@ def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset]]:
     return [(s, frozenset(ids)) for s, ids in out]
 
 
-@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                                    HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(flt=FILTERS)
 def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(engines, flt):
     assume(not _known_disagreement(flt))
@@ -174,10 +231,24 @@ def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(engines, flt):
 # -- hand-written cases: documented facts, asserted against the fake alone (fakes-api.md §2.9) ----------------------
 
 PAYLOADS = {
-    1: {"a": 1}, 2: {"a": 1.0}, 3: {"a": "1"}, 4: {"a": True}, 5: {"a": None}, 6: {"a": []}, 7: {"a": [None]},
-    8: {"a": [1, None]}, 9: {"a": {}}, 10: {}, 11: {"a": [1, 2, 3]}, 12: {"a": [[1]]}, 13: {"a": 0},
-    14: {"ts": "2024-05-01T12:00:00Z"}, 15: {"ts": "2024-05-01T14:30:00+02:00"},
-    16: {"meta": [{"k": 1}]}, 17: {"meta": {"k": 1}}, 18: {"e.f": 1, "d": {"e.f": 2}},
+    1: {"a": 1},
+    2: {"a": 1.0},
+    3: {"a": "1"},
+    4: {"a": True},
+    5: {"a": None},
+    6: {"a": []},
+    7: {"a": [None]},
+    8: {"a": [1, None]},
+    9: {"a": {}},
+    10: {},
+    11: {"a": [1, 2, 3]},
+    12: {"a": [[1]]},
+    13: {"a": 0},
+    14: {"ts": "2024-05-01T12:00:00Z"},
+    15: {"ts": "2024-05-01T14:30:00+02:00"},
+    16: {"meta": [{"k": 1}]},
+    17: {"meta": {"k": 1}},
+    18: {"e.f": 1, "d": {"e.f": 2}},
 }
 CASES = [
     ("match_int_1", {"must": [{"key": "a", "match": {"value": 1}}]}, {1, 8, 11}),
@@ -186,8 +257,7 @@ CASES = [
     ("except_1", {"must": [{"key": "a", "match": {"except": [1]}}]}, {2, 3, 4, 9, 11, 12, 13}),
     ("except_empty", {"must": [{"key": "a", "match": {"except": []}}]}, {1, 2, 3, 4, 8, 9, 11, 12, 13}),
     ("any_empty", {"must": [{"key": "a", "match": {"any": []}}]}, set()),
-    ("not_range_includes_missing", {"must_not": [{"key": "a", "range": {"gte": 1}}]},
-     set(PAYLOADS) - {1, 2, 8, 11}),
+    ("not_range_includes_missing", {"must_not": [{"key": "a", "range": {"gte": 1}}]}, set(PAYLOADS) - {1, 2, 8, 11}),
     ("is_empty", {"must": [{"is_empty": {"key": "a"}}]}, {5, 6, 10, 14, 15, 16, 17, 18}),
     ("is_null", {"must": [{"is_null": {"key": "a"}}]}, {5, 7, 8}),
     ("values_count_lt_1", {"must": [{"key": "a", "values_count": {"lt": 1}}]}, {5, 6, 10, 14, 15, 16, 17, 18}),
@@ -198,8 +268,11 @@ CASES = [
     ("quoted_inner_dot", {"must": [{"key": 'd."e.f"', "match": {"value": 2}}]}, {18}),
     ("empty_should_matches_all", {"should": []}, set(PAYLOADS)),
     ("has_id_mixed", {"must_not": [{"has_id": [1, 2]}]}, set(PAYLOADS) - {1, 2}),
-    ("nested", {"must": [{"nested": {"key": "meta", "filter": {"must": [{"key": "k", "match": {"value": 1}}]}}}]},
-     {16}),
+    (
+        "nested",
+        {"must": [{"nested": {"key": "meta", "filter": {"must": [{"key": "k", "match": {"value": 1}}]}}}]},
+        {16},
+    ),
 ]
 
 
@@ -207,8 +280,10 @@ CASES = [
 def table() -> Iterator[httpx.Client]:
     with fakes.qdrant.serve() as fq, httpx.Client(base_url=fq.url, timeout=10) as http:
         http.put("/collections/t", json={"vectors": {"size": 2, "distance": "Dot"}})
-        http.put("/collections/t/points?wait=true", json={"points": [
-            {"id": pid, "vector": [1, pid], "payload": payload} for pid, payload in PAYLOADS.items()]})
+        http.put(
+            "/collections/t/points?wait=true",
+            json={"points": [{"id": pid, "vector": [1, pid], "payload": payload} for pid, payload in PAYLOADS.items()]},
+        )
         yield http
 
 
@@ -220,13 +295,16 @@ def test_documented_filter_semantics(table, name, flt, expected):
 
 def test_edge_binding_bool_quirk_is_still_there(tmp_path):
     """Why the fake routes boolean matches around the engine: edge 0.9's MatchValue(True) matches the int 1."""
-    shard = qe.EdgeShard.create(str(tmp_path / "s"), qe.EdgeConfig(vectors={"": qe.EdgeVectorParams(
-        size=2, distance=qe.Distance.Dot)}))
+    shard = qe.EdgeShard.create(
+        str(tmp_path / "s"), qe.EdgeConfig(vectors={"": qe.EdgeVectorParams(size=2, distance=qe.Distance.Dot)})
+    )
     try:
-        shard.update(qe.UpdateOperation.upsert_points([qe.Point(1, [1.0, 0.0], {"a": 1}),
-                                                       qe.Point(2, [1.0, 0.0], {"a": True})]))
-        records, _ = shard.scroll(qe.ScrollRequest(limit=10, filter=qe.Filter(
-            must=[qe.FieldCondition(key="a", match=qe.MatchValue(True))])))
+        shard.update(
+            qe.UpdateOperation.upsert_points([qe.Point(1, [1.0, 0.0], {"a": 1}), qe.Point(2, [1.0, 0.0], {"a": True})])
+        )
+        records, _ = shard.scroll(
+            qe.ScrollRequest(limit=10, filter=qe.Filter(must=[qe.FieldCondition(key="a", match=qe.MatchValue(True))]))
+        )
         assert [r.id for r in records] == [1], "edge fixed the bool coercion: drop the workaround in filters.py"
     finally:
         shard.close()
@@ -256,12 +334,16 @@ def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path):
     condition = {"must": [{"is_empty": {"key": "tags[]"}}]}
     with fakes.qdrant.serve() as fq, httpx.Client(base_url=fq.url, timeout=10) as http:
         http.put("/collections/t", json={"vectors": {"size": 2, "distance": "Dot"}})
-        http.put("/collections/t/points?wait=true", json={"points": [
-            {"id": pid, "vector": [1, 1], "payload": p} for pid, p in payloads.items()]})
+        http.put(
+            "/collections/t/points?wait=true",
+            json={"points": [{"id": pid, "vector": [1, 1], "payload": p} for pid, p in payloads.items()]},
+        )
 
         def ids(flt):
-            return {p["id"] for p in http.post("/collections/t/points/scroll", json={"filter": flt}).json()["result"]
-                    ["points"]}
+            return {
+                p["id"]
+                for p in http.post("/collections/t/points/scroll", json={"filter": flt}).json()["result"]["points"]
+            }
 
         assert ids(flag) == {1, 2} and ids(condition) == {2}
     local = QdrantClient(":memory:")

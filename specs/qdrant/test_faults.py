@@ -93,8 +93,10 @@ def test_drip_outlives_qdrant_clients_read_timeout(fq):
 
 def test_faults_over_the_admin_api_reach_qdrant_client(fq, client: QdrantClient):
     with httpx.Client(base_url=fq.url, timeout=5) as admin:
-        assert admin.post("/_fake/faults", json={"kind": "status", "status": 500, "path": "/collections/c/*"}
-                          ).status_code == 201
+        assert (
+            admin.post("/_fake/faults", json={"kind": "status", "status": 500, "path": "/collections/c/*"}).status_code
+            == 201
+        )
         with pytest.raises(UnexpectedResponse):
             client.count("c")
         admin.delete("/_fake/faults")
@@ -116,4 +118,6 @@ def test_fetch_through_sees_reset_as_unreachable_and_status_as_an_answer(fq):
         anyio.run(lambda: fetch_through(fq.url, "POST", COUNT, timeout=2.0, json={}))
     fq.fault("status", COUNT, status=503, times=1)
     response = anyio.run(lambda: fetch_through(fq.url, "POST", COUNT, timeout=2.0, json={}))
-    assert response.status_code == 503 and response.json()["status"]["error"].startswith("Shard temporarily unavailable")
+    assert response.status_code == 503 and response.json()["status"]["error"].startswith(
+        "Shard temporarily unavailable"
+    )

@@ -14,16 +14,20 @@ from harness.qdrant import QdrantReadError, QdrantView
 @pytest.fixture
 def loaded(fake_qdrant, client: QdrantClient):
     client.create_collection("tools", vectors_config=m.VectorParams(size=2, distance=m.Distance.COSINE))
-    client.upsert("tools", [m.PointStruct(id=i, vector=[1, i], payload={"kind": "a" if i % 3 else "b", "n": i})
-                            for i in range(1, 26)])
+    client.upsert(
+        "tools",
+        [m.PointStruct(id=i, vector=[1, i], payload={"kind": "a" if i % 3 else "b", "n": i}) for i in range(1, 26)],
+    )
     return QdrantView(fake_qdrant.url, timeout=5)
 
 
 def test_exact_count_with_and_without_filter(loaded, fake_qdrant):
     assert loaded.count("tools") == 25
     assert loaded.count("tools", {"must": [{"key": "kind", "match": {"value": "b"}}]}) == 8
-    assert all(e.json() == {"exact": True} or e.json()["exact"] is True
-               for e in fake_qdrant.requests(path_prefix="/collections/tools/points/count"))
+    assert all(
+        e.json() == {"exact": True} or e.json()["exact"] is True
+        for e in fake_qdrant.requests(path_prefix="/collections/tools/points/count")
+    )
 
 
 def test_scroll_all_follows_next_page_offset(loaded, fake_qdrant):

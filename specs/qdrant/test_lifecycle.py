@@ -75,12 +75,19 @@ def test_a_forgotten_in_process_handle_is_cleaned_at_interpreter_exit(tmp_path):
     import subprocess
     import sys
 
-    script = ("import fakes.qdrant\n"
-              "fq = fakes.qdrant.in_process()\n"
-              "fq.client().put('/collections/c', json={'vectors': {'size': 2, 'distance': 'Dot'}})\n"
-              "print(fq.app.data_dir, flush=True)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          cwd=Path(fakes.qdrant.__file__).parents[2])
+    script = (
+        "import fakes.qdrant\n"
+        "fq = fakes.qdrant.in_process()\n"
+        "fq.client().put('/collections/c', json={'vectors': {'size': 2, 'distance': 'Dot'}})\n"
+        "print(fq.app.data_dir, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(fakes.qdrant.__file__).parents[2],
+    )
     assert done.returncode == 0, done.stderr
     data_dir = Path(done.stdout.strip())
     assert data_dir.name.startswith("fake-qdrant-") and not data_dir.exists()

@@ -24,17 +24,26 @@ SEED = [
 ]
 values = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["v", "w"]), st.just({"k": 9}), st.just([1, None]))
 payloads = st.dictionaries(st.sampled_from(["a", "b", "meta", "tags", "n"]), values, min_size=1, max_size=3)
-filters = st.sampled_from([
-    {"must": [{"key": "a", "match": {"value": 1}}]}, {"must": [{"key": "meta.k", "range": {"gte": 1}}]},
-    {"must_not": [{"is_empty": {"key": "tags"}}]}, {"must": [{"has_id": [2, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]}]},
-    {"should": [{"key": "arr[].x", "match": {"any": [2, 3]}}]}, {"must": [{"is_null": {"key": "n"}}]},
-])
+filters = st.sampled_from(
+    [
+        {"must": [{"key": "a", "match": {"value": 1}}]},
+        {"must": [{"key": "meta.k", "range": {"gte": 1}}]},
+        {"must_not": [{"is_empty": {"key": "tags"}}]},
+        {"must": [{"has_id": [2, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]}]},
+        {"should": [{"key": "arr[].x", "match": {"any": [2, 3]}}]},
+        {"must": [{"is_null": {"key": "n"}}]},
+    ]
+)
 selector = st.one_of(st.sampled_from(IDS).map(lambda i: ("ids", [i])), filters.map(lambda f: ("filter", f)))
 ops = st.one_of(
     st.tuples(st.just("set"), payloads, selector, st.sampled_from([None, "meta", "new.deep", "arr[]"])),
     st.tuples(st.just("overwrite"), payloads, selector, st.none()),
-    st.tuples(st.just("delete_keys"), st.lists(st.sampled_from(["a", "meta.k", "arr[].x", "tags", "meta", "zz"]),
-                                               min_size=1, max_size=2), selector, st.none()),
+    st.tuples(
+        st.just("delete_keys"),
+        st.lists(st.sampled_from(["a", "meta.k", "arr[].x", "tags", "meta", "zz"]), min_size=1, max_size=2),
+        selector,
+        st.none(),
+    ),
     st.tuples(st.just("clear"), st.none(), selector, st.none()),
     st.tuples(st.just("delete"), st.none(), selector, st.none()),
     st.tuples(st.just("upsert"), payloads, st.sampled_from(IDS).map(lambda i: ("ids", [i])), st.none()),
@@ -91,7 +100,9 @@ def _known_disagreement(sequence) -> bool:
     return False
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(sequence=st.lists(ops, min_size=1, max_size=5))
 def test_same_updates_same_collection(pair, sequence):
     assume(not _known_disagreement(sequence))
@@ -108,8 +119,10 @@ def test_same_updates_same_collection(pair, sequence):
 @pytest.mark.parametrize("distance", [m.Distance.DOT, m.Distance.EUCLID, m.Distance.MANHATTAN])
 def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
     fake, local = pair
-    points = [m.PointStruct(id=i, vector=[((i * 37) % 11) / 3 - 1.5, ((i * 13) % 7) / 2 - 1.0, (i % 5) / 4], payload={})
-              for i in range(1, 40)]
+    points = [
+        m.PointStruct(id=i, vector=[((i * 37) % 11) / 3 - 1.5, ((i * 13) % 7) / 2 - 1.0, (i % 5) / 4], payload={})
+        for i in range(1, 40)
+    ]
     for client in (fake, local):
         client.delete_collection("dist")
         client.create_collection("dist", vectors_config=m.VectorParams(size=3, distance=distance))
@@ -134,8 +147,13 @@ def test_known_disagreement_null_after_clear(pair):
     for client in (fake, local):
         client.delete_collection("mut")
         client.create_collection("mut", vectors_config=m.VectorParams(size=3, distance=m.Distance.EUCLID))
-        client.upsert("mut", [m.PointStruct(id=1, vector=[1, 0, 0], payload={"a": 1}),
-                              m.PointStruct(id=2, vector=[1, 0, 0], payload={})])
+        client.upsert(
+            "mut",
+            [
+                m.PointStruct(id=1, vector=[1, 0, 0], payload={"a": 1}),
+                m.PointStruct(id=2, vector=[1, 0, 0], payload={}),
+            ],
+        )
         client.clear_payload("mut", points_selector=[1])
         client.set_payload("mut", {"a": None, "c": 1}, points=[1, 2])
         results.append({r.id: r.payload for r in client.retrieve("mut", [1, 2])})

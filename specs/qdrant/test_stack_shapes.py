@@ -18,8 +18,14 @@ def _tool_id(i: int) -> str:
 @pytest.fixture
 def caller_tools(client: QdrantClient) -> QdrantClient:
     client.create_collection("caller_tools", vectors_config=m.VectorParams(size=DIM, distance=m.Distance.COSINE))
-    points = [m.PointStruct(id=_tool_id(i), vector=[float((i * 7 + j) % 5 + 1) for j in range(DIM)],
-                            payload={"name": f"t{i}", "lastSeenAt": 1_000 + i}) for i in range(20)]
+    points = [
+        m.PointStruct(
+            id=_tool_id(i),
+            vector=[float((i * 7 + j) % 5 + 1) for j in range(DIM)],
+            payload={"name": f"t{i}", "lastSeenAt": 1_000 + i},
+        )
+        for i in range(20)
+    ]
     client.upsert("caller_tools", points, wait=True)
     return client
 
@@ -27,11 +33,18 @@ def caller_tools(client: QdrantClient) -> QdrantClient:
 def test_has_id_returns_only_the_supplied_ids_whatever_the_uuid_case(caller_tools: QdrantClient):
     mine = [_tool_id(i) for i in (3, 8, 15)]
     sent = [mine[0].upper(), mine[1], mine[2].replace("-", "").upper()]
-    hits = caller_tools.query_points("caller_tools", query=[1.0] * DIM, limit=10, query_filter=m.Filter(
-        must=[m.HasIdCondition(has_id=sent)])).points
+    hits = caller_tools.query_points(
+        "caller_tools", query=[1.0] * DIM, limit=10, query_filter=m.Filter(must=[m.HasIdCondition(has_id=sent)])
+    ).points
     assert sorted(h.id for h in hits) == sorted(mine)
-    assert len(caller_tools.query_points("caller_tools", query=[1.0] * DIM, limit=2, query_filter=m.Filter(
-        must=[m.HasIdCondition(has_id=sent)])).points) == 2
+    assert (
+        len(
+            caller_tools.query_points(
+                "caller_tools", query=[1.0] * DIM, limit=2, query_filter=m.Filter(must=[m.HasIdCondition(has_id=sent)])
+            ).points
+        )
+        == 2
+    )
 
 
 def test_payload_only_touch_leaves_vectors_untouched(caller_tools: QdrantClient, fake_qdrant):
@@ -47,8 +60,13 @@ def test_payload_only_touch_leaves_vectors_untouched(caller_tools: QdrantClient,
 
 def test_delete_by_range_lt_cutoff_with_wait_removes_exactly_the_older_points(caller_tools: QdrantClient):
     cutoff = 1_010
-    result = caller_tools.delete("caller_tools", wait=True, points_selector=m.FilterSelector(filter=m.Filter(
-        must=[m.FieldCondition(key="lastSeenAt", range=m.Range(lt=cutoff))])))
+    result = caller_tools.delete(
+        "caller_tools",
+        wait=True,
+        points_selector=m.FilterSelector(
+            filter=m.Filter(must=[m.FieldCondition(key="lastSeenAt", range=m.Range(lt=cutoff))])
+        ),
+    )
     assert result.status == m.UpdateStatus.COMPLETED
     left = []
     offset = None

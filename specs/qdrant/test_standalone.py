@@ -27,11 +27,18 @@ def _manifest_command() -> list[str]:
 
 def _run(command: list[str], tmp_path: Path):
     """Start ``command`` (port forced to 0 so the OS chooses), wait for its "listening on" line (10 s bound)."""
-    argv = [sys.executable if command[0] == "python" else command[0], *command[1:], "--host", "127.0.0.1",
-            "--port", "0"]
+    argv = [
+        sys.executable if command[0] == "python" else command[0],
+        *command[1:],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+    ]
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 10.0
     line = ""
     import selectors
@@ -85,8 +92,9 @@ def test_standalone_process_serves_readyz_and_qdrant_client_and_stops_on_sigterm
     proc, url = _run(command, tmp_path)
     try:
         assert httpx.get(url + "/readyz", timeout=5).text == "all shards are ready"
-        client = QdrantClient(url=url, api_key="k" if source != "manifest" else None, https=False, timeout=5,
-                              check_compatibility=False)
+        client = QdrantClient(
+            url=url, api_key="k" if source != "manifest" else None, https=False, timeout=5, check_compatibility=False
+        )
         client.create_collection("c", vectors_config=m.VectorParams(size=2, distance=m.Distance.DOT))
         client.upsert("c", [m.PointStruct(id=1, vector=[1, 2])])
         assert client.count("c").count == 1

@@ -15,8 +15,15 @@ VEC = {"vectors": {"size": 2, "distance": "Cosine"}}
 @pytest.fixture
 def coll(raw: httpx.Client) -> httpx.Client:
     assert raw.put("/collections/c", json=VEC).status_code == 200
-    raw.put("/collections/c/points?wait=true", json={"points": [
-        {"id": 1, "vector": [1, 0], "payload": {"a": 1}}, {"id": 2, "vector": [0, 1], "payload": {"a": 2}}]})
+    raw.put(
+        "/collections/c/points?wait=true",
+        json={
+            "points": [
+                {"id": 1, "vector": [1, 0], "payload": {"a": 1}},
+                {"id": 2, "vector": [0, 1], "payload": {"a": 2}},
+            ]
+        },
+    )
     return raw
 
 
@@ -35,8 +42,11 @@ def test_success_envelope(coll):
 def test_root_health_and_unknown_route(raw):
     root = raw.get("/").json()
     assert root["title"] == "qdrant - vector search engine" and root["version"] == fakes.qdrant.QDRANT_VERSION
-    for path, text in [("/healthz", "healthz check passed"), ("/livez", "healthz check passed"),
-                       ("/readyz", "all shards are ready")]:
+    for path, text in [
+        ("/healthz", "healthz check passed"),
+        ("/livez", "healthz check passed"),
+        ("/readyz", "all shards are ready"),
+    ]:
         response = raw.get(path)
         assert response.status_code == 200 and response.text == text
         assert response.headers["content-type"].startswith("text/plain")
@@ -51,8 +61,9 @@ def test_version_pin_matches_the_text_rule(coll):
 
     def ids(text):
         flt = {"must": [{"key": "t", "match": {"text": text}}]}
-        return [p["id"] for p in coll.post("/collections/c/points/scroll", json={"filter": flt}).json()["result"]
-                ["points"]]
+        return [
+            p["id"] for p in coll.post("/collections/c/points/scroll", json={"filter": flt}).json()["result"]["points"]
+        ]
 
     assert ids("world hello") == [1]  # tokens, any order, case-insensitive
     assert ids("llo") == []  # a substring is not a token
@@ -78,8 +89,9 @@ def test_errors_404_409_400_422(coll):
     assert coll.get("/collections/c/points/1").json()["result"]["id"] == 1  # path "1" parses as an int
     threshold = coll.post("/collections/c/points/query", json={"score_threshold": 0.5})
     assert threshold.status_code == 400 and _error(threshold).startswith("Bad request: A query is needed")
-    float_match = coll.post("/collections/c/points/count", json={"filter": {"must": [{"key": "a", "match": {
-        "value": 1.5}}]}})
+    float_match = coll.post(
+        "/collections/c/points/count", json={"filter": {"must": [{"key": "a", "match": {"value": 1.5}}]}}
+    )
     assert float_match.status_code == 400 and _error(float_match).startswith("Format error in JSON body: ")
 
 
@@ -108,11 +120,20 @@ def test_point_ids_are_u64_or_uuid_only(coll, bad_id):
     assert "is not a valid point ID, valid values are either an unsigned integer or a UUID" in _error(response)
 
 
-@pytest.mark.parametrize("form", ["C9A52F5499C2D5B7BD1F61DA14EBE68D", "urn:uuid:c9a52f54-99c2-d5b7-bd1f-61da14ebe68d",
-                                  "C9A52F54-99C2-D5B7-BD1F-61DA14EBE68D", 18446744073709551615])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "C9A52F5499C2D5B7BD1F61DA14EBE68D",
+        "urn:uuid:c9a52f54-99c2-d5b7-bd1f-61da14ebe68d",
+        "C9A52F54-99C2-D5B7-BD1F-61DA14EBE68D",
+        18446744073709551615,
+    ],
+)
 def test_accepted_ids_come_back_normalized(coll, form):
-    assert coll.put("/collections/c/points?wait=true", json={"points": [{"id": form, "vector": [1, 1]}]}
-                    ).status_code == 200
+    assert (
+        coll.put("/collections/c/points?wait=true", json={"points": [{"id": form, "vector": [1, 1]}]}).status_code
+        == 200
+    )
     expected = form if isinstance(form, int) else "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"
     got = coll.post("/collections/c/points", json={"ids": [form]}).json()["result"]
     assert [p["id"] for p in got] == [expected]
