@@ -22,8 +22,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import fakes.openai  # noqa: E402
-from fakes.server import FakeHandle  # noqa: E402
+import fakes.openai
+from fakes.server import FakeHandle
 
 REQUESTS, WARMUP = 400, 40
 WORDS = " ".join(f"w{i}" for i in range(48))

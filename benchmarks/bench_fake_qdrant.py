@@ -22,7 +22,7 @@ import qdrant_edge as qe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import fakes.qdrant  # noqa: E402
+import fakes.qdrant
 
 POINTS, DIM, GROUPS, QUERIES, WARMUP, THREADS = 10_000, 384, 10, 400, 30, 4
 

@@ -93,7 +93,8 @@ class FakeASGI:
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", []):
             headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-        host = headers.get("host") or "%s:%d" % tuple(scope.get("server") or ("localhost", 80))
+        server_host, server_port = scope.get("server") or ("localhost", 80)
+        host = headers.get("host") or f"{server_host}:{server_port}"
         raw_path = scope.get("raw_path") or scope["path"].encode()
         return FakeRequest(
             method=scope["method"],

@@ -18,8 +18,8 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 

@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fakes.core import FakeRequest
@@ -110,9 +110,8 @@ def parse_since(value: float | int | str | datetime | None) -> float | None:
 
 
 def _utc():
-    from datetime import timezone
 
-    return timezone.utc
+    return UTC
 
 
 class Journal:

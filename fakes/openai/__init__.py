@@ -48,7 +48,8 @@ from fakes.openai.capture import CallLog, ModelCall
 from fakes.openai.embeddings import embed
 from fakes.openai.rules import Reply, Rule, RuleSpecError, Script
 from fakes.openai.turn import Message, Tool
-from fakes.server import FakeHandle, in_process as _in_process, serve_fake
+from fakes.server import FakeHandle, serve_fake
+from fakes.server import in_process as _in_process
 
 __all__ = [
     "ADMIN_PREFIX",

@@ -142,6 +142,6 @@ def create(body: Any, catalog: Catalog) -> dict[str, Any]:
     }
     checked(CreateEmbeddingResponse, payload)
     if encoding == "base64":  # checked as floats above; the client decodes these bytes back to the same floats
-        for item, vector in zip(data, vectors):
+        for item, vector in zip(data, vectors, strict=True):
             item["embedding"] = base64.b64encode(vector.astype("<f4").tobytes()).decode()
     return payload

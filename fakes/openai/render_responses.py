@@ -69,7 +69,7 @@ class ResponseRender:
         items = [_message(self.message_id, self.answer.text or "", "completed")] if self.message_id else []
         return items + [
             _function_call(item_id, c.id, c.name, c.arguments, "completed")
-            for item_id, c in zip(self.call_item_ids, self.answer.calls)
+            for item_id, c in zip(self.call_item_ids, self.answer.calls, strict=True)
         ]
 
     def response(self, status: str = "completed") -> dict[str, Any]:
@@ -117,7 +117,7 @@ class ResponseRender:
         if self.message_id is not None:
             raw += self._message_events(index, reply)
             index += 1
-        for item_id, call in zip(self.call_item_ids, self.answer.calls):
+        for item_id, call in zip(self.call_item_ids, self.answer.calls, strict=True):
             raw += self._call_events(index, item_id, call.id, call.name, call.arguments, reply)
             index += 1
         raw.append({"type": "response.completed", "response": self.response()})

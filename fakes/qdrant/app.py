@@ -5,6 +5,7 @@ Data lives in qdrant-edge shards (``fakes/qdrant/engine.py``); this module is th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -227,10 +228,8 @@ class QdrantFake:
                 self._timers.discard(timer)
                 alive = self._collections.get(collection.name) is collection
             if alive:
-                try:
+                with contextlib.suppress(QdrantError):  # a failing unwaited update is dropped, as Qdrant does
                     collection.update(operation)
-                except QdrantError:
-                    pass
 
         timer = threading.Timer(self.apply_delay, later)
         timer.daemon = True
@@ -598,7 +597,7 @@ def _batch(collection: Collection, raw: Any) -> list[qe.Point]:
         raise wrong_input("number of ids and payloads must be equal")
     return [
         qe.Point(pid, _vector(v, f"batch.vectors[{i}]"), p or {})
-        for i, (pid, v, p) in enumerate(zip(ids, per_point, payloads))
+        for i, (pid, v, p) in enumerate(zip(ids, per_point, payloads, strict=True))
     ]
 
 

@@ -128,9 +128,9 @@ def _edge_filter(filt: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe
 
 
 def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool):
-    if not nested and "has_id" not in cond and has_bool_match(cond):
-        if not (set(cond) <= set(FILTER_KEYS)):  # a sub-filter is split further; anything else is resolved whole
-            return qe.HasIdCondition(resolve(cond))
+    # A bool match is resolved by local mode, whole; a sub-filter holding one is split further instead.
+    if not nested and "has_id" not in cond and has_bool_match(cond) and not set(cond) <= set(FILTER_KEYS):
+        return qe.HasIdCondition(resolve(cond))
     if "has_id" in cond:
         return qe.HasIdCondition(set(cond["has_id"]))
     if "nested" in cond:

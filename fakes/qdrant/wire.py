@@ -201,4 +201,4 @@ def query_flag(request: FakeRequest, name: str) -> bool:
         return False
     if value == "true":
         return True
-    raise QdrantError(400, f"Query deserialize error: provided string was not `true` or `false`")
+    raise QdrantError(400, "Query deserialize error: provided string was not `true` or `false`")

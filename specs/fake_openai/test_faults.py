@@ -27,10 +27,12 @@ def test_a_stream_cut_mid_body_is_an_api_connection_error_after_the_chunks_sent(
     rig.app.add_rules(TEXT)
     rig.handle.fault(kind, "/v1/chat/completions", after=3, times=1)
     seen = []
-    with pytest.raises(openai.APIConnectionError):
-        with rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True) as stream:
-            for chunk in stream:
-                seen.append(chunk.choices[0].delta.content)
+    with (
+        pytest.raises(openai.APIConnectionError),
+        rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True) as stream,
+    ):
+        for chunk in stream:
+            seen.append(chunk.choices[0].delta.content)
     assert seen == ["", "one", " two"]
     (entry,) = rig.handle.requests()
     assert (entry.status, entry.fault) == (200, kind)

@@ -137,7 +137,6 @@ def test_a_fake_that_cannot_start_is_reported_at_once(no_leaks, monkeypatch):
 
     monkeypatch.setattr(server_module._FakeUvicornServer, "run", broken_run)
     started = time.monotonic()
-    with pytest.raises(FakeServerError, match="boom at startup"):
-        with serve_fake(EchoFake(), start_timeout=10.0):
-            pass
+    with pytest.raises(FakeServerError, match="boom at startup"), serve_fake(EchoFake(), start_timeout=10.0):
+        pass
     assert time.monotonic() - started < 2.0

@@ -63,10 +63,12 @@ def test_stream_stop_cuts_the_body_after_n_chunks(streamer):
     streamer.fault("stream_stop", "/stream", after=2, times=1)
     received: list[bytes] = []
     with _client(streamer) as client:
-        with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
-            with client.stream("GET", "/stream", params={"n": 5}) as response:
-                for piece in response.iter_raw():
-                    received.append(piece)
+        with (
+            pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"),
+            client.stream("GET", "/stream", params={"n": 5}) as response,
+        ):
+            for piece in response.iter_raw():
+                received.append(piece)
         assert client.get("/stream", params={"n": 1}).content == b"chunk-0\n"  # one time only; the fake goes on
     assert b"".join(received) == b"chunk-0\nchunk-1\n"
     assert [e.fault for e in streamer.requests()] == ["stream_stop", None]
@@ -75,11 +77,13 @@ def test_stream_stop_cuts_the_body_after_n_chunks(streamer):
 def test_stream_reset_is_a_connection_reset_mid_body(streamer):
     streamer.fault("stream_reset", "/stream", after=1, times=1)
     received: list[bytes] = []
-    with _client(streamer) as client:
-        with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)) as caught:
-            with client.stream("GET", "/stream", params={"n": 5}) as response:
-                for piece in response.iter_raw():
-                    received.append(piece)
+    with (
+        _client(streamer) as client,
+        pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)) as caught,
+        client.stream("GET", "/stream", params={"n": 5}) as response,
+    ):
+        for piece in response.iter_raw():
+            received.append(piece)
     assert b"".join(received) == b"chunk-0\n"
     assert isinstance(caught.value, httpx.ReadError), f"expected ECONNRESET, got {caught.value!r}"
 
@@ -120,10 +124,9 @@ def test_a_stream_that_raises_ends_like_a_server_dying_and_the_fake_goes_on(stre
     caplog.set_level(logging.ERROR, logger="fakes")
     received: list[bytes] = []
     with _client(streamer) as client:
-        with pytest.raises(httpx.RemoteProtocolError):
-            with client.stream("GET", "/broken") as response:
-                for piece in response.iter_raw():
-                    received.append(piece)
+        with pytest.raises(httpx.RemoteProtocolError), client.stream("GET", "/broken") as response:
+            for piece in response.iter_raw():
+                received.append(piece)
         assert client.get("/whole").content == b"0123456789"
     assert b"".join(received) == b"data: one\n\ndata: two\n\n"
     assert "stream raised" in caplog.text
@@ -179,7 +182,7 @@ def test_stream_faults_through_the_admin_api(streamer):
 def test_stream_chunks_refuse_bad_values():
     with pytest.raises(TypeError):
         StreamChunk("text")  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="delay=nan"):
         StreamChunk(b"x", delay=float("nan"))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="delay=-1"):
         StreamChunk(b"x", delay=-1)

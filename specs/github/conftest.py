@@ -48,7 +48,7 @@ def fake_inproc() -> Iterator[FakeHandle]:
 def served(no_leaks, fake_github: FakeHandle) -> Iterator[FakeHandle]:
     """The ``fake_github`` fixture (a real socket), seeded; leak-checked after the server stops."""
     seed(fake_github.app)
-    yield fake_github
+    return fake_github
 
 
 @pytest.fixture(params=SCHEMAS)

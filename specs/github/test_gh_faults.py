@@ -25,8 +25,7 @@ ISSUE = "/repos/octo/hello/issues/1"
 
 @pytest.fixture
 def kit(served):
-    client = GitHub(TOKEN, base_url=served.url, auto_retry=False, http_cache=False, timeout=1.0)
-    yield client
+    return GitHub(TOKEN, base_url=served.url, auto_retry=False, http_cache=False, timeout=1.0)
 
 
 def test_injected_502_once_then_the_real_answer(served, kit):

@@ -14,7 +14,6 @@ from githubkit.exception import RequestFailed
 from fakes.github import unserved
 from specs.github.world import REPO, SCHEMAS, TOKEN
 
-O, R = REPO.split("/")
 JSON = {"accept": "application/json"}
 CLIENT = {"client_id": "Iv23liFAKE"}
 

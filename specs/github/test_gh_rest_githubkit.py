@@ -14,11 +14,11 @@ from githubkit.exception import RequestFailed
 
 from specs.github.world import REPO, TOKEN
 
-O, R = REPO.split("/")
+OWNER, NAME = REPO.split("/")
 
 
 def test_get_issue_parses_and_points_back_at_the_fake(kit, schema, fake_inproc):
-    issue = kit.rest(schema).issues.get(O, R, 1).parsed_data
+    issue = kit.rest(schema).issues.get(OWNER, NAME, 1).parsed_data
     assert (issue.number, issue.title, issue.body, issue.state) == (1, "First issue", "Body é", "open")
     assert [lab.name for lab in issue.labels] == ["bug"]
     assert issue.url == f"{fake_inproc.url}/repos/{REPO}/issues/1"
@@ -30,16 +30,16 @@ def test_get_issue_parses_and_points_back_at_the_fake(kit, schema, fake_inproc):
 
 def test_comment_create_get_update_and_list(kit, schema, fake_inproc):
     rest = kit.rest(schema)
-    created = rest.issues.create_comment(O, R, 1, body="<!-- agent-controller:reply -->\nhi")
+    created = rest.issues.create_comment(OWNER, NAME, 1, body="<!-- agent-controller:reply -->\nhi")
     assert created.status_code == 201
     comment = created.parsed_data
     assert created.headers["location"] == comment.url == f"{fake_inproc.url}/repos/{REPO}/issues/comments/{comment.id}"
     assert comment.user.login == "alice" and comment.body.startswith("<!-- agent-controller:reply -->")
-    assert rest.issues.get_comment(O, R, comment.id).parsed_data.body == comment.body
-    updated = rest.issues.update_comment(O, R, comment.id, body="edited").parsed_data
+    assert rest.issues.get_comment(OWNER, NAME, comment.id).parsed_data.body == comment.body
+    updated = rest.issues.update_comment(OWNER, NAME, comment.id, body="edited").parsed_data
     assert updated.body == "edited"
-    assert [c.id for c in rest.issues.list_comments(O, R, 1).parsed_data] == [comment.id]
-    assert rest.issues.get(O, R, 1).parsed_data.comments == 1
+    assert [c.id for c in rest.issues.list_comments(OWNER, NAME, 1).parsed_data] == [comment.id]
+    assert rest.issues.get(OWNER, NAME, 1).parsed_data.comments == 1
     posted = [e for e in fake_inproc.requests(method="POST") if e.path.endswith("/comments")]
     assert json.loads(posted[-1].body) == {"body": "<!-- agent-controller:reply -->\nhi"}
 
@@ -49,7 +49,7 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
     for i in range(count):
         fake_inproc.app.add_comment(REPO, 1, f"c{i}", user="alice")
     rest = kit.rest(schema)
-    pages_of = kit.rest.paginate(rest.issues.list_comments, owner=O, repo=R, issue_number=1, per_page=3)
+    pages_of = kit.rest.paginate(rest.issues.list_comments, owner=OWNER, repo=NAME, issue_number=1, per_page=3)
     via_link = [c.body for c in pages_of]
     assert via_link == [f"c{i}" for i in range(count)]
     pages = -(-count // 3)
@@ -57,7 +57,9 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
     fake_inproc.runtime.journal.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # legacy page-until-empty pagination is deprecated
-        legacy = [c.body for c in kit.paginate(rest.issues.list_comments, per_page=3, owner=O, repo=R, issue_number=1)]
+        legacy = [
+            c.body for c in kit.paginate(rest.issues.list_comments, per_page=3, owner=OWNER, repo=NAME, issue_number=1)
+        ]
     assert legacy == via_link
     assert _pages_requested(fake_inproc) == [str(n) for n in range(1, pages + 2)]  # until an empty page
 
@@ -92,13 +94,13 @@ def test_since_filters_updated_at_at_or_after(kit, schema, fake_inproc):
     fake.add_comment(REPO, 1, "old", user="alice", created_at="2024-01-01T00:00:00Z")
     fake.add_comment(REPO, 1, "edge", user="alice", created_at="2024-05-01T00:00:00Z")
     fake.add_comment(REPO, 1, "new", user="alice", created_at="2024-06-01T00:00:00Z")
-    got = kit.rest(schema).issues.list_comments(O, R, 1, since="2024-05-01T00:00:00Z").parsed_data
+    got = kit.rest(schema).issues.list_comments(OWNER, NAME, 1, since="2024-05-01T00:00:00Z").parsed_data
     assert [c.body for c in got] == ["edge", "new"]
 
 
 def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
     rest = kit.rest(schema)
-    assert [lab.name for lab in rest.issues.add_labels(O, R, 1, labels=["needs triage"]).parsed_data] == [
+    assert [lab.name for lab in rest.issues.add_labels(OWNER, NAME, 1, labels=["needs triage"]).parsed_data] == [
         "bug",
         "needs triage",
     ]
@@ -107,12 +109,12 @@ def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
         objects = http.post(f"/repos/{REPO}/issues/1/labels", json={"labels": [{"name": "area: ci"}]})
     assert bare.status_code == objects.status_code == 200
     assert [lab["name"] for lab in objects.json()] == ["bug", "needs triage", "p1", "area: ci"]
-    remaining = rest.issues.remove_label(O, R, 1, "needs triage").parsed_data
+    remaining = rest.issues.remove_label(OWNER, NAME, 1, "needs triage").parsed_data
     assert [lab.name for lab in remaining] == ["bug", "p1", "area: ci"]
     deletes = fake_inproc.requests(method="DELETE")
     assert deletes[-1].path == f"/repos/{REPO}/issues/1/labels/needs triage"  # decoded; it went out as needs%20triage
     with pytest.raises(RequestFailed) as missing:
-        rest.issues.remove_label(O, R, 1, "needs triage")
+        rest.issues.remove_label(OWNER, NAME, 1, "needs triage")
     assert missing.value.response.status_code == 404
     body = missing.value.response.json()
     assert body["message"] == "Label does not exist" and body["status"] == "404"
@@ -120,43 +122,43 @@ def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
 
 def test_reactions_twice_give_201_then_200(kit, schema):
     rest = kit.rest(schema)
-    comment = rest.issues.create_comment(O, R, 1, body="x").parsed_data
+    comment = rest.issues.create_comment(OWNER, NAME, 1, body="x").parsed_data
     for create in (
-        lambda: rest.reactions.create_for_issue(O, R, 1, content="heart"),
-        lambda: rest.reactions.create_for_issue_comment(O, R, comment.id, content="rocket"),
+        lambda: rest.reactions.create_for_issue(OWNER, NAME, 1, content="heart"),
+        lambda: rest.reactions.create_for_issue_comment(OWNER, NAME, comment.id, content="rocket"),
     ):
         first, second = create(), create()
         assert (first.status_code, second.status_code) == (201, 200)
         assert first.parsed_data.id == second.parsed_data.id
-    assert rest.issues.get(O, R, 1).parsed_data.reactions.heart == 1
+    assert rest.issues.get(OWNER, NAME, 1).parsed_data.reactions.heart == 1
 
 
 def test_pull_request_and_pr_as_issue(kit, schema, fake_inproc):
     fake_inproc.app.add_pull(REPO, "Add feature", head="feat", user="alice")
     rest = kit.rest(schema)
-    pull = rest.pulls.get(O, R, 2).parsed_data
+    pull = rest.pulls.get(OWNER, NAME, 2).parsed_data
     assert (pull.number, pull.head.ref, pull.base.ref, pull.merged) == (2, "feat", "main", False)
-    as_issue = rest.issues.get(O, R, 2).parsed_data
+    as_issue = rest.issues.get(OWNER, NAME, 2).parsed_data
     assert as_issue.pull_request is not None and as_issue.pull_request.url == pull.url
     with pytest.raises(RequestFailed) as not_a_pull:
-        rest.pulls.get(O, R, 1)
+        rest.pulls.get(OWNER, NAME, 1)
     assert not_a_pull.value.response.status_code == 404
 
 
 def test_contents_file_and_directory(kit, schema):
     rest = kit.rest(schema)
-    readme = rest.repos.get_content(O, R, "README.md").parsed_data
+    readme = rest.repos.get_content(OWNER, NAME, "README.md").parsed_data
     assert readme.type == "file" and base64.b64decode(readme.content) == b"# hello\n"
-    docs = rest.repos.get_content(O, R, "docs").parsed_data
+    docs = rest.repos.get_content(OWNER, NAME, "docs").parsed_data
     assert sorted((e.name, e.type) for e in docs) == [("guide.md", "file"), ("img", "dir")]
     with pytest.raises(RequestFailed) as missing:
-        rest.repos.get_content(O, R, "nope.txt")
+        rest.repos.get_content(OWNER, NAME, "nope.txt")
     assert missing.value.response.status_code == 404
 
 
 def test_repository_and_private_repo_answers_404(kit, schema, fake_inproc):
     rest = kit.rest(schema)
-    assert rest.repos.get(O, R).parsed_data.full_name == REPO
+    assert rest.repos.get(OWNER, NAME).parsed_data.full_name == REPO
     assert rest.repos.get("octo", "secret").parsed_data.private is True  # alice is a collaborator
     with fake_inproc.client(headers={"authorization": "token ghp_mallory"}) as http:
         hidden = http.get("/repos/octo/secret")
@@ -208,7 +210,7 @@ def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fak
     assert int(answers[0].headers["x-ratelimit-remaining"]) == 4999
     fake_inproc.app.set_rate_limit_remaining(0)
     with pytest.raises(PrimaryRateLimitExceeded) as limited:
-        kit.rest(schema).issues.get(O, R, 1)
+        kit.rest(schema).issues.get(OWNER, NAME, 1)
     alice = fake_inproc.app.users["alice"].id
     assert limited.value.response.json()["message"] == f"API rate limit exceeded for user ID {alice}."
 
@@ -237,12 +239,12 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
         )
     fake.add_issue(REPO, "closed one", user="alice", state="closed")
     rest = kit.rest(schema)
-    first = rest.issues.list_for_repo(O, R)
+    first = rest.issues.list_for_repo(OWNER, NAME)
     assert len(first.parsed_data) == 30 and 'rel="next"' in first.headers["link"]
-    every = list(kit.rest.paginate(rest.issues.list_for_repo, owner=O, repo=R))
+    every = list(kit.rest.paginate(rest.issues.list_for_repo, owner=OWNER, repo=NAME))
     assert len(every) == 31 and all(i.state == "open" for i in every)
-    assert len(rest.issues.list_for_repo(O, R, state="all", per_page=100).parsed_data) == 32
-    recent = rest.issues.list_for_repo(O, R, since="2024-05-01T00:00:00Z").parsed_data
+    assert len(rest.issues.list_for_repo(OWNER, NAME, state="all", per_page=100).parsed_data) == 32
+    recent = rest.issues.list_for_repo(OWNER, NAME, since="2024-05-01T00:00:00Z").parsed_data
     assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue 1 was created (and updated) now
 
 

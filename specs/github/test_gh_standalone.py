@@ -54,13 +54,10 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 @pytest.mark.parametrize("kind", ["module", "manifest"])
 def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
     argv, env = _command(kind)
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / "stderr.txt", "wb"),
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
+    with open(tmp_path / "stderr.txt", "wb") as stderr:  # the child holds its own copy of the descriptor
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=Path(__file__).resolve().parents[2]
+        )
     try:
         line = _read_line(proc, START_TIMEOUT)
         assert line.startswith("fake github listening on http://127.0.0.1:"), line

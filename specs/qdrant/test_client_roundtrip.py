@@ -74,7 +74,7 @@ def test_upsert_list_and_batch_retrieve_and_get_point(docs: QdrantClient, fake_q
     assert by_id[1].payload == {"city": "Berlin", "n": 1}
     assert docs.retrieve("docs", [4], with_payload=False)[0].payload is None
     assert docs.count("docs").count == 5
-    (upsert, batch) = [e for e in fake_qdrant.requests(path_prefix="/collections/docs/points", method="PUT")]
+    (upsert, batch) = fake_qdrant.requests(path_prefix="/collections/docs/points", method="PUT")
     assert upsert.query == "wait=true" and "points" in upsert.json() and "batch" in batch.json()
     get = docs.http.points_api.get_point("docs", "1").result
     assert get.id == 1 and get.payload == {"city": "Berlin", "n": 1}
