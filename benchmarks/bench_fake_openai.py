@@ -70,7 +70,8 @@ def _timed(call: Callable[[], object]) -> tuple[list[float], float]:
 
 def _completion(client: httpx.Client) -> None:
     response = client.post("/v1/chat/completions", json=BODY)
-    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == WORDS
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"] == WORDS
 
 
 def _stream(client: httpx.Client, firsts: list[float], totals: list[float]) -> None:
@@ -85,7 +86,8 @@ def _stream(client: httpx.Client, firsts: list[float], totals: list[float]) -> N
     totals.append(time.perf_counter() - started)
     firsts.append(first or 0.0)
     frames = received.split(b"\n\n")
-    assert frames[-2] == b"data: [DONE]" and len(frames) - 2 == 50, f"expected 50 chunks, got {len(frames) - 2}"
+    assert frames[-2] == b"data: [DONE]", frames[-2]
+    assert len(frames) - 2 == 50, f"expected 50 chunks, got {len(frames) - 2}"
 
 
 def _measure(label: str, handle: FakeHandle, client: httpx.Client) -> None:

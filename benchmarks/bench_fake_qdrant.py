@@ -118,7 +118,8 @@ def main() -> None:
                     "filter": {"must": [{"key": "group", "match": {"value": group}}]},
                 },
             )
-            assert response.status_code == 200 and len(response.json()["result"]["points"]) == 10
+            assert response.status_code == 200
+            assert len(response.json()["result"]["points"]) == 10
 
         fake = _report("fake REST (1 client)", *_timed(rest, queries))
 

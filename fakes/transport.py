@@ -187,7 +187,8 @@ class _SyncBody(httpx.SyncByteStream):
         if not seconds:
             return
         if self.plan.too_slow(seconds):
-            assert isinstance(self.plan.transport, FakeTransport) and self.plan.read is not None
+            assert isinstance(self.plan.transport, FakeTransport)
+            assert self.plan.read is not None
             self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
         time.sleep(seconds)  # the stream's own pacing (or a drip or pause fault), not a readiness wait
 
@@ -259,6 +260,7 @@ class _AsyncBody(httpx.AsyncByteStream):
         if not seconds:
             return
         if self.plan.too_slow(seconds):
-            assert isinstance(self.plan.transport, AsyncFakeTransport) and self.plan.read is not None
+            assert isinstance(self.plan.transport, AsyncFakeTransport)
+            assert self.plan.read is not None
             await self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
         await anyio.sleep(seconds)

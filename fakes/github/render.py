@@ -388,7 +388,8 @@ def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
     """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set. Until GitHub has computed the
     merge (``iss.pull.computed``), ``mergeable`` and ``rebaseable`` are null and ``mergeable_state`` is ``unknown``;
     ``merge_commit_sha`` (the test merge commit) has a value throughout."""
-    assert iss.pull is not None and iss.pull_id is not None
+    assert iss.pull is not None
+    assert iss.pull_id is not None
     p = iss.pull
     api = f"{base}/repos/{repo.full_name}/pulls/{iss.number}"
     html = f"{base}/{repo.full_name}/pull/{iss.number}"

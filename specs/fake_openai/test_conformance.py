@@ -117,7 +117,8 @@ def test_stream_tool_call_deltas_carry_index_and_split_arguments(rig):
     assert CALL.match(header.tool_calls[0].id)
     assert header.tool_calls[0].function.name == "get_device_battery"
     pieces = [c.choices[0].delta.tool_calls[0] for c in chunks[1:-1]]
-    assert all(p.index == 0 and p.id is None for p in pieces)
+    assert all(p.index == 0 for p in pieces)
+    assert all(p.id is None for p in pieces)
     assert "".join(p.function.arguments for p in pieces) == '{"device":"SN-4417"}'
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
 

@@ -27,7 +27,8 @@ def test_status_fault_with_explicit_body_and_apply(echo):
     echo.fault("status", "/w", status=503, body='{"status":{"error":"down"}}', apply=True)
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         response = client.post("/w")
-    assert response.status_code == 503 and response.json() == {"status": {"error": "down"}}
+    assert response.status_code == 503
+    assert response.json() == {"status": {"error": "down"}}
     assert echo.app.calls == 1  # applied, answer replaced
 
 
@@ -76,7 +77,8 @@ def test_drip_defeats_a_read_timeout(echo):
     with httpx.Client(base_url=echo.url, timeout=httpx.Timeout(5, read=0.5)) as client:
         response = client.get("/d")
     elapsed = time.monotonic() - started
-    assert response.status_code == 200 and response.json()["path"] == "/d"
+    assert response.status_code == 200
+    assert response.json()["path"] == "/d"
     assert elapsed >= 0.02 * len(response.content) * 0.9  # one byte per interval, the read timeout never fired
 
 
@@ -84,9 +86,11 @@ def test_drip_sends_headers_first(echo):
     echo.fault("drip", "/d", interval=0.5)
     with httpx.Client(base_url=echo.url, timeout=5) as client, client.stream("GET", "/d") as response:
         started = time.monotonic()
-        assert response.status_code == 200 and int(response.headers["content-length"]) > 10
+        assert response.status_code == 200
+        assert int(response.headers["content-length"]) > 10
         first = next(response.iter_raw(1))
-        assert len(first) == 1 and time.monotonic() - started < 3.0
+        assert len(first) == 1
+        assert time.monotonic() - started < 3.0
 
 
 def test_reset_is_a_tcp_rst(echo):
@@ -106,7 +110,8 @@ def test_latency_delays_the_real_answer(echo):
     echo.fault("latency", "/l", delay=0.3, times=1)
     started = time.monotonic()
     response = httpx.get(echo.url + "/l", timeout=5)
-    assert response.status_code == 200 and time.monotonic() - started >= 0.3
+    assert response.status_code == 200
+    assert time.monotonic() - started >= 0.3
     echo.fault("latency", "/l", delay=3.0, times=1)
     with pytest.raises(httpx.ReadTimeout):
         httpx.get(echo.url + "/l", timeout=httpx.Timeout(5, read=0.2))

@@ -49,7 +49,8 @@ def test_filters_by_path_prefix_method_and_since_in_process_and_over_admin(echo)
         remote = client.get("/_fake/requests", params={"path_prefix": "/a", "since": str(cutoff)}).json()
         assert [e["path"] for e in remote["requests"]] == ["/a/2"]
         bad = client.get("/_fake/requests", params={"since": "yesterday"})
-        assert bad.status_code == 400 and "since='yesterday'" in bad.json()["error"]
+        assert bad.status_code == 400
+        assert "since='yesterday'" in bad.json()["error"]
 
 
 def test_since_accepts_rfc3339(echo):
@@ -81,7 +82,8 @@ def test_admin_faults_add_list_clear_and_reset(echo):
         assert client.delete("/_fake/faults").json() == {"cleared": "all"}
         assert client.get("/s1").json()["calls"] == 3
         assert client.post("/_fake/reset").json() == {"reset": True}
-        assert echo.requests() == [] and echo.runtime.faults.list() == []
+        assert echo.requests() == []
+        assert echo.runtime.faults.list() == []
         assert client.get("/s1").json()["calls"] == 1
 
 
@@ -94,9 +96,11 @@ def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo):
             ({}, "needs 'kind'"),
         ]:
             response = client.post("/_fake/faults", json=body)
-            assert response.status_code == 400 and needle in response.json()["error"], body
+            assert response.status_code == 400, body
+            assert needle in response.json()["error"], body
         raw = client.post("/_fake/faults", content=b"{nope", headers={"content-type": "application/json"})
-        assert raw.status_code == 400 and "not JSON" in raw.json()["error"]
+        assert raw.status_code == 400
+        assert "not JSON" in raw.json()["error"]
         assert client.get("/_fake/nothing-here").status_code == 404
 
 
@@ -108,7 +112,10 @@ def test_journal_is_bounded_in_entries_and_body_bytes():
     for i in range(5):
         journal.record(FakeRequest("POST", f"/p/{i}", body=b'{"k": 12345}'))
     entries = journal.entries()
-    assert [e.path for e in entries] == ["/p/2", "/p/3", "/p/4"] and journal.dropped == 2
-    assert entries[0].body == b'{"k"' and entries[0].body_size == 12 and entries[0].body_truncated
+    assert [e.path for e in entries] == ["/p/2", "/p/3", "/p/4"]
+    assert journal.dropped == 2
+    assert entries[0].body == b'{"k"'
+    assert entries[0].body_size == 12
+    assert entries[0].body_truncated
     with pytest.raises(ValueError, match="truncated"):
         entries[0].json()

@@ -20,9 +20,12 @@ def fake():
 def test_round_trip_and_journal_without_a_socket(fake):
     with httpx.Client(base_url=fake.url, transport=fake.transport(), timeout=5) as client:
         response = client.put("/p/a%20b?x=1", json={"k": "v"}, headers={"authorization": "Bearer z"})
-    assert response.json()["path"] == "/p/a b" and response.json()["base_url"] == fake.url
+    assert response.json()["path"] == "/p/a b"
+    assert response.json()["base_url"] == fake.url
     (entry,) = fake.requests()
-    assert entry.method == "PUT" and entry.query == "x=1" and entry.headers["authorization"] == "<redacted>"
+    assert entry.method == "PUT"
+    assert entry.query == "x=1"
+    assert entry.headers["authorization"] == "<redacted>"
     assert fake.client().get("/_fake/").json()["name"] == "echo"
 
 

@@ -56,7 +56,8 @@ def test_jwt_within_github_rules_gets_a_token(world, case):
     answer = _token_request(handle, inst.id, _jwt(app.private_key_pem, iss, iat, exp))
     assert answer.status_code == 201, answer.text
     body = answer.json()
-    assert body["token"].startswith("ghs_") and body["repository_selection"] == "all"
+    assert body["token"].startswith("ghs_")
+    assert body["repository_selection"] == "all"
     assert time.strptime(body["expires_at"], "%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -98,12 +99,14 @@ def test_installation_token_schemes_and_expiry(world):
                 json={"body": scheme},
                 headers={"authorization": f"{scheme} {token}"},
             )
-            assert answer.status_code == 201 and answer.json()["user"]["login"] == "reply-bot[bot]"
+            assert answer.status_code == 201
+            assert answer.json()["user"]["login"] == "reply-bot[bot]"
             assert answer.json()["user"]["type"] == "Bot"
             assert answer.json()["performed_via_github_app"]["slug"] == "reply-bot"
         handle.app.advance_clock(31)  # past the 30 s TTL this fake was built with
         expired = http.get(f"/repos/{REPO}", headers={"authorization": f"token {token}"})
-    assert expired.status_code == 401 and expired.json()["message"] == "Bad credentials"
+    assert expired.status_code == 401
+    assert expired.json()["message"] == "Bad credentials"
 
 
 def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
@@ -173,7 +176,8 @@ def test_pygithub_integration_and_installation_auth_refresh(no_leaks):
         finally:
             client.close()
         token_posts = handle.requests(path_prefix="/app/installations/")
-        assert len(token_posts) >= 3 and all(e.status == 201 for e in token_posts)
+        assert len(token_posts) >= 3
+        assert all(e.status == 201 for e in token_posts)
         assert all(e.status != 401 for e in handle.requests())
 
 
@@ -187,7 +191,8 @@ def test_installation_token_writes_only_where_installed(world):
     with handle.client(headers={"authorization": f"token {token}"}) as http:
         refused = http.post(f"/repos/{REPO}/issues/1/comments", json={"body": "x"})
         allowed = http.post("/repos/octo/secret/issues/1/comments", json={"body": "x"})
-    assert refused.status_code == 403 and refused.json()["message"] == "Resource not accessible by integration"
+    assert refused.status_code == 403
+    assert refused.json()["message"] == "Resource not accessible by integration"
     assert allowed.status_code == 201
 
 
@@ -205,4 +210,5 @@ def test_githubkit_app_endpoints_parse_in_both_schemas(world, schema):
     assert (found.id, found.app_id, found.app_slug, found.account.login) == (inst.id, app.id, "reply-bot", "octo")
     assert found.access_tokens_url == f"{handle.url}/app/installations/{inst.id}/access_tokens"
     token = kit.rest(schema).apps.create_installation_access_token(inst.id).parsed_data
-    assert token.token.startswith("ghs_") and str(token.expires_at).endswith("Z")
+    assert token.token.startswith("ghs_")
+    assert str(token.expires_at).endswith("Z")

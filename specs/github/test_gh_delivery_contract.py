@@ -38,7 +38,8 @@ def test_a_receiver_that_is_down_raises_delivery_failed_with_the_delivery() -> N
         send_webhook(url, "issues", {"action": "opened"}, secret=SECRET, log=log, timeout=5.0)
     delivery = failed.value.delivery
     assert delivery.status is None
-    assert delivery.error is not None and "ConnectError" in delivery.error
+    assert delivery.error is not None
+    assert "ConnectError" in delivery.error
     assert log.all() == [delivery]  # recorded before raising: nothing is lost
     message = str(failed.value)
     assert message.startswith(f"webhook delivery {delivery.id} (issues.opened) to {url} failed: ConnectError")

@@ -34,14 +34,17 @@ def test_device_flow_answers_form_encoded_by_default_and_json_on_request(fake_in
     with fake_inproc.client() as http:
         form = http.post("/login/device/code", data=CLIENT)
         as_json = http.post("/login/device/code", json=CLIENT, headers=JSON)  # a JSON body is accepted too
-    assert form.status_code == 200 and form.headers["content-type"].startswith("application/x-www-form-urlencoded")
+    assert form.status_code == 200
+    assert form.headers["content-type"].startswith("application/x-www-form-urlencoded")
     fields = {k: v[0] for k, v in parse_qs(form.text).items()}
     assert sorted(fields) == ["device_code", "expires_in", "interval", "user_code", "verification_uri"]
     assert (fields["expires_in"], fields["interval"], len(fields["device_code"])) == ("900", "5", 40)
-    assert len(fields["user_code"]) == 9 and fields["user_code"][4] == "-"
+    assert len(fields["user_code"]) == 9
+    assert fields["user_code"][4] == "-"
     assert fields["verification_uri"] == f"{fake_inproc.url}/login/device"
     body = as_json.json()
-    assert (body["expires_in"], body["interval"]) == (900, 5) and body["device_code"] != fields["device_code"]
+    assert (body["expires_in"], body["interval"]) == (900, 5)
+    assert body["device_code"] != fields["device_code"]
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
@@ -49,7 +52,8 @@ def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, s
     fake_inproc.app.oauth_login = "alice"
     with fake_inproc.client() as http:
         token = _device_token(http)
-    assert token["access_token"].startswith("ghu_") and token["refresh_token"].startswith("ghr_")
+    assert token["access_token"].startswith("ghu_")
+    assert token["refresh_token"].startswith("ghr_")
     assert (token["expires_in"], token["refresh_token_expires_in"], token["scope"], token["token_type"]) == (
         28800,
         15811200,
@@ -58,7 +62,8 @@ def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, s
     )
     kit = _kit(fake_inproc, token["access_token"])  # keep the client: its rest namespace holds a weak reference
     me = kit.rest(schema).users.get_authenticated().parsed_data
-    assert (me.login, me.type) == ("alice", "User") and me.url == f"{fake_inproc.url}/users/alice"
+    assert (me.login, me.type) == ("alice", "User")
+    assert me.url == f"{fake_inproc.url}/users/alice"
     fake_inproc.app.advance_clock(28800)  # the user access token lives 8 hours
     with pytest.raises(RequestFailed) as dead:
         kit.rest(schema).users.get_authenticated()
@@ -74,15 +79,18 @@ def test_refresh_without_client_secret_is_http_200_invalid_client_for_a_web_flow
         ).json()
         refresh = {**CLIENT, "grant_type": "refresh_token", "refresh_token": first["refresh_token"]}
         refused = http.post("/login/oauth/access_token", data=refresh, headers=JSON)
-        assert refused.status_code == 200 and refused.json()["error"] == "invalid_client"
+        assert refused.status_code == 200
+        assert refused.json()["error"] == "invalid_client"
         fresh = http.post("/login/oauth/access_token", params={**refresh, "client_secret": "s"}, headers=JSON)
         again = http.post("/login/oauth/access_token", data={**refresh, "client_secret": "s"}, headers=JSON)
         old_user = http.get("/user", headers={"authorization": f"Bearer {first['access_token']}"})
         new_user = http.get("/user", headers={"authorization": f"Bearer {fresh.json()['access_token']}"})
     new = fresh.json()
-    assert fresh.status_code == 200 and new["refresh_token"] != first["refresh_token"]
+    assert fresh.status_code == 200
+    assert new["refresh_token"] != first["refresh_token"]
     assert (new["expires_in"], new["refresh_token_expires_in"]) == (28800, 15811200)
-    assert again.status_code == 200 and again.json()["error"] == "bad_refresh_token"  # rotated: the old one is dead
+    assert again.status_code == 200
+    assert again.json()["error"] == "bad_refresh_token"  # rotated: the old one is dead
     assert (old_user.status_code, new_user.status_code) == (401, 200)
     assert new_user.json()["login"] == "alice"
 
@@ -97,7 +105,8 @@ def test_device_flow_token_refreshes_without_client_secret(fake_inproc):
             headers=JSON,
             data={**CLIENT, "grant_type": "refresh_token", "refresh_token": token["refresh_token"]},
         ).json()
-    assert fresh["access_token"].startswith("ghu_") and "error" not in fresh
+    assert fresh["access_token"].startswith("ghu_")
+    assert "error" not in fresh
 
 
 def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
@@ -124,8 +133,10 @@ def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
         }
         form = http.post("/login/oauth/access_token", data={**CLIENT, "code": "made-up", "client_secret": "s"})
     for expected, answer in answers.items():
-        assert answer.status_code == 200 and answer.json()["error"] == expected, (expected, answer.text)
-        assert answer.json()["error_description"] and answer.json()["error_uri"].startswith("https://docs.github.com/")
+        assert answer.status_code == 200, (expected, answer.text)
+        assert answer.json()["error"] == expected, (expected, answer.text)
+        assert answer.json()["error_description"]
+        assert answer.json()["error_uri"].startswith("https://docs.github.com/")
     assert parse_qs(form.text)["error"] == ["bad_verification_code"]  # form-encoded without Accept: JSON
 
 
@@ -135,8 +146,10 @@ def test_oauth_bad_json_is_400_and_xml_is_unserved(fake_inproc):
             "/login/oauth/access_token", content=b'{"client_id": NaN}', headers={"content-type": "application/json"}
         )
         xml = http.post("/login/device/code", data=CLIENT, headers={"accept": "application/xml"})
-    assert bad.status_code == 400 and bad.json()["message"] == "Problems parsing JSON"
-    assert xml.status_code == 501 and [e.status for e in unserved(fake_inproc)] == [501]
+    assert bad.status_code == 400
+    assert bad.json()["message"] == "Problems parsing JSON"
+    assert xml.status_code == 501
+    assert [e.status for e in unserved(fake_inproc)] == [501]
 
 
 def test_get_user_needs_a_user_token(fake_inproc):
@@ -187,7 +200,8 @@ def test_collaborator_permission_with_githubkit(fake_inproc, schema):
         "bob": ("write", "write"),
         "mallory": ("read", "read"),
     }
-    assert levels["bob"].user.login == "bob" and levels["bob"].user.permissions.push
+    assert levels["bob"].user.login == "bob"
+    assert levels["bob"].user.permissions.push
     secret = rest.repos.get_collaborator_permission_level("octo", "secret", "mallory").parsed_data
     assert secret.permission == "none"
     failures = {}
@@ -223,7 +237,9 @@ def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_
             http.get("/user", headers={"authorization": f"Bearer {t['access_token']}"}).json()["login"]
             for t in (by_code, by_device)
         ]
-    assert seeded.status_code == 200 and empty.status_code == 400 and "login" in empty.json()["message"]
+    assert seeded.status_code == 200
+    assert empty.status_code == 400
+    assert "login" in empty.json()["message"]
     assert logins == ["e2e-user", "e2e-user"]
 
 
@@ -232,4 +248,5 @@ def test_oauth_calls_do_not_spend_the_rest_api_rate_limit(fake_inproc):
         for _ in range(61):  # one more than the anonymous hourly limit
             assert "x-ratelimit-used" not in http.post("/login/device/code", data=CLIENT).headers
         repo = http.get(f"/repos/{REPO}")
-    assert repo.status_code == 200 and repo.headers["x-ratelimit-used"] == "1"
+    assert repo.status_code == 200
+    assert repo.headers["x-ratelimit-used"] == "1"

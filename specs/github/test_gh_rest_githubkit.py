@@ -22,7 +22,8 @@ def test_get_issue_parses_and_points_back_at_the_fake(kit, schema, fake_inproc):
     assert (issue.number, issue.title, issue.body, issue.state) == (1, "First issue", "Body é", "open")
     assert [lab.name for lab in issue.labels] == ["bug"]
     assert issue.url == f"{fake_inproc.url}/repos/{REPO}/issues/1"
-    assert issue.comments_url.startswith(fake_inproc.url) and issue.user.url.startswith(fake_inproc.url)
+    assert issue.comments_url.startswith(fake_inproc.url)
+    assert issue.user.url.startswith(fake_inproc.url)
     # Following the url field stays on the fake and returns the same issue.
     followed = kit.request("GET", issue.url).json()
     assert followed["id"] == issue.id
@@ -34,7 +35,8 @@ def test_comment_create_get_update_and_list(kit, schema, fake_inproc):
     assert created.status_code == 201
     comment = created.parsed_data
     assert created.headers["location"] == comment.url == f"{fake_inproc.url}/repos/{REPO}/issues/comments/{comment.id}"
-    assert comment.user.login == "alice" and comment.body.startswith("<!-- agent-controller:reply -->")
+    assert comment.user.login == "alice"
+    assert comment.body.startswith("<!-- agent-controller:reply -->")
     assert rest.issues.get_comment(OWNER, NAME, comment.id).parsed_data.body == comment.body
     updated = rest.issues.update_comment(OWNER, NAME, comment.id, body="edited").parsed_data
     assert updated.body == "edited"
@@ -85,8 +87,10 @@ def test_link_header_shape_and_per_page_cap(fake_inproc):
         f'rel="next", <{base}?per_page=10&page=4>; rel="last", '
         f'<{base}?per_page=10&page=1>; rel="first"'
     )
-    assert len(capped.json()) == 31 and "link" not in capped.headers  # silently capped at 100: one page
-    assert past.status_code == 200 and past.json() == []
+    assert len(capped.json()) == 31  # silently capped at 100: one page
+    assert "link" not in capped.headers
+    assert past.status_code == 200
+    assert past.json() == []
 
 
 def test_since_filters_updated_at_at_or_after(kit, schema, fake_inproc):
@@ -117,7 +121,8 @@ def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
         rest.issues.remove_label(OWNER, NAME, 1, "needs triage")
     assert missing.value.response.status_code == 404
     body = missing.value.response.json()
-    assert body["message"] == "Label does not exist" and body["status"] == "404"
+    assert body["message"] == "Label does not exist"
+    assert body["status"] == "404"
 
 
 def test_reactions_twice_give_201_then_200(kit, schema):
@@ -139,7 +144,8 @@ def test_pull_request_and_pr_as_issue(kit, schema, fake_inproc):
     pull = rest.pulls.get(OWNER, NAME, 2).parsed_data
     assert (pull.number, pull.head.ref, pull.base.ref, pull.merged) == (2, "feat", "main", False)
     as_issue = rest.issues.get(OWNER, NAME, 2).parsed_data
-    assert as_issue.pull_request is not None and as_issue.pull_request.url == pull.url
+    assert as_issue.pull_request is not None
+    assert as_issue.pull_request.url == pull.url
     with pytest.raises(RequestFailed) as not_a_pull:
         rest.pulls.get(OWNER, NAME, 1)
     assert not_a_pull.value.response.status_code == 404
@@ -148,7 +154,8 @@ def test_pull_request_and_pr_as_issue(kit, schema, fake_inproc):
 def test_contents_file_and_directory(kit, schema):
     rest = kit.rest(schema)
     readme = rest.repos.get_content(OWNER, NAME, "README.md").parsed_data
-    assert readme.type == "file" and base64.b64decode(readme.content) == b"# hello\n"
+    assert readme.type == "file"
+    assert base64.b64decode(readme.content) == b"# hello\n"
     docs = rest.repos.get_content(OWNER, NAME, "docs").parsed_data
     assert sorted((e.name, e.type) for e in docs) == [("guide.md", "file"), ("img", "dir")]
     with pytest.raises(RequestFailed) as missing:
@@ -164,7 +171,8 @@ def test_repository_and_private_repo_answers_404(kit, schema, fake_inproc):
         hidden = http.get("/repos/octo/secret")
         hidden_issue = http.get("/repos/octo/secret/issues/1")
     assert hidden.status_code == hidden_issue.status_code == 404
-    assert hidden.json()["message"] == "Not Found" and hidden.json()["status"] == "404"
+    assert hidden.json()["message"] == "Not Found"
+    assert hidden.json()["status"] == "404"
 
 
 def test_error_bodies_422_401_400(fake_inproc):
@@ -176,12 +184,16 @@ def test_error_bodies_422_401_400(fake_inproc):
     anonymous_write = httpx.Client(base_url=fake_inproc.url, transport=fake_inproc.transport()).post(
         f"/repos/{REPO}/issues/1/comments", json={"body": "x"}
     )
-    assert missing.status_code == 422 and missing.json()["message"] == "Validation Failed"
+    assert missing.status_code == 422
+    assert missing.json()["message"] == "Validation Failed"
     assert missing.json()["errors"] == [{"resource": "IssueComment", "code": "missing_field", "field": "body"}]
-    assert missing.json()["status"] == "422" and missing.json()["documentation_url"].startswith("https://docs.github")
-    assert broken.status_code == 400 and broken.json()["message"] == "Problems parsing JSON"
+    assert missing.json()["status"] == "422"
+    assert missing.json()["documentation_url"].startswith("https://docs.github")
+    assert broken.status_code == 400
+    assert broken.json()["message"] == "Problems parsing JSON"
     assert bad_reaction.status_code == 422
-    assert bad_token.status_code == 401 and bad_token.json() == {
+    assert bad_token.status_code == 401
+    assert bad_token.json() == {
         "message": "Bad credentials",
         "documentation_url": "https://docs.github.com/rest",
         "status": "401",
@@ -219,7 +231,8 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
     with fake_inproc.client() as http:
         unserved = http.put(f"/repos/{REPO}/issues/1/labels", json={"labels": ["x"]})
         health = http.get("/healthz")
-    assert unserved.status_code == 501 and unserved.headers["x-ratelimit-used"] == "1"
+    assert unserved.status_code == 501
+    assert unserved.headers["x-ratelimit-used"] == "1"
     assert unserved.json()["message"] == f"fake GitHub does not serve PUT /repos/{REPO}/issues/1/labels"
     assert health.status_code == 200
     assert [(e.method, e.path, e.status) for e in fake_inproc.requests()] == [
@@ -240,9 +253,11 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
     fake.add_issue(REPO, "closed one", user="alice", state="closed")
     rest = kit.rest(schema)
     first = rest.issues.list_for_repo(OWNER, NAME)
-    assert len(first.parsed_data) == 30 and 'rel="next"' in first.headers["link"]
+    assert len(first.parsed_data) == 30
+    assert 'rel="next"' in first.headers["link"]
     every = list(kit.rest.paginate(rest.issues.list_for_repo, owner=OWNER, repo=NAME))
-    assert len(every) == 31 and all(i.state == "open" for i in every)
+    assert len(every) == 31
+    assert all(i.state == "open" for i in every)
     assert len(rest.issues.list_for_repo(OWNER, NAME, state="all", per_page=100).parsed_data) == 32
     recent = rest.issues.list_for_repo(OWNER, NAME, since="2024-05-01T00:00:00Z").parsed_data
     assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue 1 was created (and updated) now
@@ -255,6 +270,9 @@ def test_anonymous_callers_get_60_an_hour_then_githubs_403(fake_inproc):
         fresh = http.get(f"/repos/{REPO}")
     assert [a.status_code for a in answers[:60]] == [200] * 60
     last = answers[60]
-    assert last.status_code == 403 and last.headers["x-ratelimit-remaining"] == "0"
-    assert last.json()["message"] == "API rate limit exceeded for anonymous caller." and last.json()["status"] == "403"
-    assert fresh.status_code == 200 and fresh.headers["x-ratelimit-used"] == "1"
+    assert last.status_code == 403
+    assert last.headers["x-ratelimit-remaining"] == "0"
+    assert last.json()["message"] == "API rate limit exceeded for anonymous caller."
+    assert last.json()["status"] == "403"
+    assert fresh.status_code == 200
+    assert fresh.headers["x-ratelimit-used"] == "1"

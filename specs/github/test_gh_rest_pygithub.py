@@ -75,7 +75,8 @@ def test_labels_bare_array_and_space_in_name(pyg, served):
 def test_reactions_twice(pyg, served):
     issue = pyg.get_repo(REPO).get_issue(1)
     first, second = issue.create_reaction("+1"), issue.create_reaction("+1")
-    assert first.id == second.id and first.content == "+1"
+    assert first.id == second.id
+    assert first.content == "+1"
     comment = issue.create_comment("x")
     assert comment.create_reaction("eyes").id == comment.create_reaction("eyes").id
     statuses = [e.status for e in served.requests(path_prefix=f"/repos/{REPO}/issues") if e.path.endswith("/reactions")]

@@ -72,11 +72,13 @@ def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
                 answer = http.post(f"/_fake/github/{route}", json=body)
                 assert answer.status_code == 201, answer.text
             bad = http.post("/_fake/github/issues", json={"repo": "octo/hello"})
-            assert bad.status_code == 400 and "'title' is required" in bad.json()["message"]
+            assert bad.status_code == 400
+            assert "'title' is required" in bad.json()["message"]
             kit = GitHub("ghp_a", base_url=url, auto_retry=False, http_cache=False, timeout=10.0)
             issue = kit.rest.issues.get("octo", "hello", 1).parsed_data
             expected_base = env.get("PUBLIC_BASE_URL") if kind == "manifest" else url
-            assert issue.title == "Seeded" and issue.url == f"{expected_base}/repos/octo/hello/issues/1"
+            assert issue.title == "Seeded"
+            assert issue.url == f"{expected_base}/repos/octo/hello/issues/1"
             assert http.get("/nope").status_code == 501
             journal = http.get("/_fake/requests").json()["requests"]
             assert [(e["method"], e["path"], e["status"]) for e in journal] == [
@@ -96,7 +98,8 @@ def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
             proc.stdout.close()
     # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so a graceful stop exits -15 (not 0).
     stderr = (tmp_path / "stderr.txt").read_text()
-    assert code in (0, -signal.SIGTERM) and "Traceback" not in stderr, stderr
+    assert code in (0, -signal.SIGTERM), stderr
+    assert "Traceback" not in stderr, stderr
 
 
 def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
@@ -109,7 +112,8 @@ def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
         trigger = http.post(
             "/_fake/github/webhooks", json={"event": "issues", "action": "opened", "repo": "octo/hello", "number": 1}
         )
-        assert trigger.status_code == 202 and trigger.json() == {"hooks": 1}
+        assert trigger.status_code == 202
+        assert trigger.json() == {"hooks": 1}
         assert http.post("/_fake/github/deliveries/drain", json={"timeout": 10}).json() == {"drained": True}
         deliveries = http.get("/_fake/github/deliveries").json()
         assert [(d["event"], d["action"], d["status"]) for d in deliveries] == [("issues", "opened", 202)]
@@ -117,8 +121,11 @@ def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
         assert again.status_code == 202
         assert http.post("/_fake/github/deliveries/drain", json={}).json() == {"drained": True}
         unknown = http.post("/_fake/github/webhooks", json={"event": "push", "action": "x", "repo": "octo/hello"})
-        assert unknown.status_code == 400 and "no payload builder for push.x" in unknown.json()["message"]
+        assert unknown.status_code == 400
+        assert "no payload builder for push.x" in unknown.json()["message"]
         assert http.post("/_fake/github/clock", json={"advance": 5}).status_code == 200
     ids = [r.headers["x-github-delivery"] for r in receiver.app.received]
-    assert len(ids) == 2 and ids[0] == ids[1] and all(r.verified for r in receiver.app.received)
+    assert len(ids) == 2
+    assert ids[0] == ids[1]
+    assert all(r.verified for r in receiver.app.received)
     assert served.requests() == []  # admin calls are never journaled

@@ -51,8 +51,10 @@ def test_send_webhook_header_is_the_test_vector(receiver):
     receiver.app.secret = VECTOR_SECRET
     delivery = send_webhook(f"{receiver.url}/hook", "ping", b"Hello, World!", secret=VECTOR_SECRET, log=log)
     got = receiver.app.received[-1]
-    assert got.body == b"Hello, World!" and got.headers["x-hub-signature-256"] == VECTOR
-    assert delivery.status == 202 and delivery.ok
+    assert got.body == b"Hello, World!"
+    assert got.headers["x-hub-signature-256"] == VECTOR
+    assert delivery.status == 202
+    assert delivery.ok
 
 
 def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
@@ -63,7 +65,9 @@ def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
         )
         got = receiver.app.received[-1]
         header = got.headers["x-hub-signature-256"]
-        assert delivery.status == 202 and got.verified and got.body == delivery.body
+        assert delivery.status == 202
+        assert got.verified
+        assert got.body == delivery.body
         assert verify_signature(secret=SECRET, body=got.body, header=header)
         assert githubkit.webhooks.verify(SECRET, got.body, header)
         assert json.loads(got.body) == {"action": "opened", **TRAPS}
@@ -85,19 +89,24 @@ def test_delivery_headers_status_duration_and_no_retry(receiver):
         log=log,
     )
     headers = receiver.app.received[-1].headers
-    assert headers["x-github-event"] == "issues" and headers["x-github-hook-id"] == "42"
-    assert uuid.UUID(headers["x-github-delivery"]) and headers["x-github-delivery"] == good.id
+    assert headers["x-github-event"] == "issues"
+    assert headers["x-github-hook-id"] == "42"
+    assert uuid.UUID(headers["x-github-delivery"])
+    assert headers["x-github-delivery"] == good.id
     assert headers["x-github-hook-installation-target-type"] == "repository"
     assert headers["x-github-hook-installation-target-id"] == "7"
     assert re.fullmatch(r"GitHub-Hookshot/[0-9a-f]{7}", headers["user-agent"])
     assert headers["content-type"] == "application/json"
     body = receiver.app.received[-1].body
     assert headers["x-hub-signature"] == "sha1=" + hmac.new(SECRET.encode(), body, hashlib.sha1).hexdigest()
-    assert good.status == 202 and good.duration is not None and 0 <= good.duration < 10
+    assert good.status == 202
+    assert good.duration is not None
+    assert 0 <= good.duration < 10
     rejected = send_webhook(
         f"{receiver.url}/hook", "issues", {"action": "opened"}, secret="wrong", log=log, check=False
     )
-    assert rejected.status == 401 and not rejected.ok
+    assert rejected.status == 401
+    assert not rejected.ok
     assert len(receiver.app.received) == 2  # the failed delivery was not retried
     assert [d.id for d in log.all()] == [good.id, rejected.id]
 
@@ -108,7 +117,8 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_failed_delivery(receiver):
     slow = send_webhook(
         f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
     )
-    assert slow.status is None and "timed out" in slow.error
+    assert slow.status is None
+    assert "timed out" in slow.error
     assert 0.4 <= slow.duration < 5.0  # generous bound: the deadline was 0.5 s
     assert len(receiver.requests(path_prefix="/hook")) == 1  # no automatic retry
 
@@ -118,9 +128,12 @@ def test_redelivery_reuses_the_guid_and_the_bytes(receiver):
     first = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET, log=log)
     again = redeliver(first.id, log=log)
     one, two = receiver.app.received
-    assert again.redelivery and again.id == first.id and again.status == 202
+    assert again.redelivery
+    assert again.id == first.id
+    assert again.status == 202
     assert one.headers["x-github-delivery"] == two.headers["x-github-delivery"] == first.id
-    assert one.body == two.body and one.headers["x-hub-signature-256"] == two.headers["x-hub-signature-256"]
+    assert one.body == two.body
+    assert one.headers["x-hub-signature-256"] == two.headers["x-hub-signature-256"]
     with pytest.raises(KeyError, match="no recorded webhook delivery"):
         redeliver("00000000-0000-0000-0000-000000000000", log=log)
 
@@ -141,8 +154,10 @@ def test_duplicate_reordered_and_form_encoded_faults(receiver):
         f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET, content_type="form", log=log
     )
     got = receiver.app.received[-1]
-    assert form.status == 202 and got.verified  # signed over the urlencoded bytes exactly as sent
-    assert got.headers["content-type"] == "application/x-www-form-urlencoded" and got.body.startswith(b"payload=")
+    assert form.status == 202
+    assert got.verified  # signed over the urlencoded bytes exactly as sent
+    assert got.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert got.body.startswith(b"payload=")
     assert json.loads(parse_qs(got.body.decode())["payload"][0]) == {"action": "opened", **TRAPS}
     with pytest.raises(ValueError, match="content_type"):
         send_webhook(f"{receiver.url}/hook", "issues", {}, secret=SECRET, content_type="xml", log=log)
@@ -200,7 +215,8 @@ def test_every_built_payload_parses_with_githubkits_webhook_models(fake_inproc, 
     }
     for (event, action), payload in built.items():
         model = webhook_models.parse(event, json.dumps(payload).encode(), version)
-        assert model.action == action and model.repository.full_name == REPO
+        assert model.action == action
+        assert model.repository.full_name == REPO
         assert model.installation.id == payload["installation"]["id"]
         assert payload["repository"]["url"].startswith("http://fake-github/")  # no public URL: the documented default
     assert built[("issues", "labeled")]["label"]["name"] == "bug"
@@ -226,10 +242,12 @@ def test_api_created_comments_and_labels_emit_deliveries_with_a_bot_sender(no_le
     events = {(r.headers["x-github-event"], json.loads(r.body)["action"]): r for r in receiver.app.received}
     assert set(events) == {("issue_comment", "created"), ("issues", "labeled")}
     comment_event = webhook_models.parse("issue_comment", events[("issue_comment", "created")].body)
-    assert comment_event.sender.login == "reply-bot[bot]" and comment_event.sender.type == "Bot"
+    assert comment_event.sender.login == "reply-bot[bot]"
+    assert comment_event.sender.type == "Bot"
     assert comment_event.comment.body.startswith("<!-- agent-controller:reply -->")
     labeled = webhook_models.parse("issues", events[("issues", "labeled")].body)
-    assert labeled.label.name == "answered" and labeled.sender.type == "Bot"
+    assert labeled.label.name == "answered"
+    assert labeled.sender.type == "Bot"
     assert all(r.verified for r in receiver.app.received)
     assert [d.status for d in fake.deliveries.all()] == [202, 202]
 
@@ -249,5 +267,6 @@ def test_a_dripping_receiver_cannot_stretch_the_delivery_deadline(receiver):
     slow = send_webhook(
         f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
     )
-    assert slow.status is None and "deadline" in slow.error
+    assert slow.status is None
+    assert "deadline" in slow.error
     assert slow.duration < 1.5  # one total deadline, not per read

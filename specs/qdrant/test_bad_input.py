@@ -160,7 +160,8 @@ def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, g
     response = _raw(http, method, path, content)
     assert response.status_code == 400, response.text
     error = response.json()["status"]["error"]
-    assert error.startswith("Format error in JSON body: ") and gist in error, error
+    assert error.startswith("Format error in JSON body: "), error
+    assert gist in error, error
     assert http.post("/collections/c/points/count", json={"exact": True}).json()["result"]["count"] == 1
 
 

@@ -38,9 +38,11 @@ def test_version_check_passes_without_warning(fake_qdrant):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         info = QdrantClient(url=fake_qdrant.url, timeout=5, check_compatibility=False).info()
-    assert info.version == "1.20.0" and info.title == "qdrant - vector search engine"
+    assert info.version == "1.20.0"
+    assert info.title == "qdrant - vector search engine"
     server = get_server_version(fake_qdrant.url, {}, None, 5)
-    assert server == "1.20.0" and is_compatible(version("qdrant-client"), server)
+    assert server == "1.20.0"
+    assert is_compatible(version("qdrant-client"), server)
 
 
 def test_collections_create_get_exists_list_delete(client: QdrantClient, fake_qdrant):
@@ -49,9 +51,12 @@ def test_collections_create_get_exists_list_delete(client: QdrantClient, fake_qd
         client.create_collection("a", vectors_config=m.VectorParams(size=4, distance=m.Distance.DOT))
     assert exists.value.status_code == 409
     info = client.get_collection("a")
-    assert isinstance(info, m.CollectionInfo) and info.points_count == 0
-    assert info.config.params.vectors.size == 4 and info.config.params.vectors.distance == m.Distance.DOT
-    assert client.collection_exists("a") is True and client.collection_exists("b") is False
+    assert isinstance(info, m.CollectionInfo)
+    assert info.points_count == 0
+    assert info.config.params.vectors.size == 4
+    assert info.config.params.vectors.distance == m.Distance.DOT
+    assert client.collection_exists("a") is True
+    assert client.collection_exists("b") is False
     assert [c.name for c in client.get_collections().collections] == ["a"]
     assert client.delete_collection("a") is True
     assert client.delete_collection("a") is False
@@ -65,7 +70,8 @@ def test_upsert_list_and_batch_retrieve_and_get_point(docs: QdrantClient, fake_q
     result = docs.upsert(
         "docs", m.Batch(ids=[3, 4], vectors=[[0, 0, 1, 0], [0, 0, 0, 2]], payloads=[{"k": 3}, {"k": 4}])
     )
-    assert isinstance(result, m.UpdateResult) and result.status == m.UpdateStatus.COMPLETED
+    assert isinstance(result, m.UpdateResult)
+    assert result.status == m.UpdateStatus.COMPLETED
     records = docs.retrieve("docs", [1, UUID_UPPER, 999], with_vectors=True)
     assert all(isinstance(r, m.Record) for r in records)
     by_id = {r.id: r for r in records}
@@ -75,9 +81,12 @@ def test_upsert_list_and_batch_retrieve_and_get_point(docs: QdrantClient, fake_q
     assert docs.retrieve("docs", [4], with_payload=False)[0].payload is None
     assert docs.count("docs").count == 5
     (upsert, batch) = fake_qdrant.requests(path_prefix="/collections/docs/points", method="PUT")
-    assert upsert.query == "wait=true" and "points" in upsert.json() and "batch" in batch.json()
+    assert upsert.query == "wait=true"
+    assert "points" in upsert.json()
+    assert "batch" in batch.json()
     get = docs.http.points_api.get_point("docs", "1").result
-    assert get.id == 1 and get.payload == {"city": "Berlin", "n": 1}
+    assert get.id == 1
+    assert get.payload == {"city": "Berlin", "n": 1}
 
 
 def test_upsert_by_named_vectors_and_query_using(client: QdrantClient):
@@ -102,12 +111,14 @@ def test_upsert_by_named_vectors_and_query_using(client: QdrantClient):
     assert [(p.id, pytest.approx(p.score)) for p in euclid] == [(1, 0.0), (2, 5.0)]  # distance, lower first
     with pytest.raises(UnexpectedResponse) as bad:
         client.query_points("named", query=[1, 1], using="nope")
-    assert bad.value.status_code == 400 and b"Not existing vector name error: nope" in bad.value.content
+    assert bad.value.status_code == 400
+    assert b"Not existing vector name error: nope" in bad.value.content
 
 
 def test_query_by_vector_filter_threshold_and_selectors(docs: QdrantClient):
     res = docs.query_points("docs", query=[1, 0, 0, 0], limit=3, with_payload=["city"])
-    assert type(res).__name__ == "QueryResponse" and all(isinstance(p, m.ScoredPoint) for p in res.points)
+    assert type(res).__name__ == "QueryResponse"
+    assert all(isinstance(p, m.ScoredPoint) for p in res.points)
     assert [p.id for p in res.points] == [2, 1, UUID]
     assert [p.score for p in res.points] == pytest.approx([1.0, 0.6, 0.0], abs=1e-6)
     assert res.points[0].payload == {"city": "Paris"}
@@ -123,7 +134,8 @@ def test_query_by_vector_filter_threshold_and_selectors(docs: QdrantClient):
 
 def test_query_by_point_id_excludes_itself(docs: QdrantClient):
     ids = [p.id for p in docs.query_points("docs", query=2, limit=5).points]
-    assert 2 not in ids and ids == [1, UUID]
+    assert 2 not in ids
+    assert ids == [1, UUID]
     with pytest.raises(UnexpectedResponse) as missing:
         docs.query_points("docs", query=77)
     assert missing.value.status_code == 404
@@ -135,9 +147,12 @@ def test_query_without_vector_lists_by_id(docs: QdrantClient):
 
 def test_scroll_follows_next_page_offset_across_int_and_uuid(docs: QdrantClient):
     page, nxt = docs.scroll("docs", limit=2)
-    assert [r.id for r in page] == [1, 2] and nxt == UUID
+    assert [r.id for r in page] == [1, 2]
+    assert nxt == UUID
     page, nxt = docs.scroll("docs", limit=2, offset=nxt, with_vectors=True)
-    assert [r.id for r in page] == [UUID] and nxt is None and page[0].vector == pytest.approx([0, 1, 0, 0])
+    assert [r.id for r in page] == [UUID]
+    assert nxt is None
+    assert page[0].vector == pytest.approx([0, 1, 0, 0])
     hits, _ = docs.scroll("docs", scroll_filter=m.Filter(must=[m.FieldCondition(key="n", range=m.Range(gte=2))]))
     assert [r.id for r in hits] == [2, UUID]
 
@@ -199,11 +214,13 @@ def test_wait_false_is_acknowledged(docs: QdrantClient):
 def test_legacy_search_route(docs: QdrantClient, raw):
     body = {"vector": [1, 0, 0, 0], "limit": 2, "with_payload": True}
     hits = raw.post("/collections/docs/points/search", json=body).json()["result"]
-    assert [h["id"] for h in hits] == [2, 1] and [m.ScoredPoint.model_validate(h).id for h in hits] == [2, 1]
+    assert [h["id"] for h in hits] == [2, 1]
+    assert [m.ScoredPoint.model_validate(h).id for h in hits] == [2, 1]
     named = raw.post(
         "/collections/docs/points/search", json={"vector": {"name": "x", "vector": [1, 0, 0, 0]}, "limit": 1}
     )
-    assert named.status_code == 400 and "Not existing vector name error: x" in named.json()["status"]["error"]
+    assert named.status_code == 400
+    assert "Not existing vector name error: x" in named.json()["status"]["error"]
 
 
 def test_in_process_transport_serves_the_same_client():

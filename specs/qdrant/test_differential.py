@@ -345,7 +345,8 @@ def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path):
                 for p in http.post("/collections/t/points/scroll", json={"filter": flt}).json()["result"]["points"]
             }
 
-        assert ids(flag) == {1, 2} and ids(condition) == {2}
+        assert ids(flag) == {1, 2}
+        assert ids(condition) == {2}
     local = QdrantClient(":memory:")
     local.create_collection("t", vectors_config=m.VectorParams(size=2, distance=m.Distance.DOT))
     local.upsert("t", [m.PointStruct(id=pid, vector=[1, 1], payload=p) for pid, p in payloads.items()])

@@ -118,6 +118,5 @@ def test_fetch_through_sees_reset_as_unreachable_and_status_as_an_answer(fq):
         anyio.run(lambda: fetch_through(fq.url, "POST", COUNT, timeout=2.0, json={}))
     fq.fault("status", COUNT, status=503, times=1)
     response = anyio.run(lambda: fetch_through(fq.url, "POST", COUNT, timeout=2.0, json={}))
-    assert response.status_code == 503 and response.json()["status"]["error"].startswith(
-        "Shard temporarily unavailable"
-    )
+    assert response.status_code == 503
+    assert response.json()["status"]["error"].startswith("Shard temporarily unavailable")

@@ -38,14 +38,16 @@ def test_scroll_all_follows_next_page_offset(loaded, fake_qdrant):
 
 def test_points_where_and_exists(loaded):
     assert [p["id"] for p in loaded.points_where("tools", "kind", "b")] == [3, 6, 9, 12, 15, 18, 21, 24]
-    assert loaded.exists("tools") and not loaded.exists("nope")
+    assert loaded.exists("tools")
+    assert not loaded.exists("nope")
     assert loaded.collections() == ["tools"]
 
 
 def test_errors_name_the_collection_and_qdrants_message(loaded):
     with pytest.raises(QdrantReadError) as missing:
         loaded.count("nope")
-    assert missing.value.status == 404 and "Collection `nope` doesn't exist" in str(missing.value)
+    assert missing.value.status == 404
+    assert "Collection `nope` doesn't exist" in str(missing.value)
 
 
 def test_a_hung_qdrant_is_bounded(loaded, fake_qdrant):

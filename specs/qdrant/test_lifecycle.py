@@ -90,4 +90,5 @@ def test_a_forgotten_in_process_handle_is_cleaned_at_interpreter_exit(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     data_dir = Path(done.stdout.strip())
-    assert data_dir.name.startswith("fake-qdrant-") and not data_dir.exists()
+    assert data_dir.name.startswith("fake-qdrant-")
+    assert not data_dir.exists()

@@ -52,7 +52,8 @@ def test_payload_only_touch_leaves_vectors_untouched(caller_tools: QdrantClient,
     before = {r.id: r.vector for r in caller_tools.retrieve("caller_tools", ids, with_vectors=True)}
     caller_tools.set_payload("caller_tools", {"lastSeenAt": 99_999}, points=ids, wait=False)
     (touch,) = fake_qdrant.requests(path_prefix="/collections/caller_tools/points/payload")
-    assert touch.query == "wait=false" and touch.json() == {"payload": {"lastSeenAt": 99_999}, "points": ids}
+    assert touch.query == "wait=false"
+    assert touch.json() == {"payload": {"lastSeenAt": 99_999}, "points": ids}
     after = caller_tools.retrieve("caller_tools", ids, with_vectors=True)
     assert {r.id: r.vector for r in after} == before
     assert all(r.payload == {"name": r.payload["name"], "lastSeenAt": 99_999} for r in after)
