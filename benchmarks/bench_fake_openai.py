@@ -23,6 +23,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import fakes.openai
+from fakes.openai import OpenAIFake
 from fakes.server import FakeHandle
 
 REQUESTS, WARMUP = 400, 40
@@ -90,7 +91,7 @@ def _stream(client: httpx.Client, firsts: list[float], totals: list[float]) -> N
     assert len(frames) - 2 == 50, f"expected 50 chunks, got {len(frames) - 2}"
 
 
-def _measure(label: str, handle: FakeHandle, client: httpx.Client) -> None:
+def _measure(label: str, handle: FakeHandle[OpenAIFake], client: httpx.Client) -> None:
     handle.app.set_default({"text": WORDS})
     samples, wall = _timed(lambda: _completion(client))
     _show(

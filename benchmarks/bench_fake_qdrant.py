@@ -1,4 +1,4 @@
-"""Benchmark (issue #4): filtered query latency and throughput of the fake Qdrant through its REST (a real socket,
+"""Benchmark: filtered query latency and throughput of the fake Qdrant through its REST (a real socket,
 httpx keep-alive), beside the same query on the engine called directly (qdrant-edge, in-process).
 
 10,000 points of dimension 384 (Cosine), payload ``group`` in 0..9; each query is a nearest-vector query with
@@ -13,6 +13,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fakes.qdrant
 
 POINTS, DIM, GROUPS, QUERIES, WARMUP, THREADS = 10_000, 384, 10, 400, 30, 4
+#: One query: the vector and the ``group`` to filter on.
+Query = tuple[list[float], int]
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -42,7 +45,7 @@ def _report(name: str, samples: list[float], wall: float) -> dict[str, float]:
     return {"p50": p50, "p99": p99, "qps": qps}
 
 
-def _timed(call, queries) -> tuple[list[float], float]:
+def _timed(call: Callable[[Query], object], queries: list[Query]) -> tuple[list[float], float]:
     for q in queries[:WARMUP]:
         call(q)
     samples = []
@@ -78,7 +81,7 @@ def main() -> None:
                 )
             )
 
-        def direct(q):
+        def direct(q: Query) -> object:
             vector, group = q
             return shard.query(
                 qe.QueryRequest(
@@ -107,7 +110,7 @@ def main() -> None:
             ).raise_for_status()
         assert http.post("/collections/bench/points/count", json={"exact": True}).json()["result"]["count"] == POINTS
 
-        def rest(q, client=http):
+        def rest(q: Query, client: httpx.Client = http) -> None:
             vector, group = q
             response = client.post(
                 "/collections/bench/points/query",
@@ -123,7 +126,7 @@ def main() -> None:
 
         fake = _report("fake REST (1 client)", *_timed(rest, queries))
 
-        def worker(chunk):
+        def worker(chunk: list[Query]) -> list[float]:
             with httpx.Client(base_url=fq.url, timeout=30) as own:
                 return [_timed_one(rest, q, own) for q in chunk]
 
@@ -140,7 +143,7 @@ def main() -> None:
     )
 
 
-def _timed_one(call, q, client) -> float:
+def _timed_one(call: Callable[[Query, httpx.Client], object], q: Query, client: httpx.Client) -> float:
     t = time.perf_counter()
     call(q, client)
     return time.perf_counter() - t

@@ -7,6 +7,7 @@ one line ``fake <name> listening on http://H:P`` to stdout once serving (useful 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable, Sequence
 
@@ -37,7 +38,7 @@ def run_main(
     server = build_server(FakeRuntime(app), log_level=args.log_level)
     original_startup = server.startup
 
-    async def startup(sockets=None) -> None:
+    async def startup(sockets: list[socket.socket] | None = None) -> None:
         await original_startup(sockets=sockets)
         print(f"fake {app.name} listening on {url_for(sock)}", flush=True)
 

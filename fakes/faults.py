@@ -100,11 +100,12 @@ class Fault:
         self.headers = [(str(k), str(v)) for k, v in self.headers]
         if any(c in text for pair in self.headers for text in pair for c in "\r\n\0"):
             raise FaultSpecError(f"fault headers={self.headers!r}: a header name or value holds CR, LF or NUL")
-        if isinstance(self.body, str):
-            self.body = self.body.encode()
-        if self.body is not None and not isinstance(self.body, bytes):
+        body: object = self.body  # from JSON or keywords: any type until checked here
+        if isinstance(body, str):
+            self.body = body.encode()
+        elif body is not None and not isinstance(body, bytes):
             raise FaultSpecError(
-                f"fault body={self.body!r}: give a string or bytes (or leave it out for the fake's own error body)"
+                f"fault body={body!r}: give a string or bytes (or leave it out for the fake's own error body)"
             )
         if self.remaining is None:
             self.remaining = self.times

@@ -95,7 +95,7 @@ def parse_since(value: float | int | str | datetime | None) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value.timestamp() if value.tzinfo else value.replace(tzinfo=_utc()).timestamp()
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
     if isinstance(value, (int, float)):
         return float(value)
     try:
@@ -107,11 +107,6 @@ def parse_since(value: float | int | str | datetime | None) -> float | None:
     except ValueError:
         raise ValueError(f"since={value!r} is neither epoch seconds nor an RFC 3339 timestamp") from None
     return parse_since(parsed)
-
-
-def _utc():
-
-    return UTC
 
 
 class Journal:

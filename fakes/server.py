@@ -9,12 +9,13 @@ hangs and drips end at stop, and the thread and socket are gone when the context
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import socket
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 import uvicorn
@@ -23,7 +24,7 @@ from fakes.asgi import FakeASGI
 from fakes.core import FakeApp
 from fakes.faults import Fault
 from fakes.journal import JournalEntry
-from fakes.runtime import FakeRuntime
+from fakes.runtime import AppT, FakeRuntime
 from fakes.transport import AsyncFakeTransport, FakeTransport
 
 
@@ -31,15 +32,19 @@ class FakeServerError(RuntimeError):
     """The fake's server did not start or stop within its bound, or died while starting."""
 
 
-class FakeHandle:
+#: The concrete fake given to :func:`serve_fake` / :func:`in_process`.
+_App = TypeVar("_App", bound=FakeApp)
+
+
+class FakeHandle(Generic[AppT]):
     """What a spec holds while a fake runs.
 
     ``url`` is the base URL (``http://127.0.0.1:<port>`` on a socket; ``http://<name>.fake`` in-process, where only
-    :meth:`transport` / :meth:`async_transport` reach it). ``app`` is the fake itself, ``runtime`` its journal and
-    fault table.
+    :meth:`transport` / :meth:`async_transport` reach it). ``app`` is the fake itself (typed as the fake's own class:
+    ``FakeHandle[QdrantFake]``), ``runtime`` its journal and fault table.
     """
 
-    def __init__(self, runtime: FakeRuntime, url: str, *, served: bool) -> None:
+    def __init__(self, runtime: FakeRuntime[AppT], url: str, *, served: bool) -> None:
         self.runtime = runtime
         self.app = runtime.app
         self.url = url
@@ -97,12 +102,12 @@ class _FakeUvicornServer(uvicorn.Server):
         self.asgi = asgi
         self.ready = threading.Event()
 
-    async def startup(self, sockets=None) -> None:
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started:
             self.ready.set()
 
-    async def shutdown(self, sockets=None) -> None:
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.asgi.begin_shutdown()
         await super().shutdown(sockets=sockets)
 
@@ -121,9 +126,7 @@ class _FakeUvicornServer(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def build_server(
-    runtime: FakeRuntime, *, graceful_timeout: float = 5.0, log_level: str = "warning"
-) -> _FakeUvicornServer:
+def build_server(runtime: FakeRuntime, *, graceful_timeout: int = 5, log_level: str = "warning") -> _FakeUvicornServer:
     """A uvicorn server for ``runtime`` (h11, asyncio loop, no lifespan, no websockets, no access log)."""
     asgi = FakeASGI(runtime)
     config = uvicorn.Config(
@@ -155,8 +158,8 @@ def url_for(sock: socket.socket) -> str:
 
 @contextlib.contextmanager
 def serve_fake(
-    app: FakeApp, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 10.0, stop_timeout: float = 10.0
-) -> Iterator[FakeHandle]:
+    app: _App, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 10.0, stop_timeout: float = 10.0
+) -> Iterator[FakeHandle[_App]]:
     """Serve ``app`` on a real socket in a daemon thread; yields a :class:`FakeHandle` with ``url`` set.
 
     Raises :class:`FakeServerError` if uvicorn is not serving within ``start_timeout`` seconds or its thread is still
@@ -164,7 +167,7 @@ def serve_fake(
     (e.g. a busy fixed port) propagates unchanged.
     """
     runtime = FakeRuntime(app)
-    server = build_server(runtime, graceful_timeout=max(stop_timeout / 2, 0.5))
+    server = build_server(runtime, graceful_timeout=max(math.ceil(stop_timeout / 2), 1))
     sock = bind(host, port)
     errors: list[BaseException] = []
 
@@ -205,7 +208,7 @@ def _stop(server: _FakeUvicornServer, thread: threading.Thread, name: str, timeo
         raise FakeServerError(f"fake {name}: uvicorn thread still alive {timeout + 2.0:.1f} s after stop was requested")
 
 
-def in_process(app: FakeApp) -> FakeHandle:
+def in_process(app: _App) -> FakeHandle[_App]:
     """A handle with no server: reach the fake through ``handle.transport()`` / ``async_transport()`` at
     ``handle.url`` (``http://<name>.fake``). Nothing to stop."""
     return FakeHandle(FakeRuntime(app), f"http://{app.name}.fake", served=False)

@@ -60,7 +60,9 @@ def _interrupted(runtime: FakeRuntime) -> bool:
     return runtime.stopping.is_set() or runtime.faults.cleared.is_set()
 
 
-def _response(outcome: Outcome, request: httpx.Request, stream) -> httpx.Response:
+def _response(
+    outcome: Outcome, request: httpx.Request, stream: httpx.SyncByteStream | httpx.AsyncByteStream
+) -> httpx.Response:
     assert outcome.response is not None
     return httpx.Response(outcome.response.status, headers=outcome.response.headers, stream=stream, request=request)
 
@@ -80,7 +82,7 @@ class FakeTransport(httpx.BaseTransport):
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
         if kind == "reset":
             raise httpx.ReadError(RESET_MESSAGE, request=request)
-        if kind == "latency":
+        if outcome.fault is not None and kind == "latency":
             self._delay(outcome.fault.delay, read, request)
         assert outcome.response is not None
         if outcome.fault is None and outcome.response.stream is None:
@@ -212,7 +214,7 @@ class AsyncFakeTransport(httpx.AsyncBaseTransport):
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
         if kind == "reset":
             raise httpx.ReadError(RESET_MESSAGE, request=request)
-        if kind == "latency":
+        if outcome.fault is not None and kind == "latency":
             if read is not None and outcome.fault.delay > read:
                 await self._wait(read, request, interruptible=False)
             await anyio.sleep(outcome.fault.delay)

@@ -70,7 +70,7 @@ from fakes.server import FakeHandle, serve_fake
 __all__ = ["QDRANT_VERSION", "InProcessQdrant", "QdrantFake", "in_process", "serve"]
 
 
-class InProcessQdrant(FakeHandle):
+class InProcessQdrant(FakeHandle[QdrantFake]):
     """A :class:`~fakes.server.FakeHandle` on a fake Qdrant with no socket, which owns the fake's temporary directory.
 
     Use it as a context manager (``with in_process() as fq:``) or call :meth:`close`; if neither happens, the
@@ -89,7 +89,7 @@ class InProcessQdrant(FakeHandle):
 
 
 @contextlib.contextmanager
-def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle]:
+def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle[QdrantFake]]:
     """Serve a fresh fake Qdrant on ``host:port`` (0 = OS-chosen) in a thread; yields its ``FakeHandle``.
 
     ``options`` go to :class:`QdrantFake` (``api_key``, ``apply_delay``). The fake's temporary files are removed on

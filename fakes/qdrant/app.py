@@ -25,6 +25,7 @@ from fakes.qdrant.filters import normalize_filter
 from fakes.qdrant.wire import (
     QDRANT_COMMIT,
     QDRANT_VERSION,
+    PointId,
     QdrantError,
     bad_request,
     collection_missing,
@@ -467,7 +468,7 @@ class QdrantFake:
         body = read_body(request)  # a malformed body is reported before a missing collection, as before
         return self._apply_selected(request, self._collection(c), body, "delete_points")
 
-    def _apply_selected(self, request: FakeRequest, collection: Any, body: dict, op: str, *args: Any) -> Any:
+    def _apply_selected(self, request: FakeRequest, collection: Any, body: dict[str, Any], op: str, *args: Any) -> Any:
         """Apply engine operation ``op`` to the points the body selects: ``op(ids, *args)`` for ``points``,
         ``op_by_filter(filter, *args)`` for ``filter`` (the engine's own naming of the two forms)."""
         ids, filt = _selector(body)
@@ -532,10 +533,10 @@ def _vector_params(raw: Any, where: str) -> VectorSpec:
 def _positive(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    value = unsigned(value, name)
-    if value < 1:
-        raise validation_error(f"{name}: value {value} invalid, must be 1 or larger")
-    return value
+    number = unsigned(value, name)
+    if number < 1:
+        raise validation_error(f"{name}: value {number} invalid, must be 1 or larger")
+    return number
 
 
 def _floats(values: Any, where: str) -> list[float]:
@@ -549,7 +550,7 @@ def _floats(values: Any, where: str) -> list[float]:
     return floats
 
 
-def _ids(values: Any, where: str) -> list:
+def _ids(values: Any, where: str) -> list[PointId]:
     if not isinstance(values, list):
         raise format_error(f"{where}: invalid type, expected a sequence")
     return [parse_point_id(v) for v in values]
@@ -601,7 +602,7 @@ def _batch(collection: Collection, raw: Any) -> list[qe.Point]:
     ]
 
 
-def _selector(body: dict[str, Any]) -> tuple[list | None, dict[str, Any] | None]:
+def _selector(body: dict[str, Any]) -> tuple[list[PointId] | None, dict[str, Any] | None]:
     """``points: [ids]`` or ``filter: {...}`` (ids win, as in Qdrant's ``PointsSelector`` order)."""
     if body.get("points") is not None:
         return _ids(body["points"], "points"), None

@@ -86,11 +86,11 @@ class Collection:
     def edge_filter(self, filt: dict[str, Any] | None) -> qe.Filter | None:
         return to_edge(filt, self._resolve_locally)
 
-    def _resolve_locally(self, cond: dict[str, Any]) -> set:
+    def _resolve_locally(self, cond: dict[str, Any]) -> set[Any]:
         points = self._all_points(with_payload=True)
         return local_mode_matches(cond, [(r.id, r.payload) for r in points])
 
-    def _all_points(self, *, with_payload: bool) -> list:
+    def _all_points(self, *, with_payload: bool) -> list[qe.Record]:
         total = self.shard.count(qe.CountRequest(exact=True))
         if total == 0:
             return []
@@ -147,10 +147,12 @@ class Collection:
 
     def count(self, filt: dict[str, Any] | None, exact: bool) -> int:
         with self.lock:
-            return self.call("count", qe.CountRequest(exact=exact, filter=self.edge_filter(filt)))
+            counted: int = self.call("count", qe.CountRequest(exact=exact, filter=self.edge_filter(filt)))
+            return counted
 
     def points_count(self) -> int:
-        return self.call("info").points_count
+        info: qe.ShardInfo = self.call("info")
+        return info.points_count
 
     def indexed_schema(self) -> dict[str, Any]:
         info = self.call("info")
@@ -169,8 +171,10 @@ class Collection:
         if isinstance(vector, dict):
             if using not in vector:
                 raise wrong_input(f"Not existing vector name error: {using}")
-            return vector[using]
-        return vector
+            named: list[float] = vector[using]
+            return named
+        unnamed: list[float] = vector
+        return unnamed
 
     def needs_local(self, filt: dict[str, Any] | None) -> bool:
         return has_bool_match(filt)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import qdrant_edge as qe
+from pydantic import BaseModel
 from qdrant_client.http import models
 
 from fakes.qdrant.wire import format_error, parse_point_id, validate, validation_error
@@ -33,7 +34,7 @@ FIELD_CHECKS = (
 )
 
 #: Resolves a condition (normalized JSON) to the set of point ids it matches, by local-mode rules.
-Resolver = Callable[[dict[str, Any]], set]
+Resolver = Callable[[dict[str, Any]], set[Any]]
 
 
 def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
@@ -93,11 +94,12 @@ def _normalize_condition(cond: Any, where: str) -> dict[str, Any]:
         validate(models.FieldCondition, cond, where)
         return dict(cond)
     if len(cond) == 1 and ("is_empty" in cond or "is_null" in cond or "has_vector" in cond):
-        model = {
+        by_key: dict[str, type[BaseModel]] = {
             "is_empty": models.IsEmptyCondition,
             "is_null": models.IsNullCondition,
             "has_vector": models.HasVectorCondition,
-        }[next(iter(cond))]
+        }
+        model = by_key[next(iter(cond))]
         validate(model, cond, where)
         return dict(cond)
     if not cond or set(cond) & set(FILTER_KEYS):
@@ -113,21 +115,25 @@ def to_edge(filt: dict[str, Any] | None, resolve: Resolver) -> qe.Filter | None:
 
 
 def _edge_filter(filt: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe.Filter:
-    def conv(items):
-        return None if items is None else [_edge_condition(c, resolve, nested=nested) for c in items]
+    def conv(items: list[dict[str, Any]]) -> list[qe.ConditionType]:
+        return [_edge_condition(c, resolve, nested=nested) for c in items]
+
+    def conv_clause(name: str) -> list[qe.ConditionType] | None:
+        items = filt.get(name)
+        return None if items is None else conv(items)
 
     min_should = filt.get("min_should")
     return qe.Filter(
-        must=conv(filt.get("must")),
-        should=conv(filt.get("should")),
-        must_not=conv(filt.get("must_not")),
+        must=conv_clause("must"),
+        should=conv_clause("should"),
+        must_not=conv_clause("must_not"),
         min_should=None
         if min_should is None
         else qe.MinShould(conv(min_should["conditions"]), min_should["min_count"]),
     )
 
 
-def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool):
+def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe.ConditionType:
     # A bool match is resolved by local mode, whole; a sub-filter holding one is split further instead.
     if not nested and "has_id" not in cond and has_bool_match(cond) and not set(cond) <= set(FILTER_KEYS):
         return qe.HasIdCondition(resolve(cond))
@@ -163,7 +169,7 @@ def _edge_field(cond: dict[str, Any]) -> qe.FieldCondition:
     )
 
 
-def _edge_match(match: dict[str, Any]):
+def _edge_match(match: dict[str, Any]) -> qe.MatchType:
     ((kind, value),) = match.items()
     values = value if isinstance(value, list) else [value]
     if kind in ("value", "any", "except") and any(_beyond_i64(v) for v in values):
@@ -192,7 +198,7 @@ def _beyond_i64(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
 
 
-def _edge_range(rng: dict[str, Any]):
+def _edge_range(rng: dict[str, Any]) -> qe.RangeType:
     bounds = {k: v for k, v in rng.items() if v is not None}
     if any(isinstance(v, str) for v in bounds.values()):
         return qe.RangeDateTime(**bounds)
@@ -211,7 +217,7 @@ def has_bool_match(node: Any) -> bool:
     return False
 
 
-def local_mode_matches(cond: dict[str, Any], points: list[tuple[Any, dict[str, Any]]]) -> set:
+def local_mode_matches(cond: dict[str, Any], points: list[tuple[Any, dict[str, Any] | None]]) -> set[Any]:
     """Ids among ``points`` (id, payload) that ``cond`` matches under qdrant-client's local-mode rules."""
     from qdrant_client.local.payload_filters import check_filter
 
