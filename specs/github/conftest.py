@@ -3,9 +3,6 @@ clients (githubkit per schema version with retries off, PyGithub over the socket
 
 from __future__ import annotations
 
-import os
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -13,27 +10,16 @@ from githubkit import GitHub
 
 from fakes.github import in_process, unserved
 from fakes.server import FakeHandle, serve_fake
+from fakes.testing import no_leaks as leak_check
 from specs.github.receiver import Receiver
 from specs.github.world import SCHEMAS, TOKEN, seed
-
-
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 @pytest.fixture
 def no_leaks() -> Iterator[None]:
     """Fail the test if threads or file descriptors are not back to baseline after it (bounded settle: 5 s)."""
-    threads, fds = set(threading.enumerate()), _fds()
-    yield
-    deadline = time.monotonic() + 5.0
-    extra: set[threading.Thread] = set()
-    while time.monotonic() < deadline:
-        extra = {t for t in set(threading.enumerate()) - threads if t.is_alive()}
-        if not extra and _fds() <= fds:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"leaked threads {sorted(t.name for t in extra)} / fds {_fds()} > {fds}")
+    with leak_check():
+        yield
 
 
 @pytest.fixture
