@@ -8,7 +8,8 @@ socket (uvicorn in a thread, httpx keep-alive), for
 each figure beside its target and a verdict. Targets: the fake must never be what a chat spec waits on (a real model
 takes 300-1000 ms to its first token), and must serve a spec making hundreds of calls in well under a second of
 fake time: non-streaming >= 200 req/s and p99 <= 25 ms; stream first chunk p99 <= 25 ms, whole stream p99 <= 50 ms.
-Figures, not asserts (house rules). Run: ``.venv/bin/python benchmarks/bench_fake_openai.py``.
+Figures, not asserts: timing is measured here, never asserted in a spec.
+Run: ``.venv/bin/python benchmarks/bench_fake_openai.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ httpx keep-alive), beside the same query on the engine called directly (qdrant-e
 10,000 points of dimension 384 (Cosine), payload ``group`` in 0..9; each query is a nearest-vector query with
 ``filter: {must: [{key: group, match: {value: g}}]}`` (1,000 candidates), ``limit`` 10, payload on. Prints p50 and
 p99 latency (ms), sequential queries per second, 4-thread QPS for the REST path, and the REST/engine ratios.
-Figures, not asserts (house rules). Run: ``.venv/bin/python benchmarks/bench_fake_qdrant.py``.
+Figures, not asserts: timing is measured here, never asserted in a spec.
+Run: ``.venv/bin/python benchmarks/bench_fake_qdrant.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Serving a fake: uvicorn in a thread on an OS-chosen port (``serve_fake``), or in-process with no socket
 (``in_process``), both giving a :class:`FakeHandle`.
 
-Lifecycle rules (house rules): the listening socket is bound by us with port 0 (never probed and released), start and
+Lifecycle rules: the listening socket is bound by us with port 0 (never probed and released), start and
 stop are bounded (``start_timeout`` / ``stop_timeout`` seconds, ``FakeServerError`` naming the hop when exceeded),
 hangs and drips end at stop, and the thread and socket are gone when the context exits.
 """

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_main(
             make,
             prog="python -m fakes.qdrant",
-            description="Fake Qdrant REST server (issue #4)",
+            description="Fake Qdrant REST server (fakes/qdrant/README.md)",
             add_arguments=_options,
             argv=argv,
         )

@@ -1,4 +1,4 @@
-"""The fake Qdrant's REST layer: routes, auth, ``wait``, request decoding (fakes-api.md §2.2–2.8).
+"""The fake Qdrant's REST layer: routes, auth, ``wait``, request decoding (``fakes/qdrant/README.md``, "The wire").
 
 Data lives in qdrant-edge shards (``fakes/qdrant/engine.py``); this module is the wire around them.
 """
@@ -61,10 +61,10 @@ class QdrantFake:
     """A Qdrant REST server's behaviour as a :class:`~fakes.core.FakeApp`.
 
     Options: ``api_key`` (require ``api-key: <k>`` or ``Authorization: Bearer <k>``; 401 plain text otherwise);
-    ``apply_delay`` (seconds, float: an update sent without ``wait=true`` is acknowledged at once and applied that
-    much later, and a failing one is silently dropped, like qdrant/qdrant#9039; ``None`` applies it before answering,
-    still ``acknowledged``); ``max_request_size_mb`` (Qdrant's ``service.max_request_size_mb``, default 32 as in
-    qdrant's ``config/config.yaml``: a larger body to a JSON route is a 400, ``src/actix/mod.rs`` ``JsonConfig``).
+    ``apply_delay`` (seconds, float: an update sent without ``wait=true`` is acknowledged at once and applied that much
+    later, and a failing one is silently dropped, as Qdrant does (qdrant/qdrant#9039); ``None`` applies it before
+    answering, still ``acknowledged``); ``max_request_size_mb`` (Qdrant's ``service.max_request_size_mb``, default 32 as
+    in qdrant's ``config/config.yaml``: a larger body to a JSON route is a 400, ``src/actix/mod.rs`` ``JsonConfig``).
     """
 
     name = "qdrant"
@@ -83,7 +83,7 @@ class QdrantFake:
         self._lock = threading.RLock()
         self._root = Path(tempfile.mkdtemp(prefix="fake-qdrant-"))
         # The directory goes when close() runs, or when the fake is garbage-collected, or at interpreter exit,
-        # whichever comes first: a forgotten close() cannot leave /tmp/fake-qdrant-* behind (trial finding 11).
+        # whichever comes first: a forgotten close() cannot leave /tmp/fake-qdrant-* behind.
         self._remove_root = weakref.finalize(self, shutil.rmtree, str(self._root), True)
         self._collections: dict[str, Collection] = {}
         self._timers: set[threading.Timer] = set()
@@ -154,7 +154,7 @@ class QdrantFake:
 
     def error_response(self, status: int) -> FakeResponse:
         """The body an injected ``status`` fault carries: Qdrant's error envelope, worded as Qdrant words that status
-        (``StorageError`` prefixes, fakes-api.md §2.2)."""
+        (``StorageError`` prefixes; ``fakes/qdrant/README.md``, "The wire")."""
         prefix = {
             400: "Bad request",
             403: "Forbidden",
@@ -163,7 +163,7 @@ class QdrantFake:
             429: "Rate limiting exceeded",
             503: "Shard temporarily unavailable",
         }.get(status, "Service internal error")
-        # Qdrant always sends Retry-After with a 429 (fakes-api.md §2.2); a fault's own header replaces this one.
+        # Qdrant always sends Retry-After with a 429; a fault's own header replaces this one.
         headers = [("retry-after", "1")] if status == 429 else []
         return error_envelope(
             QdrantError(status, f"{prefix}: injected HTTP {status} by the fake", headers), time.monotonic()
@@ -213,13 +213,13 @@ class QdrantFake:
         return collection
 
     def _apply(self, request: FakeRequest, collection: Collection, operation: Any) -> dict[str, Any]:
-        """Apply an update with Qdrant's ``wait`` semantics (fakes-api.md §2.7)."""
+        """Apply an update with Qdrant's ``wait`` semantics (``fakes/qdrant/README.md``, "``wait``")."""
         if query_flag(request, "wait"):
             return {"operation_id": collection.update(operation), "status": "completed"}
         if self.apply_delay is None:
             try:
                 op_id = collection.update(operation)
-            except QdrantError:  # an acknowledged update that fails is dropped silently (qdrant#9039)
+            except QdrantError:  # an acknowledged update that fails is dropped silently (qdrant/qdrant#9039)
                 op_id = collection.operation_id
             return {"operation_id": op_id, "status": "acknowledged"}
         op_id = collection.operation_id + 1
@@ -292,7 +292,7 @@ class QdrantFake:
         with self._lock:
             collection = self._collections.pop(c, None)
         if collection is None:
-            return False  # 200 with false, not 404 (fakes-api.md §2.4)
+            return False  # 200 with false, not 404 (Qdrant's ``delete_collection``)
         collection.close()
         return True
 
@@ -544,7 +544,7 @@ def _floats(values: Any, where: str) -> list[float]:
         raise format_error(f"{where}: invalid type, expected a sequence of numbers")
     floats = [float(x) for x in values]
     # Vectors are f32: a component past f32's range would be stored as infinity and make scores NaN/inf. The fake
-    # refuses it (stricter than serde's `as f32` cast; see the module docstring of fakes/qdrant/__init__.py).
+    # refuses it (stricter than serde's `as f32` cast; fakes/qdrant/README.md, "Malformed and hostile JSON").
     if floats and float(np.max(np.abs(floats))) > F32_MAX:
         raise format_error(f"{where}: number out of range for f32 (|x| > {F32_MAX:.8e})")
     return floats

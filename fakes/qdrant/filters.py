@@ -4,10 +4,11 @@ What is ours: the *wire* checks (an unknown key inside a ``Filter`` is 400; ``mu
 single object; ``has_id`` ids are u64 or UUID; a field condition with only ``key`` is 422) and the translation to
 ``qdrant_edge`` objects. What is not ours: every matching rule, which the engine applies.
 
-One binding quirk is worked around (fakes-api.md §2.14): qdrant-edge-py 0.9 coerces ``MatchValue(True)`` to the
-integer 1, so ``match: {value: true}`` would match ``1`` and miss ``true``. A condition holding a boolean match is
-therefore evaluated by qdrant-client's local-mode checker (``qdrant_client.local.payload_filters``, Qdrant's own
-Python port of the same rules) over the stored payloads, and handed to the engine as the equivalent ``has_id`` set.
+One binding quirk is worked around (``fakes/qdrant/README.md``, "Engine"): qdrant-edge-py 0.9 coerces
+``MatchValue(True)`` to the integer 1, so ``match: {value: true}`` would match ``1`` and miss ``true``. A condition
+holding a boolean match is therefore evaluated by qdrant-client's local-mode checker
+(``qdrant_client.local.payload_filters``, Qdrant's own Python port of the same rules) over the stored payloads, and
+handed to the engine as the equivalent ``has_id`` set.
 """
 
 from __future__ import annotations

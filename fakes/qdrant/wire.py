@@ -1,7 +1,7 @@
-"""Qdrant's wire contract: envelopes, error codes and messages, point ids (fakes-api.md §2.1–2.3, §2.8).
+"""Qdrant's wire contract: envelopes, error codes and messages, point ids.
 
-Everything here is what neither engine checks (fakes-api.md §2.14: local mode is no oracle for errors), so it is the
-fake's own code, written from Qdrant's source as quoted in the reference.
+Neither engine checks any of this (local mode is no oracle for errors), so it is the fake's own code, written from
+Qdrant's server source; ``fakes/qdrant/README.md`` ("The wire", "Point ids") lists the rules and their sources.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
 
-#: The Qdrant server version the fake claims on ``GET /`` (see ``fakes/qdrant/__init__.py`` for why).
+#: The Qdrant server version the fake claims on ``GET /`` (why this one: ``fakes/qdrant/README.md``, "Server version").
 QDRANT_VERSION = "1.20.0"
 #: No real commit: a marker so a version report never reads as a real build.
 QDRANT_COMMIT = "fake000000000000000000000000000000000000"
@@ -88,7 +88,8 @@ def error_envelope(error: QdrantError, started: float) -> FakeResponse:
 
 
 def parse_point_id(value: Any) -> PointId:
-    """A u64 or a UUID (returned lower-case hyphenated); anything else is Qdrant's 400 (fakes-api.md §2.8)."""
+    """A u64 or a UUID (returned lower-case hyphenated); anything else raises ``QdrantError`` 400 worded as Qdrant's
+    ``ExtendedPointId`` deserializer words it."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U64_MAX:
         return value
     if isinstance(value, str) and _UUID_RE.match(value):

@@ -1,5 +1,5 @@
 """``FakeRequest.json`` parses as strictly as a real server (RFC 8259, serde_json's depth limit) and always fails as
-``BadJson`` with a ``reason``; ``FakeResponse.json`` never emits NaN/Infinity (trial finding 5)."""
+``BadJson`` with a ``reason``; ``FakeResponse.json`` never emits NaN/Infinity, which no JSON parser accepts."""
 
 from __future__ import annotations
 

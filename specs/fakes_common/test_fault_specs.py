@@ -1,5 +1,5 @@
 """Fault descriptions are validated up front with ``FaultSpecError`` (never a raw TypeError or a crash on the socket
-later), and a status that cannot carry a body still answers cleanly (trial nits on ``fakes/faults.py``)."""
+later), and a status that cannot carry a body (204, 304) still answers cleanly."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each fault kind on a real socket, as an httpx client sees it (fakes/asgi.py; field-pitfalls.md §13, §16)."""
+"""Each fault kind on a real socket, as an httpx client sees it (``fakes/asgi.py``): a hang is a read timeout, a drip
+outlives per-read timeouts (httpx has no total timeout, encode/httpx#1450), a reset is ``ECONNRESET``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared fixtures for the fake Qdrant's conformance specs (issue #4)."""
+"""Shared fixtures for the fake Qdrant's conformance specs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The edge-case payload corpus for the differential filter suite (fakes-api.md §4.2.2).
+"""The edge-case payload corpus for the differential filter suite (``test_differential.py``).
 
 Every point carries a tricky value in ``v`` (``1`` vs ``1.0`` vs ``"1"`` vs ``true``, ``null``, ``[]``, ``[null]``,
 ``[1,null]``, ``{}``, nested arrays, arrays of objects, datetimes with and without offsets, date-only, missing) and

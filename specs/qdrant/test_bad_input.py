@@ -1,5 +1,5 @@
 """Bad input never crashes the fake: any JSON body to any route gets Qdrant's error envelope with a 4xx (or 501 for
-an unmodelled feature), never a 500, and the collection is unchanged (house rules: "bad input ... loses nothing")."""
+an unmodelled feature), never a 500, and the collection is unchanged: bad input gets a clear error and loses nothing."""
 
 from __future__ import annotations
 
@@ -156,7 +156,8 @@ def _raw(http: httpx.Client, method: str, path: str, content: bytes) -> httpx.Re
     ],
 )
 def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, gist):
-    """Trial finding 5: deep nesting, NaN/Infinity, overflowing numbers get Qdrant's 400 Format error."""
+    """Deep nesting, NaN/Infinity and overflowing numbers get Qdrant's 400 Format error (``fakes/qdrant/README.md``,
+    "Malformed and hostile JSON")."""
     response = _raw(http, method, path, content)
     assert response.status_code == 400, response.text
     error = response.json()["status"]["error"]
@@ -178,7 +179,7 @@ def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
 
 @pytest.mark.parametrize("size", [0, 65537, 1_000_000_000_000])
 def test_vector_size_outside_qdrants_range_is_422(http, size):
-    """Trial finding 6: ``VectorParams.size`` is validated 1..=65536 by Qdrant (``validate(range)``), worded by
+    """``VectorParams.size`` is validated 1..=65536 by Qdrant (``validate(range)``), worded by
     ``validation.rs`` ``describe_error`` for a range with both bounds."""
     response = http.put("/collections/other", json={"vectors": {"size": size, "distance": "Cosine"}})
     assert response.status_code == 422, response.text
@@ -194,7 +195,7 @@ def test_the_largest_vector_size_is_accepted(http):
 
 
 def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
-    """Trial finding 6: Qdrant's default ``service.max_request_size_mb`` is 32 (``config/config.yaml``); the JSON
+    """Qdrant's default ``service.max_request_size_mb`` is 32 (``config/config.yaml``); the JSON
     extractor refuses a bigger body with 400 before parsing it."""
     with fakes.qdrant.in_process() as fq, fq.client() as client:
         client.put("/collections/c", json={"vectors": {"size": 2, "distance": "Cosine"}})
@@ -250,8 +251,9 @@ def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
     ],
 )
 def test_type_errors_name_what_was_sent_as_serde_does(http, method, path, body, message):
-    """Trial nit: ``"size":"4"`` claimed ``integer `4```, body ``null`` claimed EOF, ``limit: -5`` said
-    ``invalid type: -5``; serde names the JSON value's own kind (fakes-api.md §2.2)."""
+    """serde names the JSON value's own kind: ``"size":"4"`` is a string (not ``integer `4```), a ``null`` body is
+    null (not EOF), ``limit: -5`` is an invalid value (not an invalid type); see ``fakes/qdrant/README.md``,
+    "The wire"."""
     response = _raw(http, method, path, json.dumps(body).encode())
     assert response.status_code == 400, response.text
     assert response.json()["status"]["error"] == f"Format error in JSON body: {message}"

@@ -1,5 +1,5 @@
-"""qdrant-client 1.20 drives every operation of issue #4 against the fake and gets the right types and values
-(fakes-api.md §4.2.1)."""
+"""qdrant-client 1.20 drives every operation the fake serves and gets the right types and values: int and UUID ids,
+named vectors, payload selectors, thresholds per distance, scroll across the int-then-UUID boundary."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Differential filter suite: the fake (qdrant-edge behind REST) against qdrant-client's local mode used directly
-(fakes-api.md §4.2.2). Hypothesis generates filters over the edge-case corpus in ``corpus.py``; for each, the ids
-(scroll), the exact count and the top-k order with scores (1e-5) must agree.
+(``fakes/qdrant/README.md``, "Engine"). Hypothesis generates filters over the edge-case corpus in ``corpus.py``; for
+each, the ids (scroll), the exact count and the top-k order with scores (1e-5) must agree.
 
 Known, explained disagreement between the *engines*: qdrant-edge-py coerces ``match: {value: true}`` to ``1``. The fake
 routes boolean matches through local mode's checker (``fakes/qdrant/filters.py``), so through REST the two agree;
@@ -194,7 +194,8 @@ def _local_ids(local: QdrantClient, flt: dict) -> list:
 
 
 def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset]]:
-    """Top-k as (score, ids with that score within 1e-5): tie order is unspecified (fakes-api.md §2.12)."""
+    """Top-k as (score, ids with that score within 1e-5): tie order is unspecified (``fakes/qdrant/README.md``,
+    "Scoring")."""
     out: list[tuple[float, set]] = []
     for pid, score in points:
         if out and abs(out[-1][0] - score) <= 1e-5:
@@ -228,7 +229,7 @@ def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(engines, flt):
     assert [g for _, g in fake_groups[:-1]] == [g for _, g in local_groups[:-1]], json.dumps(flt)  # last may be cut
 
 
-# -- hand-written cases: documented facts, asserted against the fake alone (fakes-api.md §2.9) ----------------------
+# -- hand-written cases: documented facts, asserted against the fake alone (fakes/qdrant/README.md, "Filter semantics")
 
 PAYLOADS = {
     1: {"a": 1},

@@ -1,6 +1,7 @@
-"""Each fault kind as qdrant-client sees it, and as ``harness.fetch_through``'s total deadline sees it (issue #4).
+"""Each fault kind as qdrant-client sees it, and as ``harness.fetch_through``'s total deadline sees it.
 
-qdrant-client never retries (fakes-api.md §2.13): every fault reaches the caller once.
+qdrant-client never retries (``fakes/qdrant/README.md``, "qdrant-client's behaviour"): every fault reaches the caller
+once.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def test_latency_delays_but_answers(fq):
 
 
 def test_drip_outlives_qdrant_clients_read_timeout(fq):
-    """Per-read timeouts never fire on a drip (field-pitfalls.md §13): the 1 s client gets its answer, late."""
+    """httpx's timeouts are per read, not in total, so a drip defeats them (encode/httpx#1450): the 1 s client gets
+    its answer, late."""
     fq.fault("drip", COUNT, interval=0.03, times=1)
     started = time.monotonic()
     assert _short_client(fq.url, timeout=1).count("c").count == 1

@@ -1,6 +1,7 @@
-"""Mutation differential (fakes-api.md §4.2.3): the same payload updates, deletes and upserts, sent to the fake
-through qdrant-client over REST and to local mode directly, leave identical collections (payloads and vectors).
-Also the top-k differential for the Dot and Euclid distances (Cosine is in ``test_differential.py``)."""
+"""Mutation differential (``fakes/qdrant/README.md``, "Payload mutation"): the same payload updates, deletes and
+upserts, sent to the fake through qdrant-client over REST and to local mode directly, leave identical collections
+(payloads and vectors). Also the top-k differential for the Dot and Euclid distances (Cosine is in
+``test_differential.py``)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,7 @@ def _apply(client: QdrantClient, op) -> str:
             client.upsert("mut", [m.PointStruct(id=pid, vector=[float(len(arg)), 1.0, -1.0], payload=arg)])
     except UnexpectedResponse as exc:  # the fake: 404 for a missing id
         return f"http {exc.status_code}"
-    except KeyError:  # local mode's way of saying the same (fakes-api.md §0.4)
+    except KeyError:  # local mode's way of saying the same (it raises where the server answers 404)
         return "http 404"
     return "ok"
 
@@ -139,9 +140,10 @@ def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
 
 
 def test_known_disagreement_null_after_clear(pair):
-    """``set_payload`` merges and a null deletes the key (fakes-api.md §2.11), in both engines. But on a point whose
-    payload was *cleared*, the engine stores ``{"a": null}`` as sent (no stored payload to merge into), while local
-    mode drops the null. The fake follows the engine; ``upsert`` with ``payload: {}`` does not trigger it."""
+    """``set_payload`` merges and a null deletes the key (``fakes/qdrant/README.md``, "Payload mutation"), in both
+    engines. But on a point whose payload was *cleared*, the engine stores ``{"a": null}`` as sent (no stored payload
+    to merge into), while local mode drops the null. The fake follows the engine; ``upsert`` with ``payload: {}`` does
+    not trigger it."""
     fake, local = pair
     results = []
     for client in (fake, local):

@@ -1,4 +1,5 @@
-"""The stack's three load-bearing shapes (fakes-api.md §1): has_id isolation, payload-only touch, TTL by range."""
+"""The stack's three load-bearing shapes (``fakes/qdrant/README.md``, "What the stack sends"): has_id isolation,
+payload-only touch, TTL by range."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The fake runs standalone, and from its manifest's command (issue #4: "runs in-process, standalone and from its
-manifest's command"). No cluster here: the Deployment's container command is run as a local process."""
+"""The fake runs standalone, and from its manifest's command (as well as in-process, everywhere else). No cluster
+here: the Deployment's container command is run as a local process."""
 
 from __future__ import annotations
 

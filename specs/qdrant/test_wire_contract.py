@@ -1,4 +1,4 @@
-"""Raw-HTTP contract: what neither engine checks (fakes-api.md §2.1–2.8, §4.2.4)."""
+"""Raw-HTTP contract: what neither engine checks (``fakes/qdrant/README.md``: "The wire", "``wait``", "Point ids")."""
 
 from __future__ import annotations
 
