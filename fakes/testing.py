@@ -11,8 +11,10 @@ checked instead, e.g. ``harness.testing.leaks.snapshot`` (child processes, liste
         with fakes.testing.no_leaks():
             yield
 
-``examples(default, deep)`` is a hypothesis ``max_examples``: ``default`` in ``make test``, ``deep`` when the
-environment variable ``FAKES_FUZZ`` is ``1`` (``make fuzz``), so both runs use the same spec code.
+``examples(default, deep)`` is a hypothesis ``max_examples``: ``default`` in ``make test`` (with ``derandomize``: a
+fixed seed), ``deep`` when the environment variable ``FAKES_FUZZ`` is ``1`` (``make fuzz``: fresh random inputs), so
+both runs use the same spec code. Deep specs carry the ``fuzz`` marker (:data:`FUZZ_MARKER`), which ``make fuzz``
+selects; a spec directory registers it with ``register_fuzz_marker(config)`` in its ``pytest_configure``.
 """
 
 from __future__ import annotations
@@ -25,12 +27,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, Self
 
+import pytest
+
 SETTLE = 5.0
 """Seconds the leak check lets ending threads and closing sockets settle before it fails."""
 POLL = 0.02
 """Seconds between two snapshots while settling (a poll of a real condition, bounded by ``SETTLE``)."""
 FUZZ_ENV = "FAKES_FUZZ"
 """Environment variable that selects the deep hypothesis runs (``FAKES_FUZZ=1``)."""
+FUZZ_MARKER = "fuzz: a hypothesis spec run shallow with a fixed seed in make test, deep under FAKES_FUZZ=1 (make fuzz)"
+"""The ``fuzz`` marker's registration line (``pytest --markers`` shows it)."""
 
 
 class Snapshot(Protocol):
@@ -98,3 +104,8 @@ def examples(default: int, deep: int) -> int:
 def fuzzing() -> bool:
     """True when the deep hypothesis runs are selected (``FAKES_FUZZ=1``)."""
     return os.environ.get(FUZZ_ENV, "") == "1"
+
+
+def register_fuzz_marker(config: pytest.Config) -> None:
+    """Register the ``fuzz`` marker (call from a conftest's ``pytest_configure``; registering twice is harmless)."""
+    config.addinivalue_line("markers", FUZZ_MARKER)

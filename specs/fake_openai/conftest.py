@@ -12,9 +12,14 @@ import pytest
 
 import fakes.openai
 from fakes.server import FakeHandle
+from fakes.testing import register_fuzz_marker
 
 KEY = "sk-fake-test-key-0001"
 TIMEOUT = 10.0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fakes.openai
+from fakes.testing import examples, fuzzing
 
 ROUTES = ["/v1/chat/completions", "/v1/responses", "/v1/embeddings"]
 KEYS = [
@@ -221,10 +222,11 @@ def http() -> Iterator[httpx.Client]:
         yield client
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=400,
+    max_examples=examples(150, 5000),
     deadline=None,
-    derandomize=True,
+    derandomize=not fuzzing(),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(route=st.sampled_from(ROUTES), body=bodies)
@@ -241,10 +243,11 @@ def test_garbage_bodies_get_an_openai_error_never_a_crash(http, route, body):
     assert error["message"]
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=400,
+    max_examples=examples(150, 5000),
     deadline=None,
-    derandomize=True,
+    derandomize=not fuzzing(),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(case=near_valid)
@@ -257,8 +260,12 @@ def test_near_valid_requests_are_answered_or_refused_never_a_crash(http, case):
         assert set(response.json()["error"]) == {"message", "type", "param", "code"}
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100, 2000),
+    deadline=None,
+    derandomize=not fuzzing(),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(raw=st.binary(max_size=200))
 def test_arbitrary_bytes_are_a_parse_error_or_a_validation_error(http, raw):

@@ -11,8 +11,13 @@ from githubkit import GitHub
 from fakes.github import in_process, unserved
 from fakes.server import FakeHandle, serve_fake
 from fakes.testing import no_leaks as leak_check
+from fakes.testing import register_fuzz_marker
 from specs.github.receiver import Receiver
 from specs.github.world import SCHEMAS, TOKEN, seed
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)
 
 
 @pytest.fixture

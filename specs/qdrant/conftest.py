@@ -8,6 +8,12 @@ import httpx
 import pytest
 from qdrant_client import QdrantClient
 
+from fakes.testing import register_fuzz_marker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)
+
 
 @pytest.fixture
 def client(fake_qdrant) -> Iterator[QdrantClient]:

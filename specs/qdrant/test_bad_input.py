@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fakes.qdrant
+from fakes.testing import examples, fuzzing
 
 ROUTES = [
     ("PUT", "/collections/c/points"),
@@ -87,8 +88,12 @@ def http() -> Iterator[httpx.Client]:
         yield client
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150, 5000),
+    deadline=None,
+    derandomize=not fuzzing(),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(route=st.sampled_from(ROUTES), body=bodies)
 def test_garbage_bodies_get_a_qdrant_error_never_a_crash(http, route, body):

@@ -21,6 +21,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
 import fakes.qdrant
+from fakes.testing import examples, fuzzing
 from specs.qdrant.corpus import ALL_IDS, UUIDS, corpus
 
 FIELDS = [
@@ -205,10 +206,11 @@ def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset]]:
     return [(s, frozenset(ids)) for s, ids in out]
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=400,
+    max_examples=examples(120, 5000),
     deadline=None,
-    derandomize=True,
+    derandomize=not fuzzing(),
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(flt=FILTERS)

@@ -15,6 +15,7 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 import fakes.qdrant
+from fakes.testing import examples, fuzzing
 
 IDS = [1, 2, 3, 4, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]
 SEED = [
@@ -101,8 +102,12 @@ def _known_disagreement(sequence) -> bool:
     return False
 
 
+@pytest.mark.fuzz
 @settings(
-    max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40, 2000),
+    deadline=None,
+    derandomize=not fuzzing(),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(sequence=st.lists(ops, min_size=1, max_size=5))
 def test_same_updates_same_collection(pair, sequence):
