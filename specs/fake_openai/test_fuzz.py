@@ -5,6 +5,7 @@ shape bug would surface here as a 500)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -246,7 +247,7 @@ def _crashed(response: httpx.Response) -> bool:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(route=st.sampled_from(ROUTES), body=bodies)
-def test_garbage_bodies_get_an_openai_error_never_a_crash(http, route, body) -> None:
+def test_garbage_bodies_get_an_openai_error_never_a_crash(http: httpx.Client, route: str, body: Any) -> None:
     response = http.post(route, json=body)
     assert not _crashed(response), f"{route} {body}: {response.text}"
     if response.status_code == 200:
@@ -267,7 +268,9 @@ def test_garbage_bodies_get_an_openai_error_never_a_crash(http, route, body) -> 
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(case=near_valid)
-def test_near_valid_requests_are_answered_or_refused_never_a_crash(http, case) -> None:
+def test_near_valid_requests_are_answered_or_refused_never_a_crash(
+    http: httpx.Client, case: tuple[str, dict[str, Any]]
+) -> None:
     route, body = case
     response = http.post(route, json=body)
     assert not _crashed(response), f"{route} {body}: {response.text}"
@@ -284,7 +287,7 @@ def test_near_valid_requests_are_answered_or_refused_never_a_crash(http, case) -
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(raw=st.binary(max_size=200))
-def test_arbitrary_bytes_are_a_parse_error_or_a_validation_error(http, raw) -> None:
+def test_arbitrary_bytes_are_a_parse_error_or_a_validation_error(http: httpx.Client, raw: bytes) -> None:
     response = http.post("/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
     assert response.status_code in (400, 404), response.text
     assert "message" in response.json()["error"]

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import selectors
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -24,17 +26,20 @@ MANIFESTS = ROOT / "fakes" / "openai" / "manifests"
 START_TIMEOUT = 30.0  # seconds for the process to print its listening line (imports included, on a loaded CI box)
 
 
-def _docs(name: str) -> dict:
-    return yaml.safe_load((MANIFESTS / name).read_text())
+def _docs(name: str) -> dict[str, Any]:
+    docs: dict[str, Any] = yaml.safe_load((MANIFESTS / name).read_text())
+    return docs
 
 
-def _read_line(proc, timeout: float) -> str:
+def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
+    assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
             if sel.select(remaining):
-                return proc.stdout.readline().decode()
+                line: bytes = proc.stdout.readline()
+                return line.decode()
             if proc.poll() is not None:
                 break
     raise AssertionError(
@@ -63,7 +68,7 @@ def _argv(kind: str, rules: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", ["module", "manifest"])
-def test_standalone_fake_loads_rules_serves_and_captures(kind, tmp_path):
+def test_standalone_fake_loads_rules_serves_and_captures(kind: str, tmp_path: Path) -> None:
     rules = tmp_path / "rules.json"
     if kind == "manifest":
         rules.write_text(_docs("rules-configmap.yaml")["data"]["rules.json"])
@@ -101,7 +106,7 @@ def test_standalone_fake_loads_rules_serves_and_captures(kind, tmp_path):
     assert proc.returncode == 0
 
 
-def test_a_bad_rules_file_stops_the_start_with_a_message(tmp_path):
+def test_a_bad_rules_file_stops_the_start_with_a_message(tmp_path: Path) -> None:
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps([{"when": {"nonsense": 1}, "reply": {"text": "x"}}]))
     done = run_bounded([sys.executable, "-m", "fakes.openai", "--port", "0", "--rules", str(rules)], timeout=60.0)
@@ -110,7 +115,7 @@ def test_a_bad_rules_file_stops_the_start_with_a_message(tmp_path):
     assert "nonsense" in done.stderr
 
 
-def test_manifests_agree_with_the_fake():
+def test_manifests_agree_with_the_fake() -> None:
     deployment, service = _docs("deployment.yaml"), _docs("service.yaml")
     pod = deployment["spec"]["template"]
     container = pod["spec"]["containers"][0]
