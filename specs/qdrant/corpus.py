@@ -8,6 +8,7 @@ rotating values in the other fields, so each generated filter meets many shapes 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 MISSING = object()
 
@@ -71,17 +72,17 @@ UUIDS = [
 ]
 
 
-def _put(payload: dict, key: str, value) -> None:
+def _put(payload: dict[str, Any], key: str, value: object) -> None:
     if value is not MISSING:
         payload[key] = value
 
 
-def corpus() -> list[tuple[int | str, list[float], dict]]:
+def corpus() -> list[tuple[int | str, list[float], dict[str, Any]]]:
     """(id, vector of 4 floats, payload) for every point: ints 1..30 then three UUIDs."""
     points = []
     ids: list[int | str] = list(range(1, len(TRICKY) + 1)) + UUIDS
     for i, pid in enumerate(ids):
-        payload: dict = {}
+        payload: dict[str, Any] = {}
         _put(payload, "v", TRICKY[i % len(TRICKY)])
         _put(payload, "n", [0, 1, 2.5, -1, 10, MISSING, 3, 1.0][i % 8])
         _put(payload, "s", TEXTS[i % len(TEXTS)])

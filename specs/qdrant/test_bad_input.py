@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -96,7 +97,7 @@ def http() -> Iterator[httpx.Client]:
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(route=st.sampled_from(ROUTES), body=bodies)
-def test_garbage_bodies_get_a_qdrant_error_never_a_crash(http, route, body):
+def test_garbage_bodies_get_a_qdrant_error_never_a_crash(http: httpx.Client, route: tuple[str, str], body: Any) -> None:
     method, path = route
     response = http.request(method, path + "?wait=true", json=body)
     assert response.status_code != 500, f"{method} {path} {body}: {response.text}"
@@ -114,7 +115,7 @@ def test_garbage_bodies_get_a_qdrant_error_never_a_crash(http, route, body):
     http.delete("/collections/other")
 
 
-def test_non_json_and_non_object_bodies(http):
+def test_non_json_and_non_object_bodies(http: httpx.Client) -> None:
     for content in (b"[1,2]", b"42", b"nul", b"\xff\xfe"):
         response = http.post(
             "/collections/c/points/scroll", content=content, headers={"content-type": "application/json"}
@@ -160,7 +161,9 @@ def _raw(http: httpx.Client, method: str, path: str, content: bytes) -> httpx.Re
         ),
     ],
 )
-def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, gist):
+def test_hostile_json_is_a_qdrant_400_never_a_500(
+    http: httpx.Client, method: str, path: str, content: bytes, gist: str
+) -> None:
     """Deep nesting, NaN/Infinity and overflowing numbers get Qdrant's 400 Format error (``fakes/qdrant/README.md``,
     "Malformed and hostile JSON")."""
     response = _raw(http, method, path, content)
@@ -171,7 +174,7 @@ def test_hostile_json_is_a_qdrant_400_never_a_500(http, method, path, content, g
     assert http.post("/collections/c/points/count", json={"exact": True}).json()["result"]["count"] == 1
 
 
-def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
+def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json() -> None:
     """A Dot score of two in-range f32 vectors can overflow; the fake never sends ``Infinity`` on the wire."""
     with fakes.qdrant.in_process() as fq, fq.client() as client:
         client.put("/collections/d", json={"vectors": {"size": 2, "distance": "Dot"}})
@@ -183,7 +186,7 @@ def test_a_score_past_f32_is_a_clear_qdrant_500_not_invalid_json():
 
 
 @pytest.mark.parametrize("size", [0, 65537, 1_000_000_000_000])
-def test_vector_size_outside_qdrants_range_is_422(http, size):
+def test_vector_size_outside_qdrants_range_is_422(http: httpx.Client, size: int) -> None:
     """``VectorParams.size`` is validated 1..=65536 by Qdrant (``validate(range)``), worded by
     ``validation.rs`` ``describe_error`` for a range with both bounds."""
     response = http.put("/collections/other", json={"vectors": {"size": size, "distance": "Cosine"}})
@@ -194,12 +197,12 @@ def test_vector_size_outside_qdrants_range_is_422(http, size):
     assert http.get("/collections/other/exists").json()["result"]["exists"] is False
 
 
-def test_the_largest_vector_size_is_accepted(http):
+def test_the_largest_vector_size_is_accepted(http: httpx.Client) -> None:
     assert http.put("/collections/other", json={"vectors": {"size": 65536, "distance": "Dot"}}).status_code == 200
     http.delete("/collections/other")
 
 
-def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
+def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing() -> None:
     """Qdrant's default ``service.max_request_size_mb`` is 32 (``config/config.yaml``); the JSON
     extractor refuses a bigger body with 400 before parsing it."""
     with fakes.qdrant.in_process() as fq, fq.client() as client:
@@ -255,7 +258,9 @@ def test_a_body_past_qdrants_32_mb_default_is_400_and_stores_nothing():
         ("POST", "/collections/c/points/scroll", None, "invalid type: null, expected a map at line 1 column 1"),
     ],
 )
-def test_type_errors_name_what_was_sent_as_serde_does(http, method, path, body, message):
+def test_type_errors_name_what_was_sent_as_serde_does(
+    http: httpx.Client, method: str, path: str, body: Any, message: str
+) -> None:
     """serde names the JSON value's own kind: ``"size":"4"`` is a string (not ``integer `4```), a ``null`` body is
     null (not EOF), ``limit: -5`` is an invalid value (not an invalid type); see ``fakes/qdrant/README.md``,
     "The wire"."""
@@ -264,7 +269,7 @@ def test_type_errors_name_what_was_sent_as_serde_does(http, method, path, body, 
     assert response.json()["status"]["error"] == f"Format error in JSON body: {message}"
 
 
-def test_an_empty_body_is_still_eof(http):
+def test_an_empty_body_is_still_eof(http: httpx.Client) -> None:
     response = _raw(http, "POST", "/collections/c/points/scroll", b"")
     error = response.json()["status"]["error"]
     assert error == "Format error in JSON body: EOF while parsing a value at line 1 column 0"

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -67,7 +69,7 @@ def engines() -> Iterator[tuple[httpx.Client, QdrantClient]]:
     local.close()
 
 
-def _leaf(field: str) -> st.SearchStrategy[dict]:
+def _leaf(field: str) -> st.SearchStrategy[dict[str, Any]]:
     ints = st.lists(st.integers(-1, 3), max_size=3, unique=True)
     strs = st.lists(st.sampled_from(["1", "a", "b", "x", "hello"]), max_size=3, unique=True)
     bound = st.one_of(st.none(), st.sampled_from([-1, 0, 0.5, 1, 1.0, 2, 2.5, 3, 10]))
@@ -110,17 +112,17 @@ def _leaf(field: str) -> st.SearchStrategy[dict]:
     )
 
 
-def _has_id() -> st.SearchStrategy[dict]:
+def _has_id() -> st.SearchStrategy[dict[str, Any]]:
     spellings = st.sampled_from(ALL_IDS + [u.upper() for u in UUIDS] + [u.replace("-", "") for u in UUIDS])
     return st.builds(lambda ids: {"has_id": ids}, st.lists(spellings, max_size=5))
 
 
-def _leaves(fields: list[str]) -> st.SearchStrategy[dict]:
+def _leaves(fields: list[str]) -> st.SearchStrategy[dict[str, Any]]:
     """Leaf conditions over ``fields``, built once (``flatmap`` would rebuild strategies per draw: slow)."""
     return st.one_of(*[_leaf(f) for f in fields])
 
 
-def _conditions(leaf_fields: list[str], depth: int) -> st.SearchStrategy[dict]:
+def _conditions(leaf_fields: list[str], depth: int) -> st.SearchStrategy[dict[str, Any]]:
     base = st.one_of(_leaves(leaf_fields), _has_id()) if leaf_fields != NESTED_FIELDS else _leaves(leaf_fields)
     if depth <= 0:
         return base
@@ -131,7 +133,7 @@ def _conditions(leaf_fields: list[str], depth: int) -> st.SearchStrategy[dict]:
     return st.one_of(*options)
 
 
-def _filters(leaf_fields: list[str] = FIELDS, depth: int = 2) -> st.SearchStrategy[dict]:
+def _filters(leaf_fields: list[str] = FIELDS, depth: int = 2) -> st.SearchStrategy[dict[str, Any]]:
     cond = _conditions(leaf_fields, depth - 1) if depth else _leaves(leaf_fields)
     # Inside ``nested`` an empty ``should`` is a known engine/local-mode disagreement, pinned separately below.
     clause = st.lists(cond, max_size=2, min_size=1 if leaf_fields == NESTED_FIELDS else 0)
@@ -162,7 +164,7 @@ FILTERS = st.one_of(
 )
 
 
-def _known_disagreement(node) -> bool:
+def _known_disagreement(node: object) -> bool:
     """Shapes where the engine (so the fake) and local mode are known to differ, pinned by their own specs below:
     the *field-flag* form ``{"key": "x[]", "is_empty": true}`` over an array holding a null."""
     if isinstance(node, dict):
@@ -179,25 +181,25 @@ def _known_disagreement(node) -> bool:
     return False
 
 
-def _norm(pid):
+def _norm(pid: object) -> str:
     return str(pid)
 
 
-def _fake_ids(http: httpx.Client, flt: dict) -> list:
+def _fake_ids(http: httpx.Client, flt: dict[str, Any]) -> list[str]:
     response = http.post("/collections/diff/points/scroll", json={"filter": flt, "limit": 100, "with_payload": False})
     assert response.status_code == 200, f"fake rejected {json.dumps(flt)}: {response.text}"
     return [_norm(p["id"]) for p in response.json()["result"]["points"]]
 
 
-def _local_ids(local: QdrantClient, flt: dict) -> list:
+def _local_ids(local: QdrantClient, flt: dict[str, Any]) -> list[str]:
     records, _ = local.scroll("diff", scroll_filter=m.Filter.model_validate(flt), limit=100, with_payload=False)
     return [_norm(r.id) for r in records]
 
 
-def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset]]:
+def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset[str]]]:
     """Top-k as (score, ids with that score within 1e-5): tie order is unspecified (``fakes/qdrant/README.md``,
     "Scoring")."""
-    out: list[tuple[float, set]] = []
+    out: list[tuple[float, set[str]]] = []
     for pid, score in points:
         if out and abs(out[-1][0] - score) <= 1e-5:
             out[-1][1].add(pid)
@@ -214,7 +216,9 @@ def _groups(points: list[tuple[str, float]]) -> list[tuple[float, frozenset]]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(flt=FILTERS)
-def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(engines, flt):
+def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(
+    engines: tuple[httpx.Client, QdrantClient], flt: dict[str, Any]
+) -> None:
     assume(not _known_disagreement(flt))
     http, local = engines
     fake_ids, local_ids = _fake_ids(http, flt), _local_ids(local, flt)
@@ -233,7 +237,7 @@ def test_fake_and_local_mode_agree_on_ids_counts_and_top_k(engines, flt):
 
 # -- hand-written cases: documented facts, asserted against the fake alone (fakes/qdrant/README.md, "Filter semantics")
 
-PAYLOADS = {
+PAYLOADS: dict[int, dict[str, Any]] = {
     1: {"a": 1},
     2: {"a": 1.0},
     3: {"a": "1"},
@@ -291,12 +295,12 @@ def table() -> Iterator[httpx.Client]:
 
 
 @pytest.mark.parametrize("name,flt,expected", CASES, ids=[c[0] for c in CASES])
-def test_documented_filter_semantics(table, name, flt, expected):
+def test_documented_filter_semantics(table: httpx.Client, name: str, flt: dict[str, Any], expected: set[int]) -> None:
     got = table.post("/collections/t/points/scroll", json={"filter": flt, "limit": 100}).json()["result"]["points"]
     assert {p["id"] for p in got} == expected
 
 
-def test_edge_binding_bool_quirk_is_still_there(tmp_path):
+def test_edge_binding_bool_quirk_is_still_there(tmp_path: Path) -> None:
     """Why the fake routes boolean matches around the engine: edge 0.9's MatchValue(True) matches the int 1."""
     shard = qe.EdgeShard.create(
         str(tmp_path / "s"), qe.EdgeConfig(vectors={"": qe.EdgeVectorParams(size=2, distance=qe.Distance.Dot)})
@@ -313,7 +317,7 @@ def test_edge_binding_bool_quirk_is_still_there(tmp_path):
         shard.close()
 
 
-def test_known_disagreement_empty_should_inside_nested(table):
+def test_known_disagreement_empty_should_inside_nested(table: httpx.Client) -> None:
     """The engine's nested checker evaluates ``should: []`` as ``any([])`` (no element matches), while local mode
     applies the top-level rule (empty ``should`` = no constraint) inside ``nested`` too. The fake follows the engine;
     local mode is the one that differs, so the differential suite does not generate this shape."""
@@ -322,17 +326,17 @@ def test_known_disagreement_empty_should_inside_nested(table):
     assert got == []
     local = QdrantClient(":memory:")
     local.create_collection("t", vectors_config=m.VectorParams(size=2, distance=m.Distance.DOT))
-    local.upsert("t", [m.PointStruct(id=pid, vector=[1, pid], payload=p) for pid, p in PAYLOADS.items()])
+    local.upsert("t", [m.PointStruct(id=pid, vector=[1.0, pid], payload=p) for pid, p in PAYLOADS.items()])
     assert [r.id for r in local.scroll("t", scroll_filter=m.Filter.model_validate(flt))[0]] == [16]
     local.close()
 
 
-def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path):
+def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path: Path) -> None:
     """The engine answers the field-flag form ``{"key": "tags[]", "is_empty": true}`` true for ``["c", null]``
     while its own ``{"is_empty": {"key": "tags[]"}}`` and local mode (both forms) answer false. The fake follows the
     engine (it is the engine); the differential suite skips this shape and this spec pins both sides, so a change in
     either engine shows up here first."""
-    payloads = {1: {"tags": ["c", None]}, 2: {"tags": []}, 3: {"tags": ["c"]}}
+    payloads: dict[int, dict[str, Any]] = {1: {"tags": ["c", None]}, 2: {"tags": []}, 3: {"tags": ["c"]}}
     flag = {"must": [{"key": "tags[]", "is_empty": True}]}
     condition = {"must": [{"is_empty": {"key": "tags[]"}}]}
     with fakes.qdrant.serve() as fq, httpx.Client(base_url=fq.url, timeout=10) as http:
@@ -342,7 +346,7 @@ def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path):
             json={"points": [{"id": pid, "vector": [1, 1], "payload": p} for pid, p in payloads.items()]},
         )
 
-        def ids(flt):
+        def ids(flt: dict[str, Any]) -> set[int]:
             return {
                 p["id"]
                 for p in http.post("/collections/t/points/scroll", json={"filter": flt}).json()["result"]["points"]
@@ -352,7 +356,7 @@ def test_known_disagreement_field_flag_is_empty_on_an_array_path(tmp_path):
         assert ids(condition) == {2}
     local = QdrantClient(":memory:")
     local.create_collection("t", vectors_config=m.VectorParams(size=2, distance=m.Distance.DOT))
-    local.upsert("t", [m.PointStruct(id=pid, vector=[1, 1], payload=p) for pid, p in payloads.items()])
+    local.upsert("t", [m.PointStruct(id=pid, vector=[1.0, 1.0], payload=p) for pid, p in payloads.items()])
     for flt in (flag, condition):
         assert {r.id for r in local.scroll("t", scroll_filter=m.Filter.model_validate(flt))[0]} == {2}
     local.close()

@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 
 import fakes.qdrant
+from fakes.qdrant import QdrantFake
+from fakes.server import FakeHandle
 from fakes.testing import ThreadsAndFds, no_leaks, threads_and_fds
 
 
@@ -45,7 +47,7 @@ def test_serve_cleans_up_threads_sockets_and_files_even_mid_drip() -> None:
                     assert response.status_code == 200
 
 
-def test_reset_drops_collections_journal_and_faults(fake_qdrant, raw):
+def test_reset_drops_collections_journal_and_faults(fake_qdrant: FakeHandle[QdrantFake], raw: httpx.Client) -> None:
     raw.put("/collections/c", json={"vectors": {"size": 2, "distance": "Dot"}})
     fake_qdrant.fault("status", "/nowhere", status=500)
     fake_qdrant.reset()
@@ -54,21 +56,21 @@ def test_reset_drops_collections_journal_and_faults(fake_qdrant, raw):
     assert fake_qdrant.runtime.faults.list() == []
 
 
-def _with_a_collection(fq) -> Path:
+def _with_a_collection(fq: FakeHandle[QdrantFake]) -> Path:
     with fq.client() as http:
         assert http.put("/collections/c", json={"vectors": {"size": 2, "distance": "Dot"}}).status_code == 200
     assert any(fq.app.data_dir.iterdir())
     return fq.app.data_dir
 
 
-def test_in_process_as_a_context_manager_removes_its_directory():
+def test_in_process_as_a_context_manager_removes_its_directory() -> None:
     with fakes.qdrant.in_process() as fq:
         data_dir = _with_a_collection(fq)
     assert not data_dir.exists()
     fq.close()  # idempotent
 
 
-def test_a_forgotten_in_process_handle_is_cleaned_at_garbage_collection():
+def test_a_forgotten_in_process_handle_is_cleaned_at_garbage_collection() -> None:
     """``fq = in_process()`` with no ``close()``: its /tmp/fake-qdrant-* directory goes when ``fq`` is collected."""
     fq = fakes.qdrant.in_process()
     data_dir = _with_a_collection(fq)
@@ -77,7 +79,7 @@ def test_a_forgotten_in_process_handle_is_cleaned_at_garbage_collection():
     assert not data_dir.exists()
 
 
-def test_a_forgotten_in_process_handle_is_cleaned_at_interpreter_exit(tmp_path):
+def test_a_forgotten_in_process_handle_is_cleaned_at_interpreter_exit(tmp_path: Path) -> None:
     script = (
         "import fakes.qdrant\n"
         "fq = fakes.qdrant.in_process()\n"

@@ -6,6 +6,7 @@ upserts, sent to the fake through qdrant-client over REST and to local mode dire
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -17,8 +18,8 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 import fakes.qdrant
 from fakes.testing import examples, fuzzing
 
-IDS = [1, 2, 3, 4, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]
-SEED = [
+IDS: list[m.ExtendedPointId] = [1, 2, 3, 4, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]
+SEED: list[tuple[m.ExtendedPointId, list[float], dict[str, Any]]] = [
     (1, [1.0, 0.0, 2.0], {"a": 1, "meta": {"k": 1, "z": "q"}, "arr": [{"x": 1}, {"x": 2}], "tags": ["a"]}),
     (2, [0.0, 1.0, 0.5], {"a": 1.0, "meta": {"k": 2}, "tags": []}),
     (3, [2.0, 2.0, 0.0], {"a": "1", "arr": [{"x": 3, "y": 1}]}),
@@ -52,12 +53,19 @@ ops = st.one_of(
 )
 
 
-def _selector(kind_value):
+#: One generated operation: (name, argument, (selector kind, value), key).
+Op = tuple[str, Any, tuple[str, Any], str | None]
+
+
+def _selector(kind_value: tuple[str, Any]) -> list[m.ExtendedPointId] | m.Filter:
     kind, value = kind_value
-    return value if kind == "ids" else m.Filter.model_validate(value)
+    if kind == "ids":
+        ids: list[m.ExtendedPointId] = value
+        return ids
+    return m.Filter.model_validate(value)
 
 
-def _apply(client: QdrantClient, op) -> str:
+def _apply(client: QdrantClient, op: Op) -> str:
     name, arg, sel, key = op
     target = _selector(sel)
     try:
@@ -81,9 +89,15 @@ def _apply(client: QdrantClient, op) -> str:
     return "ok"
 
 
-def _snapshot(client: QdrantClient) -> list:
+def _snapshot(client: QdrantClient) -> list[tuple[str, dict[str, Any] | None, list[float]]]:
     records, _ = client.scroll("mut", limit=100, with_payload=True, with_vectors=True)
-    return [(str(r.id), r.payload, [round(x, 5) for x in r.vector]) for r in records]
+    return [(str(r.id), r.payload, [round(x, 5) for x in _unnamed(r.vector)]) for r in records]
+
+
+def _unnamed(vector: object) -> list[float]:
+    """A record's vector in a collection with one unnamed dense vector."""
+    assert isinstance(vector, list), vector
+    return [float(x) for x in vector]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +106,7 @@ def pair() -> Iterator[tuple[QdrantClient, QdrantClient]]:
         yield QdrantClient(url=fq.url, timeout=10, check_compatibility=False), QdrantClient(":memory:")
 
 
-def _known_disagreement(sequence) -> bool:
+def _known_disagreement(sequence: list[Op]) -> bool:
     """A ``set`` carrying a null after a ``clear``: pinned by ``test_known_disagreement_null_after_clear``."""
     cleared = False
     for name, arg, _, _ in sequence:
@@ -110,7 +124,7 @@ def _known_disagreement(sequence) -> bool:
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(sequence=st.lists(ops, min_size=1, max_size=5))
-def test_same_updates_same_collection(pair, sequence):
+def test_same_updates_same_collection(pair: tuple[QdrantClient, QdrantClient], sequence: list[Op]) -> None:
     assume(not _known_disagreement(sequence))
     fake, local = pair
     for client in (fake, local):
@@ -123,7 +137,9 @@ def test_same_updates_same_collection(pair, sequence):
 
 
 @pytest.mark.parametrize("distance", [m.Distance.DOT, m.Distance.EUCLID, m.Distance.MANHATTAN])
-def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
+def test_top_k_scores_and_thresholds_agree_per_distance(
+    pair: tuple[QdrantClient, QdrantClient], distance: m.Distance
+) -> None:
     fake, local = pair
     points = [
         m.PointStruct(id=i, vector=[((i * 37) % 11) / 3 - 1.5, ((i * 13) % 7) / 2 - 1.0, (i % 5) / 4], payload={})
@@ -144,7 +160,7 @@ def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
     assert sorted(cut_fake) == sorted(cut_local) == sorted(i for i, _ in got[:4])
 
 
-def test_known_disagreement_null_after_clear(pair):
+def test_known_disagreement_null_after_clear(pair: tuple[QdrantClient, QdrantClient]) -> None:
     """``set_payload`` merges and a null deletes the key (``fakes/qdrant/README.md``, "Payload mutation"), in both
     engines. But on a point whose payload was *cleared*, the engine stores ``{"a": null}`` as sent (no stored payload
     to merge into), while local mode drops the null. The fake follows the engine; ``upsert`` with ``payload: {}`` does
@@ -157,8 +173,8 @@ def test_known_disagreement_null_after_clear(pair):
         client.upsert(
             "mut",
             [
-                m.PointStruct(id=1, vector=[1, 0, 0], payload={"a": 1}),
-                m.PointStruct(id=2, vector=[1, 0, 0], payload={}),
+                m.PointStruct(id=1, vector=[1.0, 0.0, 0.0], payload={"a": 1}),
+                m.PointStruct(id=2, vector=[1.0, 0.0, 0.0], payload={}),
             ],
         )
         client.clear_payload("mut", points_selector=[1])

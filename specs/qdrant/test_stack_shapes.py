@@ -9,6 +9,9 @@ import pytest
 from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
+from fakes.qdrant import QdrantFake
+from fakes.server import FakeHandle
+
 DIM = 8
 
 
@@ -31,9 +34,9 @@ def caller_tools(client: QdrantClient) -> QdrantClient:
     return client
 
 
-def test_has_id_returns_only_the_supplied_ids_whatever_the_uuid_case(caller_tools: QdrantClient):
+def test_has_id_returns_only_the_supplied_ids_whatever_the_uuid_case(caller_tools: QdrantClient) -> None:
     mine = [_tool_id(i) for i in (3, 8, 15)]
-    sent = [mine[0].upper(), mine[1], mine[2].replace("-", "").upper()]
+    sent: list[m.ExtendedPointId] = [mine[0].upper(), mine[1], mine[2].replace("-", "").upper()]
     hits = caller_tools.query_points(
         "caller_tools", query=[1.0] * DIM, limit=10, query_filter=m.Filter(must=[m.HasIdCondition(has_id=sent)])
     ).points
@@ -48,8 +51,10 @@ def test_has_id_returns_only_the_supplied_ids_whatever_the_uuid_case(caller_tool
     )
 
 
-def test_payload_only_touch_leaves_vectors_untouched(caller_tools: QdrantClient, fake_qdrant):
-    ids = [_tool_id(i) for i in (1, 2)]
+def test_payload_only_touch_leaves_vectors_untouched(
+    caller_tools: QdrantClient, fake_qdrant: FakeHandle[QdrantFake]
+) -> None:
+    ids: list[m.ExtendedPointId] = [_tool_id(i) for i in (1, 2)]
     before = {r.id: r.vector for r in caller_tools.retrieve("caller_tools", ids, with_vectors=True)}
     caller_tools.set_payload("caller_tools", {"lastSeenAt": 99_999}, points=ids, wait=False)
     (touch,) = fake_qdrant.requests(path_prefix="/collections/caller_tools/points/payload")
@@ -57,10 +62,10 @@ def test_payload_only_touch_leaves_vectors_untouched(caller_tools: QdrantClient,
     assert touch.json() == {"payload": {"lastSeenAt": 99_999}, "points": ids}
     after = caller_tools.retrieve("caller_tools", ids, with_vectors=True)
     assert {r.id: r.vector for r in after} == before
-    assert all(r.payload == {"name": r.payload["name"], "lastSeenAt": 99_999} for r in after)
+    assert all(r.payload == {"name": (r.payload or {})["name"], "lastSeenAt": 99_999} for r in after)
 
 
-def test_delete_by_range_lt_cutoff_with_wait_removes_exactly_the_older_points(caller_tools: QdrantClient):
+def test_delete_by_range_lt_cutoff_with_wait_removes_exactly_the_older_points(caller_tools: QdrantClient) -> None:
     cutoff = 1_010
     result = caller_tools.delete(
         "caller_tools",
@@ -77,5 +82,5 @@ def test_delete_by_range_lt_cutoff_with_wait_removes_exactly_the_older_points(ca
         left.extend(page)
         if offset is None:
             break
-    assert sorted(r.payload["lastSeenAt"] for r in left) == list(range(cutoff, 1_020))
+    assert sorted((r.payload or {})["lastSeenAt"] for r in left) == list(range(cutoff, 1_020))
     assert caller_tools.count("caller_tools", exact=True).count == 10

@@ -8,6 +8,8 @@ import httpx
 import pytest
 
 import fakes.qdrant
+from fakes.qdrant import QdrantFake
+from fakes.server import FakeHandle
 
 VEC = {"vectors": {"size": 2, "distance": "Cosine"}}
 
@@ -31,10 +33,11 @@ def _error(response: httpx.Response) -> str:
     body = response.json()
     assert set(body) == {"status", "time"}  # no result key on errors
     assert isinstance(body["time"], float)
-    return body["status"]["error"]
+    error: str = body["status"]["error"]
+    return error
 
 
-def test_success_envelope(coll):
+def test_success_envelope(coll: httpx.Client) -> None:
     body = coll.post("/collections/c/points/count", json={}).json()
     assert body["status"] == "ok"
     assert isinstance(body["time"], float)
@@ -42,7 +45,7 @@ def test_success_envelope(coll):
     assert set(body) == {"result", "status", "time"}
 
 
-def test_root_health_and_unknown_route(raw):
+def test_root_health_and_unknown_route(raw: httpx.Client) -> None:
     root = raw.get("/").json()
     assert root["title"] == "qdrant - vector search engine"
     assert root["version"] == fakes.qdrant.QDRANT_VERSION
@@ -58,13 +61,13 @@ def test_root_health_and_unknown_route(raw):
     assert raw.get("/nothing/here").status_code == 404
 
 
-def test_version_pin_matches_the_text_rule(coll):
+def test_version_pin_matches_the_text_rule(coll: httpx.Client) -> None:
     """1.20.0 claims the ≥ 1.19.1 token rule: lower-cased words, any order; not a substring."""
     assert coll.get("/").json()["version"] >= "1.19.1"
     coll.post("/collections/c/points/payload?wait=true", json={"payload": {"t": "Hello big World"}, "points": [1]})
     coll.post("/collections/c/points/payload?wait=true", json={"payload": {"t": "helloworld"}, "points": [2]})
 
-    def ids(text):
+    def ids(text: str) -> list[int | str]:
         flt = {"must": [{"key": "t", "match": {"text": text}}]}
         return [
             p["id"] for p in coll.post("/collections/c/points/scroll", json={"filter": flt}).json()["result"]["points"]
@@ -74,7 +77,7 @@ def test_version_pin_matches_the_text_rule(coll):
     assert ids("llo") == []  # a substring is not a token
 
 
-def test_errors_404_409_400_422(coll):
+def test_errors_404_409_400_422(coll: httpx.Client) -> None:
     missing = coll.post("/collections/nope/points/count", json={})
     assert missing.status_code == 404
     assert _error(missing) == "Not found: Collection `nope` doesn't exist!"
@@ -107,7 +110,7 @@ def test_errors_404_409_400_422(coll):
     assert _error(float_match).startswith("Format error in JSON body: ")
 
 
-def test_unknown_filter_key_is_400_but_unknown_top_level_key_is_ignored(coll):
+def test_unknown_filter_key_is_400_but_unknown_top_level_key_is_ignored(coll: httpx.Client) -> None:
     bad = coll.post("/collections/c/points/scroll", json={"filter": {"mus": []}})
     assert bad.status_code == 400
     assert _error(bad).startswith("Format error in JSON body: unknown field `mus`, expected one of")
@@ -116,7 +119,7 @@ def test_unknown_filter_key_is_400_but_unknown_top_level_key_is_ignored(coll):
     assert len(typo.json()["result"]["points"]) == 2  # the typo returns everything
 
 
-def test_single_object_must_bare_vector_query_and_with_vectors_alias(coll):
+def test_single_object_must_bare_vector_query_and_with_vectors_alias(coll: httpx.Client) -> None:
     one = coll.post("/collections/c/points/count", json={"filter": {"must": {"has_id": [2]}}})
     assert one.json()["result"] == {"count": 1}
     bare = coll.post("/collections/c/points/query", json={"query": [0, 1], "limit": 1, "with_vectors": True})
@@ -129,7 +132,7 @@ def test_single_object_must_bare_vector_query_and_with_vectors_alias(coll):
 
 
 @pytest.mark.parametrize("bad_id", [-1, 1.0, "42", "abc", "doc-1", True, 18446744073709551616])
-def test_point_ids_are_u64_or_uuid_only(coll, bad_id):
+def test_point_ids_are_u64_or_uuid_only(coll: httpx.Client, bad_id: object) -> None:
     response = coll.put("/collections/c/points?wait=true", json={"points": [{"id": bad_id, "vector": [1, 1]}]})
     assert response.status_code == 400
     assert "is not a valid point ID, valid values are either an unsigned integer or a UUID" in _error(response)
@@ -144,7 +147,7 @@ def test_point_ids_are_u64_or_uuid_only(coll, bad_id):
         18446744073709551615,
     ],
 )
-def test_accepted_ids_come_back_normalized(coll, form):
+def test_accepted_ids_come_back_normalized(coll: httpx.Client, form: int | str) -> None:
     assert (
         coll.put("/collections/c/points?wait=true", json={"points": [{"id": form, "vector": [1, 1]}]}).status_code
         == 200
@@ -154,7 +157,7 @@ def test_accepted_ids_come_back_normalized(coll, form):
     assert [p["id"] for p in got] == [expected]
 
 
-def test_wait_absent_gives_acknowledged_and_true_gives_completed(coll):
+def test_wait_absent_gives_acknowledged_and_true_gives_completed(coll: httpx.Client) -> None:
     ack = coll.post("/collections/c/points/payload", json={"payload": {"z": 1}, "points": [1]}).json()["result"]
     assert ack["status"] == "acknowledged"
     assert isinstance(ack["operation_id"], int)
@@ -167,7 +170,7 @@ def test_wait_absent_gives_acknowledged_and_true_gives_completed(coll):
     assert coll.post("/collections/c/points", json={"ids": [5]}).json()["result"] == []
 
 
-def test_apply_delay_models_read_after_write_without_wait():
+def test_apply_delay_models_read_after_write_without_wait() -> None:
     with fakes.qdrant.serve(apply_delay=0.3) as fq, httpx.Client(base_url=fq.url, timeout=5) as http:
         http.put("/collections/c", json=VEC)
         http.put("/collections/c/points", json={"points": [{"id": 1, "vector": [1, 0]}]})
@@ -178,14 +181,14 @@ def test_apply_delay_models_read_after_write_without_wait():
             time.sleep(0.02)
 
 
-def test_delete_missing_collection_is_200_false_and_exists_is_200(raw):
+def test_delete_missing_collection_is_200_false_and_exists_is_200(raw: httpx.Client) -> None:
     gone = raw.delete("/collections/nope")
     assert gone.status_code == 200
     assert gone.json()["result"] is False
     assert raw.get("/collections/nope/exists").json()["result"] == {"exists": False}
 
 
-def test_api_key_plain_text_401_and_both_headers():
+def test_api_key_plain_text_401_and_both_headers() -> None:
     with fakes.qdrant.serve(api_key="s3cret") as fq, httpx.Client(base_url=fq.url, timeout=5) as http:
         missing = http.get("/collections")
         assert missing.status_code == 401
@@ -203,7 +206,9 @@ def test_api_key_plain_text_401_and_both_headers():
         assert all(e.headers.get("api-key", "<redacted>") == "<redacted>" for e in entries)
 
 
-def test_injected_status_fault_carries_qdrant_error_envelope(fake_qdrant, raw):
+def test_injected_status_fault_carries_qdrant_error_envelope(
+    fake_qdrant: FakeHandle[QdrantFake], raw: httpx.Client
+) -> None:
     fake_qdrant.fault("status", "/collections", status=503, times=1)
     response = raw.get("/collections")
     assert response.status_code == 503
