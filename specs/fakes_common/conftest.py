@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakes.server import serve_fake
+from fakes.server import FakeHandle, serve_fake
 from fakes.testing import no_leaks as leak_check
 from specs.fakes_common.echo import EchoFake
 
@@ -19,6 +19,6 @@ def no_leaks() -> Iterator[None]:
 
 
 @pytest.fixture
-def echo(no_leaks):
+def echo(no_leaks: None) -> Iterator[FakeHandle[EchoFake]]:
     with serve_fake(EchoFake()) as handle:
         yield handle

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
@@ -11,7 +13,7 @@ from fakes.runtime import FakeRuntime
 from fakes.transport import FakeTransport
 
 
-def parse(body: bytes, **kwargs):
+def parse(body: bytes, **kwargs: Any) -> Any:
     return FakeRequest("POST", "/x", body=body).json(**kwargs)
 
 
@@ -34,14 +36,14 @@ def parse(body: bytes, **kwargs):
         (b"\xff\xfe\xff", "encoding"),
     ],
 )
-def test_malformed_bodies_raise_bad_json_with_a_reason(body, reason):
+def test_malformed_bodies_raise_bad_json_with_a_reason(body: bytes, reason: str) -> None:
     with pytest.raises(BadJson) as caught:
         parse(body)
     assert caught.value.reason == reason, caught.value.detail
     assert caught.value.detail
 
 
-def test_well_formed_bodies_still_parse():
+def test_well_formed_bodies_still_parse() -> None:
     assert parse(b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH) is not None
     assert parse(b'{"s": "[[[[{{{{\\"]]]", "n": [18446744073709551615, -9223372036854775808, 1.5e300]}') == {
         "s": '[[[[{{{{"]]]',
@@ -54,23 +56,23 @@ def test_well_formed_bodies_still_parse():
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
-def test_responses_never_carry_nan_or_infinity(value):
+def test_responses_never_carry_nan_or_infinity(value: float) -> None:
     with pytest.raises(NonJsonValue):
         FakeResponse.json(200, {"score": value})
 
 
 class _NanFake:
     name = "nan"
-    unrecorded_paths = frozenset()
+    unrecorded_paths: frozenset[str] = frozenset()
 
-    def handle(self, request):
+    def handle(self, request: FakeRequest) -> FakeResponse:
         return FakeResponse.json(200, {"score": float("nan")})
 
-    def reset(self):
+    def reset(self) -> None:
         pass
 
 
-def test_a_fake_computing_nan_answers_a_clear_500_not_invalid_json():
+def test_a_fake_computing_nan_answers_a_clear_500_not_invalid_json() -> None:
     with httpx.Client(base_url="http://nan.fake", transport=FakeTransport(FakeRuntime(_NanFake()))) as client:
         response = client.get("/x")
     assert response.status_code == 500
@@ -78,7 +80,7 @@ def test_a_fake_computing_nan_answers_a_clear_500_not_invalid_json():
     assert "NaN" not in response.text.split(":")[0]
 
 
-def test_wide_integers_can_be_read_as_floats_like_serde_json():
+def test_wide_integers_can_be_read_as_floats_like_serde_json() -> None:
     assert parse(b"[100000000000000000000]", wide_ints_as_float=True) == [1e20]
     with pytest.raises(BadJson) as caught:
         parse(b"1" * 400, wide_ints_as_float=True)

@@ -4,11 +4,14 @@ later), and a status that cannot carry a body (204, 304) still answers cleanly."
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import httpx
 import pytest
 
 from fakes.faults import FaultSpecError
+from fakes.server import FakeHandle
+from specs.fakes_common.echo import EchoFake
 
 
 @pytest.mark.parametrize(
@@ -25,14 +28,16 @@ from fakes.faults import FaultSpecError
         ("hang", {"times": True}, "positive integer"),
     ],
 )
-def test_bad_fault_keywords_raise_fault_spec_error(echo, kind, params, needle):
+def test_bad_fault_keywords_raise_fault_spec_error(
+    echo: FakeHandle[EchoFake], kind: str, params: dict[str, Any], needle: str
+) -> None:
     with pytest.raises(FaultSpecError) as caught:
         echo.fault(kind, **params)
     assert needle in str(caught.value)
     assert echo.runtime.faults.list() == []
 
 
-def test_bad_fault_over_the_admin_api_is_a_400(echo):
+def test_bad_fault_over_the_admin_api_is_a_400(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         response = client.post("/_fake/faults", json={"kind": "status", "status": 100})
     assert response.status_code == 400
@@ -40,7 +45,9 @@ def test_bad_fault_over_the_admin_api_is_a_400(echo):
 
 
 @pytest.mark.parametrize("status", [204, 304])
-def test_a_bodyless_status_fault_drops_the_body_and_the_server_keeps_serving(echo, status, caplog):
+def test_a_bodyless_status_fault_drops_the_body_and_the_server_keeps_serving(
+    echo: FakeHandle[EchoFake], status: int, caplog: pytest.LogCaptureFixture
+) -> None:
     echo.fault("status", "/x", status=status, body='{"would": "break h11"}', times=1)
     echo.fault("status", "/y", status=status, times=1)  # the fake's own error body is dropped too
     with caplog.at_level(logging.ERROR), httpx.Client(base_url=echo.url, timeout=5) as client:

@@ -7,8 +7,13 @@ import time
 import httpx
 import pytest
 
+from fakes.server import FakeHandle
+from specs.fakes_common.echo import EchoFake
 
-def test_journal_records_method_path_query_body_and_status_with_credentials_redacted(echo):
+
+def test_journal_records_method_path_query_body_and_status_with_credentials_redacted(
+    echo: FakeHandle[EchoFake],
+) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         client.post(
             "/things/1?wait=true",
@@ -28,7 +33,7 @@ def test_journal_records_method_path_query_body_and_status_with_credentials_reda
     assert entry.headers["x-keep"] == "v"
 
 
-def test_health_and_admin_routes_are_never_recorded(echo):
+def test_health_and_admin_routes_are_never_recorded(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         assert client.get("/healthz").status_code == 200
         assert client.get("/_fake/requests").status_code == 200
@@ -36,7 +41,7 @@ def test_health_and_admin_routes_are_never_recorded(echo):
     assert [e.path for e in echo.requests()] == ["/app"]
 
 
-def test_filters_by_path_prefix_method_and_since_in_process_and_over_admin(echo):
+def test_filters_by_path_prefix_method_and_since_in_process_and_over_admin(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         client.get("/a/1")
         client.post("/b/1")
@@ -53,7 +58,7 @@ def test_filters_by_path_prefix_method_and_since_in_process_and_over_admin(echo)
         assert "since='yesterday'" in bad.json()["error"]
 
 
-def test_since_accepts_rfc3339(echo):
+def test_since_accepts_rfc3339(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         client.get("/x")
         assert [
@@ -66,7 +71,7 @@ def test_since_accepts_rfc3339(echo):
         }
 
 
-def test_admin_faults_add_list_clear_and_reset(echo):
+def test_admin_faults_add_list_clear_and_reset(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         created = client.post("/_fake/faults", json={"kind": "status", "status": 503, "path": "/s*", "times": 2})
         assert created.status_code == 201
@@ -87,7 +92,7 @@ def test_admin_faults_add_list_clear_and_reset(echo):
         assert client.get("/s1").json()["calls"] == 1
 
 
-def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo):
+def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=echo.url, timeout=5) as client:
         for body, needle in [
             ({"kind": "explode"}, "not one of"),
@@ -104,7 +109,7 @@ def test_admin_rejects_bad_fault_specs_with_a_specific_message(echo):
         assert client.get("/_fake/nothing-here").status_code == 404
 
 
-def test_journal_is_bounded_in_entries_and_body_bytes():
+def test_journal_is_bounded_in_entries_and_body_bytes() -> None:
     from fakes.core import FakeRequest
     from fakes.journal import Journal
 

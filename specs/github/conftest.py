@@ -4,16 +4,17 @@ clients (githubkit per schema version with retries off, PyGithub over the socket
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from githubkit import GitHub
 
-from fakes.github import in_process, unserved
+from fakes.github import FakeGitHub, in_process, unserved
 from fakes.server import FakeHandle, serve_fake
 from fakes.testing import no_leaks as leak_check
 from fakes.testing import register_fuzz_marker
 from specs.github.receiver import Receiver
-from specs.github.world import SCHEMAS, TOKEN, seed
+from specs.github.world import SCHEMAS, TOKEN, Schema, seed
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -28,7 +29,7 @@ def no_leaks() -> Iterator[None]:
 
 
 @pytest.fixture
-def fake_inproc() -> Iterator[FakeHandle]:
+def fake_inproc() -> Iterator[FakeHandle[FakeGitHub]]:
     """A seeded fake reached through the in-process transport (no socket)."""
     with in_process() as handle:
         seed(handle.app)
@@ -36,19 +37,20 @@ def fake_inproc() -> Iterator[FakeHandle]:
 
 
 @pytest.fixture
-def served(no_leaks, fake_github: FakeHandle) -> Iterator[FakeHandle]:
+def served(no_leaks: None, fake_github: FakeHandle[FakeGitHub]) -> FakeHandle[FakeGitHub]:
     """The ``fake_github`` fixture (a real socket), seeded; leak-checked after the server stops."""
     seed(fake_github.app)
     return fake_github
 
 
 @pytest.fixture(params=SCHEMAS)
-def schema(request) -> str:
-    return request.param
+def schema(request: pytest.FixtureRequest) -> Schema:
+    version: Schema = request.param
+    return version
 
 
 @pytest.fixture
-def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
+def kit(fake_inproc: FakeHandle[FakeGitHub], schema: Schema) -> Iterator[GitHub[Any]]:
     """githubkit with alice's token, in-process, automatic retries off (specs use ``kit.rest(schema)``)."""
     yield GitHub(
         TOKEN,
@@ -62,7 +64,7 @@ def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
 
 
 @pytest.fixture
-def receiver(no_leaks) -> Iterator[FakeHandle]:
+def receiver(no_leaks: None) -> Iterator[FakeHandle[Receiver]]:
     """A webhook receiver on a real socket that checks signatures like the gateway (401 on mismatch, else 202)."""
     with serve_fake(Receiver(secret="s3cret")) as handle:
         yield handle

@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 
+import httpx
 import jwt
 import pytest
 from github import Auth, Github, GithubIntegration
 from githubkit import AppAuthStrategy, GitHub
 from githubkit.cache import MemCacheStrategy
 
-from fakes.github import in_process
+from fakes.github import FakeGitHub, in_process
 from fakes.github.auth import generate_key_pair
-from specs.github.world import REPO, seed
+from fakes.github.state import App, Installation
+from fakes.server import FakeHandle
+from specs.github.world import REPO, Schema, rest_api, seed
 
 TOO_FAR = "'Expiration time' claim ('exp') is too far in the future"
 EXPIRED = (
@@ -25,8 +29,12 @@ EXPIRED = (
 UNDECODABLE = "A JSON web token could not be decoded"
 
 
+#: The seeded fake, its GitHub App and the App's installation on ``octo``.
+World = tuple[FakeHandle[FakeGitHub], App, Installation]
+
+
 @pytest.fixture
-def world():
+def world() -> Iterator[World]:
     with in_process(token_ttl=30.0) as handle:
         seed(handle.app)
         app = handle.app.add_app("reply-bot")
@@ -34,13 +42,13 @@ def world():
         yield handle, app, inst
 
 
-def _jwt(key: str, iss, iat: float, exp: float, alg: str = "RS256") -> str:
+def _jwt(key: str, iss: int | str, iat: float, exp: float, alg: str = "RS256") -> str:
     # Signed over raw claims: PyJWT's jwt.encode refuses an integer iss, which GitHub accepts.
     claims = json.dumps({"iss": iss, "iat": int(iat), "exp": int(exp)}).encode()
     return jwt.PyJWS().encode(claims, key, algorithm=alg)
 
 
-def _token_request(handle, inst_id: int, token: str):
+def _token_request(handle: FakeHandle[FakeGitHub], inst_id: int, token: str) -> httpx.Response:
     with handle.client() as http:
         return http.post(
             f"/app/installations/{inst_id}/access_tokens", json={}, headers={"authorization": f"Bearer {token}"}
@@ -48,11 +56,12 @@ def _token_request(handle, inst_id: int, token: str):
 
 
 @pytest.mark.parametrize("case", ["githubkit", "pygithub", "client_id", "int_iss"])
-def test_jwt_within_github_rules_gets_a_token(world, case):
+def test_jwt_within_github_rules_gets_a_token(world: World, case: str) -> None:
     handle, app, inst = world
     now = time.time()
     iat, exp = now - 60, {"githubkit": now + 540, "pygithub": now + 300}.get(case, now + 500)
-    iss = {"client_id": app.client_id, "int_iss": app.id}.get(case, str(app.id))
+    issuers: dict[str, int | str] = {"client_id": app.client_id, "int_iss": app.id}
+    iss = issuers.get(case, str(app.id))
     answer = _token_request(handle, inst.id, _jwt(app.private_key_pem, iss, iat, exp))
     assert answer.status_code == 201, answer.text
     body = answer.json()
@@ -61,7 +70,7 @@ def test_jwt_within_github_rules_gets_a_token(world, case):
     assert time.strptime(body["expires_at"], "%Y-%m-%dT%H:%M:%SZ")
 
 
-def test_jwt_refusals_carry_githubs_messages(world):
+def test_jwt_refusals_carry_githubs_messages(world: World) -> None:
     handle, app, inst = world
     now = time.time()
     wrong_key, _ = generate_key_pair()
@@ -88,7 +97,7 @@ def test_jwt_refusals_carry_githubs_messages(world):
         assert http.get("/repos/nobody/else/installation", headers=as_app).status_code == 404
 
 
-def test_installation_token_schemes_and_expiry(world):
+def test_installation_token_schemes_and_expiry(world: World) -> None:
     handle, app, inst = world
     now = time.time()
     token = _token_request(handle, inst.id, _jwt(app.private_key_pem, app.id, now - 60, now + 300)).json()["token"]
@@ -109,7 +118,7 @@ def test_installation_token_schemes_and_expiry(world):
     assert expired.json()["message"] == "Bad credentials"
 
 
-def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
+def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world: World) -> None:
     handle, app, inst = world
     kit = GitHub(
         AppAuthStrategy(app.id, app.private_key_pem),
@@ -120,7 +129,9 @@ def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
         cache_strategy=MemCacheStrategy(),
     )  # no process-wide token cache
     bot = kit.with_auth(kit.auth.as_installation(inst.id))
-    assert bot.rest.issues.create_comment("octo", "hello", 1, body="one").parsed_data.user.login == "reply-bot[bot]"
+    author = bot.rest.issues.create_comment("octo", "hello", 1, body="one").parsed_data.user
+    assert author is not None
+    assert author.login == "reply-bot[bot]"
     handle.app.advance_clock(31)
     assert bot.rest.issues.create_comment("octo", "hello", 1, body="two").status_code == 201
     posts = handle.requests(path_prefix="/app/installations/")
@@ -129,7 +140,7 @@ def test_githubkit_app_auth_caches_then_refreshes_after_expiry(world):
     assert comments[0].status == comments[1].status == 201
 
 
-def test_githubkit_reuses_a_token_that_is_still_valid(world):
+def test_githubkit_reuses_a_token_that_is_still_valid(world: World) -> None:
     handle, app, inst = world
     handle.app.token_ttl = 3600.0
     kit = GitHub(
@@ -146,7 +157,7 @@ def test_githubkit_reuses_a_token_that_is_still_valid(world):
     assert len(handle.requests(path_prefix="/app/installations/")) == 1
 
 
-def test_pygithub_integration_and_installation_auth_refresh(no_leaks):
+def test_pygithub_integration_and_installation_auth_refresh(no_leaks: None) -> None:
     from fakes.github import serve
 
     # PyGithub refreshes a token 20 s before its expires_at; a 15 s TTL is inside that window from the start.
@@ -181,7 +192,7 @@ def test_pygithub_integration_and_installation_auth_refresh(no_leaks):
         assert all(e.status != 401 for e in handle.requests())
 
 
-def test_installation_token_writes_only_where_installed(world):
+def test_installation_token_writes_only_where_installed(world: World) -> None:
     handle, app, _ = world
     selected = handle.app.add_installation(app.id, "octo", repositories=["octo/secret"])
     now = time.time()
@@ -196,7 +207,7 @@ def test_installation_token_writes_only_where_installed(world):
     assert allowed.status_code == 201
 
 
-def test_githubkit_app_endpoints_parse_in_both_schemas(world, schema):
+def test_githubkit_app_endpoints_parse_in_both_schemas(world: World, schema: Schema) -> None:
     handle, app, inst = world
     kit = GitHub(
         AppAuthStrategy(str(app.id), app.private_key_pem),
@@ -206,9 +217,9 @@ def test_githubkit_app_endpoints_parse_in_both_schemas(world, schema):
         http_cache=False,
         cache_strategy=MemCacheStrategy(),
     )
-    found = kit.rest(schema).apps.get_repo_installation("octo", "hello").parsed_data
+    found = rest_api(kit, schema).apps.get_repo_installation("octo", "hello").parsed_data
     assert (found.id, found.app_id, found.app_slug, found.account.login) == (inst.id, app.id, "reply-bot", "octo")
     assert found.access_tokens_url == f"{handle.url}/app/installations/{inst.id}/access_tokens"
-    token = kit.rest(schema).apps.create_installation_access_token(inst.id).parsed_data
+    token = rest_api(kit, schema).apps.create_installation_access_token(inst.id).parsed_data
     assert token.token.startswith("ghs_")
     assert str(token.expires_at).endswith("Z")

@@ -20,6 +20,7 @@ from fakes.github import (
 )
 from fakes.github.webhooks import build_request
 from fakes.server import FakeHandle
+from specs.github.receiver import Receiver
 
 SECRET = "s3cret"  # the receiver fixture's secret
 
@@ -55,7 +56,7 @@ def test_check_false_returns_the_failed_delivery_instead() -> None:
     assert delivery.error is not None
 
 
-def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle) -> None:
+def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     with pytest.raises(DeliveryFailed, match=r"the receiver answered HTTP 401: .*signature mismatch") as failed:
         send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret="wrong", log=log)
@@ -63,7 +64,7 @@ def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle) -> N
     assert len(receiver.app.received) == 1  # sent once, not retried
 
 
-def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: FakeHandle) -> None:
+def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     first = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, log=log)
     receiver.fault("status", "/hook", status=503)
@@ -77,7 +78,7 @@ def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: Fak
     assert len(receiver.requests(path_prefix="/hook")) == 5  # 1 + the redelivery + all 3 of the batch
 
 
-def test_a_payload_over_githubs_25_mb_cap_is_refused_before_sending(receiver: FakeHandle) -> None:
+def test_a_payload_over_githubs_25_mb_cap_is_refused_before_sending(receiver: FakeHandle[Receiver]) -> None:
     assert MAX_PAYLOAD_BYTES == 25 * 1024 * 1024
     build_request("issues", b"x" * MAX_PAYLOAD_BYTES, secret=SECRET)  # at the cap: fine
     with pytest.raises(ValueError, match=r"over GitHub's 25 MB cap \(26214400 bytes\)"):
@@ -93,9 +94,9 @@ def test_verify_signature_takes_keywords_only() -> None:
     header = sign_sha256(SECRET, body)
     assert verify_signature(secret=SECRET, body=body, header=header) is True
     with pytest.raises(TypeError):
-        verify_signature(SECRET, body, header)  # type: ignore[misc]
+        verify_signature(SECRET, body, header)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        verify_signature(body, SECRET, header)  # type: ignore[misc]  # the order that used to return False
+        verify_signature(body, SECRET, header)  # type: ignore[call-arg,arg-type]  # the order that once returned False
 
 
 @pytest.mark.parametrize(("secret", "body"), [(42, b"{}"), (SECRET, "{}"), (SECRET, {"zen": "ok"}), (SECRET, None)])

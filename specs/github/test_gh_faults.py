@@ -7,7 +7,9 @@ An injected status carries GitHub's own error body, so clients parse it like a r
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import httpx
 import pytest
 from githubkit import GitHub
 from githubkit.exception import (
@@ -18,17 +20,19 @@ from githubkit.exception import (
     SecondaryRateLimitExceeded,
 )
 
+from fakes.github import FakeGitHub
+from fakes.server import FakeHandle
 from specs.github.world import TOKEN
 
 ISSUE = "/repos/octo/hello/issues/1"
 
 
 @pytest.fixture
-def kit(served):
+def kit(served: FakeHandle[FakeGitHub]) -> GitHub[Any]:
     return GitHub(TOKEN, base_url=served.url, auto_retry=False, http_cache=False, timeout=1.0)
 
 
-def test_injected_502_once_then_the_real_answer(served, kit):
+def test_injected_502_once_then_the_real_answer(served: FakeHandle[FakeGitHub], kit: GitHub[Any]) -> None:
     served.fault("status", ISSUE, status=502, times=1)
     with pytest.raises(RequestFailed) as failed:
         kit.rest.issues.get("octo", "hello", 1)
@@ -42,7 +46,7 @@ def test_injected_502_once_then_the_real_answer(served, kit):
     assert [(e.status, e.fault) for e in served.requests(path_prefix=ISSUE)] == [(502, "status"), (200, None)]
 
 
-def test_rate_limit_faults_raise_githubkits_rate_limit_errors(served, kit):
+def test_rate_limit_faults_raise_githubkits_rate_limit_errors(served: FakeHandle[FakeGitHub], kit: GitHub[Any]) -> None:
     served.fault("status", ISSUE, status=429, headers=[("retry-after", "7")], times=1)
     with pytest.raises(SecondaryRateLimitExceeded) as secondary:
         kit.rest.issues.get("octo", "hello", 1)
@@ -55,7 +59,7 @@ def test_rate_limit_faults_raise_githubkits_rate_limit_errors(served, kit):
         kit.rest.issues.get("octo", "hello", 1)
 
 
-def test_hang_is_a_timeout_and_reset_a_request_error(served, kit):
+def test_hang_is_a_timeout_and_reset_a_request_error(served: FakeHandle[FakeGitHub], kit: GitHub[Any]) -> None:
     served.fault("hang", ISSUE, times=1)
     started = time.monotonic()
     with pytest.raises(RequestTimeout):
@@ -68,7 +72,7 @@ def test_hang_is_a_timeout_and_reset_a_request_error(served, kit):
     assert [e.status for e in served.requests(path_prefix=ISSUE)] == [None, None]
 
 
-def test_drip_outlives_githubkits_per_read_timeout(served, kit):
+def test_drip_outlives_githubkits_per_read_timeout(served: FakeHandle[FakeGitHub], kit: GitHub[Any]) -> None:
     # 1 s per-read timeout, one byte every 20 ms: every read succeeds, so the whole answer takes far longer than 1 s.
     served.fault("drip", "/repos/octo/nope", interval=0.02, times=1)
     started = time.monotonic()
@@ -80,14 +84,14 @@ def test_drip_outlives_githubkits_per_read_timeout(served, kit):
     assert took >= len(body) * 0.02 * 0.8 > 1.0
 
 
-def test_latency_delays_but_answers(served, kit):
+def test_latency_delays_but_answers(served: FakeHandle[FakeGitHub], kit: GitHub[Any]) -> None:
     served.fault("latency", ISSUE, delay=0.3, times=1)
     started = time.monotonic()
     assert kit.rest.issues.get("octo", "hello", 1).status_code == 200
     assert time.monotonic() - started >= 0.3
 
 
-def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc):
+def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     kit = GitHub(
         TOKEN,
         base_url=fake_inproc.url,
@@ -105,7 +109,7 @@ def test_faults_in_process_are_the_exceptions_a_socket_client_sees(fake_inproc):
     assert unavailable.value.response.json()["status"] == "503"
 
 
-def _fetch(target: str, path: str, timeout: float):
+def _fetch(target: str, path: str, timeout: float) -> httpx.Response:
     import functools
 
     import anyio
@@ -119,7 +123,7 @@ def _fetch(target: str, path: str, timeout: float):
     )
 
 
-def test_faults_seen_from_harness_fetch_through(served):
+def test_faults_seen_from_harness_fetch_through(served: FakeHandle[FakeGitHub]) -> None:
     from harness import ServiceTimeout, ServiceUnreachable
 
     served.fault("drip", "/repos/octo/nope", interval=0.02)  # the drip githubkit sat through above

@@ -4,33 +4,37 @@ errors, ``GET /user`` and collaborator permission, driven by githubkit and PyGit
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qs
 
+import httpx
 import pytest
 from github import Auth, Github
 from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
-from fakes.github import unserved
-from specs.github.world import REPO, SCHEMAS, TOKEN
+from fakes.github import FakeGitHub, unserved
+from fakes.server import FakeHandle
+from specs.github.world import REPO, SCHEMAS, TOKEN, Schema, rest_api
 
 JSON = {"accept": "application/json"}
 CLIENT = {"client_id": "Iv23liFAKE"}
 
 
-def _kit(handle, token: str | None) -> GitHub:
+def _kit(handle: FakeHandle[FakeGitHub], token: str | None) -> GitHub[Any]:
     return GitHub(
         token, base_url=handle.url, transport=handle.transport(), auto_retry=False, http_cache=False, timeout=10.0
     )
 
 
-def _device_token(http, **extra) -> dict:
+def _device_token(http: httpx.Client, **extra: str) -> dict[str, Any]:
     code = http.post("/login/device/code", data={**CLIENT, "scope": ""}, headers=JSON).json()
     grant = {**CLIENT, "device_code": code["device_code"], "grant_type": "urn:ietf:params:oauth:grant-type:device_code"}
-    return http.post("/login/oauth/access_token", data={**grant, **extra}, headers=JSON).json()
+    token: dict[str, Any] = http.post("/login/oauth/access_token", data={**grant, **extra}, headers=JSON).json()
+    return token
 
 
-def test_device_flow_answers_form_encoded_by_default_and_json_on_request(fake_inproc):
+def test_device_flow_answers_form_encoded_by_default_and_json_on_request(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         form = http.post("/login/device/code", data=CLIENT)
         as_json = http.post("/login/device/code", json=CLIENT, headers=JSON)  # a JSON body is accepted too
@@ -48,7 +52,9 @@ def test_device_flow_answers_form_encoded_by_default_and_json_on_request(fake_in
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, schema):
+def test_device_grant_completes_at_once_and_the_token_is_the_user(
+    fake_inproc: FakeHandle[FakeGitHub], schema: Schema
+) -> None:
     fake_inproc.app.oauth_login = "alice"
     with fake_inproc.client() as http:
         token = _device_token(http)
@@ -61,17 +67,19 @@ def test_device_grant_completes_at_once_and_the_token_is_the_user(fake_inproc, s
         "bearer",
     )
     kit = _kit(fake_inproc, token["access_token"])  # keep the client: its rest namespace holds a weak reference
-    me = kit.rest(schema).users.get_authenticated().parsed_data
+    me = rest_api(kit, schema).users.get_authenticated().parsed_data
     assert (me.login, me.type) == ("alice", "User")
     assert me.url == f"{fake_inproc.url}/users/alice"
     fake_inproc.app.advance_clock(28800)  # the user access token lives 8 hours
     with pytest.raises(RequestFailed) as dead:
-        kit.rest(schema).users.get_authenticated()
+        rest_api(kit, schema).users.get_authenticated()
     assert dead.value.response.status_code == 401
     assert unserved(fake_inproc) == []
 
 
-def test_refresh_without_client_secret_is_http_200_invalid_client_for_a_web_flow_token(fake_inproc):
+def test_refresh_without_client_secret_is_http_200_invalid_client_for_a_web_flow_token(
+    fake_inproc: FakeHandle[FakeGitHub],
+) -> None:
     code = fake_inproc.app.add_oauth_code("alice")
     with fake_inproc.client() as http:
         first = http.post(
@@ -95,7 +103,7 @@ def test_refresh_without_client_secret_is_http_200_invalid_client_for_a_web_flow
     assert new_user.json()["login"] == "alice"
 
 
-def test_device_flow_token_refreshes_without_client_secret(fake_inproc):
+def test_device_flow_token_refreshes_without_client_secret(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     # GitHub docs, "Refreshing user access tokens": client_secret is required "unless the user access token was
     # generated using the device flow".
     with fake_inproc.client() as http:
@@ -109,7 +117,7 @@ def test_device_flow_token_refreshes_without_client_secret(fake_inproc):
     assert "error" not in fresh
 
 
-def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
+def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     grant = "urn:ietf:params:oauth:grant-type:device_code"
     with fake_inproc.client() as http:
         code = http.post("/login/device/code", data=CLIENT, headers=JSON).json()["device_code"]
@@ -140,7 +148,7 @@ def test_oauth_errors_are_http_200_with_githubs_codes(fake_inproc):
     assert parse_qs(form.text)["error"] == ["bad_verification_code"]  # form-encoded without Accept: JSON
 
 
-def test_oauth_bad_json_is_400_and_xml_is_unserved(fake_inproc):
+def test_oauth_bad_json_is_400_and_xml_is_unserved(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         bad = http.post(
             "/login/oauth/access_token", content=b'{"client_id": NaN}', headers={"content-type": "application/json"}
@@ -152,7 +160,7 @@ def test_oauth_bad_json_is_400_and_xml_is_unserved(fake_inproc):
     assert [e.status for e in unserved(fake_inproc)] == [501]
 
 
-def test_get_user_needs_a_user_token(fake_inproc):
+def test_get_user_needs_a_user_token(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     app = fake_inproc.app.add_app("reply-bot")
     ghs = fake_inproc.app.issue_token(fake_inproc.app.add_installation(app.id, "octo")).value
     with fake_inproc.client() as http:
@@ -164,7 +172,7 @@ def test_get_user_needs_a_user_token(fake_inproc):
     assert (bad.status_code, bad.json()["message"]) == (401, "Bad credentials")
 
 
-def test_pygithub_get_user(served):
+def test_pygithub_get_user(served: FakeHandle[FakeGitHub]) -> None:
     client = Github(
         base_url=served.url,
         auth=Auth.Token(TOKEN),
@@ -182,7 +190,7 @@ def test_pygithub_get_user(served):
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
-def test_collaborator_permission_with_githubkit(fake_inproc, schema):
+def test_collaborator_permission_with_githubkit(fake_inproc: FakeHandle[FakeGitHub], schema: Schema) -> None:
     fake = fake_inproc.app
     fake.add_repo("alice/tools", collaborators=["bob"])
     fake.add_user("bob")
@@ -200,8 +208,11 @@ def test_collaborator_permission_with_githubkit(fake_inproc, schema):
         "bob": ("write", "write"),
         "mallory": ("read", "read"),
     }
-    assert levels["bob"].user.login == "bob"
-    assert levels["bob"].user.permissions.push
+    bob = levels["bob"].user
+    assert bob is not None
+    assert bob.login == "bob"
+    assert bob.permissions
+    assert bob.permissions.push
     secret = rest.repos.get_collaborator_permission_level("octo", "secret", "mallory").parsed_data
     assert secret.permission == "none"
     failures = {}
@@ -223,7 +234,7 @@ def test_collaborator_permission_with_githubkit(fake_inproc, schema):
     assert unserved(fake_inproc) == []
 
 
-def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_inproc):
+def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         seeded = http.post("/_fake/github/oauth", json={"login": "e2e-user"})
         empty = http.post("/_fake/github/oauth", json={"login": " "})
@@ -243,7 +254,7 @@ def test_admin_oauth_sets_the_approving_user_and_hands_out_a_web_flow_code(fake_
     assert logins == ["e2e-user", "e2e-user"]
 
 
-def test_oauth_calls_do_not_spend_the_rest_api_rate_limit(fake_inproc):
+def test_oauth_calls_do_not_spend_the_rest_api_rate_limit(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         for _ in range(61):  # one more than the anonymous hourly limit
             assert "x-ratelimit-used" not in http.post("/login/device/code", data=CLIENT).headers

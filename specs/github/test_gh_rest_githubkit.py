@@ -7,18 +7,25 @@ from __future__ import annotations
 import base64
 import json
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
+from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
-from specs.github.world import REPO, TOKEN
+from fakes.github import FakeGitHub
+from fakes.server import FakeHandle
+from specs.github.world import REPO, TOKEN, Schema, rest_api
 
 OWNER, NAME = REPO.split("/")
 
 
-def test_get_issue_parses_and_points_back_at_the_fake(kit, schema, fake_inproc):
-    issue = kit.rest(schema).issues.get(OWNER, NAME, 1).parsed_data
+def test_get_issue_parses_and_points_back_at_the_fake(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
+    issue = rest_api(kit, schema).issues.get(OWNER, NAME, 1).parsed_data
     assert (issue.number, issue.title, issue.body, issue.state) == (1, "First issue", "Body é", "open")
     assert [lab.name for lab in issue.labels] == ["bug"]
     assert issue.url == f"{fake_inproc.url}/repos/{REPO}/issues/1"
@@ -29,8 +36,10 @@ def test_get_issue_parses_and_points_back_at_the_fake(kit, schema, fake_inproc):
     assert followed["id"] == issue.id
 
 
-def test_comment_create_get_update_and_list(kit, schema, fake_inproc):
-    rest = kit.rest(schema)
+def test_comment_create_get_update_and_list(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
+    rest = rest_api(kit, schema)
     created = rest.issues.create_comment(OWNER, NAME, 1, body="<!-- agent-controller:reply -->\nhi")
     assert created.status_code == 201
     comment = created.parsed_data
@@ -47,10 +56,12 @@ def test_comment_create_get_update_and_list(kit, schema, fake_inproc):
 
 
 @pytest.mark.parametrize("count", [0, 1, 3, 4])  # 0, 1, per_page and per_page + 1 items with per_page=3
-def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
+def test_pagination_link_and_page_until_empty(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub], count: int
+) -> None:
     for i in range(count):
         fake_inproc.app.add_comment(REPO, 1, f"c{i}", user="alice")
-    rest = kit.rest(schema)
+    rest = rest_api(kit, schema)
     pages_of = kit.rest.paginate(rest.issues.list_comments, owner=OWNER, repo=NAME, issue_number=1, per_page=3)
     via_link = [c.body for c in pages_of]
     assert via_link == [f"c{i}" for i in range(count)]
@@ -66,12 +77,12 @@ def test_pagination_link_and_page_until_empty(kit, schema, fake_inproc, count):
     assert _pages_requested(fake_inproc) == [str(n) for n in range(1, pages + 2)]  # until an empty page
 
 
-def _pages_requested(handle) -> list[str]:
+def _pages_requested(handle: FakeHandle[FakeGitHub]) -> list[str]:
     listed = handle.requests(path_prefix=f"/repos/{REPO}/issues/1/comments")
     return [e.query_params.get("page", ["1"])[-1] for e in listed]
 
 
-def test_link_header_shape_and_per_page_cap(fake_inproc):
+def test_link_header_shape_and_per_page_cap(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     for i in range(31):
         fake_inproc.app.add_comment(REPO, 1, f"c{i}", user="alice")
     with fake_inproc.client() as http:
@@ -93,17 +104,21 @@ def test_link_header_shape_and_per_page_cap(fake_inproc):
     assert past.json() == []
 
 
-def test_since_filters_updated_at_at_or_after(kit, schema, fake_inproc):
+def test_since_filters_updated_at_at_or_after(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
     fake = fake_inproc.app
     fake.add_comment(REPO, 1, "old", user="alice", created_at="2024-01-01T00:00:00Z")
     fake.add_comment(REPO, 1, "edge", user="alice", created_at="2024-05-01T00:00:00Z")
     fake.add_comment(REPO, 1, "new", user="alice", created_at="2024-06-01T00:00:00Z")
-    got = kit.rest(schema).issues.list_comments(OWNER, NAME, 1, since="2024-05-01T00:00:00Z").parsed_data
+    got = rest_api(kit, schema).issues.list_comments(OWNER, NAME, 1, since="2024-05-01T00:00:00Z").parsed_data
     assert [c.body for c in got] == ["edge", "new"]
 
 
-def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
-    rest = kit.rest(schema)
+def test_labels_three_body_shapes_spaces_and_remove(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
+    rest = rest_api(kit, schema)
     assert [lab.name for lab in rest.issues.add_labels(OWNER, NAME, 1, labels=["needs triage"]).parsed_data] == [
         "bug",
         "needs triage",
@@ -125,22 +140,23 @@ def test_labels_three_body_shapes_spaces_and_remove(kit, schema, fake_inproc):
     assert body["status"] == "404"
 
 
-def test_reactions_twice_give_201_then_200(kit, schema):
-    rest = kit.rest(schema)
+def test_reactions_twice_give_201_then_200(kit: GitHub[Any], schema: Schema) -> None:
+    rest = rest_api(kit, schema)
     comment = rest.issues.create_comment(OWNER, NAME, 1, body="x").parsed_data
-    for create in (
+    creates: list[Callable[[], Any]] = [
         lambda: rest.reactions.create_for_issue(OWNER, NAME, 1, content="heart"),
         lambda: rest.reactions.create_for_issue_comment(OWNER, NAME, comment.id, content="rocket"),
-    ):
+    ]
+    for create in creates:
         first, second = create(), create()
         assert (first.status_code, second.status_code) == (201, 200)
         assert first.parsed_data.id == second.parsed_data.id
     assert rest.issues.get(OWNER, NAME, 1).parsed_data.reactions.heart == 1
 
 
-def test_pull_request_and_pr_as_issue(kit, schema, fake_inproc):
+def test_pull_request_and_pr_as_issue(kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]) -> None:
     fake_inproc.app.add_pull(REPO, "Add feature", head="feat", user="alice")
-    rest = kit.rest(schema)
+    rest = rest_api(kit, schema)
     pull = rest.pulls.get(OWNER, NAME, 2).parsed_data
     assert (pull.number, pull.head.ref, pull.base.ref, pull.merged) == (2, "feat", "main", False)
     as_issue = rest.issues.get(OWNER, NAME, 2).parsed_data
@@ -151,8 +167,8 @@ def test_pull_request_and_pr_as_issue(kit, schema, fake_inproc):
     assert not_a_pull.value.response.status_code == 404
 
 
-def test_contents_file_and_directory(kit, schema):
-    rest = kit.rest(schema)
+def test_contents_file_and_directory(kit: GitHub[Any], schema: Schema) -> None:
+    rest = rest_api(kit, schema)
     readme = rest.repos.get_content(OWNER, NAME, "README.md").parsed_data
     assert readme.type == "file"
     assert base64.b64decode(readme.content) == b"# hello\n"
@@ -163,8 +179,10 @@ def test_contents_file_and_directory(kit, schema):
     assert missing.value.response.status_code == 404
 
 
-def test_repository_and_private_repo_answers_404(kit, schema, fake_inproc):
-    rest = kit.rest(schema)
+def test_repository_and_private_repo_answers_404(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
+    rest = rest_api(kit, schema)
     assert rest.repos.get(OWNER, NAME).parsed_data.full_name == REPO
     assert rest.repos.get("octo", "secret").parsed_data.private is True  # alice is a collaborator
     with fake_inproc.client(headers={"authorization": "token ghp_mallory"}) as http:
@@ -175,7 +193,7 @@ def test_repository_and_private_repo_answers_404(kit, schema, fake_inproc):
     assert hidden.json()["status"] == "404"
 
 
-def test_error_bodies_422_401_400(fake_inproc):
+def test_error_bodies_422_401_400(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client(headers={"authorization": f"token {TOKEN}"}) as http:
         missing = http.post(f"/repos/{REPO}/issues/1/comments", json={})
         broken = http.post(f"/repos/{REPO}/issues/1/comments", content=b"{not json")
@@ -201,7 +219,9 @@ def test_error_bodies_422_401_400(fake_inproc):
     assert anonymous_write.status_code == 401
 
 
-def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fake_inproc):
+def test_rate_limit_headers_on_every_response_and_primary_limit(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
     from githubkit.exception import PrimaryRateLimitExceeded
 
     with fake_inproc.client(headers={"authorization": f"token {TOKEN}"}) as http:
@@ -222,12 +242,12 @@ def test_rate_limit_headers_on_every_response_and_primary_limit(kit, schema, fak
     assert int(answers[0].headers["x-ratelimit-remaining"]) == 4999
     fake_inproc.app.set_rate_limit_remaining(0)
     with pytest.raises(PrimaryRateLimitExceeded) as limited:
-        kit.rest(schema).issues.get(OWNER, NAME, 1)
+        rest_api(kit, schema).issues.get(OWNER, NAME, 1)
     alice = fake_inproc.app.users["alice"].id
     assert limited.value.response.json()["message"] == f"API rate limit exceeded for user ID {alice}."
 
 
-def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
+def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         unserved = http.put(f"/repos/{REPO}/issues/1/labels", json={"labels": ["x"]})
         health = http.get("/healthz")
@@ -240,7 +260,9 @@ def test_unserved_endpoint_is_501_and_journaled_but_health_is_not(fake_inproc):
     ]
 
 
-def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, fake_inproc):
+def test_list_issues_31_open_is_two_pages_and_state_since_filters(
+    kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]
+) -> None:
     fake = fake_inproc.app
     for i in range(30):  # issue 1 is already open: 31 in all, one more than a page
         fake.add_issue(
@@ -251,7 +273,7 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
             updated_at="2024-06-01T00:00:00Z" if i == 5 else "2024-01-01T00:00:00Z",
         )
     fake.add_issue(REPO, "closed one", user="alice", state="closed")
-    rest = kit.rest(schema)
+    rest = rest_api(kit, schema)
     first = rest.issues.list_for_repo(OWNER, NAME)
     assert len(first.parsed_data) == 30
     assert 'rel="next"' in first.headers["link"]
@@ -263,7 +285,7 @@ def test_list_issues_31_open_is_two_pages_and_state_since_filters(kit, schema, f
     assert {i.title for i in recent} == {"First issue", "bulk 5"}  # issue 1 was created (and updated) now
 
 
-def test_anonymous_callers_get_60_an_hour_then_githubs_403(fake_inproc):
+def test_anonymous_callers_get_60_an_hour_then_githubs_403(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     with fake_inproc.client() as http:
         answers = [http.get(f"/repos/{REPO}") for _ in range(61)]
         fake_inproc.app.advance_clock(3600)  # a new hourly window

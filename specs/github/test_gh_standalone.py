@@ -10,19 +10,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import yaml
 from githubkit import GitHub
 
+from fakes.github import FakeGitHub
+from fakes.server import FakeHandle
+from specs.github.receiver import Receiver
+
 MANIFESTS = Path(__file__).resolve().parents[2] / "fakes" / "github" / "manifests"
 START_TIMEOUT = 20.0  # seconds for the process to print its listening line (imports included)
 
 
-def _manifest_container() -> dict:
+def _manifest_container() -> dict[str, Any]:
     deployment = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
-    return deployment["spec"]["template"]["spec"]["containers"][0]
+    container: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
+    return container
 
 
 def _command(kind: str) -> tuple[list[str], dict[str, str]]:
@@ -37,13 +43,15 @@ def _command(kind: str) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, *command[1:], "--host", "127.0.0.1", "--port", "0"], env
 
 
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
+    assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
             if sel.select(remaining):
-                return proc.stdout.readline().decode()
+                line: bytes = proc.stdout.readline()
+                return line.decode()
             if proc.poll() is not None:
                 break
     raise AssertionError(
@@ -52,11 +60,11 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> str:
 
 
 @pytest.mark.parametrize("kind", ["module", "manifest"])
-def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
+def test_standalone_fake_serves_seeds_and_journals(kind: str, tmp_path: Path) -> None:
     argv, env = _command(kind)
-    with open(tmp_path / "stderr.txt", "wb") as stderr:  # the child holds its own copy of the descriptor
+    with open(tmp_path / "stderr.txt", "wb") as stderr_file:  # the child holds its own copy of the descriptor
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=stderr, env=env, cwd=Path(__file__).resolve().parents[2]
+            argv, stdout=subprocess.PIPE, stderr=stderr_file, env=env, cwd=Path(__file__).resolve().parents[2]
         )
     try:
         line = _read_line(proc, START_TIMEOUT)
@@ -95,14 +103,17 @@ def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
             proc.wait(timeout=5.0)
             raise AssertionError("python -m fakes.github ignored SIGTERM for 10 s") from None
         finally:
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
     # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so a graceful stop exits -15 (not 0).
     stderr = (tmp_path / "stderr.txt").read_text()
     assert code in (0, -signal.SIGTERM), stderr
     assert "Traceback" not in stderr, stderr
 
 
-def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
+def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(
+    served: FakeHandle[FakeGitHub], receiver: FakeHandle[Receiver]
+) -> None:
     with httpx.Client(base_url=served.url, timeout=10.0) as http:
         app = http.post("/_fake/github/apps", json={"slug": "reply-bot"}).json()
         assert app["private_key"].startswith("-----BEGIN RSA PRIVATE KEY-----")

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from fakes.github import (
     DeliveryLog,
+    FakeGitHub,
     issue_comment_created_payload,
     issues_labeled_payload,
     issues_opened_payload,
@@ -31,9 +32,12 @@ from fakes.github import (
     sign_sha256,
     verify_signature,
 )
+from fakes.github.state import App
+from fakes.server import FakeHandle
 from fakes.testing import examples, fuzzing
 from specs.github import webhook_models
-from specs.github.world import REPO, SCHEMAS
+from specs.github.receiver import Receiver
+from specs.github.world import REPO, SCHEMAS, Schema
 
 SECRET = "s3cret"  # the receiver fixture's secret
 VECTOR_SECRET = "It's a Secret to Everybody"
@@ -41,13 +45,13 @@ VECTOR = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e1
 TRAPS = {"text": "café ☕ \u2028 naïve", "path": "a/b/c", "emoji": "🚀", "nested": {"k": [1, 2.5, None, True]}}
 
 
-def test_signature_matches_githubs_test_vector():
+def test_signature_matches_githubs_test_vector() -> None:
     assert sign_sha256(VECTOR_SECRET, b"Hello, World!") == VECTOR
     assert verify_signature(secret=VECTOR_SECRET, body=b"Hello, World!", header=VECTOR)
     assert githubkit.webhooks.verify(VECTOR_SECRET, b"Hello, World!", VECTOR)  # a second, independent verifier
 
 
-def test_send_webhook_header_is_the_test_vector(receiver):
+def test_send_webhook_header_is_the_test_vector(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     receiver.app.secret = VECTOR_SECRET
     delivery = send_webhook(f"{receiver.url}/hook", "ping", b"Hello, World!", secret=VECTOR_SECRET, log=log)
@@ -58,7 +62,7 @@ def test_send_webhook_header_is_the_test_vector(receiver):
     assert delivery.ok
 
 
-def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
+def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     for hostile in (False, True):
         delivery = send_webhook(
@@ -79,7 +83,7 @@ def test_received_bytes_verify_and_a_reserialised_copy_does_not(receiver):
     assert not verify_signature(secret=SECRET, body=compact, header=header)
 
 
-def test_delivery_headers_status_duration_and_no_retry(receiver):
+def test_delivery_headers_status_duration_and_no_retry(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     good = send_webhook(
         f"{receiver.url}/hook",
@@ -112,19 +116,20 @@ def test_delivery_headers_status_duration_and_no_retry(receiver):
     assert [d.id for d in log.all()] == [good.id, rejected.id]
 
 
-def test_a_receiver_that_does_not_answer_in_time_is_a_failed_delivery(receiver):
+def test_a_receiver_that_does_not_answer_in_time_is_a_failed_delivery(receiver: FakeHandle[Receiver]) -> None:
     receiver.fault("hang", "/hook")
     log = DeliveryLog()
     slow = send_webhook(
         f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
     )
     assert slow.status is None
-    assert "timed out" in slow.error
+    assert "timed out" in (slow.error or "")
+    assert slow.duration is not None
     assert 0.4 <= slow.duration < 5.0  # generous bound: the deadline was 0.5 s
     assert len(receiver.requests(path_prefix="/hook")) == 1  # no automatic retry
 
 
-def test_redelivery_reuses_the_guid_and_the_bytes(receiver):
+def test_redelivery_reuses_the_guid_and_the_bytes(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     first = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened", **TRAPS}, secret=SECRET, log=log)
     again = redeliver(first.id, log=log)
@@ -139,7 +144,7 @@ def test_redelivery_reuses_the_guid_and_the_bytes(receiver):
         redeliver("00000000-0000-0000-0000-000000000000", log=log)
 
 
-def test_duplicate_reordered_and_form_encoded_faults(receiver):
+def test_duplicate_reordered_and_form_encoded_faults(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     dup = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, duplicate=True, log=log)
     assert [r.headers["x-github-delivery"] for r in receiver.app.received] == [dup.id, dup.id]
@@ -181,11 +186,11 @@ def test_duplicate_reordered_and_form_encoded_faults(receiver):
         12345,
     ],
 )
-def test_verify_signature_is_false_never_an_exception(header):
+def test_verify_signature_is_false_never_an_exception(header: str | bytes | None) -> None:
     assert verify_signature(secret=SECRET, body=b"{}", header=header) is False
 
 
-def test_verify_signature_refuses_a_valid_sha1_downgrade():
+def test_verify_signature_refuses_a_valid_sha1_downgrade() -> None:
     body = b'{"zen":"ok"}'
     assert verify_signature(secret=SECRET, body=body, header=sign_sha256(SECRET, body))
     assert verify_signature(
@@ -198,12 +203,14 @@ def test_verify_signature_refuses_a_valid_sha1_downgrade():
 @pytest.mark.fuzz
 @settings(max_examples=examples(200, 5000), deadline=None, derandomize=not fuzzing())
 @given(header=st.one_of(st.none(), st.text(max_size=80), st.binary(max_size=80)), body=st.binary(max_size=64))
-def test_verify_signature_fuzz_never_raises(header, body):
+def test_verify_signature_fuzz_never_raises(header: str | bytes | None, body: bytes) -> None:
     assert verify_signature(secret=SECRET, body=body, header=header) is (header == sign_sha256(SECRET, body))
 
 
 @pytest.mark.parametrize("version", SCHEMAS)
-def test_every_built_payload_parses_with_githubkits_webhook_models(fake_inproc, version):
+def test_every_built_payload_parses_with_githubkits_webhook_models(
+    fake_inproc: FakeHandle[FakeGitHub], version: Schema
+) -> None:
     fake = fake_inproc.app
     app = fake.add_app("reply-bot")
     fake.add_installation(app.id, "octo")
@@ -225,7 +232,9 @@ def test_every_built_payload_parses_with_githubkits_webhook_models(fake_inproc, 
     assert built[("issue_comment", "created")]["issue"]["number"] == 1
 
 
-def test_api_created_comments_and_labels_emit_deliveries_with_a_bot_sender(no_leaks, fake_inproc, receiver):
+def test_api_created_comments_and_labels_emit_deliveries_with_a_bot_sender(
+    no_leaks: None, fake_inproc: FakeHandle[FakeGitHub], receiver: FakeHandle[Receiver]
+) -> None:
     fake = fake_inproc.app
     app = fake.add_app("reply-bot")
     inst = fake.add_installation(app.id, "octo")
@@ -254,7 +263,7 @@ def test_api_created_comments_and_labels_emit_deliveries_with_a_bot_sender(no_le
     assert [d.status for d in fake.deliveries.all()] == [202, 202]
 
 
-def _app_jwt(app) -> str:
+def _app_jwt(app: App) -> str:
     import time
 
     import jwt
@@ -263,12 +272,13 @@ def _app_jwt(app) -> str:
     return jwt.encode({"iss": str(app.id), "iat": now - 60, "exp": now + 300}, app.private_key_pem, algorithm="RS256")
 
 
-def test_a_dripping_receiver_cannot_stretch_the_delivery_deadline(receiver):
+def test_a_dripping_receiver_cannot_stretch_the_delivery_deadline(receiver: FakeHandle[Receiver]) -> None:
     receiver.fault("drip", "/hook", interval=0.05)  # ~40 body bytes at 50 ms each would take about 2 s
     log = DeliveryLog()
     slow = send_webhook(
         f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, timeout=0.5, log=log, check=False
     )
     assert slow.status is None
-    assert "deadline" in slow.error
+    assert "deadline" in (slow.error or "")
+    assert slow.duration is not None
     assert slow.duration < 1.5  # one total deadline, not per read
