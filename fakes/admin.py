@@ -1,4 +1,4 @@
-"""The ``/_fake/`` admin API every fake serves, a prefix no real API uses (fakes-api.md §4.1).
+"""The ``/_fake/`` admin API every fake serves, under a prefix none of the faked services uses.
 
 Routes (JSON in and out; errors are ``400 {"error": "..."}`` naming the bad input):
 
@@ -18,6 +18,7 @@ Admin calls are never journaled and never faulted, so a ``*`` fault can always b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
@@ -40,11 +41,17 @@ def _error(status: int, message: str) -> FakeResponse:
 
 def handle_admin(runtime: FakeRuntime, request: FakeRequest) -> FakeResponse:
     """Answer one admin request against ``runtime`` (journal, fault table, fake)."""
-    route = request.path[len(PREFIX):].rstrip("/") or "/"
+    route = request.path[len(PREFIX) :].rstrip("/") or "/"
     method = request.method.upper()
     if route == "/" and method == "GET":
-        return FakeResponse.json(200, {"name": runtime.app.name, "requests": len(runtime.journal.entries()),
-                                       "faults": [f.to_dict() for f in runtime.faults.list()]})
+        return FakeResponse.json(
+            200,
+            {
+                "name": runtime.app.name,
+                "requests": len(runtime.journal.entries()),
+                "faults": [f.to_dict() for f in runtime.faults.list()],
+            },
+        )
     if route == "/requests" and method == "GET":
         try:
             entries = runtime.journal.entries(
@@ -61,11 +68,11 @@ def handle_admin(runtime: FakeRuntime, request: FakeRequest) -> FakeResponse:
     if route == "/faults":
         return _faults(runtime, request, method)
     if route.startswith("/faults/") and method == "DELETE":
-        fault_id = route[len("/faults/"):]
+        fault_id = route[len("/faults/") :]
         if runtime.faults.clear(fault_id):
             return FakeResponse.json(200, {"cleared": fault_id})
         return _error(404, f"no active fault with id {fault_id!r}")
-    hook = getattr(runtime.app, "admin", None)
+    hook: Callable[[FakeRequest], FakeResponse | None] | None = getattr(runtime.app, "admin", None)
     response = hook(request) if hook is not None else None
     if response is not None:
         return response

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -31,6 +31,12 @@ from fakes.faults import STREAM_KINDS, Fault
 from fakes.runtime import FakeRuntime, Outcome
 
 log = logging.getLogger("fakes")
+
+# ASGI 3's callables (asgiref's spec), typed loosely: messages are plain dicts.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
 
 
 class FakeASGI:
@@ -46,7 +52,8 @@ class FakeASGI:
         registry = self._transports
 
         class FakeH11Protocol(H11Protocol):
-            def connection_made(self, transport):  # type: ignore[override]
+            # uvicorn's H11Protocol narrows asyncio's BaseTransport to Transport here; this override follows it.
+            def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
                 # asyncio sets TCP_NODELAY only when the socket's proto is IPPROTO_TCP, and socket.create_server
                 # leaves it 0: without this, headers and body go out in two segments and Nagle plus the peer's
                 # delayed ACK add ~40 ms to every answer.
@@ -55,11 +62,11 @@ class FakeASGI:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 super().connection_made(transport)
                 if self.client:
-                    registry[tuple(self.client)] = transport
+                    registry[self.client] = transport
 
-            def connection_lost(self, exc):
-                if self.client and registry.get(tuple(self.client)) is self.transport:
-                    del registry[tuple(self.client)]
+            def connection_lost(self, exc: Exception | None) -> None:
+                if self.client and registry.get(self.client) is self.transport:
+                    del registry[self.client]
                 super().connection_lost(exc)
 
         return FakeH11Protocol
@@ -74,14 +81,14 @@ class FakeASGI:
             self._stop = asyncio.Event()
         return self._stop
 
-    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         request = await self._read_request(scope, receive)
         outcome = await asyncio.to_thread(self.runtime.dispatch, request)
         await self._enact(outcome, scope, receive, send)
 
-    async def _read_request(self, scope, receive) -> FakeRequest:
+    async def _read_request(self, scope: Scope, receive: Receive) -> FakeRequest:
         chunks: list[bytes] = []
         while True:
             message = await receive()
@@ -93,7 +100,8 @@ class FakeASGI:
         headers: dict[str, str] = {}
         for name, value in scope.get("headers", []):
             headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-        host = headers.get("host") or "%s:%d" % tuple(scope.get("server") or ("localhost", 80))
+        server_host, server_port = scope.get("server") or ("localhost", 80)
+        host = headers.get("host") or f"{server_host}:{server_port}"
         raw_path = scope.get("raw_path") or scope["path"].encode()
         return FakeRequest(
             method=scope["method"],
@@ -105,7 +113,7 @@ class FakeASGI:
             raw_path=raw_path.decode("latin-1"),
         )
 
-    async def _enact(self, outcome: Outcome, scope, receive, send) -> None:
+    async def _enact(self, outcome: Outcome, scope: Scope, receive: Receive, send: Send) -> None:
         fault, response = outcome.fault, outcome.response
         kind = fault.kind if fault is not None else None
         if kind == "hang":
@@ -116,7 +124,7 @@ class FakeASGI:
             await self._drop(scope, rst=True)
             return
         assert response is not None
-        if kind == "latency" and await self._wait(receive, fault.delay):
+        if fault is not None and kind == "latency" and await self._wait(receive, fault.delay):
             await self._drop(scope, rst=False)
             return
         await send({"type": "http.response.start", "status": response.status, "headers": _headers(response)})
@@ -126,7 +134,9 @@ class FakeASGI:
         if await self._send_body(response, fault, scope, receive, send):
             await send({"type": "http.response.body", "body": b""})
 
-    async def _send_body(self, response: FakeResponse, fault: Fault | None, scope, receive, send) -> bool:
+    async def _send_body(
+        self, response: FakeResponse, fault: Fault | None, scope: Scope, receive: Receive, send: Send
+    ) -> bool:
         """Send the body chunk by chunk with its pacing, drip and stream faults; False if the connection was dropped
         (the client left, the server is stopping, or a stream fault cut it)."""
         cut = fault if fault is not None and fault.kind in STREAM_KINDS else None
@@ -159,7 +169,7 @@ class FakeASGI:
             log.exception("fake %s: its response stream raised; closing the connection", self.runtime.app.name)
             return _BROKEN
 
-    async def _send_chunk(self, data: bytes, fault: Fault | None, scope, receive, send) -> bool:
+    async def _send_chunk(self, data: bytes, fault: Fault | None, scope: Scope, receive: Receive, send: Send) -> bool:
         if fault is None or fault.kind != "drip":
             if data:
                 await send({"type": "http.response.body", "body": data, "more_body": True})
@@ -168,10 +178,10 @@ class FakeASGI:
             if await self._wait(receive, fault.interval):
                 await self._drop(scope, rst=False)
                 return False
-            await send({"type": "http.response.body", "body": data[i:i + 1], "more_body": True})
+            await send({"type": "http.response.body", "body": data[i : i + 1], "more_body": True})
         return True
 
-    async def _stream_fault(self, fault: Fault, scope, receive) -> bool:
+    async def _stream_fault(self, fault: Fault, scope: Scope, receive: Receive) -> bool:
         """Enact a stream fault at its place; True if the stream goes on (a pause the client waited out)."""
         if fault.kind == "stream_pause":
             if await self._wait(receive, fault.delay):
@@ -181,7 +191,7 @@ class FakeASGI:
         await self._drop(scope, rst=fault.kind == "stream_reset")
         return False
 
-    async def _wait(self, receive, seconds: float | None) -> bool:
+    async def _wait(self, receive: Receive, seconds: float | None) -> bool:
         """Sleep ``seconds`` (``None``: forever); True if the client left or the server is stopping first."""
         stop = asyncio.ensure_future(self._stop_event().wait())
         gone = asyncio.ensure_future(_until_disconnect(receive))
@@ -193,9 +203,10 @@ class FakeASGI:
                 task.cancel()
             await asyncio.gather(stop, gone, return_exceptions=True)
 
-    async def _drop(self, scope, *, rst: bool) -> None:
+    async def _drop(self, scope: Scope, *, rst: bool) -> None:
         """Close the connection without an answer: with a TCP RST when ``rst``, else a plain close."""
-        transport = self._transports.get(tuple(scope.get("client") or ()))
+        client = scope.get("client")  # (host, port) as uvicorn's protocol registered it
+        transport = self._transports.get((client[0], client[1])) if client else None
         if transport is None or transport.is_closing():
             return
         if rst:
@@ -210,7 +221,7 @@ class FakeASGI:
             await asyncio.sleep(0)
 
 
-async def _until_disconnect(receive) -> None:
+async def _until_disconnect(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
 

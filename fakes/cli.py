@@ -7,6 +7,7 @@ one line ``fake <name> listening on http://H:P`` to stdout once serving (useful 
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable, Sequence
 
@@ -15,9 +16,14 @@ from fakes.runtime import FakeRuntime
 from fakes.server import bind, build_server, url_for
 
 
-def run_main(make_app: Callable[[argparse.Namespace], FakeApp], *, prog: str, description: str,
-             add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-             argv: Sequence[str] | None = None) -> int:
+def run_main(
+    make_app: Callable[[argparse.Namespace], FakeApp],
+    *,
+    prog: str,
+    description: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    argv: Sequence[str] | None = None,
+) -> int:
     """Parse ``--host`` (default 127.0.0.1), ``--port`` (default 0 = OS-chosen), ``--log-level`` and the fake's own
     options (``add_arguments``), build the fake with ``make_app(args)`` and serve it until signalled."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
@@ -32,7 +38,7 @@ def run_main(make_app: Callable[[argparse.Namespace], FakeApp], *, prog: str, de
     server = build_server(FakeRuntime(app), log_level=args.log_level)
     original_startup = server.startup
 
-    async def startup(sockets=None) -> None:
+    async def startup(sockets: list[socket.socket] | None = None) -> None:
         await original_startup(sockets=sockets)
         print(f"fake {app.name} listening on {url_for(sock)}", flush=True)
 

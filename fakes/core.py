@@ -18,8 +18,8 @@ import itertools
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qs
 
@@ -128,8 +128,12 @@ class FakeRequest:
         if depth > max_depth:
             raise BadJson(f"nesting depth {depth} exceeds the limit of {max_depth}", "depth")
         try:
-            return json.loads(self.body, parse_constant=_reject_constant, parse_float=_checked_float,
-                              parse_int=lambda text: _checked_int(text, wide_as_float=wide_ints_as_float))
+            return json.loads(
+                self.body,
+                parse_constant=_reject_constant,
+                parse_float=_checked_float,
+                parse_int=lambda text: _checked_int(text, wide_as_float=wide_ints_as_float),
+            )
         except BadJson:
             raise
         except UnicodeDecodeError as exc:
@@ -154,8 +158,12 @@ class StreamChunk:
     def __post_init__(self) -> None:
         if not isinstance(self.data, bytes):
             raise TypeError(f"StreamChunk data must be bytes, got {type(self.data).__name__}")
-        if isinstance(self.delay, bool) or not isinstance(self.delay, (int, float)) or not math.isfinite(self.delay) \
-                or self.delay < 0:
+        if (
+            isinstance(self.delay, bool)
+            or not isinstance(self.delay, (int, float))
+            or not math.isfinite(self.delay)
+            or self.delay < 0
+        ):
             raise ValueError(f"StreamChunk delay={self.delay!r}: give seconds as a finite number >= 0")
 
 
@@ -180,8 +188,13 @@ class FakeResponse:
         return iter([StreamChunk(self.body)] if self.body else [])
 
     @classmethod
-    def streamed(cls, status: int, chunks: Iterable[StreamChunk], content_type: str = "text/event-stream",
-                 headers: list[tuple[str, str]] | None = None) -> FakeResponse:
+    def streamed(
+        cls,
+        status: int,
+        chunks: Iterable[StreamChunk],
+        content_type: str = "text/event-stream",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> FakeResponse:
         """A streamed response (default ``content-type: text/event-stream``, the server-sent events type)."""
         return cls(status, [("content-type", content_type), *(headers or [])], stream=chunks)
 
@@ -208,8 +221,7 @@ class FakeApp(Protocol):
     """What the shared machinery needs from a fake.
 
     ``name`` appears in logs and admin answers; ``unrecorded_paths`` are exact paths (health routes) the journal
-    skips, so a readiness probe never reads as an application call (upstream's own probe once showed up in its fake's
-    request log as an unstubbed call).
+    skips, so a readiness probe never reads as an application call (failure mode 14 in ``specs/cluster/README.md``).
     ``handle`` must be thread-safe (uvicorn's event loop and test threads may call it at once) and must not block
     for long: faults such as hang and drip are the machinery's job, not the fake's.
     """

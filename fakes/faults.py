@@ -72,18 +72,19 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise FaultSpecError(f"fault kind {self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.times is not None and (not isinstance(self.times, int) or isinstance(self.times, bool)
-                                       or self.times < 1):
+        if self.times is not None and (
+            not isinstance(self.times, int) or isinstance(self.times, bool) or self.times < 1
+        ):
             raise FaultSpecError(f"fault times={self.times!r}: give a positive integer, or None for 'until cleared'")
         if not isinstance(self.status, int) or isinstance(self.status, bool) or not 100 <= self.status <= 599:
             raise FaultSpecError(f"fault status={self.status!r} is not an HTTP status code")
         if self.status < 200:
-            raise FaultSpecError(f"fault status={self.status}: a 1xx status is informational, not a final answer; "
-                                 "give 200-599")
+            raise FaultSpecError(
+                f"fault status={self.status}: a 1xx status is informational, not a final answer; give 200-599"
+            )
         for name in ("delay", "interval"):
             value = getattr(self, name)
-            if (not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value)
-                    or value < 0):
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
                 raise FaultSpecError(f"fault {name}={value!r}: give seconds as a finite non-negative number")
         if self.kind == "drip" and self.interval <= 0:
             raise FaultSpecError("fault drip needs interval > 0 seconds")
@@ -92,17 +93,20 @@ class Fault:
         if not isinstance(self.after, int) or isinstance(self.after, bool) or self.after < 0:
             raise FaultSpecError(f"fault after={self.after!r}: give the number of chunks sent first, an integer >= 0")
         if not isinstance(self.path, str) or not isinstance(self.method, str):
-            raise FaultSpecError(f"fault path={self.path!r} / method={self.method!r}: give strings such as "
-                                 "'/collections/*' and 'POST'")
+            raise FaultSpecError(
+                f"fault path={self.path!r} / method={self.method!r}: give strings such as '/collections/*' and 'POST'"
+            )
         self.method = self.method.upper()
         self.headers = [(str(k), str(v)) for k, v in self.headers]
         if any(c in text for pair in self.headers for text in pair for c in "\r\n\0"):
             raise FaultSpecError(f"fault headers={self.headers!r}: a header name or value holds CR, LF or NUL")
-        if isinstance(self.body, str):
-            self.body = self.body.encode()
-        if self.body is not None and not isinstance(self.body, bytes):
-            raise FaultSpecError(f"fault body={self.body!r}: give a string or bytes (or leave it out for the fake's "
-                                 "own error body)")
+        body: object = self.body  # from JSON or keywords: any type until checked here
+        if isinstance(body, str):
+            self.body = body.encode()
+        elif body is not None and not isinstance(body, bytes):
+            raise FaultSpecError(
+                f"fault body={body!r}: give a string or bytes (or leave it out for the fake's own error body)"
+            )
         if self.remaining is None:
             self.remaining = self.times
 
@@ -140,9 +144,21 @@ class Fault:
         Raises :class:`FaultSpecError` naming the offending key (an unknown one included).
         """
         if not isinstance(spec, dict):
-            raise FaultSpecError("a fault is a JSON object such as {\"kind\": \"status\", \"status\": 503}")
-        allowed = {"kind", "path", "method", "times", "status", "headers", "body", "delay", "interval", "after",
-                   "apply", "include_health"}
+            raise FaultSpecError('a fault is a JSON object such as {"kind": "status", "status": 503}')
+        allowed = {
+            "kind",
+            "path",
+            "method",
+            "times",
+            "status",
+            "headers",
+            "body",
+            "delay",
+            "interval",
+            "after",
+            "apply",
+            "include_health",
+        }
         unknown = sorted(set(spec) - allowed)
         if unknown:
             raise FaultSpecError(f"unknown fault field(s) {unknown}; allowed: {sorted(allowed)}")

@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fakes.core import FakeRequest
@@ -55,8 +55,10 @@ class JournalEntry:
         """The body parsed as JSON (``None`` when empty). Raises ``ValueError`` on a body that is not JSON or was
         truncated by the journal's ``max_body``."""
         if self.body_truncated:
-            raise ValueError(f"journal entry {self.seq} ({self.method} {self.path}): body of {self.body_size} bytes "
-                             f"was truncated to {len(self.body)}; raise Journal.max_body to inspect it")
+            raise ValueError(
+                f"journal entry {self.seq} ({self.method} {self.path}): body of {self.body_size} bytes "
+                f"was truncated to {len(self.body)}; raise Journal.max_body to inspect it"
+            )
         return json.loads(self.body) if self.body.strip() else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,7 +95,7 @@ def parse_since(value: float | int | str | datetime | None) -> float | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value.timestamp() if value.tzinfo else value.replace(tzinfo=_utc()).timestamp()
+        return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
     if isinstance(value, (int, float)):
         return float(value)
     try:
@@ -105,12 +107,6 @@ def parse_since(value: float | int | str | datetime | None) -> float | None:
     except ValueError:
         raise ValueError(f"since={value!r} is neither epoch seconds nor an RFC 3339 timestamp") from None
     return parse_since(parsed)
-
-
-def _utc():
-    from datetime import timezone
-
-    return timezone.utc
 
 
 class Journal:

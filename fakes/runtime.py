@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Generic
 
 from fakes.admin import handle_admin, is_admin_path
 from fakes.core import FakeApp, FakeRequest, FakeResponse, NonJsonValue
@@ -18,6 +20,17 @@ from fakes.faults import BODYLESS_STATUSES, STREAM_KINDS, Fault, FaultTable
 from fakes.journal import Journal, JournalEntry
 
 log = logging.getLogger("fakes")
+
+#: The fake a runtime (and a ``FakeHandle``) wraps, so ``handle.app`` has the fake's own type. Its default (PEP 696,
+#: for the type checker only: Python 3.11's TypeVar has none) lets a bare ``FakeHandle`` mean "any fake".
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    AppT = TypeVar("AppT", bound=FakeApp, covariant=True, default=FakeApp)
+else:
+    from typing import TypeVar
+
+    AppT = TypeVar("AppT", bound=FakeApp, covariant=True)
 
 
 @dataclass
@@ -34,10 +47,10 @@ class Outcome:
     entry: JournalEntry | None = None
 
 
-class FakeRuntime:
+class FakeRuntime(Generic[AppT]):
     """A fake plus its journal and faults. Thread-safe: adapters may dispatch from any thread."""
 
-    def __init__(self, app: FakeApp) -> None:
+    def __init__(self, app: AppT) -> None:
         self.app = app
         self.journal = Journal()
         self.faults = FaultTable()
@@ -51,6 +64,7 @@ class FakeRuntime:
         health = request.path in self.app.unrecorded_paths
         fault = self.faults.take(request.method, request.path, health=health)
         entry = None if health else self.journal.record(request, fault=fault.kind if fault else None)
+        response: FakeResponse | None
         if fault is None or fault.kind in ("drip", "latency") or fault.kind in STREAM_KINDS:
             response = self._guarded(lambda: self.app.handle(request))
         else:
@@ -71,26 +85,28 @@ class FakeRuntime:
         response = self._fault_answer(fault)
         if fault.status in BODYLESS_STATUSES:  # a body here would be a protocol error on the socket (h11 refuses it)
             response.body = b""
-            response.headers = [(k, v) for k, v in response.headers if k.lower() not in ("content-length",
-                                                                                         "content-type")]
+            response.headers = [
+                (k, v) for k, v in response.headers if k.lower() not in ("content-length", "content-type")
+            ]
         return response
 
     def _fault_answer(self, fault: Fault) -> FakeResponse:
         if fault.body is not None:
-            has_type = any(k.lower() == "content-type" for k, _ in fault.headers)
-            base = [] if has_type else [("content-type", "application/json" if fault.body[:1] in (b"{", b"[")
-                                          else "text/plain; charset=utf-8")]
+            base: list[tuple[str, str]] = []
+            if not any(k.lower() == "content-type" for k, _ in fault.headers):
+                json_like = fault.body[:1] in (b"{", b"[")
+                base = [("content-type", "application/json" if json_like else "text/plain; charset=utf-8")]
             return FakeResponse(fault.status, base + list(fault.headers), fault.body)
-        own = getattr(self.app, "error_response", None)
+        own: Callable[[int], FakeResponse] | None = getattr(self.app, "error_response", None)
         if own is not None:
             response = own(fault.status)
             overridden = {k.lower() for k, _ in fault.headers}  # the fault's headers win over the fake's defaults
-            response.headers = [(k, v) for k, v in response.headers if k.lower() not in overridden] + list(
-                fault.headers)
+            kept = [(k, v) for k, v in response.headers if k.lower() not in overridden]
+            response.headers = kept + list(fault.headers)
             return response
         return FakeResponse.text(fault.status, f"injected fault: HTTP {fault.status}", list(fault.headers))
 
-    def _guarded(self, call) -> FakeResponse:
+    def _guarded(self, call: Callable[[], FakeResponse]) -> FakeResponse:
         try:
             return call()
         except NonJsonValue as exc:  # the fake computed NaN/Infinity: say so rather than put invalid JSON on the wire

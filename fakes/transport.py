@@ -60,10 +60,11 @@ def _interrupted(runtime: FakeRuntime) -> bool:
     return runtime.stopping.is_set() or runtime.faults.cleared.is_set()
 
 
-def _response(outcome: Outcome, request: httpx.Request, stream) -> httpx.Response:
+def _response(
+    outcome: Outcome, request: httpx.Request, stream: httpx.SyncByteStream | httpx.AsyncByteStream
+) -> httpx.Response:
     assert outcome.response is not None
-    return httpx.Response(outcome.response.status, headers=outcome.response.headers, stream=stream,
-                          request=request)
+    return httpx.Response(outcome.response.status, headers=outcome.response.headers, stream=stream, request=request)
 
 
 class FakeTransport(httpx.BaseTransport):
@@ -81,7 +82,7 @@ class FakeTransport(httpx.BaseTransport):
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
         if kind == "reset":
             raise httpx.ReadError(RESET_MESSAGE, request=request)
-        if kind == "latency":
+        if outcome.fault is not None and kind == "latency":
             self._delay(outcome.fault.delay, read, request)
         assert outcome.response is not None
         if outcome.fault is None and outcome.response.stream is None:
@@ -107,8 +108,14 @@ class FakeTransport(httpx.BaseTransport):
 class _BodyPlan:
     """What to send of one response body and where its faults fall: shared by the sync and async streams."""
 
-    def __init__(self, response: FakeResponse, fault: Fault | None, read: float | None, request: httpx.Request,
-                 transport: FakeTransport | AsyncFakeTransport) -> None:
+    def __init__(
+        self,
+        response: FakeResponse,
+        fault: Fault | None,
+        read: float | None,
+        request: httpx.Request,
+        transport: FakeTransport | AsyncFakeTransport,
+    ) -> None:
         self.response, self.read, self.request, self.transport = response, read, request, transport
         self.drip = fault.interval if fault is not None and fault.kind == "drip" else None
         self.cut = fault if fault is not None and fault.kind in STREAM_KINDS else None
@@ -130,7 +137,7 @@ class _BodyPlan:
         self.sent_bytes += len(data)  # counted up front: a piece is yielded right after its wait, or the read fails
         if self.drip is None:
             return [(0.0, data)] if data else []
-        return [(self.drip, data[i:i + 1]) for i in range(len(data))]
+        return [(self.drip, data[i : i + 1]) for i in range(len(data))]
 
     def fault_error(self, fault: Fault) -> httpx.TransportError:
         if fault.kind == "stream_reset":
@@ -143,8 +150,9 @@ class _BodyPlan:
             detail = f"received {self.sent_bytes} bytes, expected {len(self.response.body)}"
         else:
             detail = "incomplete chunked read"
-        return httpx.RemoteProtocolError(f"peer closed connection without sending complete message body: {detail}",
-                                         request=self.request)
+        return httpx.RemoteProtocolError(
+            f"peer closed connection without sending complete message body: {detail}", request=self.request
+        )
 
     def too_slow(self, seconds: float) -> bool:
         """True when a wait of ``seconds`` outlasts the request's read timeout (then it ends in ``ReadTimeout``)."""
@@ -181,7 +189,8 @@ class _SyncBody(httpx.SyncByteStream):
         if not seconds:
             return
         if self.plan.too_slow(seconds):
-            assert isinstance(self.plan.transport, FakeTransport) and self.plan.read is not None
+            assert isinstance(self.plan.transport, FakeTransport)
+            assert self.plan.read is not None
             self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
         time.sleep(seconds)  # the stream's own pacing (or a drip or pause fault), not a readiness wait
 
@@ -205,7 +214,7 @@ class AsyncFakeTransport(httpx.AsyncBaseTransport):
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
         if kind == "reset":
             raise httpx.ReadError(RESET_MESSAGE, request=request)
-        if kind == "latency":
+        if outcome.fault is not None and kind == "latency":
             if read is not None and outcome.fault.delay > read:
                 await self._wait(read, request, interruptible=False)
             await anyio.sleep(outcome.fault.delay)
@@ -253,6 +262,7 @@ class _AsyncBody(httpx.AsyncByteStream):
         if not seconds:
             return
         if self.plan.too_slow(seconds):
-            assert isinstance(self.plan.transport, AsyncFakeTransport) and self.plan.read is not None
+            assert isinstance(self.plan.transport, AsyncFakeTransport)
+            assert self.plan.read is not None
             await self.plan.transport._wait(self.plan.read, self.plan.request, interruptible=False)
         await anyio.sleep(seconds)

@@ -12,10 +12,17 @@ from fakes.github.auth import INSTALLATION_TOKEN_TTL
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--public-base-url", default=os.environ.get("PUBLIC_BASE_URL") or None,
-                        help="base of every URL field in responses (default: $PUBLIC_BASE_URL, else the Host header)")
-    parser.add_argument("--token-ttl", type=float, default=INSTALLATION_TOKEN_TTL,
-                        help="installation token lifetime in seconds (GitHub: 3600)")
+    parser.add_argument(
+        "--public-base-url",
+        default=os.environ.get("PUBLIC_BASE_URL") or None,
+        help="base of every URL field in responses (default: $PUBLIC_BASE_URL, else the Host header)",
+    )
+    parser.add_argument(
+        "--token-ttl",
+        type=float,
+        default=INSTALLATION_TOKEN_TTL,
+        help="installation token lifetime in seconds (GitHub: 3600)",
+    )
 
 
 def _make(args: argparse.Namespace) -> FakeGitHub:
@@ -23,5 +30,11 @@ def _make(args: argparse.Namespace) -> FakeGitHub:
 
 
 if __name__ == "__main__":
-    sys.exit(run_main(_make, prog="python -m fakes.github", add_arguments=_options,
-                      description="A fake GitHub REST API with App tokens and signed webhooks."))
+    sys.exit(
+        run_main(
+            _make,
+            prog="python -m fakes.github",
+            add_arguments=_options,
+            description="A fake GitHub REST API with App tokens and signed webhooks.",
+        )
+    )

@@ -43,9 +43,13 @@ def _api_version(request: FakeRequest) -> str:
         return asked
     newest, *older = API_VERSIONS
     supported = f'"{newest}" (most recent) and ' + ", ".join(f'"{v}"' for v in older)
-    raise errors.error(400, "Bad Request", errors=f'The version you specified in the "X-GitHub-API-Version" request '
-                       f'header, "{asked}", is not a supported version. The following versions are currently '
-                       f"supported: {supported}.")
+    raise errors.error(
+        400,
+        "Bad Request",
+        errors=f'The version you specified in the "X-GitHub-API-Version" request '
+        f'header, "{asked}", is not a supported version. The following versions are currently '
+        f"supported: {supported}.",
+    )
 
 
 class FakeGitHub(GitHubStore):
@@ -113,8 +117,11 @@ class FakeGitHub(GitHubStore):
                 response = conditional.as_304(response)
         if quota is not None:  # a 304 does not count against the rate limit
             spent = response.status != 304
-            quota = self.rate_limiter.spend(credential, self.now()) if spent else self.rate_limiter.quota(
-                credential, self.now())
+            quota = (
+                self.rate_limiter.spend(credential, self.now())
+                if spent
+                else self.rate_limiter.quota(credential, self.now())
+            )
             response.headers.extend(quota.headers())
         return self._stamp(call, route, version, response)
 
@@ -126,12 +133,15 @@ class FakeGitHub(GitHubStore):
             return errors.not_found()
         return errors.not_served(method, shown)
 
-    def _stamp(self, call: Call, route: Route[GitHubStore] | None, version: str | None,
-               response: FakeResponse) -> FakeResponse:
+    def _stamp(
+        self, call: Call, route: Route[GitHubStore] | None, version: str | None, response: FakeResponse
+    ) -> FakeResponse:
         """The headers GitHub sends on every answer: JSON with its charset, the media type and request id, the
         selected API version, and what the token may do and until when."""
-        response.headers = [(k, f"{JSON}; charset=utf-8" if k.lower() == "content-type" and v == JSON else v)
-                            for k, v in response.headers]
+        response.headers = [
+            (k, f"{JSON}; charset=utf-8" if k.lower() == "content-type" and v == JSON else v)
+            for k, v in response.headers
+        ]
         token = call.token
         if token is not None and route is not None:
             if token.scopes is not None:

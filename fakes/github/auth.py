@@ -21,8 +21,10 @@ from fakes.github.state import App
 
 # GitHub's 401 messages for App JWTs, verbatim.
 TOO_FAR = "'Expiration time' claim ('exp') is too far in the future"
-EXPIRED = ("'Expiration time' claim ('exp') must be a numeric value representing the future time at which the "
-           "assertion expires")
+EXPIRED = (
+    "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the "
+    "assertion expires"
+)
 UNDECODABLE = "A JSON web token could not be decoded"
 IAT_FUTURE = "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued"
 
@@ -37,9 +39,11 @@ def generate_key_pair() -> tuple[str, str]:
     private = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
     ).decode()
-    public = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     return private, public
 
 
@@ -68,8 +72,12 @@ def verify_app_jwt(token: str, apps: list[App], now: float) -> JwtVerdict:
         return JwtVerdict(None, UNDECODABLE)
     try:
         # Signature only: GitHub's own time rules below replace PyJWT's (which would accept exp far in the future).
-        jwt.decode(token, app.public_key_pem, algorithms=["RS256"], options={"verify_exp": False, "verify_iat": False,
-                                                                           "verify_nbf": False})
+        jwt.decode(
+            token,
+            app.public_key_pem,
+            algorithms=["RS256"],
+            options={"verify_exp": False, "verify_iat": False, "verify_nbf": False},
+        )
     except jwt.PyJWTError:
         return JwtVerdict(None, UNDECODABLE)
     exp, iat = claims.get("exp"), claims.get("iat")

@@ -30,8 +30,12 @@ class GitHubError(Exception):
         self.extra = extra
 
     def response(self) -> FakeResponse:
-        body = {"message": self.message, "documentation_url": self.documentation_url, **self.extra,
-                "status": str(self.status)}
+        body = {
+            "message": self.message,
+            "documentation_url": self.documentation_url,
+            **self.extra,
+            "status": str(self.status),
+        }
         return FakeResponse.json(self.status, body)
 
 
@@ -57,8 +61,9 @@ def not_accessible_by_integration(documentation_url: str = DOCS) -> GitHubError:
     return error(403, "Resource not accessible by integration", documentation_url)
 
 
-def validation_failed(resource: str, field: str, code: str = "missing_field", documentation_url: str = DOCS,
-                      message: str | None = None) -> GitHubError:
+def validation_failed(
+    resource: str, field: str, code: str = "missing_field", documentation_url: str = DOCS, message: str | None = None
+) -> GitHubError:
     """422 ``Validation Failed`` with one entry in ``errors`` (codes: missing_field, invalid, custom, ...)."""
     entry: dict[str, Any] = {"resource": resource, "code": code, "field": field}
     if message is not None:

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from fakes.github.app import FakeGitHub
 from fakes.github.server import serve
 from fakes.server import FakeHandle
 
 
 @pytest.fixture
-def fake_github() -> Iterator[FakeHandle]:
+def fake_github() -> Iterator[FakeHandle[FakeGitHub]]:
     with serve() as handle:
         yield handle

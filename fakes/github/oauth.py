@@ -49,10 +49,14 @@ _DOC = "https://docs.github.com/apps/oauth-apps/building-oauth-apps/authorizing-
 
 # error code -> (description, error_uri); GitHub's wording where its docs or quoted answers give it.
 _ERRORS = {
-    "incorrect_client_credentials": ("The client_id and/or client_secret passed are incorrect.",
-                                     _TROUBLE + "#incorrect-client-credentials"),
-    "invalid_client": ("The client_id and/or client_secret passed are incorrect.",
-                       _TROUBLE + "#incorrect-client-credentials"),
+    "incorrect_client_credentials": (
+        "The client_id and/or client_secret passed are incorrect.",
+        _TROUBLE + "#incorrect-client-credentials",
+    ),
+    "invalid_client": (
+        "The client_id and/or client_secret passed are incorrect.",
+        _TROUBLE + "#incorrect-client-credentials",
+    ),
     "bad_verification_code": ("The code passed is incorrect or expired.", _TROUBLE + "#bad-verification-code"),
     "bad_refresh_token": ("The refresh token passed is incorrect or expired.", _TROUBLE + "#bad-verification-code"),
     "incorrect_device_code": ("The device_code provided is not valid.", _DEVICE_DOC),
@@ -104,12 +108,24 @@ def device_code(fake: GitHubStore, call: Call) -> FakeResponse:
     if not client_id:
         return _error(call, "incorrect_client_credentials")  # GitHub's exact answer here is unverified
     letters = string.ascii_uppercase + string.digits
-    code = DeviceCode(value=secrets.token_hex(20), user_code=f"{_random(letters, 4)}-{_random(letters, 4)}",
-                      client_id=client_id, login=fake.oauth_login, expires_at=fake.now() + DEVICE_CODE_TTL)
+    code = DeviceCode(
+        value=secrets.token_hex(20),
+        user_code=f"{_random(letters, 4)}-{_random(letters, 4)}",
+        client_id=client_id,
+        login=fake.oauth_login,
+        expires_at=fake.now() + DEVICE_CODE_TTL,
+    )
     fake.oauth.device_codes[code.value] = code
-    return _answer(call, {"device_code": code.value, "user_code": code.user_code,
-                          "verification_uri": f"{call.base}/login/device", "expires_in": DEVICE_CODE_TTL,
-                          "interval": DEVICE_INTERVAL})
+    return _answer(
+        call,
+        {
+            "device_code": code.value,
+            "user_code": code.user_code,
+            "verification_uri": f"{call.base}/login/device",
+            "expires_in": DEVICE_CODE_TTL,
+            "interval": DEVICE_INTERVAL,
+        },
+    )
 
 
 @table.route("POST", "/login/oauth/access_token", auth="none")
@@ -160,12 +176,31 @@ def _refresh_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> Fak
 def _issue(fake: GitHubStore, call: Call, login: str, client_id: str, *, from_device_flow: bool) -> FakeResponse:
     user: User = fake.add_user(login)
     now = fake.now()
-    access = Token(value="ghu_" + _random(string.ascii_letters + string.digits, 36), expires_at=now + USER_TOKEN_TTL,
-                   user=user, scopes=(), client_id=client_id)
+    access = Token(
+        value="ghu_" + _random(string.ascii_letters + string.digits, 36),
+        expires_at=now + USER_TOKEN_TTL,
+        user=user,
+        scopes=(),
+        client_id=client_id,
+    )
     fake.tokens[access.value] = access
-    refresh = RefreshGrant(value="ghr_" + _random(string.ascii_letters + string.digits, 76), client_id=client_id,
-                           login=login, expires_at=now + REFRESH_TOKEN_TTL, access_token=access.value,
-                           from_device_flow=from_device_flow)
+    refresh = RefreshGrant(
+        value="ghr_" + _random(string.ascii_letters + string.digits, 76),
+        client_id=client_id,
+        login=login,
+        expires_at=now + REFRESH_TOKEN_TTL,
+        access_token=access.value,
+        from_device_flow=from_device_flow,
+    )
     fake.oauth.refresh[refresh.value] = refresh
-    return _answer(call, {"access_token": access.value, "expires_in": USER_TOKEN_TTL, "refresh_token": refresh.value,
-                          "refresh_token_expires_in": REFRESH_TOKEN_TTL, "scope": "", "token_type": "bearer"})
+    return _answer(
+        call,
+        {
+            "access_token": access.value,
+            "expires_in": USER_TOKEN_TTL,
+            "refresh_token": refresh.value,
+            "refresh_token_expires_in": REFRESH_TOKEN_TTL,
+            "scope": "",
+            "token_type": "bearer",
+        },
+    )

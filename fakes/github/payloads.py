@@ -45,10 +45,17 @@ def _organization(base: str, repo: Repo) -> dict[str, Any]:
     login = repo.owner.login
     api = f"{base}/orgs/{login}"
     return {
-        "login": login, "id": repo.owner.id, "node_id": render.node_id("O_", repo.owner.id), "url": api,
-        "repos_url": f"{api}/repos", "events_url": f"{api}/events", "hooks_url": f"{api}/hooks",
-        "issues_url": f"{api}/issues", "members_url": f"{api}/members{{/member}}",
-        "public_members_url": f"{api}/public_members{{/member}}", "avatar_url": f"{base}/avatars/u/{repo.owner.id}",
+        "login": login,
+        "id": repo.owner.id,
+        "node_id": render.node_id("O_", repo.owner.id),
+        "url": api,
+        "repos_url": f"{api}/repos",
+        "events_url": f"{api}/events",
+        "hooks_url": f"{api}/hooks",
+        "issues_url": f"{api}/issues",
+        "members_url": f"{api}/members{{/member}}",
+        "public_members_url": f"{api}/public_members{{/member}}",
+        "avatar_url": f"{base}/avatars/u/{repo.owner.id}",
         "description": None,
     }
 
@@ -56,36 +63,52 @@ def _organization(base: str, repo: Repo) -> dict[str, Any]:
 # -- from objects -----------------------------------------------------------------------------------------------
 
 
-def opened(fake: GitHubStore, repo: Repo, iss: Issue, *, sender: User | None = None,
-           base: str | None = None) -> dict[str, Any]:
+def opened(
+    fake: GitHubStore, repo: Repo, iss: Issue, *, sender: User | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issues`` / ``opened``; the sender defaults to the issue's author."""
     b = _base(fake, base)
     return {"action": "opened", "issue": render.issue(b, repo, iss), **_envelope(fake, b, repo, sender or iss.user)}
 
 
-def labeled(fake: GitHubStore, repo: Repo, iss: Issue, label: Label, *, sender: User | None = None,
-            base: str | None = None) -> dict[str, Any]:
+def labeled(
+    fake: GitHubStore, repo: Repo, iss: Issue, label: Label, *, sender: User | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issues`` / ``labeled``: ``label`` is the label just added (a receiver reads ``label.name``)."""
     b = _base(fake, base)
-    return {"action": "labeled", "issue": render.issue(b, repo, iss), "label": render.label(b, repo, label),
-            **_envelope(fake, b, repo, sender or iss.user)}
+    return {
+        "action": "labeled",
+        "issue": render.issue(b, repo, iss),
+        "label": render.label(b, repo, label),
+        **_envelope(fake, b, repo, sender or iss.user),
+    }
 
 
-def comment_created(fake: GitHubStore, repo: Repo, iss: Issue, comment: Comment, *, sender: User | None = None,
-                    base: str | None = None) -> dict[str, Any]:
+def comment_created(
+    fake: GitHubStore, repo: Repo, iss: Issue, comment: Comment, *, sender: User | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issue_comment`` / ``created``; the sender defaults to the comment's author (a ``Bot`` for comments an App
     posted), which is what a receiver's loop guard looks at."""
     b = _base(fake, base)
-    return {"action": "created", "issue": render.issue(b, repo, iss), "comment": render.comment(b, repo, comment),
-            **_envelope(fake, b, repo, sender or comment.user)}
+    return {
+        "action": "created",
+        "issue": render.issue(b, repo, iss),
+        "comment": render.comment(b, repo, comment),
+        **_envelope(fake, b, repo, sender or comment.user),
+    }
 
 
-def pull_opened(fake: GitHubStore, repo: Repo, iss: Issue, *, sender: User | None = None,
-                base: str | None = None) -> dict[str, Any]:
+def pull_opened(
+    fake: GitHubStore, repo: Repo, iss: Issue, *, sender: User | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``pull_request`` / ``opened``; ``iss`` must be a pull request."""
     b = _base(fake, base)
-    return {"action": "opened", "number": iss.number, "pull_request": render.pull(b, repo, iss),
-            **_envelope(fake, b, repo, sender or iss.user)}
+    return {
+        "action": "opened",
+        "number": iss.number,
+        "pull_request": render.pull(b, repo, iss),
+        **_envelope(fake, b, repo, sender or iss.user),
+    }
 
 
 # -- by name ----------------------------------------------------------------------------------------------------
@@ -107,16 +130,18 @@ def _issue(repo: Repo, number: int) -> Issue:
     return iss
 
 
-def issues_opened_payload(fake: GitHubStore, repo: str, number: int, *, sender: str | None = None,
-                          base: str | None = None) -> dict[str, Any]:
+def issues_opened_payload(
+    fake: GitHubStore, repo: str, number: int, *, sender: str | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issues`` / ``opened`` for issue ``number`` of ``repo`` (``owner/name``); sender defaults to the author."""
     with fake.lock:
         r = fake.repo(repo)
         return opened(fake, r, _issue(r, number), sender=_sender(fake, sender), base=base)
 
 
-def issues_labeled_payload(fake: GitHubStore, repo: str, number: int, label: str, *, sender: str | None = None,
-                           base: str | None = None) -> dict[str, Any]:
+def issues_labeled_payload(
+    fake: GitHubStore, repo: str, number: int, label: str, *, sender: str | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issues`` / ``labeled``: ``label`` is the label just added (the gateway reads ``label.name``)."""
     with fake.lock:
         r = fake.repo(repo)
@@ -127,8 +152,9 @@ def issues_labeled_payload(fake: GitHubStore, repo: str, number: int, label: str
         return labeled(fake, r, iss, lab, sender=_sender(fake, sender), base=base)
 
 
-def issue_comment_created_payload(fake: GitHubStore, repo: str, comment_id: int, *, sender: str | None = None,
-                                  base: str | None = None) -> dict[str, Any]:
+def issue_comment_created_payload(
+    fake: GitHubStore, repo: str, comment_id: int, *, sender: str | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``issue_comment`` / ``created`` for a comment; the sender defaults to the comment's author."""
     with fake.lock:
         r = fake.repo(repo)
@@ -138,8 +164,9 @@ def issue_comment_created_payload(fake: GitHubStore, repo: str, comment_id: int,
         return comment_created(fake, r, _issue(r, c.issue_number), c, sender=_sender(fake, sender), base=base)
 
 
-def pull_request_opened_payload(fake: GitHubStore, repo: str, number: int, *, sender: str | None = None,
-                                base: str | None = None) -> dict[str, Any]:
+def pull_request_opened_payload(
+    fake: GitHubStore, repo: str, number: int, *, sender: str | None = None, base: str | None = None
+) -> dict[str, Any]:
     """``pull_request`` / ``opened`` for pull request ``number`` (seeded with ``add_pull``)."""
     with fake.lock:
         r = fake.repo(repo)

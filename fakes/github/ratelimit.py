@@ -25,9 +25,13 @@ class Quota:
     exhausted: bool
 
     def headers(self) -> list[tuple[str, str]]:
-        return [("x-ratelimit-limit", str(self.limit)), ("x-ratelimit-remaining", str(self.remaining)),
-                ("x-ratelimit-reset", str(self.reset)), ("x-ratelimit-used", str(self.used)),
-                ("x-ratelimit-resource", "core")]
+        return [
+            ("x-ratelimit-limit", str(self.limit)),
+            ("x-ratelimit-remaining", str(self.remaining)),
+            ("x-ratelimit-reset", str(self.reset)),
+            ("x-ratelimit-used", str(self.used)),
+            ("x-ratelimit-resource", "core"),
+        ]
 
 
 class RateLimiter:

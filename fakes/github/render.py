@@ -79,25 +79,50 @@ def private_user(base: str, u: User, repos: list[Repo], *, private: bool) -> dic
     hidden = sum(1 for r in repos if r.private)
     when = iso(u.created_at)
     shape = {
-        **user(base, u), "name": None, "company": None, "blog": "", "location": None, "email": None,
-        "hireable": None, "bio": None, "twitter_username": None, "notification_email": None,
-        "public_repos": len(repos) - hidden, "public_gists": 0, "followers": 0, "following": 0,
-        "created_at": when, "updated_at": when,
+        **user(base, u),
+        "name": None,
+        "company": None,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "twitter_username": None,
+        "notification_email": None,
+        "public_repos": len(repos) - hidden,
+        "public_gists": 0,
+        "followers": 0,
+        "following": 0,
+        "created_at": when,
+        "updated_at": when,
     }
     if private:
-        shape.update(private_gists=0, total_private_repos=hidden, owned_private_repos=hidden, disk_usage=0,
-                     collaborators=0, two_factor_authentication=False)
+        shape.update(
+            private_gists=0,
+            total_private_repos=hidden,
+            owned_private_repos=hidden,
+            disk_usage=0,
+            collaborators=0,
+            two_factor_authentication=False,
+        )
     return shape
 
 
 def collaborator_permission(base: str, u: User, permission: str) -> dict[str, Any]:
     """repository-collaborator-permission: legacy ``permission`` (admin/write/read/none), ``role_name`` and the
     user as a collaborator (with its ``permissions`` flags)."""
-    flags = {"admin": permission == "admin", "maintain": permission == "admin",
-             "push": permission in ("admin", "write"), "triage": permission in ("admin", "write"),
-             "pull": permission != "none"}
-    return {"permission": permission, "role_name": permission,
-            "user": {**user(base, u), "permissions": flags, "role_name": permission}}
+    flags = {
+        "admin": permission == "admin",
+        "maintain": permission == "admin",
+        "push": permission in ("admin", "write"),
+        "triage": permission in ("admin", "write"),
+        "pull": permission != "none",
+    }
+    return {
+        "permission": permission,
+        "role_name": permission,
+        "user": {**user(base, u), "permissions": flags, "role_name": permission},
+    }
 
 
 def label(base: str, repo: Repo, lab: Label) -> dict[str, Any]:
@@ -246,8 +271,16 @@ def _issue_urls(base: str, repo: Repo, number: int) -> dict[str, str]:
 
 def issue_type(t: IssueType) -> dict[str, Any]:
     when = iso(t.created_at)
-    return {"id": t.id, "node_id": node_id("IT_", t.id), "name": t.name, "description": t.description,
-            "color": t.color, "created_at": when, "updated_at": when, "is_enabled": t.is_enabled}
+    return {
+        "id": t.id,
+        "node_id": node_id("IT_", t.id),
+        "name": t.name,
+        "description": t.description,
+        "color": t.color,
+        "created_at": when,
+        "updated_at": when,
+        "is_enabled": t.is_enabled,
+    }
 
 
 def _relationships(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
@@ -257,11 +290,17 @@ def _relationships(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
     blockers = [repo.issues[n] for n in iss.blocked_by if n in repo.issues]
     blocking = [i for i in repo.issues.values() if iss.number in i.blocked_by]
     shape: dict[str, Any] = {
-        "sub_issues_summary": {"total": len(children), "completed": done,
-                               "percent_completed": done * 100 // len(children) if children else 0},
+        "sub_issues_summary": {
+            "total": len(children),
+            "completed": done,
+            "percent_completed": done * 100 // len(children) if children else 0,
+        },
         "issue_dependencies_summary": {
-            "blocked_by": sum(1 for i in blockers if i.state == "open"), "total_blocked_by": len(blockers),
-            "blocking": sum(1 for i in blocking if i.state == "open"), "total_blocking": len(blocking)},
+            "blocked_by": sum(1 for i in blockers if i.state == "open"),
+            "total_blocked_by": len(blockers),
+            "blocking": sum(1 for i in blocking if i.state == "open"),
+            "total_blocking": len(blocking),
+        },
     }
     if iss.parent is not None:
         shape["parent_issue_url"] = f"{base}/repos/{repo.full_name}/issues/{iss.parent}"
@@ -349,7 +388,8 @@ def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
     """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set. Until GitHub has computed the
     merge (``iss.pull.computed``), ``mergeable`` and ``rebaseable`` are null and ``mergeable_state`` is ``unknown``;
     ``merge_commit_sha`` (the test merge commit) has a value throughout."""
-    assert iss.pull is not None and iss.pull_id is not None
+    assert iss.pull is not None
+    assert iss.pull_id is not None
     p = iss.pull
     api = f"{base}/repos/{repo.full_name}/pulls/{iss.number}"
     html = f"{base}/{repo.full_name}/pull/{iss.number}"

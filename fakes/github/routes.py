@@ -94,8 +94,9 @@ def _since(call: Call, resource: str, doc: str) -> float | None:
 def _text_body(text: str, doc: str) -> str:
     """GitHub's 422 for a body over 65536 characters (its current wording: code ``unprocessable``, field ``data``)."""
     if len(text) > MAX_BODY:
-        raise errors.validation_failed("IssueComment", "data", "unprocessable", doc,
-                                       message=f"Body is too long (maximum is {MAX_BODY} characters)")
+        raise errors.validation_failed(
+            "IssueComment", "data", "unprocessable", doc, message=f"Body is too long (maximum is {MAX_BODY} characters)"
+        )
     return text
 
 
@@ -129,9 +130,11 @@ def list_issues(fake: GitHubStore, call: Call) -> FakeResponse:
         raise errors.validation_failed("Issue", "state", "invalid", doc)
     since = _since(call, "Issue", doc)
     kind = call.request.query_param("type")
-    issues = [i for i in sorted(repo.issues.values(), key=lambda i: -i.number)
-              if (state == "all" or i.state == state) and (since is None or i.updated_at >= since)
-              and _of_type(i, kind)]
+    issues = [
+        i
+        for i in sorted(repo.issues.values(), key=lambda i: -i.number)
+        if (state == "all" or i.state == state) and (since is None or i.updated_at >= since) and _of_type(i, kind)
+    ]
     return _paged(call, [render.issue(call.base, repo, i) for i in issues])
 
 
@@ -220,8 +223,12 @@ def _label_names(body: Any, doc: str) -> list[str]:
         names.append(name)
     too_long = next((name for name in names if len(name) > MAX_LABEL_NAME), None)
     if too_long is not None:
-        raise errors.error(422, "Validation Failed", doc,
-                           errors=[{"value": too_long, "resource": "Label", "field": "name", "code": "invalid"}])
+        raise errors.error(
+            422,
+            "Validation Failed",
+            doc,
+            errors=[{"value": too_long, "resource": "Label", "field": "name", "code": "invalid"}],
+        )
     return names
 
 
@@ -324,7 +331,7 @@ def _directory(repo: Repo, path: str) -> list[tuple[str, bytes | None]]:
     for file_path, data in repo.files.items():
         if not file_path.startswith(prefix):
             continue
-        head, sep, _ = file_path[len(prefix):].partition("/")
+        head, sep, _ = file_path[len(prefix) :].partition("/")
         entries[prefix + head] = None if sep else data
     return sorted(entries.items())
 
@@ -350,8 +357,11 @@ def create_access_token(fake: GitHubStore, call: Call) -> FakeResponse:
     }
     wanted = body.get("repositories")
     if isinstance(wanted, list):
-        answer["repositories"] = [render.repository(call.base, r, full=False) for r in fake.repos.values()
-                                  if r.name in wanted and inst.covers(r)]
+        answer["repositories"] = [
+            render.repository(call.base, r, full=False)
+            for r in fake.repos.values()
+            if r.name in wanted and inst.covers(r)
+        ]
     return FakeResponse.json(201, answer)
 
 
@@ -377,8 +387,7 @@ def get_authenticated_user(fake: GitHubStore, call: Call) -> FakeResponse:
     me = call.token.actor
     owned = [r for r in fake.repos.values() if r.owner.login.lower() == me.login.lower()]
     private = "user" in (call.token.scopes or ())  # GitHub: private profile fields need an OAuth token's user scope
-    return FakeResponse.json(200, render.private_user(call.base, me, owned, private=private),
-                             _modified(me.created_at))
+    return FakeResponse.json(200, render.private_user(call.base, me, owned, private=private), _modified(me.created_at))
 
 
 @route("GET", _REPO + "/collaborators/{username}/permission", scopes="repo", permissions="metadata=read")
@@ -390,13 +399,13 @@ def get_collaborator_permission(fake: GitHubStore, call: Call) -> FakeResponse:
     if call.token is None:
         raise errors.requires_authentication(doc)
     if _permission(repo, call.token.actor.login) not in ("admin", "write") and (
-            call.token.installation is None or not call.token.installation.covers(repo)):
+        call.token.installation is None or not call.token.installation.covers(repo)
+    ):
         raise errors.error(403, "Must have push access to view collaborator permission.", doc)
     subject = fake.users.get(call.params["username"].lower())
     if subject is None:
         raise errors.not_found(doc)
-    return FakeResponse.json(200, render.collaborator_permission(call.base, subject,
-                                                                 _permission(repo, subject.login)))
+    return FakeResponse.json(200, render.collaborator_permission(call.base, subject, _permission(repo, subject.login)))
 
 
 def _permission(repo: Repo, login: str) -> str:

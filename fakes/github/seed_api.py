@@ -59,7 +59,7 @@ def _field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], route
 
 def handle_admin(fake: GitHubStore, request: FakeRequest) -> FakeResponse:
     """Answer one ``/_fake/github/...`` request."""
-    route = request.path[len(_PREFIX):].strip("/")
+    route = request.path[len(_PREFIX) :].strip("/")
     try:
         if request.method.upper() == "GET" and route == "deliveries":
             return FakeResponse.json(200, [d.summary() for d in fake.deliveries.all()])
@@ -88,79 +88,109 @@ def handle_admin(fake: GitHubStore, request: FakeRequest) -> FakeResponse:
 
 
 def _users(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
-    u = fake.add_user(_field(body, "login", str, "users"), token=_field(body, "token", str, "users", None),
-                      type=_field(body, "type", str, "users", "User"),
-                      scopes=_field(body, "scopes", list, "users", ["repo", "user"]))
+    u = fake.add_user(
+        _field(body, "login", str, "users"),
+        token=_field(body, "token", str, "users", None),
+        type=_field(body, "type", str, "users", "User"),
+        scopes=_field(body, "scopes", list, "users", ["repo", "user"]),
+    )
     return 201, render.user(base, u)
 
 
 def _repos(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = fake.add_repo(
-        _field(body, "full_name", str, "repos"), private=_field(body, "private", bool, "repos", False),
+        _field(body, "full_name", str, "repos"),
+        private=_field(body, "private", bool, "repos", False),
         description=_field(body, "description", str, "repos", None),
         default_branch=_field(body, "default_branch", str, "repos", "main"),
-        collaborators=_field(body, "collaborators", list, "repos", []), files=_field(body, "files", dict, "repos", {}))
+        collaborators=_field(body, "collaborators", list, "repos", []),
+        files=_field(body, "files", dict, "repos", {}),
+    )
     return 201, render.repository(base, repo)
 
 
 def _labels(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "labels")
-    lab = fake.add_label(repo, _field(body, "name", str, "labels"),
-                         color=_field(body, "color", str, "labels", "ededed"),
-                         description=_field(body, "description", str, "labels", None))
+    lab = fake.add_label(
+        repo,
+        _field(body, "name", str, "labels"),
+        color=_field(body, "color", str, "labels", "ededed"),
+        description=_field(body, "description", str, "labels", None),
+    )
     return 201, render.label(base, fake.repo(repo), lab)
 
 
 def _issues(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "issues")
-    iss = fake.add_issue(repo, _field(body, "title", str, "issues"), body=_field(body, "body", str, "issues", None),
-                         user=_field(body, "user", str, "issues", None),
-                         labels=_field(body, "labels", list, "issues", []),
-                         created_at=_field(body, "created_at", (str, int, float), "issues", None),
-                         updated_at=_field(body, "updated_at", (str, int, float), "issues", None),
-                         state=_field(body, "state", str, "issues", "open"),
-                         type=_field(body, "type", str, "issues", None),
-                         parent=_field(body, "parent", int, "issues", None),
-                         blocked_by=_field(body, "blocked_by", list, "issues", []))
+    iss = fake.add_issue(
+        repo,
+        _field(body, "title", str, "issues"),
+        body=_field(body, "body", str, "issues", None),
+        user=_field(body, "user", str, "issues", None),
+        labels=_field(body, "labels", list, "issues", []),
+        created_at=_field(body, "created_at", (str, int, float), "issues", None),
+        updated_at=_field(body, "updated_at", (str, int, float), "issues", None),
+        state=_field(body, "state", str, "issues", "open"),
+        type=_field(body, "type", str, "issues", None),
+        parent=_field(body, "parent", int, "issues", None),
+        blocked_by=_field(body, "blocked_by", list, "issues", []),
+    )
     return 201, render.issue(base, fake.repo(repo), iss)
 
 
 def _pulls(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "pulls")
-    iss = fake.add_pull(repo, _field(body, "title", str, "pulls"), head=_field(body, "head", str, "pulls", "feature"),
-                        base=_field(body, "base", str, "pulls", None), body=_field(body, "body", str, "pulls", None),
-                        user=_field(body, "user", str, "pulls", None),
-                        draft=_field(body, "draft", bool, "pulls", False),
-                        mergeable=_field(body, "mergeable", bool, "pulls", True))
+    iss = fake.add_pull(
+        repo,
+        _field(body, "title", str, "pulls"),
+        head=_field(body, "head", str, "pulls", "feature"),
+        base=_field(body, "base", str, "pulls", None),
+        body=_field(body, "body", str, "pulls", None),
+        user=_field(body, "user", str, "pulls", None),
+        draft=_field(body, "draft", bool, "pulls", False),
+        mergeable=_field(body, "mergeable", bool, "pulls", True),
+    )
     return 201, render.pull(base, fake.repo(repo), iss)
 
 
 def _comments(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     repo = _field(body, "repo", str, "comments")
-    c = fake.add_comment(repo, _field(body, "number", int, "comments"), _field(body, "body", str, "comments"),
-                         user=_field(body, "user", str, "comments", None),
-                         created_at=_field(body, "created_at", (str, int, float), "comments", None))
+    c = fake.add_comment(
+        repo,
+        _field(body, "number", int, "comments"),
+        _field(body, "body", str, "comments"),
+        user=_field(body, "user", str, "comments", None),
+        created_at=_field(body, "created_at", (str, int, float), "comments", None),
+    )
     return 201, render.comment(base, fake.repo(repo), c)
 
 
 def _apps(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
-    app = fake.add_app(_field(body, "slug", str, "apps", "fake-app"), name=_field(body, "name", str, "apps", None),
-                       owner=_field(body, "owner", str, "apps", "octocat"))
+    app = fake.add_app(
+        _field(body, "slug", str, "apps", "fake-app"),
+        name=_field(body, "name", str, "apps", None),
+        owner=_field(body, "owner", str, "apps", "octocat"),
+    )
     return 201, {**render.app(base, app), "private_key": app.private_key_pem, "public_key": app.public_key_pem}
 
 
 def _installations(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
-    inst = fake.add_installation(_field(body, "app_id", int, "installations"),
-                                 _field(body, "account", str, "installations"),
-                                 repositories=_field(body, "repositories", list, "installations", None))
+    inst = fake.add_installation(
+        _field(body, "app_id", int, "installations"),
+        _field(body, "account", str, "installations"),
+        repositories=_field(body, "repositories", list, "installations", None),
+    )
     return 201, render.installation(base, inst)
 
 
 def _hooks(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
-    hook = fake.add_hook(_field(body, "url", str, "hooks"), secret=_field(body, "secret", str, "hooks", None),
-                         events=_field(body, "events", list, "hooks", None),
-                         content_type=_field(body, "content_type", str, "hooks", "json"),
-                         repo=_field(body, "repo", str, "hooks", None))
+    hook = fake.add_hook(
+        _field(body, "url", str, "hooks"),
+        secret=_field(body, "secret", str, "hooks", None),
+        events=_field(body, "events", list, "hooks", None),
+        content_type=_field(body, "content_type", str, "hooks", "json"),
+        repo=_field(body, "repo", str, "hooks", None),
+    )
     return 201, {"id": hook.id, "url": hook.url, "events": hook.events, "content_type": hook.content_type}
 
 
@@ -185,13 +215,17 @@ def _rate_limit(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int
 
 _BUILDERS: dict[tuple[str, str], Callable[[GitHubStore, dict[str, Any], str], dict[str, Any]]] = {
     ("issues", "opened"): lambda f, b, base: payloads.issues_opened_payload(
-        f, b["repo"], b["number"], sender=b.get("sender"), base=base),
+        f, b["repo"], b["number"], sender=b.get("sender"), base=base
+    ),
     ("issues", "labeled"): lambda f, b, base: payloads.issues_labeled_payload(
-        f, b["repo"], b["number"], b["label"], sender=b.get("sender"), base=base),
+        f, b["repo"], b["number"], b["label"], sender=b.get("sender"), base=base
+    ),
     ("issue_comment", "created"): lambda f, b, base: payloads.issue_comment_created_payload(
-        f, b["repo"], b["comment_id"], sender=b.get("sender"), base=base),
+        f, b["repo"], b["comment_id"], sender=b.get("sender"), base=base
+    ),
     ("pull_request", "opened"): lambda f, b, base: payloads.pull_request_opened_payload(
-        f, b["repo"], b["number"], sender=b.get("sender"), base=base),
+        f, b["repo"], b["number"], sender=b.get("sender"), base=base
+    ),
 }
 
 
@@ -199,8 +233,10 @@ def _webhooks(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, 
     key = (_field(body, "event", str, "webhooks"), _field(body, "action", str, "webhooks"))
     build = _BUILDERS.get(key)
     if build is None:
-        raise AdminError(f"POST {_PREFIX}webhooks: no payload builder for {key[0]}.{key[1]} "
-                         f"(known: {', '.join('.'.join(k) for k in _BUILDERS)})")
+        raise AdminError(
+            f"POST {_PREFIX}webhooks: no payload builder for {key[0]}.{key[1]} "
+            f"(known: {', '.join('.'.join(k) for k in _BUILDERS)})"
+        )
     try:
         payload = build(fake, body, base)
     except KeyError as exc:
@@ -214,8 +250,10 @@ def _webhooks(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, 
 def _drain(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     timeout = _field(body, "timeout", (int, float), "deliveries/drain", 12.0)
     if not 0 < timeout <= MAX_DRAIN:  # NaN fails too
-        raise AdminError(f"POST {_PREFIX}deliveries/drain: field 'timeout' must be seconds in (0, {MAX_DRAIN:g}], "
-                         f"got {describe(timeout)}")
+        raise AdminError(
+            f"POST {_PREFIX}deliveries/drain: field 'timeout' must be seconds in (0, {MAX_DRAIN:g}], "
+            f"got {describe(timeout)}"
+        )
     done = fake.drain_deliveries(float(timeout))
     return 200, {"drained": done}
 
@@ -241,8 +279,18 @@ def _state(fake: GitHubStore) -> dict[str, Any]:
 
 
 _HANDLERS: dict[str, Callable[[GitHubStore, dict[str, Any], str], tuple[int, Any]]] = {
-    "users": _users, "repos": _repos, "labels": _labels, "issues": _issues, "pulls": _pulls, "comments": _comments,
-    "apps": _apps, "installations": _installations, "hooks": _hooks, "clock": _clock, "rate_limit": _rate_limit,
+    "users": _users,
+    "repos": _repos,
+    "labels": _labels,
+    "issues": _issues,
+    "pulls": _pulls,
+    "comments": _comments,
+    "apps": _apps,
+    "installations": _installations,
+    "hooks": _hooks,
+    "clock": _clock,
+    "rate_limit": _rate_limit,
     "oauth": _oauth,
-    "webhooks": _webhooks, "deliveries/drain": _drain,
+    "webhooks": _webhooks,
+    "deliveries/drain": _drain,
 }

@@ -18,7 +18,7 @@ from fakes.server import in_process as _in_process
 
 
 @contextlib.contextmanager
-def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle]:
+def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle[FakeGitHub]]:
     """Serve a new :class:`FakeGitHub` (``options`` go to its constructor) with uvicorn in a thread; port 0 lets the OS
     choose. Raises ``fakes.server.FakeServerError`` when the server does not start or stop within its bounds."""
     fake = FakeGitHub(**options)
@@ -30,7 +30,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[Fa
 
 
 @contextlib.contextmanager
-def in_process(**options: Any) -> Iterator[FakeHandle]:
+def in_process(**options: Any) -> Iterator[FakeHandle[FakeGitHub]]:
     """A new :class:`FakeGitHub` reachable only through ``handle.transport()`` / ``async_transport()`` at
     ``handle.url`` (``http://github.fake``): no socket, no server thread."""
     fake = FakeGitHub(**options)

@@ -40,8 +40,9 @@ def checked_epoch(value: object, what: str) -> float:
     except (TypeError, ValueError, OverflowError):
         seconds = math.nan
     if isinstance(value, bool) or not 0 <= seconds <= MAX_EPOCH:  # NaN fails the comparison too
-        raise ValueError(f"{what} must be epoch seconds between 0 and {MAX_EPOCH:.0f} (year 9999), "
-                         f"got {describe(value)}")
+        raise ValueError(
+            f"{what} must be epoch seconds between 0 and {MAX_EPOCH:.0f} (year 9999), got {describe(value)}"
+        )
     return seconds
 
 
@@ -182,7 +183,8 @@ class App:
     private_key_pem: str
     created_at: float
     permissions: dict[str, str] = field(
-        default_factory=lambda: {"issues": "write", "metadata": "read", "pull_requests": "write"})
+        default_factory=lambda: {"issues": "write", "metadata": "read", "pull_requests": "write"}
+    )
     events: list[str] = field(default_factory=lambda: ["issues", "issue_comment", "pull_request"])
 
     @property

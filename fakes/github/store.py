@@ -53,9 +53,15 @@ class GitHubStore:
     ``delivery_timeout`` is the seconds a delivery to a hook may take (GitHub: 10).
     """
 
-    def __init__(self, *, public_base_url: str | None = None, token_ttl: float = INSTALLATION_TOKEN_TTL,
-                 clock: Callable[[], float] = time.time, delivery_timeout: float = DELIVERY_TIMEOUT,
-                 oauth_login: str = "octocat") -> None:
+    def __init__(
+        self,
+        *,
+        public_base_url: str | None = None,
+        token_ttl: float = INSTALLATION_TOKEN_TTL,
+        clock: Callable[[], float] = time.time,
+        delivery_timeout: float = DELIVERY_TIMEOUT,
+        oauth_login: str = "octocat",
+    ) -> None:
         self.public_base_url = public_base_url.rstrip("/") if public_base_url else None
         self.token_ttl = token_ttl
         self.delivery_timeout = check_timeout(delivery_timeout)
@@ -108,22 +114,36 @@ class GitHubStore:
 
     # -- seeding --------------------------------------------------------------------------------------------------
 
-    def add_user(self, login: str, *, token: str | None = None, type: str = "User",
-                 scopes: tuple[str, ...] | list[str] = ("repo", "user")) -> User:
+    def add_user(
+        self,
+        login: str,
+        *,
+        token: str | None = None,
+        type: str = "User",
+        scopes: tuple[str, ...] | list[str] = ("repo", "user"),
+    ) -> User:
         """A user (or organization) account; ``token`` makes it a credential the fake accepts (no expiry), an OAuth
         token with ``scopes`` (``X-OAuth-Scopes``; ``GET /user`` shows private fields only with ``user``)."""
         with self.lock:
             found = self.users.get(login.lower())
             if found is None:
-                found = self.users[login.lower()] = User(login=login, id=self.new_id(), type=type,
-                                                         created_at=self.now())
+                found = self.users[login.lower()] = User(
+                    login=login, id=self.new_id(), type=type, created_at=self.now()
+                )
             if token:
                 self.tokens[token] = Token(value=token, expires_at=None, user=found, scopes=tuple(scopes))
             return found
 
-    def add_repo(self, full_name: str, *, private: bool = False, description: str | None = None,
-                 default_branch: str = "main", collaborators: tuple[str, ...] | list[str] = (),
-                 files: dict[str, str | bytes] | None = None) -> Repo:
+    def add_repo(
+        self,
+        full_name: str,
+        *,
+        private: bool = False,
+        description: str | None = None,
+        default_branch: str = "main",
+        collaborators: tuple[str, ...] | list[str] = (),
+        files: dict[str, str | bytes] | None = None,
+    ) -> Repo:
         """A repository ``owner/name``; a private one answers 404 to anyone but its owner, collaborators and covering
         installations. ``files`` (path -> content) is the default branch. Raises ``ValueError`` if it exists."""
         owner_login, name = _split_full_name(full_name)
@@ -131,8 +151,16 @@ class GitHubStore:
             if full_name.lower() in self.repos:
                 raise ValueError(f"repository {full_name} already exists in the fake")
             owner = self.add_user(owner_login)
-            repo = Repo(id=self.new_id(), owner=owner, name=name, created_at=self.now(), private=private,
-                        description=description, default_branch=default_branch, collaborators=set(collaborators))
+            repo = Repo(
+                id=self.new_id(),
+                owner=owner,
+                name=name,
+                created_at=self.now(),
+                private=private,
+                description=description,
+                default_branch=default_branch,
+                collaborators=set(collaborators),
+            )
             for path, content in (files or {}).items():
                 repo.files[path.strip("/")] = content.encode() if isinstance(content, str) else content
             self.repos[full_name.lower()] = repo
@@ -159,10 +187,21 @@ class GitHubStore:
         lab = repo.labels[name.lower()] = Label(id=self.new_id(), name=name, color=color, description=description)
         return lab
 
-    def add_issue(self, full_name: str, title: str, *, body: str | None = None, user: str | None = None,
-                  labels: tuple[str, ...] | list[str] = (), created_at: float | str | None = None,
-                  updated_at: float | str | None = None, state: str = "open", type: str | None = None,
-                  parent: int | None = None, blocked_by: tuple[int, ...] | list[int] = ()) -> Issue:
+    def add_issue(
+        self,
+        full_name: str,
+        title: str,
+        *,
+        body: str | None = None,
+        user: str | None = None,
+        labels: tuple[str, ...] | list[str] = (),
+        created_at: float | str | None = None,
+        updated_at: float | str | None = None,
+        state: str = "open",
+        type: str | None = None,
+        parent: int | None = None,
+        blocked_by: tuple[int, ...] | list[int] = (),
+    ) -> Issue:
         """An issue with the next number; times are epoch seconds or ISO strings (default: now).
 
         ``type`` is the name of the owner's issue type (created on first use, see :meth:`add_issue_type`);
@@ -176,24 +215,36 @@ class GitHubStore:
                     raise KeyError(f"no issue #{other} in {repo.full_name} to relate issue {title!r} to")
             author = self.add_user(user or repo.owner.login)
             created = _when(created_at, self.now(), "created_at")
-            iss = Issue(id=self.new_id(), number=repo.next_number, title=title, body=body, user=author,
-                        created_at=created, updated_at=_when(updated_at, created, "updated_at"), state=state,
-                        closed_at=created if state == "closed" else None, parent=parent, blocked_by=list(blocked_by))
+            iss = Issue(
+                id=self.new_id(),
+                number=repo.next_number,
+                title=title,
+                body=body,
+                user=author,
+                created_at=created,
+                updated_at=_when(updated_at, created, "updated_at"),
+                state=state,
+                closed_at=created if state == "closed" else None,
+                parent=parent,
+                blocked_by=list(blocked_by),
+            )
             iss.labels = [self.label_in(repo, name) for name in labels]
             iss.type = self.add_issue_type(repo.owner.login, type) if type else None
             repo.issues[iss.number] = iss
             repo.next_number += 1
             return iss
 
-    def add_issue_type(self, owner: str, name: str, *, description: str | None = None,
-                       color: str = "gray") -> IssueType:
+    def add_issue_type(
+        self, owner: str, name: str, *, description: str | None = None, color: str = "gray"
+    ) -> IssueType:
         """An issue type of ``owner`` (names match case-insensitively); returns the existing one if any."""
         with self.lock:
             key = (owner.lower(), name.lower())
             found = self.issue_types.get(key)
             if found is None:
-                found = self.issue_types[key] = IssueType(id=self.new_id(), name=name, created_at=self.now(),
-                                                          description=description, color=color)
+                found = self.issue_types[key] = IssueType(
+                    id=self.new_id(), name=name, created_at=self.now(), description=description, color=color
+                )
             return found
 
     def pin_comment(self, full_name: str, comment_id: int) -> None:
@@ -205,9 +256,18 @@ class GitHubStore:
                 raise KeyError(f"no comment {comment_id} in {repo.full_name} to pin")
             repo.issues[c.issue_number].pinned_comment = c
 
-    def add_pull(self, full_name: str, title: str, *, head: str = "feature", base: str | None = None,
-                 body: str | None = None, user: str | None = None, draft: bool = False,
-                 mergeable: bool = True) -> Issue:
+    def add_pull(
+        self,
+        full_name: str,
+        title: str,
+        *,
+        head: str = "feature",
+        base: str | None = None,
+        body: str | None = None,
+        user: str | None = None,
+        draft: bool = False,
+        mergeable: bool = True,
+    ) -> Issue:
         """A pull request (an issue with head and base branches, sharing the issue number sequence).
 
         Like GitHub, the first ``GET`` of the pull request after it is created (or after :meth:`touch_pull`) answers
@@ -222,8 +282,15 @@ class GitHubStore:
             def sha(ref: str) -> str:
                 return hashlib.sha1(f"{full_name}:{ref}:{iss.number}".encode()).hexdigest()
 
-            iss.pull = PullInfo(head_ref=head, base_ref=base_ref, head_sha=sha(head), base_sha=sha(base_ref),
-                                merge_commit_sha=sha(f"merge:{head}:{base_ref}"), draft=draft, mergeable=mergeable)
+            iss.pull = PullInfo(
+                head_ref=head,
+                base_ref=base_ref,
+                head_sha=sha(head),
+                base_sha=sha(base_ref),
+                merge_commit_sha=sha(f"merge:{head}:{base_ref}"),
+                draft=draft,
+                mergeable=mergeable,
+            )
             iss.pull_id = self.new_id()
             return iss
 
@@ -240,8 +307,9 @@ class GitHubStore:
                 iss.pull.mergeable = mergeable
             iss.updated_at = self.now()
 
-    def add_comment(self, full_name: str, number: int, body: str, *, user: str | None = None,
-                    created_at: float | str | None = None) -> Comment:
+    def add_comment(
+        self, full_name: str, number: int, body: str, *, user: str | None = None, created_at: float | str | None = None
+    ) -> Comment:
         """Seed a comment (no webhook: seeding is not an API call)."""
         with self.lock:
             repo = self.repo(full_name)
@@ -258,8 +326,16 @@ class GitHubStore:
             # Process-wide unique, like real App ids: githubkit caches JWTs per App id across clients for 8 minutes,
             # so two fakes reusing an id would see a stale JWT signed with the other fake's key.
             app_id = next(_APP_IDS)
-            app = App(id=app_id, slug=slug, name=name or slug, client_id=f"Iv23li{app_id:014d}",
-                      owner=self.add_user(owner), public_key_pem=public, private_key_pem=private, created_at=self.now())
+            app = App(
+                id=app_id,
+                slug=slug,
+                name=name or slug,
+                client_id=f"Iv23li{app_id:014d}",
+                owner=self.add_user(owner),
+                public_key_pem=public,
+                private_key_pem=private,
+                created_at=self.now(),
+            )
             self.apps[app.id] = app
             return app
 
@@ -268,8 +344,13 @@ class GitHubStore:
         with self.lock:
             if app_id not in self.apps:
                 raise KeyError(f"no App {app_id} seeded in the fake GitHub")
-            inst = Installation(id=self.new_id(), app=self.apps[app_id], account=self.add_user(account),
-                                created_at=self.now(), repositories=repositories)
+            inst = Installation(
+                id=self.new_id(),
+                app=self.apps[app_id],
+                account=self.add_user(account),
+                created_at=self.now(),
+                repositories=repositories,
+            )
             self.installations[inst.id] = inst
             return inst
 
@@ -282,14 +363,27 @@ class GitHubStore:
             self.oauth.codes[code] = (login, self.now() + OAUTH_CODE_TTL)
             return code
 
-    def add_hook(self, url: str, *, secret: str | None, events: list[str] | None = None, content_type: str = "json",
-                 repo: str | None = None) -> Hook:
+    def add_hook(
+        self,
+        url: str,
+        *,
+        secret: str | None,
+        events: list[str] | None = None,
+        content_type: str = "json",
+        repo: str | None = None,
+    ) -> Hook:
         """Subscribe ``url`` to deliveries caused by API calls (``issue_comment`` created, ``issues`` labeled)."""
         if content_type not in ("json", "form"):
             raise ValueError(f"hook content_type must be 'json' or 'form', not {content_type!r}")
         with self.lock:
-            hook = Hook(id=self.new_id(), url=url, secret=secret, events=list(events or ["issues", "issue_comment"]),
-                        content_type=content_type, repo=repo)
+            hook = Hook(
+                id=self.new_id(),
+                url=url,
+                secret=secret,
+                events=list(events or ["issues", "issue_comment"]),
+                content_type=content_type,
+                repo=repo,
+            )
             self.hooks.append(hook)
             return hook
 
@@ -310,15 +404,27 @@ class GitHubStore:
         """Queue a delivery of ``payload`` to every hook subscribed to ``event`` on ``repo`` (sent in the
         background)."""
         with self.lock:
-            hooks = [h for h in self.hooks
-                     if event in h.events and (h.repo is None or h.repo.lower() == repo.full_name.lower())]
+            hooks = [
+                h
+                for h in self.hooks
+                if event in h.events and (h.repo is None or h.repo.lower() == repo.full_name.lower())
+            ]
         for hook in hooks:
             self._dispatcher.submit(functools.partial(self._deliver, hook, event, payload))
 
     def _deliver(self, hook: Hook, event: str, payload: dict[str, Any]) -> None:
         # check=False: a failed delivery is recorded in ``deliveries``, as GitHub records it; nobody waits to be told.
-        send_webhook(hook.url, event, payload, secret=hook.secret, hook_id=hook.id, content_type=hook.content_type,
-                     timeout=self.delivery_timeout, log=self.deliveries, check=False)
+        send_webhook(
+            hook.url,
+            event,
+            payload,
+            secret=hook.secret,
+            hook_id=hook.id,
+            content_type=hook.content_type,
+            timeout=self.delivery_timeout,
+            log=self.deliveries,
+            check=False,
+        )
 
     def redeliver_later(self, delivery_id: str) -> None:
         """Queue a manual redelivery of a recorded delivery (same GUID, same bytes); ``KeyError`` if unknown."""
@@ -360,8 +466,7 @@ class GitHubStore:
 
     def installation_for(self, repo: Repo, app: App | None = None) -> Installation | None:
         """The first installation (of ``app``, or of any App) that covers ``repo``."""
-        return next((i for i in self.installations.values() if (app is None or i.app is app) and i.covers(repo)),
-                    None)
+        return next((i for i in self.installations.values() if (app is None or i.app is app) and i.covers(repo)), None)
 
     def user_or_bot(self, login: str) -> User | None:
         """A seeded user, or an App's bot account (``slug[bot]``), by login (case-insensitive)."""
@@ -370,10 +475,17 @@ class GitHubStore:
             return found
         return next((a.bot for a in self.apps.values() if a.bot.login.lower() == login.lower()), None)
 
-    def create_comment(self, repo: Repo, iss: Issue, body: str, author: User, via: App | None,
-                       when: float) -> Comment:
-        c = Comment(id=self.new_id(), repo=repo, issue_number=iss.number, body=body, user=author, created_at=when,
-                    updated_at=when, via_app=via)
+    def create_comment(self, repo: Repo, iss: Issue, body: str, author: User, via: App | None, when: float) -> Comment:
+        c = Comment(
+            id=self.new_id(),
+            repo=repo,
+            issue_number=iss.number,
+            body=body,
+            user=author,
+            created_at=when,
+            updated_at=when,
+            via_app=via,
+        )
         self.comments[c.id] = c
         iss.comment_ids.append(c.id)
         iss.updated_at = max(iss.updated_at, when)

@@ -76,9 +76,17 @@ class Delivery:
     def summary(self) -> dict[str, Any]:
         """A JSON-safe view for the admin API and failure messages."""
         return {
-            "id": self.id, "event": self.event, "action": self.action, "url": self.url, "status": self.status,
-            "error": self.error, "duration": self.duration, "delivered_at": self.delivered_at,
-            "redelivery": self.redelivery, "duplicate": self.duplicate, "ok": self.ok,
+            "id": self.id,
+            "event": self.event,
+            "action": self.action,
+            "url": self.url,
+            "status": self.status,
+            "error": self.error,
+            "duration": self.duration,
+            "delivered_at": self.delivered_at,
+            "redelivery": self.redelivery,
+            "duplicate": self.duplicate,
+            "ok": self.ok,
         }
 
 
@@ -122,11 +130,14 @@ class DeliveryFailed(Exception):
     def __init__(self, delivery: Delivery) -> None:
         answer = f"HTTP {delivery.status}" if delivery.status is not None else "no answer"
         excerpt = delivery.response_body[:200].decode("utf-8", "replace")
-        why = delivery.error or (f"the receiver answered {answer}: {excerpt!r}" if excerpt else
-                                 f"the receiver answered {answer}")
+        why = delivery.error or (
+            f"the receiver answered {answer}: {excerpt!r}" if excerpt else f"the receiver answered {answer}"
+        )
         kind = f"{delivery.event}.{delivery.action}" if delivery.action else delivery.event
-        super().__init__(f"webhook delivery {delivery.id} ({kind}) to {delivery.url} failed: {why}; pass check=False "
-                         "to get the Delivery back instead of this error")
+        super().__init__(
+            f"webhook delivery {delivery.id} ({kind}) to {delivery.url} failed: {why}; pass check=False "
+            "to get the Delivery back instead of this error"
+        )
         self.delivery = delivery
 
 
@@ -148,9 +159,18 @@ def check_timeout(timeout: float) -> float:
     return float(timeout)
 
 
-def build_request(event: str, payload: Any, *, secret: str | bytes | None, delivery_id: str | None = None,
-                  hook_id: int = 1, target_type: str = "repository", target_id: int | None = None,
-                  content_type: str = "json", hostile: bool = False) -> tuple[str, dict[str, str], bytes]:
+def build_request(
+    event: str,
+    payload: Any,
+    *,
+    secret: str | bytes | None,
+    delivery_id: str | None = None,
+    hook_id: int = 1,
+    target_type: str = "repository",
+    target_id: int | None = None,
+    content_type: str = "json",
+    hostile: bool = False,
+) -> tuple[str, dict[str, str], bytes]:
     """Serialise and sign once: ``(delivery_id, headers, body)`` ready to send as-is.
 
     ``payload`` is a JSON-able object, or ``bytes`` already serialised (sent exactly as given, e.g. the docs' test
@@ -162,8 +182,10 @@ def build_request(event: str, payload: Any, *, secret: str | bytes | None, deliv
     delivery_id = delivery_id or str(uuid.uuid4())
     text = bytes(payload) if isinstance(payload, (bytes, bytearray)) else serialise(payload, hostile=hostile)
     if len(text) > MAX_PAYLOAD_BYTES:
-        raise ValueError(f"webhook payload is {len(text)} bytes, over GitHub's 25 MB cap ({MAX_PAYLOAD_BYTES} bytes): "
-                         "GitHub delivers nothing for such an event, so the fake sends nothing either")
+        raise ValueError(
+            f"webhook payload is {len(text)} bytes, over GitHub's 25 MB cap ({MAX_PAYLOAD_BYTES} bytes): "
+            "GitHub delivers nothing for such an event, so the fake sends nothing either"
+        )
     if content_type == "form":
         body = urlencode({"payload": text.decode("utf-8")}).encode("ascii")
         mime = "application/x-www-form-urlencoded"
@@ -199,8 +221,9 @@ def _post(delivery: Delivery, *, timeout: float, transport: httpx.AsyncBaseTrans
 
     async def exchange() -> None:
         # trust_env=False: receivers are on loopback or in the cluster, never behind HTTP_PROXY and friends.
-        async with httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False,
-                                     trust_env=False) as c:
+        async with httpx.AsyncClient(
+            transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False
+        ) as c:
             with anyio.fail_after(timeout):
                 response = await c.post(delivery.url, content=delivery.body, headers=delivery.headers)
             delivery.status, delivery.response_body = response.status_code, response.content[:4096]
@@ -217,11 +240,24 @@ def _post(delivery: Delivery, *, timeout: float, transport: httpx.AsyncBaseTrans
     return delivery
 
 
-def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | None, delivery_id: str | None = None,
-                 hook_id: int = 1, target_type: str = "repository", target_id: int | None = None,
-                 content_type: str = "json", hostile: bool = False, duplicate: bool = False,
-                 timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
-                 log: DeliveryLog | None = None, check: bool = True) -> Delivery:
+def send_webhook(
+    url: str,
+    event: str,
+    payload: Any,
+    *,
+    secret: str | bytes | None,
+    delivery_id: str | None = None,
+    hook_id: int = 1,
+    target_type: str = "repository",
+    target_id: int | None = None,
+    content_type: str = "json",
+    hostile: bool = False,
+    duplicate: bool = False,
+    timeout: float = DELIVERY_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+    log: DeliveryLog | None = None,
+    check: bool = True,
+) -> Delivery:
     """Deliver ``payload`` as GitHub would and return the recorded :class:`Delivery`.
 
     ``secret`` None sends no signature headers (GitHub omits them when a hook has no secret). ``duplicate`` sends the
@@ -234,9 +270,17 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
     JSON), a payload over GitHub's 25 MB cap and a ``timeout`` that is not a positive finite number.
     """
     timeout = check_timeout(timeout)
-    delivery_id, headers, body = build_request(event, payload, secret=secret, delivery_id=delivery_id, hook_id=hook_id,
-                                               target_type=target_type, target_id=target_id,
-                                               content_type=content_type, hostile=hostile)
+    delivery_id, headers, body = build_request(
+        event,
+        payload,
+        secret=secret,
+        delivery_id=delivery_id,
+        hook_id=hook_id,
+        target_type=target_type,
+        target_id=target_id,
+        content_type=content_type,
+        hostile=hostile,
+    )
     action = payload.get("action") if isinstance(payload, dict) else None
     log = log if log is not None else DEFAULT_LOG
     attempts = []
@@ -251,9 +295,14 @@ def send_webhook(url: str, event: str, payload: Any, *, secret: str | bytes | No
     return attempts[0]
 
 
-def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
-              transport: httpx.AsyncBaseTransport | None = None, log: DeliveryLog | None = None,
-              check: bool = True) -> Delivery:
+def redeliver(
+    delivery_id: str,
+    *,
+    timeout: float = DELIVERY_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+    log: DeliveryLog | None = None,
+    check: bool = True,
+) -> Delivery:
     """Resend a recorded delivery: same GUID, same headers, same bytes (GitHub's manual redelivery).
 
     Raises ``KeyError`` naming the GUID when ``log`` (default: the module's log) holds no such delivery, ``ValueError``
@@ -265,8 +314,15 @@ def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
     original = log.by_id(delivery_id)
     if original is None:
         raise KeyError(f"no recorded webhook delivery {delivery_id!r} to redeliver (log holds {len(log.all())})")
-    delivery = Delivery(original.id, original.event, original.action, original.url, dict(original.headers),
-                        original.body, redelivery=True)
+    delivery = Delivery(
+        original.id,
+        original.event,
+        original.action,
+        original.url,
+        dict(original.headers),
+        original.body,
+        redelivery=True,
+    )
     _post(delivery, timeout=timeout, transport=transport)
     log.add(delivery)
     if check and not delivery.ok:
@@ -274,9 +330,17 @@ def redeliver(delivery_id: str, *, timeout: float = DELIVERY_TIMEOUT,
     return delivery
 
 
-def send_reordered(url: str, events: list[tuple[str, Any]], *, secret: str | bytes | None,
-                   timeout: float = DELIVERY_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None,
-                   log: DeliveryLog | None = None, check: bool = True, **options: Any) -> list[Delivery]:
+def send_reordered(
+    url: str,
+    events: list[tuple[str, Any]],
+    *,
+    secret: str | bytes | None,
+    timeout: float = DELIVERY_TIMEOUT,
+    transport: httpx.AsyncBaseTransport | None = None,
+    log: DeliveryLog | None = None,
+    check: bool = True,
+    **options: Any,
+) -> list[Delivery]:
     """The "reordered deliveries" fault: GUIDs are assigned in the given order, then sent last-first.
 
     Returns the deliveries in the order given (not the order sent). Every delivery is attempted; then, unless
@@ -285,8 +349,18 @@ def send_reordered(url: str, events: list[tuple[str, Any]], *, secret: str | byt
     prepared = [(event, payload, str(uuid.uuid4())) for event, payload in events]
     sent: dict[str, Delivery] = OrderedDict()
     for event, payload, guid in reversed(prepared):
-        sent[guid] = send_webhook(url, event, payload, secret=secret, delivery_id=guid, timeout=timeout,
-                                  transport=transport, log=log, check=False, **options)
+        sent[guid] = send_webhook(
+            url,
+            event,
+            payload,
+            secret=secret,
+            delivery_id=guid,
+            timeout=timeout,
+            transport=transport,
+            log=log,
+            check=False,
+            **options,
+        )
     failed = next((d for d in sent.values() if not d.ok), None)
     if check and failed is not None:
         raise DeliveryFailed(failed)

@@ -102,8 +102,9 @@ class RouteTable(Generic[F]):
     def __iter__(self) -> Iterator[Route[F]]:
         return iter(self._routes)
 
-    def route(self, method: str, pattern: str, auth: AuthKind = "token", *, scopes: str = "",
-              permissions: str = "") -> Callable[[Handler[F]], Handler[F]]:
+    def route(
+        self, method: str, pattern: str, auth: AuthKind = "token", *, scopes: str = "", permissions: str = ""
+    ) -> Callable[[Handler[F]], Handler[F]]:
         """A decorator registering a handler for ``method`` and ``pattern`` (see :func:`compile_pattern`)."""
         regex = compile_pattern(pattern)
 

@@ -48,14 +48,29 @@ from fakes.openai.capture import CallLog, ModelCall
 from fakes.openai.embeddings import embed
 from fakes.openai.rules import Reply, Rule, RuleSpecError, Script
 from fakes.openai.turn import Message, Tool
-from fakes.server import FakeHandle, in_process as _in_process, serve_fake
+from fakes.server import FakeHandle, serve_fake
+from fakes.server import in_process as _in_process
 
-__all__ = ["ADMIN_PREFIX", "HEALTH_PATH", "CallLog", "Message", "ModelCall", "OpenAIFake", "Reply", "Rule",
-           "RuleSpecError", "Script", "Tool", "embed", "in_process", "serve"]
+__all__ = [
+    "ADMIN_PREFIX",
+    "HEALTH_PATH",
+    "CallLog",
+    "Message",
+    "ModelCall",
+    "OpenAIFake",
+    "Reply",
+    "Rule",
+    "RuleSpecError",
+    "Script",
+    "Tool",
+    "embed",
+    "in_process",
+    "serve",
+]
 
 
 @contextlib.contextmanager
-def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle]:
+def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[FakeHandle[OpenAIFake]]:
     """Serve a new :class:`OpenAIFake` (``options`` go to its constructor) with uvicorn in a thread; port 0 lets the
     OS choose. Point clients at ``handle.url + "/v1"``. Raises ``fakes.server.FakeServerError`` when the server does
     not start or stop within its bounds."""
@@ -64,7 +79,7 @@ def serve(host: str = "127.0.0.1", port: int = 0, **options: Any) -> Iterator[Fa
 
 
 @contextlib.contextmanager
-def in_process(**options: Any) -> Iterator[FakeHandle]:
+def in_process(**options: Any) -> Iterator[FakeHandle[OpenAIFake]]:
     """A new :class:`OpenAIFake` reachable only through ``handle.transport()`` / ``async_transport()`` at
     ``handle.url`` (``http://openai.fake``): no socket, no thread."""
     yield _in_process(OpenAIFake(**options))

@@ -23,12 +23,23 @@ def _split(value: str | None) -> list[str]:
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rules", default=os.environ.get("FAKE_OPENAI_RULES") or None,
-                        help="JSON rules file (default: $FAKE_OPENAI_RULES); reset returns to it")
-    parser.add_argument("--api-key", action="append", default=_split(os.environ.get("FAKE_OPENAI_API_KEYS")),
-                        help="an accepted bearer key (repeatable; default: $FAKE_OPENAI_API_KEYS, else any key)")
-    parser.add_argument("--model", action="append", default=_split(os.environ.get("FAKE_OPENAI_MODELS")),
-                        help="an extra chat model name to serve (repeatable; default: $FAKE_OPENAI_MODELS)")
+    parser.add_argument(
+        "--rules",
+        default=os.environ.get("FAKE_OPENAI_RULES") or None,
+        help="JSON rules file (default: $FAKE_OPENAI_RULES); reset returns to it",
+    )
+    parser.add_argument(
+        "--api-key",
+        action="append",
+        default=_split(os.environ.get("FAKE_OPENAI_API_KEYS")),
+        help="an accepted bearer key (repeatable; default: $FAKE_OPENAI_API_KEYS, else any key)",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=_split(os.environ.get("FAKE_OPENAI_MODELS")),
+        help="an extra chat model name to serve (repeatable; default: $FAKE_OPENAI_MODELS)",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(2) from None
         return OpenAIFake(api_keys=args.api_key or None, rules=script, models=args.model)
 
-    return run_main(make, prog="python -m fakes.openai", add_arguments=_options, argv=argv,
-                    description="A fake OpenAI-compatible model endpoint: scripted answers, capture, faults.")
+    return run_main(
+        make,
+        prog="python -m fakes.openai",
+        add_arguments=_options,
+        argv=argv,
+        description="A fake OpenAI-compatible model endpoint: scripted answers, capture, faults.",
+    )
 
 
 if __name__ == "__main__":

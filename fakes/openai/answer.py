@@ -57,11 +57,11 @@ def plan(turn: Turn, reply: Reply) -> Answer:
 def text_pieces(text: str, chunk_chars: int | None) -> list[str]:
     """``text`` as stream deltas: words with their leading whitespace, or ``chunk_chars``-character slices."""
     if chunk_chars:
-        return [text[i:i + chunk_chars] for i in range(0, len(text), chunk_chars)]
+        return [text[i : i + chunk_chars] for i in range(0, len(text), chunk_chars)]
     return _WORDS.findall(text)
 
 
 def argument_pieces(arguments: str, chunk_chars: int | None) -> list[str]:
     """Arguments JSON as deltas of ``chunk_chars`` (default :data:`ARGUMENT_PIECE`) characters."""
     size = chunk_chars or ARGUMENT_PIECE
-    return [arguments[i:i + size] for i in range(0, len(arguments), size)]
+    return [arguments[i : i + size] for i in range(0, len(arguments), size)]

@@ -58,9 +58,15 @@ class OpenAIFake:
     name = "openai"
     unrecorded_paths = frozenset({HEALTH_PATH})
 
-    def __init__(self, *, api_keys: Iterable[str] | None = None, rules: Script | list[Any] | dict[str, Any] | None
-                 = None, models: Iterable[str] = (), embedding_models: dict[str, int] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        api_keys: Iterable[str] | None = None,
+        rules: Script | list[Any] | dict[str, Any] | None = None,
+        models: Iterable[str] = (),
+        embedding_models: dict[str, int] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if api_keys is not None:
             api_keys = frozenset(api_keys)
             if not api_keys or not all(isinstance(k, str) and k.strip() for k in api_keys):
@@ -131,8 +137,11 @@ class OpenAIFake:
             response, turn, answer = self._answer(endpoint, path, body)
         except ApiError as exc:
             response, answer = exc.response(), {"error": exc.body()["error"]}
-        headers = [("x-request-id", request_id), ("openai-version", API_VERSION),
-                   ("openai-processing-ms", str(int((time.monotonic() - started) * 1000)))]
+        headers = [
+            ("x-request-id", request_id),
+            ("openai-version", API_VERSION),
+            ("openai-processing-ms", str(int((time.monotonic() - started) * 1000))),
+        ]
         response.headers.extend(headers)
         kept = body if len(request.body) <= MAX_CAPTURED_BODY else None
         self._record(method, path, endpoint, response.status, request_id, kept, turn, answer)
@@ -170,25 +179,35 @@ class OpenAIFake:
     def _chat(self, turn: Turn, reply: Reply, answer: Answer) -> tuple[FakeResponse, str]:
         completion_id, created = ids.chat_completion_id(), int(self._clock())
         if not turn.stream:
-            return FakeResponse.json(200, render_chat.completion(turn, answer, completion_id, created,
-                                                                 self.fingerprint)), completion_id
+            return FakeResponse.json(
+                200, render_chat.completion(turn, answer, completion_id, created, self.fingerprint)
+            ), completion_id
         if reply.error is not None:  # in_stream: text so far, then the error event, no [DONE]
-            events = [sse(c) for c in render_chat.text_chunks(turn, answer.text or "", reply, completion_id, created,
-                                                              self.fingerprint)]
+            events = [
+                sse(c)
+                for c in render_chat.text_chunks(
+                    turn, answer.text or "", reply, completion_id, created, self.fingerprint
+                )
+            ]
             events.append(sse(reply.error.api_error().body()))
         else:
-            events = [sse(c) for c in render_chat.chunks(turn, answer, reply, completion_id, created,
-                                                         self.fingerprint)] + [DONE]
+            events = [
+                sse(c) for c in render_chat.chunks(turn, answer, reply, completion_id, created, self.fingerprint)
+            ] + [DONE]
         return _stream(events, reply), completion_id
 
-    def _responses(self, turn: Turn, reply: Reply, answer: Answer, body: dict[str, Any]
-                   ) -> tuple[FakeResponse, str]:
+    def _responses(self, turn: Turn, reply: Reply, answer: Answer, body: dict[str, Any]) -> tuple[FakeResponse, str]:
         failing = turn.stream and reply.error is not None  # in_stream: the text's events, then an error event
         if failing:
             answer = dataclasses.replace(answer, text=answer.text or "", calls=())
         render = ResponseRender(turn, answer, int(self._clock()), body.get("tools") or [])
-        self._store(render.id, turn.messages + (Message("assistant", answer.text or "", None,
-                                                        tuple((c.id, c.name, c.arguments) for c in answer.calls)),))
+        self._store(
+            render.id,
+            turn.messages
+            + (
+                Message("assistant", answer.text or "", None, tuple((c.id, c.name, c.arguments) for c in answer.calls)),
+            ),
+        )
         if not turn.stream:
             return FakeResponse.json(200, render.response()), render.id
         events = render.events(reply)
@@ -200,13 +219,15 @@ class OpenAIFake:
         return _stream(frames, reply), render.id
 
     def _models(self, path: str) -> FakeResponse:
-        listed = [{"id": m.id, "object": "model", "created": m.created, "owned_by": m.owned_by}
-                  for m in self.catalog.models.values()]
+        listed = [
+            {"id": m.id, "object": "model", "created": m.created, "owned_by": m.owned_by}
+            for m in self.catalog.models.values()
+        ]
         if path.rstrip("/") == "/v1/models":
             for item in listed:
                 checked(Model, item)
             return FakeResponse.json(200, {"object": "list", "data": listed})
-        name = path[len("/v1/models/"):]
+        name = path[len("/v1/models/") :]
         found = next((m for m in listed if m["id"] == name), None)
         if found is None:
             raise ApiError(404, f"The model '{name}' does not exist", param="model", code="model_not_found")
@@ -222,12 +243,22 @@ class OpenAIFake:
             while len(self._stored) > MAX_STORED_RESPONSES:
                 self._stored.popitem(last=False)
 
-    def _record(self, method: str, path: str, endpoint: str, status: int, request_id: str, body: Any,
-                turn: Turn | None, answer: dict[str, Any]) -> None:
+    def _record(
+        self,
+        method: str,
+        path: str,
+        endpoint: str,
+        status: int,
+        request_id: str,
+        body: Any,
+        turn: Turn | None,
+        answer: dict[str, Any],
+    ) -> None:
         with self._lock:
             self._seq += 1
-            self._calls.append(ModelCall.of(self._seq, time.time(), method, path, endpoint, status, request_id,
-                                            body, turn, **answer))
+            self._calls.append(
+                ModelCall.of(self._seq, time.time(), method, path, endpoint, status, request_id, body, turn, **answer)
+            )
 
     # -- admin routes under /_fake/openai/ ----------------------------------------------------------------------
 
@@ -236,7 +267,7 @@ class OpenAIFake:
         /_fake/openai/calls``; ``None`` for anything else (the machinery's 404)."""
         if not request.path.startswith(ADMIN_PREFIX):
             return None
-        route, method = request.path[len(ADMIN_PREFIX):].strip("/"), request.method.upper()
+        route, method = request.path[len(ADMIN_PREFIX) :].strip("/"), request.method.upper()
         try:
             if route == "calls" and method == "GET":
                 return FakeResponse.json(200, {"calls": [c.to_dict() for c in self.log()]})
@@ -267,8 +298,12 @@ def _endpoint(method: str, path: str) -> str:
         return "responses"
     if method == "POST" and path == "/v1/embeddings":
         return "embeddings"
-    if method == "GET" and (path.rstrip("/") == "/v1/models" or path.startswith("/v1/models/") and
-                            path.count("/") == 3 and len(path) > len("/v1/models/")):
+    if method == "GET" and (
+        path.rstrip("/") == "/v1/models"
+        or path.startswith("/v1/models/")
+        and path.count("/") == 3
+        and len(path) > len("/v1/models/")
+    ):
         return "models"
     return "unserved"
 
@@ -298,4 +333,3 @@ def _stream(frames: list[bytes], reply: Reply) -> FakeResponse:
         else:
             chunks.append(StreamChunk(frame, delay))
     return FakeResponse.streamed(200, chunks, "text/event-stream; charset=utf-8")
-

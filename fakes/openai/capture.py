@@ -67,38 +67,104 @@ class ModelCall:
         return [c.name for c in self.emitted]
 
     @classmethod
-    def of(cls, seq: int, time: float, method: str, path: str, endpoint: str, status: int, request_id: str,
-           body: Any, turn: Turn | None = None, **answer: Any) -> ModelCall:
+    def of(
+        cls,
+        seq: int,
+        time: float,
+        method: str,
+        path: str,
+        endpoint: str,
+        status: int,
+        request_id: str,
+        body: Any,
+        turn: Turn | None = None,
+        **answer: Any,
+    ) -> ModelCall:
         """A record for a request (``turn`` when it validated) and its answer fields."""
         if turn is None:
             model = body.get("model") if isinstance(body, dict) and isinstance(body.get("model"), str) else None
             return cls(seq, time, endpoint, method, path, status, request_id, body, model, **answer)
-        return cls(seq, time, endpoint, method, path, status, request_id, body, turn.model, turn.stream, turn.tools,
-                   turn.tool_choice, turn.forced or turn.choice, tuple(turn.callable_names), turn.messages, **answer)
+        return cls(
+            seq,
+            time,
+            endpoint,
+            method,
+            path,
+            status,
+            request_id,
+            body,
+            turn.model,
+            turn.stream,
+            turn.tools,
+            turn.tool_choice,
+            turn.forced or turn.choice,
+            tuple(turn.callable_names),
+            turn.messages,
+            **answer,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "seq": self.seq, "time": self.time, "endpoint": self.endpoint, "method": self.method, "path": self.path,
-            "status": self.status, "request_id": self.request_id, "body": self.body, "model": self.model,
-            "stream": self.stream, "tools": [t.to_dict() for t in self.tools], "tool_choice": self.tool_choice,
-            "choice": self.choice, "callable_names": list(self.callable_names),
-            "messages": [{"role": m.role, "text": m.text, "tool_call_id": m.tool_call_id,
-                          "tool_calls": [list(c) for c in m.tool_calls]} for m in self.messages],
+            "seq": self.seq,
+            "time": self.time,
+            "endpoint": self.endpoint,
+            "method": self.method,
+            "path": self.path,
+            "status": self.status,
+            "request_id": self.request_id,
+            "body": self.body,
+            "model": self.model,
+            "stream": self.stream,
+            "tools": [t.to_dict() for t in self.tools],
+            "tool_choice": self.tool_choice,
+            "choice": self.choice,
+            "callable_names": list(self.callable_names),
+            "messages": [
+                {
+                    "role": m.role,
+                    "text": m.text,
+                    "tool_call_id": m.tool_call_id,
+                    "tool_calls": [list(c) for c in m.tool_calls],
+                }
+                for m in self.messages
+            ],
             "rule": self.rule,
             "emitted": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.emitted],
-            "answer_id": self.answer_id, "text": self.text, "error": self.error,
+            "answer_id": self.answer_id,
+            "text": self.text,
+            "error": self.error,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelCall:
-        messages = tuple(Message(m["role"], m.get("text", ""), m.get("tool_call_id"),
-                                 tuple(tuple(c) for c in m.get("tool_calls") or ())) for m in data.get("messages", []))
-        return cls(data["seq"], data["time"], data["endpoint"], data["method"], data["path"], data["status"],
-                   data["request_id"], data.get("body"), data.get("model"), data.get("stream", False),
-                   tuple(Tool.from_dict(t) for t in data.get("tools", [])), data.get("tool_choice"),
-                   data.get("choice"), tuple(data.get("callable_names", [])), messages, data.get("rule"),
-                   tuple(EmittedCall(c["id"], c["name"], c["arguments"]) for c in data.get("emitted", [])),
-                   data.get("answer_id"), data.get("text"), data.get("error"))
+        messages = tuple(
+            Message(
+                m["role"], m.get("text", ""), m.get("tool_call_id"), tuple(tuple(c) for c in m.get("tool_calls") or ())
+            )
+            for m in data.get("messages", [])
+        )
+        return cls(
+            data["seq"],
+            data["time"],
+            data["endpoint"],
+            data["method"],
+            data["path"],
+            data["status"],
+            data["request_id"],
+            data.get("body"),
+            data.get("model"),
+            data.get("stream", False),
+            tuple(Tool.from_dict(t) for t in data.get("tools", [])),
+            data.get("tool_choice"),
+            data.get("choice"),
+            tuple(data.get("callable_names", [])),
+            messages,
+            data.get("rule"),
+            tuple(EmittedCall(c["id"], c["name"], c["arguments"]) for c in data.get("emitted", [])),
+            data.get("answer_id"),
+            data.get("text"),
+            data.get("error"),
+        )
 
 
 class CallLog(Sequence[ModelCall]):
@@ -135,8 +201,10 @@ class CallLog(Sequence[ModelCall]):
         """The newest model request (or the newest of ``endpoint``). Raises ``LookupError`` when there is none."""
         pool = [c for c in self._calls if c.endpoint == endpoint] if endpoint else list(self.model_calls())
         if not pool:
-            raise LookupError(f"the fake model received no {endpoint or 'chat or responses'} request "
-                              f"({len(self._calls)} requests in all)")
+            raise LookupError(
+                f"the fake model received no {endpoint or 'chat or responses'} request "
+                f"({len(self._calls)} requests in all)"
+            )
         return pool[-1]
 
     def answered_with(self, call_id: str) -> ModelCall:
@@ -145,8 +213,10 @@ class CallLog(Sequence[ModelCall]):
             if any(c.id == call_id for c in call.emitted):
                 return call
         emitted = [f"{c.id} ({c.name}) in #{call.seq}" for call in self._calls for c in call.emitted]
-        raise LookupError(f"no answer of the fake model carried tool call {call_id!r}; it emitted: "
-                          f"{', '.join(emitted) or 'no tool calls at all'}")
+        raise LookupError(
+            f"no answer of the fake model carried tool call {call_id!r}; it emitted: "
+            f"{', '.join(emitted) or 'no tool calls at all'}"
+        )
 
     def results_for(self, call_id: str) -> CallLog:
         """Requests that sent back a result for tool call ``call_id`` (``tool`` message or ``function_call_output``)."""

@@ -46,8 +46,9 @@ _SNAPSHOT = re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$")
 class Catalog:
     """Known models by id (read-only after construction, so it needs no lock)."""
 
-    def __init__(self, extra_chat: list[str] | tuple[str, ...] = (), extra_embedding: dict[str, int] | None = None
-                 ) -> None:
+    def __init__(
+        self, extra_chat: list[str] | tuple[str, ...] = (), extra_embedding: dict[str, int] | None = None
+    ) -> None:
         self.models: dict[str, ModelInfo] = {m.id: m for m in DEFAULT_MODELS}
         for name in extra_chat:
             self.models[name] = ModelInfo(name, 1700000000, owned_by="fake")

@@ -39,7 +39,7 @@ def _features(text: str) -> list[tuple[str, float]]:
     features = [(w, 1.0) for w in words]
     for word in words:
         padded = f" {word} "
-        features += [(padded[i:i + 3], 0.5) for i in range(len(padded) - 2)]
+        features += [(padded[i : i + 3], 0.5) for i in range(len(padded) - 2)]
     return features or [(text, 1.0)]
 
 
@@ -52,8 +52,10 @@ def embed(text: str, dimensions: int) -> np.ndarray:
         vector[bucket % dimensions] += weight if bucket >> 63 else -weight
     norm = float(np.linalg.norm(vector))
     if norm == 0.0:  # every feature cancelled out: fall back to one hashed axis, still deterministic
-        vector[int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                              "little") % dimensions] = 1.0
+        vector[
+            int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+            % dimensions
+        ] = 1.0
         norm = 1.0
     return (vector / norm).astype(np.float32)
 
@@ -93,8 +95,12 @@ def _dimensions(body: dict[str, Any], model: ModelInfo) -> int:
     if not model.custom_dimensions:
         raise ApiError(400, "This model does not support specifying dimensions.")
     if not 1 <= value <= model.dimensions:
-        raise ApiError(400, f"Invalid value for 'dimensions' = {value}. Must be between 1 and {model.dimensions}.",
-                       param="dimensions", code="invalid_value")
+        raise ApiError(
+            400,
+            f"Invalid value for 'dimensions' = {value}. Must be between 1 and {model.dimensions}.",
+            param="dimensions",
+            code="invalid_value",
+        )
     return value
 
 
@@ -120,16 +126,22 @@ def create(body: Any, catalog: Catalog) -> dict[str, Any]:
     dimensions = _dimensions(body, model)
     encoding = body.get("encoding_format", "float")
     if encoding not in ("float", "base64"):
-        raise errors.bad_value("encoding_format", encoding if isinstance(encoding, str) else repr(encoding),
-                               ["float", "base64"])
+        raise errors.bad_value(
+            "encoding_format", encoding if isinstance(encoding, str) else repr(encoding), ["float", "base64"]
+        )
     vectors = [embed(text, dimensions) for text in texts]
     tokens = estimate_tokens(*texts)
-    data: list[dict[str, Any]] = [{"object": "embedding", "index": i, "embedding": v.tolist()}
-                                  for i, v in enumerate(vectors)]
-    payload = {"object": "list", "data": data, "model": name,
-               "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+    data: list[dict[str, Any]] = [
+        {"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)
+    ]
+    payload = {
+        "object": "list",
+        "data": data,
+        "model": name,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
     checked(CreateEmbeddingResponse, payload)
     if encoding == "base64":  # checked as floats above; the client decodes these bytes back to the same floats
-        for item, vector in zip(data, vectors):
+        for item, vector in zip(data, vectors, strict=True):
             item["embedding"] = base64.b64encode(vector.astype("<f4").tobytes()).decode()
     return payload

@@ -22,8 +22,16 @@ REFERENCE_URL = "https://platform.openai.com/docs/api-reference"
 class ApiError(Exception):
     """A request the fake refuses as the real API would: becomes an error response with this body and status."""
 
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None, headers: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
         self.headers = list(headers or [])
@@ -56,10 +64,13 @@ def json_type(value: Any) -> str:
 
 
 def missing_key() -> ApiError:
-    return ApiError(401, "You didn't provide an API key. You need to provide your API key in an Authorization "
-                         "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field "
-                         "(with blank username) if you're accessing the API from your browser and are prompted for a "
-                         f"username and password. You can obtain an API key from {KEYS_URL}.")
+    return ApiError(
+        401,
+        "You didn't provide an API key. You need to provide your API key in an Authorization "
+        "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field "
+        "(with blank username) if you're accessing the API from your browser and are prompted for a "
+        f"username and password. You can obtain an API key from {KEYS_URL}.",
+    )
 
 
 def masked(key: str) -> str:
@@ -68,15 +79,21 @@ def masked(key: str) -> str:
 
 
 def wrong_key(key: str) -> ApiError:
-    return ApiError(401, f"Incorrect API key provided: {masked(key)}. You can find your API key at {KEYS_URL}.",
-                    code="invalid_api_key")
+    return ApiError(
+        401,
+        f"Incorrect API key provided: {masked(key)}. You can find your API key at {KEYS_URL}.",
+        code="invalid_api_key",
+    )
 
 
 def unparseable_body() -> ApiError:
-    return ApiError(400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
-                         "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent "
-                         "was not valid JSON. If you have trouble figuring out how to fix this, please contact us "
-                         "through our help center at help.openai.com.)")
+    return ApiError(
+        400,
+        "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+        "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent "
+        "was not valid JSON. If you have trouble figuring out how to fix this, please contact us "
+        "through our help center at help.openai.com.)",
+    )
 
 
 def no_model() -> ApiError:
@@ -84,8 +101,7 @@ def no_model() -> ApiError:
 
 
 def unknown_model(model: str) -> ApiError:
-    return ApiError(404, f"The model `{model}` does not exist or you do not have access to it.",
-                    code="model_not_found")
+    return ApiError(404, f"The model `{model}` does not exist or you do not have access to it.", code="model_not_found")
 
 
 def invalid_url(method: str, path: str) -> ApiError:
@@ -98,45 +114,75 @@ def missing(param: str) -> ApiError:
 
 
 def wrong_type(param: str, expected: str, value: Any) -> ApiError:
-    return ApiError(400, f"Invalid type for '{param}': expected {expected}, but got {json_type(value)} instead.",
-                    param=param, code="invalid_type")
+    return ApiError(
+        400,
+        f"Invalid type for '{param}': expected {expected}, but got {json_type(value)} instead.",
+        param=param,
+        code="invalid_type",
+    )
 
 
 def bad_value(param: str, value: Any, supported: list[str]) -> ApiError:
     """``Invalid value: 'x'. Supported values are: 'a', 'b', and 'c'.`` (the real API's enum message)."""
     quoted = [f"'{s}'" for s in supported]
-    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])}{',' if len(quoted) > 2 else ''} and " \
-                                                f"{quoted[-1]}"
+    listed = (
+        quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])}{',' if len(quoted) > 2 else ''} and {quoted[-1]}"
+    )
     shown = value if isinstance(value, str) else repr(value)
-    return ApiError(400, f"Invalid value: '{shown[:200]}'. Supported values are: {listed}.", param=param,
-                    code="invalid_value")
+    return ApiError(
+        400, f"Invalid value: '{shown[:200]}'. Supported values are: {listed}.", param=param, code="invalid_value"
+    )
 
 
 def empty_array(param: str) -> ApiError:
-    return ApiError(400, f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty "
-                         "array instead.", param=param, code="empty_array")
+    return ApiError(
+        400,
+        f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        param=param,
+        code="empty_array",
+    )
 
 
 def array_too_long(param: str, maximum: int, length: int) -> ApiError:
     """Wording modelled on the string-length message."""
-    return ApiError(400, f"Invalid '{param}': array too long. Expected an array with maximum length {maximum}, but "
-                         f"got an array with length {length} instead.", param=param, code="array_above_max_length")
+    return ApiError(
+        400,
+        f"Invalid '{param}': array too long. Expected an array with maximum length {maximum}, but "
+        f"got an array with length {length} instead.",
+        param=param,
+        code="array_above_max_length",
+    )
 
 
 def string_too_long(param: str, maximum: int, length: int) -> ApiError:
-    return ApiError(400, f"Invalid '{param}': string too long. Expected a string with maximum length {maximum}, but "
-                         f"got a string with length {length} instead.", param=param, code="string_above_max_length")
+    return ApiError(
+        400,
+        f"Invalid '{param}': string too long. Expected a string with maximum length {maximum}, but "
+        f"got a string with length {length} instead.",
+        param=param,
+        code="string_above_max_length",
+    )
 
 
 def bad_tool_name(param: str) -> ApiError:
-    return ApiError(400, f"Invalid '{param}': string does not match pattern. Expected a string that matches the "
-                         "pattern '^[a-zA-Z0-9_-]+$'.", param=param, code="invalid_value")
+    return ApiError(
+        400,
+        f"Invalid '{param}': string does not match pattern. Expected a string that matches the "
+        "pattern '^[a-zA-Z0-9_-]+$'.",
+        param=param,
+        code="invalid_value",
+    )
 
 
 def bad_schema(function: str, param: str, got: Any) -> ApiError:
     shown = got.get("type") if isinstance(got, dict) else None
-    return ApiError(400, f"Invalid schema for function '{function}': schema must be a JSON Schema of 'type: "
-                         f"\"object\"', got 'type: \"{shown}\"'.", param=param, code="invalid_function_parameters")
+    return ApiError(
+        400,
+        f"Invalid schema for function '{function}': schema must be a JSON Schema of 'type: "
+        f'"object"\', got \'type: "{shown}"\'.',
+        param=param,
+        code="invalid_function_parameters",
+    )
 
 
 def unrecognized_argument(name: str) -> ApiError:
@@ -156,13 +202,20 @@ def invalid_input() -> ApiError:
 
 def rate_limited(model: str, retry_after: float) -> ApiError:
     """429 with ``retry-after`` (seconds) and the request-limit headers the real API sends."""
-    return ApiError(429, f"Rate limit reached for {model} in organization org-fake on requests per min (RPM): "
-                         f"Limit 3, Used 3, Requested 1. Please try again in {retry_after:g}s. Visit "
-                         "https://platform.openai.com/account/rate-limits to learn more.",
-                    type="requests", code="rate_limit_exceeded",
-                    headers=[("retry-after", f"{retry_after:g}"), ("x-ratelimit-limit-requests", "3"),
-                             ("x-ratelimit-remaining-requests", "0"),
-                             ("x-ratelimit-reset-requests", f"{retry_after:g}s")])
+    return ApiError(
+        429,
+        f"Rate limit reached for {model} in organization org-fake on requests per min (RPM): "
+        f"Limit 3, Used 3, Requested 1. Please try again in {retry_after:g}s. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        type="requests",
+        code="rate_limit_exceeded",
+        headers=[
+            ("retry-after", f"{retry_after:g}"),
+            ("x-ratelimit-limit-requests", "3"),
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", f"{retry_after:g}s"),
+        ],
+    )
 
 
 def for_status(status: int) -> ApiError:
@@ -174,11 +227,13 @@ def for_status(status: int) -> ApiError:
     if status == 404:
         return ApiError(404, "The requested resource was not found.")
     if status == 500:
-        return ApiError(500, "The server had an error while processing your request. Sorry about that!",
-                        type="server_error")
+        return ApiError(
+            500, "The server had an error while processing your request. Sorry about that!", type="server_error"
+        )
     if status == 503:
         return ApiError(503, "The server is overloaded or not ready yet.", type="server_error")
     if status >= 500:
-        return ApiError(status, f"The server had an error (HTTP {status}) while processing your request.",
-                        type="server_error")
+        return ApiError(
+            status, f"The server had an error (HTTP {status}) while processing your request.", type="server_error"
+        )
     return ApiError(status, f"Your request was refused (HTTP {status}).")

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 import pytest
 
 import fakes.openai
+from fakes.openai import OpenAIFake
 from fakes.server import FakeHandle
 
 
 @pytest.fixture
-def fake_openai() -> Iterator[FakeHandle]:
+def fake_openai() -> Iterator[FakeHandle[OpenAIFake]]:
     with fakes.openai.serve() as handle:
         yield handle

@@ -30,11 +30,18 @@ SERVICE_TIER = "default"
 
 
 def usage(answer: Answer) -> dict[str, Any]:
-    return {"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens,
-            "total_tokens": answer.prompt_tokens + answer.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0,
-                                          "rejected_prediction_tokens": 0}}
+    return {
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+        "total_tokens": answer.prompt_tokens + answer.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
 
 
 def _call(index: int | None, call_id: str, name: str, arguments: str) -> dict[str, Any]:
@@ -47,18 +54,36 @@ def completion(turn: Turn, answer: Answer, completion_id: str, created: int, fin
     message: dict[str, Any] = {"role": "assistant", "content": answer.text, "refusal": None, "annotations": []}
     if answer.calls:
         message["tool_calls"] = [_call(None, c.id, c.name, c.arguments) for c in answer.calls]
-    choices = [{"index": i, "message": message, "logprobs": None, "finish_reason": answer.finish_reason}
-               for i in range(turn.n)]
-    return checked(ChatCompletion, {
-        "id": completion_id, "object": "chat.completion", "created": created, "model": turn.model,
-        "choices": choices, "usage": usage(answer), "service_tier": SERVICE_TIER, "system_fingerprint": fingerprint})
+    choices = [
+        {"index": i, "message": message, "logprobs": None, "finish_reason": answer.finish_reason} for i in range(turn.n)
+    ]
+    return checked(
+        ChatCompletion,
+        {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": turn.model,
+            "choices": choices,
+            "usage": usage(answer),
+            "service_tier": SERVICE_TIER,
+            "system_fingerprint": fingerprint,
+        },
+    )
 
 
-def chunks(turn: Turn, answer: Answer, reply: Reply, completion_id: str, created: int, fingerprint: str
-           ) -> list[dict[str, Any]]:
+def chunks(
+    turn: Turn, answer: Answer, reply: Reply, completion_id: str, created: int, fingerprint: str
+) -> list[dict[str, Any]]:
     """Every ``chat.completion.chunk`` of the stream, in order (without the ``[DONE]`` sentinel)."""
-    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": turn.model,
-            "service_tier": SERVICE_TIER, "system_fingerprint": fingerprint}
+    base = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": turn.model,
+        "service_tier": SERVICE_TIER,
+        "system_fingerprint": fingerprint,
+    }
     if turn.include_usage:
         base["usage"] = None
     out = []
@@ -71,15 +96,28 @@ def chunks(turn: Turn, answer: Answer, reply: Reply, completion_id: str, created
     return out
 
 
-def text_chunks(turn: Turn, text: str, reply: Reply, completion_id: str, created: int, fingerprint: str
-                ) -> list[dict[str, Any]]:
+def text_chunks(
+    turn: Turn, text: str, reply: Reply, completion_id: str, created: int, fingerprint: str
+) -> list[dict[str, Any]]:
     """The role chunk and the text deltas only (what precedes an error event inside a stream)."""
-    base = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": turn.model,
-            "service_tier": SERVICE_TIER, "system_fingerprint": fingerprint}
+    base = {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": turn.model,
+        "service_tier": SERVICE_TIER,
+        "system_fingerprint": fingerprint,
+    }
     deltas = [{"role": "assistant", "content": "", "refusal": None}] + [
-        {"content": piece} for piece in text_pieces(text, reply.chunk_chars)]
-    return [checked(ChatCompletionChunk, {**base, "choices": [{"index": 0, "delta": d, "logprobs": None,
-                                                               "finish_reason": None}]}) for d in deltas]
+        {"content": piece} for piece in text_pieces(text, reply.chunk_chars)
+    ]
+    return [
+        checked(
+            ChatCompletionChunk,
+            {**base, "choices": [{"index": 0, "delta": d, "logprobs": None, "finish_reason": None}]},
+        )
+        for d in deltas
+    ]
 
 
 def _deltas(answer: Answer, reply: Reply) -> list[tuple[dict[str, Any], str | None]]:
@@ -93,7 +131,9 @@ def _deltas(answer: Answer, reply: Reply) -> list[tuple[dict[str, Any], str | No
         if not out:
             header = {"role": "assistant", "content": None, **header, "refusal": None}
         out.append((header, None))
-        out += [({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None)
-                for piece in argument_pieces(call.arguments, reply.chunk_chars)]
+        out += [
+            ({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, None)
+            for piece in argument_pieces(call.arguments, reply.chunk_chars)
+        ]
     out.append(({}, answer.finish_reason))
     return out

@@ -49,8 +49,18 @@ from fakes.openai.errors import ApiError
 from fakes.openai.turn import Turn
 
 DEFAULT_TEXT = "fake reply to: {last_user}"
-_WHEN_KEYS = {"endpoint", "model", "stream", "last_user", "system", "last_tool_result", "last_role", "tools",
-              "no_tools", "tool_choice"}
+_WHEN_KEYS = {
+    "endpoint",
+    "model",
+    "stream",
+    "last_user",
+    "system",
+    "last_tool_result",
+    "last_role",
+    "tools",
+    "no_tools",
+    "tool_choice",
+}
 _REPLY_KEYS = {"text", "tool_calls", "error", "pace", "chunk_chars", "keepalive", "finish_reason"}
 _RULE_KEYS = {"name", "when", "reply", "times", "ignore_tool_choice"}
 _ERROR_KEYS = {"status", "message", "type", "param", "code", "headers", "in_stream"}
@@ -94,9 +104,13 @@ class TextMatch:
     def from_spec(cls, spec: Any, where: str) -> TextMatch:
         if isinstance(spec, str):
             return cls(contains=spec)
-        _need(isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)) in ("contains", "regex", "equals")
-              and isinstance(next(iter(spec.values())), str),
-              f"{where}: give a string (substring) or one of {{'contains'|'regex'|'equals': string}}, got {spec!r}")
+        _need(
+            isinstance(spec, dict)
+            and len(spec) == 1
+            and next(iter(spec)) in ("contains", "regex", "equals")
+            and isinstance(next(iter(spec.values())), str),
+            f"{where}: give a string (substring) or one of {{'contains'|'regex'|'equals': string}}, got {spec!r}",
+        )
         if "regex" in spec:
             try:
                 re.compile(spec["regex"])
@@ -121,14 +135,29 @@ class When:
     tool_choice: str | None = None
 
     def matches(self, turn: Turn) -> bool:
-        texts = {"model": turn.model, "last_user": turn.last_user, "system": turn.system,
-                 "last_tool_result": turn.last_tool_result}
-        if any(m is not None and not m(texts[k]) for k, m in
-               (("model", self.model), ("last_user", self.last_user), ("system", self.system),
-                ("last_tool_result", self.last_tool_result))):
+        texts = {
+            "model": turn.model,
+            "last_user": turn.last_user,
+            "system": turn.system,
+            "last_tool_result": turn.last_tool_result,
+        }
+        if any(
+            m is not None and not m(texts[k])
+            for k, m in (
+                ("model", self.model),
+                ("last_user", self.last_user),
+                ("system", self.system),
+                ("last_tool_result", self.last_tool_result),
+            )
+        ):
             return False
-        exact = ((self.endpoint, turn.endpoint), (self.stream, turn.stream), (self.last_role, turn.last_role),
-                 (self.no_tools, not turn.tool_names), (self.tool_choice, turn.forced or turn.choice))
+        exact = (
+            (self.endpoint, turn.endpoint),
+            (self.stream, turn.stream),
+            (self.last_role, turn.last_role),
+            (self.no_tools, not turn.tool_names),
+            (self.tool_choice, turn.forced or turn.choice),
+        )
         if any(want is not None and want != have for want, have in exact):
             return False
         return all(name in turn.tool_names for name in self.tools)
@@ -151,8 +180,13 @@ class When:
         for key in ("model", "last_user", "system", "last_tool_result"):
             if key in spec:
                 kwargs[key] = TextMatch.from_spec(spec[key], f"{where}.{key}")
-        for key, kind in (("endpoint", str), ("last_role", str), ("tool_choice", str), ("stream", bool),
-                          ("no_tools", bool)):
+        for key, kind in (
+            ("endpoint", str),
+            ("last_role", str),
+            ("tool_choice", str),
+            ("stream", bool),
+            ("no_tools", bool),
+        ):
             if key in spec:
                 _need(isinstance(spec[key], kind), f"{where}.{key}: give a {kind.__name__}, got {spec[key]!r}")
                 kwargs[key] = spec[key]
@@ -160,8 +194,10 @@ class When:
             _need(kwargs["endpoint"] in ("chat", "responses"), f"{where}.endpoint: 'chat' or 'responses'")
         if "tools" in spec:
             tools = spec["tools"]
-            _need(isinstance(tools, list) and all(isinstance(t, str) for t in tools),
-                  f"{where}.tools: give a list of tool names, got {tools!r}")
+            _need(
+                isinstance(tools, list) and all(isinstance(t, str) for t in tools),
+                f"{where}.tools: give a list of tool names, got {tools!r}",
+            )
             kwargs["tools"] = tuple(tools)
         return cls(**kwargs)
 
@@ -190,10 +226,14 @@ class ErrorReply:
 
     def api_error(self) -> ApiError:
         base = errors.for_status(self.status)
-        return ApiError(self.status, self.message or base.message, type=self.type or base.type,
-                        param=self.param if self.param is not None else base.param,
-                        code=self.code if self.code is not None else base.code,
-                        headers=list(self.headers) or base.headers)
+        return ApiError(
+            self.status,
+            self.message or base.message,
+            type=self.type or base.type,
+            param=self.param if self.param is not None else base.param,
+            code=self.code if self.code is not None else base.code,
+            headers=list(self.headers) or base.headers,
+        )
 
 
 @dataclass(frozen=True)
@@ -218,8 +258,9 @@ class Reply:
         if self.error is not None:
             return True
         if self.tool_calls:
-            return turn.choice != "none" and (turn.forced is None or all(c.name == turn.forced for c in
-                                                                         self.tool_calls))
+            return turn.choice != "none" and (
+                turn.forced is None or all(c.name == turn.forced for c in self.tool_calls)
+            )
         return turn.choice not in ("required", "function")
 
     def to_spec(self) -> dict[str, Any]:
@@ -227,12 +268,20 @@ class Reply:
         if self.text is not None:
             out["text"] = self.text
         if self.tool_calls:
-            out["tool_calls"] = [{"name": c.name, "arguments": c.arguments, **({"id": c.id} if c.id else {})}
-                                 for c in self.tool_calls]
+            out["tool_calls"] = [
+                {"name": c.name, "arguments": c.arguments, **({"id": c.id} if c.id else {})} for c in self.tool_calls
+            ]
         if self.error is not None:
             e = self.error
-            out["error"] = {"status": e.status, "message": e.message, "type": e.type, "param": e.param,
-                            "code": e.code, "headers": dict(e.headers), "in_stream": e.in_stream}
+            out["error"] = {
+                "status": e.status,
+                "message": e.message,
+                "type": e.type,
+                "param": e.param,
+                "code": e.code,
+                "headers": dict(e.headers),
+                "in_stream": e.in_stream,
+            }
         for key, default in (("pace", 0.0), ("chunk_chars", None), ("keepalive", False), ("finish_reason", None)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
@@ -242,24 +291,31 @@ class Reply:
     def from_spec(cls, spec: Any, where: str) -> Reply:
         _need(isinstance(spec, dict), f"{where}: give an object such as {{'text': 'hello'}}, got {spec!r}")
         _unknown(spec, _REPLY_KEYS, where)
-        _need(any(k in spec for k in ("text", "tool_calls", "error")),
-              f"{where}: needs 'text', 'tool_calls' or 'error'")
+        _need(
+            any(k in spec for k in ("text", "tool_calls", "error")), f"{where}: needs 'text', 'tool_calls' or 'error'"
+        )
         text = spec.get("text")
         _need(text is None or isinstance(text, str), f"{where}.text: give a string, got {text!r}")
         calls = tuple(_planned(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(_list(spec, "tool_calls", where)))
         _need("tool_calls" not in spec or bool(calls), f"{where}.tool_calls: give at least one call")
         error = _error(spec["error"], f"{where}.error") if "error" in spec else None
         pace = spec.get("pace", 0.0)
-        _need(isinstance(pace, (int, float)) and not isinstance(pace, bool) and math.isfinite(pace) and
-              0 <= pace <= 600, f"{where}.pace: give seconds between chunks, 0..600, got {pace!r}")
+        _need(
+            isinstance(pace, (int, float)) and not isinstance(pace, bool) and math.isfinite(pace) and 0 <= pace <= 600,
+            f"{where}.pace: give seconds between chunks, 0..600, got {pace!r}",
+        )
         chunk = spec.get("chunk_chars")
-        _need(chunk is None or isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1,
-              f"{where}.chunk_chars: give an integer >= 1, got {chunk!r}")
+        _need(
+            chunk is None or isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1,
+            f"{where}.chunk_chars: give an integer >= 1, got {chunk!r}",
+        )
         keepalive = spec.get("keepalive", False)
         _need(isinstance(keepalive, bool), f"{where}.keepalive: give true or false, got {keepalive!r}")
         finish = spec.get("finish_reason")
-        _need(finish in (None, "stop", "length", "content_filter", "tool_calls"),
-              f"{where}.finish_reason: one of stop, length, content_filter, tool_calls; got {finish!r}")
+        _need(
+            finish in (None, "stop", "length", "content_filter", "tool_calls"),
+            f"{where}.finish_reason: one of stop, length, content_filter, tool_calls; got {finish!r}",
+        )
         return cls(text, calls, error, float(pace), chunk, keepalive, finish)
 
 
@@ -290,18 +346,32 @@ def _error(spec: Any, where: str) -> ErrorReply:
     _need(isinstance(spec, dict), f"{where}: give an object such as {{'status': 429}}, got {spec!r}")
     _unknown(spec, _ERROR_KEYS, where)
     status = spec.get("status")
-    _need(isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599,
-          f"{where}.status: give an HTTP error status 400..599, got {status!r}")
+    _need(
+        isinstance(status, int) and not isinstance(status, bool) and 400 <= status <= 599,
+        f"{where}.status: give an HTTP error status 400..599, got {status!r}",
+    )
     for key in ("message", "type", "param", "code"):
         _need(spec.get(key) is None or isinstance(spec[key], str), f"{where}.{key}: give a string or null")
     headers = spec.get("headers") or {}
-    _need(isinstance(headers, dict) and all(isinstance(k, str) and isinstance(v, str) and not
-                                            any(c in k + v for c in "\r\n\0") for k, v in headers.items()),
-          f"{where}.headers: give an object of string header values (no CR, LF or NUL)")
+    _need(
+        isinstance(headers, dict)
+        and all(
+            isinstance(k, str) and isinstance(v, str) and not any(c in k + v for c in "\r\n\0")
+            for k, v in headers.items()
+        ),
+        f"{where}.headers: give an object of string header values (no CR, LF or NUL)",
+    )
     in_stream = spec.get("in_stream", False)
     _need(isinstance(in_stream, bool), f"{where}.in_stream: give true or false")
-    return ErrorReply(status, spec.get("message"), spec.get("type"), spec.get("param"), spec.get("code"),
-                      tuple(headers.items()), in_stream)
+    return ErrorReply(
+        status,
+        spec.get("message"),
+        spec.get("type"),
+        spec.get("param"),
+        spec.get("code"),
+        tuple(headers.items()),
+        in_stream,
+    )
 
 
 @dataclass
@@ -316,8 +386,14 @@ class Rule:
     hits: int = 0
 
     def to_spec(self) -> dict[str, Any]:
-        return {"name": self.name, "when": self.when.to_spec(), "reply": self.reply.to_spec(), "times": self.times,
-                "ignore_tool_choice": self.ignore_tool_choice, "hits": self.hits}
+        return {
+            "name": self.name,
+            "when": self.when.to_spec(),
+            "reply": self.reply.to_spec(),
+            "times": self.times,
+            "ignore_tool_choice": self.ignore_tool_choice,
+            "hits": self.hits,
+        }
 
     @classmethod
     def from_spec(cls, spec: Any, where: str = "rule") -> Rule:
@@ -329,12 +405,19 @@ class Rule:
         _need(isinstance(name, str) and name != "", f"{where}.name: give a non-empty string")
         _need("reply" in spec, f"{where}: needs a 'reply'")
         times = spec.get("times")
-        _need(times is None or isinstance(times, int) and not isinstance(times, bool) and times >= 1,
-              f"{where}.times: give an integer >= 1, or null for unlimited")
+        _need(
+            times is None or isinstance(times, int) and not isinstance(times, bool) and times >= 1,
+            f"{where}.times: give an integer >= 1, or null for unlimited",
+        )
         ignore = spec.get("ignore_tool_choice", False)
         _need(isinstance(ignore, bool), f"{where}.ignore_tool_choice: give true or false")
-        return cls(name, When.from_spec(spec.get("when"), f"{where}.when"),
-                   Reply.from_spec(spec["reply"], f"{where}.reply"), times, ignore)
+        return cls(
+            name,
+            When.from_spec(spec.get("when"), f"{where}.when"),
+            Reply.from_spec(spec["reply"], f"{where}.reply"),
+            times,
+            ignore,
+        )
 
 
 @dataclass

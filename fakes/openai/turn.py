@@ -23,13 +23,23 @@ class Tool:
     strict: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "type": self.type, "description": self.description, "parameters": self.parameters,
-                "strict": self.strict}
+        return {
+            "name": self.name,
+            "type": self.type,
+            "description": self.description,
+            "parameters": self.parameters,
+            "strict": self.strict,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Tool:
-        return cls(name=data["name"], type=data.get("type", "function"), description=data.get("description"),
-                   parameters=data.get("parameters"), strict=data.get("strict"))
+        return cls(
+            name=data["name"],
+            type=data.get("type", "function"),
+            description=data.get("description"),
+            parameters=data.get("parameters"),
+            strict=data.get("strict"),
+        )
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ def _content(value: Any, param: str, *, required: bool) -> None:
 
 # -- chat completions ------------------------------------------------------------------------------------------------
 
+
 def chat_turn(body: Any, catalog: Catalog) -> Turn:
     """Validate a Chat Completions body; raises :class:`ApiError` exactly as the real endpoint refuses it."""
     body = json_object(body)
@@ -112,11 +113,27 @@ def chat_turn(body: Any, catalog: Catalog) -> Turn:
     if not isinstance(n, int) or isinstance(n, bool):
         raise errors.wrong_type("n", "an integer", n)
     if not 1 <= n <= MAX_N:
-        raise ApiError(400, f"Invalid 'n': integer {'below minimum' if n < 1 else 'above maximum'} value. Expected a "
-                            f"value {'>= 1' if n < 1 else f'<= {MAX_N}'}, but got {n} instead.", param="n",
-                       code="integer_below_min_value" if n < 1 else "integer_above_max_value")
-    return Turn("chat", model, messages, tools, body.get("tool_choice"), choice, forced, allowed, stream, include_usage,
-                _bool(body, "parallel_tool_calls", True), n)
+        raise ApiError(
+            400,
+            f"Invalid 'n': integer {'below minimum' if n < 1 else 'above maximum'} value. Expected a "
+            f"value {'>= 1' if n < 1 else f'<= {MAX_N}'}, but got {n} instead.",
+            param="n",
+            code="integer_below_min_value" if n < 1 else "integer_above_max_value",
+        )
+    return Turn(
+        "chat",
+        model,
+        messages,
+        tools,
+        body.get("tool_choice"),
+        choice,
+        forced,
+        allowed,
+        stream,
+        include_usage,
+        _bool(body, "parallel_tool_calls", True),
+        n,
+    )
 
 
 def _chat_messages(value: Any) -> tuple[Message, ...]:
@@ -192,8 +209,12 @@ def _check_tool_sequence(messages: list[Message]) -> None:
     for i, message in enumerate(messages):
         if message.role == "tool":
             if message.tool_call_id not in pending:
-                raise ApiError(400, "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                                    "message with 'tool_calls'.", param=f"messages.[{i}].role")
+                raise ApiError(
+                    400,
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    "message with 'tool_calls'.",
+                    param=f"messages.[{i}].role",
+                )
             del pending[message.tool_call_id]
             continue
         if pending:
@@ -205,9 +226,12 @@ def _check_tool_sequence(messages: list[Message]) -> None:
 
 def _unanswered(pending: dict[str, int]) -> None:
     at = min(pending.values())
-    raise ApiError(400, "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
-                        "'tool_call_id'. The following tool_call_ids did not have response messages: "
-                        + ", ".join(pending), param=f"messages.[{at + 1}].role")
+    raise ApiError(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        "'tool_call_id'. The following tool_call_ids did not have response messages: " + ", ".join(pending),
+        param=f"messages.[{at + 1}].role",
+    )
 
 
 def _chat_tools(value: Any) -> tuple[Tool, ...]:
@@ -264,16 +288,20 @@ def _function(spec: dict[str, Any], param: str, kind: str = "function") -> Tool:
     return Tool(name, kind, description, parameters, strict)
 
 
-def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...], *, chat: bool
-                 ) -> tuple[str, str | None, tuple[str, ...] | None]:
+def _tool_choice(
+    body: dict[str, Any], tools: tuple[Tool, ...], *, chat: bool
+) -> tuple[str, str | None, tuple[str, ...] | None]:
     """``(choice, forced, allowed)`` for the request's ``tool_choice`` (defaults: ``auto`` with tools, else
     ``none``)."""
     value = body.get("tool_choice")
     if value is None:
         return ("auto" if tools else "none"), None, None
     if not tools:
-        raise ApiError(400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
-                            "specified.", param="tool_choice")
+        raise ApiError(
+            400,
+            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+            param="tool_choice",
+        )
     if isinstance(value, str):
         if value not in CHOICES:
             raise errors.bad_value("tool_choice", value, CHOICES)
@@ -291,10 +319,23 @@ def _tool_choice(body: dict[str, Any], tools: tuple[Tool, ...], *, chat: bool
         return "function", name, None
     if kind == "allowed_tools":
         return _allowed(value.get("allowed_tools") if chat else value, tools, chat)
-    raise errors.bad_value("tool_choice.type", kind if isinstance(kind, str) else repr(kind),
-                           ["function", "custom", "allowed_tools"] if chat else
-                           ["function", "custom", "allowed_tools", "file_search", "web_search_preview",
-                            "computer_use_preview", "code_interpreter", "image_generation", "mcp"])
+    raise errors.bad_value(
+        "tool_choice.type",
+        kind if isinstance(kind, str) else repr(kind),
+        ["function", "custom", "allowed_tools"]
+        if chat
+        else [
+            "function",
+            "custom",
+            "allowed_tools",
+            "file_search",
+            "web_search_preview",
+            "computer_use_preview",
+            "code_interpreter",
+            "image_generation",
+            "mcp",
+        ],
+    )
 
 
 def _allowed(spec: Any, tools: tuple[Tool, ...], chat: bool) -> tuple[str, None, tuple[str, ...]]:
@@ -321,8 +362,12 @@ def _allowed(spec: Any, tools: tuple[Tool, ...], chat: bool) -> tuple[str, None,
 def _advertised(name: str, tools: tuple[Tool, ...], param: str) -> None:
     """Wording modelled: the real API refuses a ``tool_choice`` naming a function that is not in ``tools``."""
     if name not in {t.name for t in tools}:
-        raise ApiError(400, f"Invalid value for '{param}': no function named '{name}' was specified in the 'tools' "
-                            "parameter.", param=param, code="invalid_value")
+        raise ApiError(
+            400,
+            f"Invalid value for '{param}': no function named '{name}' was specified in the 'tools' parameter.",
+            param=param,
+            code="invalid_value",
+        )
 
 
 def _stream_options(body: dict[str, Any], stream: bool) -> bool:
@@ -330,8 +375,9 @@ def _stream_options(body: dict[str, Any], stream: bool) -> bool:
     if options is None:
         return False
     if not stream:
-        raise ApiError(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                       param="stream_options")
+        raise ApiError(
+            400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.", param="stream_options"
+        )
     if not isinstance(options, dict):
         raise errors.wrong_type("stream_options", "an object", options)
     for key in ("include_usage", "include_obfuscation"):
@@ -341,6 +387,7 @@ def _stream_options(body: dict[str, Any], stream: bool) -> bool:
 
 
 # -- responses -------------------------------------------------------------------------------------------------------
+
 
 def responses_turn(body: Any, catalog: Catalog, history: History) -> Turn:
     """Validate a Responses body; ``history`` resolves ``previous_response_id``. Raises :class:`ApiError`."""
@@ -358,8 +405,12 @@ def responses_turn(body: Any, catalog: Catalog, history: History) -> Turn:
             raise errors.wrong_type("previous_response_id", "a string", previous)
         found = history(previous)
         if found is None:
-            raise ApiError(404, f"Previous response with id '{previous}' not found.", param="previous_response_id",
-                           code="previous_response_not_found")
+            raise ApiError(
+                404,
+                f"Previous response with id '{previous}' not found.",
+                param="previous_response_id",
+                code="previous_response_not_found",
+            )
         earlier = found
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -369,8 +420,22 @@ def responses_turn(body: Any, catalog: Catalog, history: History) -> Turn:
     choice, forced, allowed = _tool_choice(body, tools, chat=False)
     stream = _bool(body, "stream", False)
     _stream_options(body, stream)
-    return Turn("responses", model, messages, tools, body.get("tool_choice"), choice, forced, allowed, stream, False,
-                _bool(body, "parallel_tool_calls", True), 1, instructions, previous)
+    return Turn(
+        "responses",
+        model,
+        messages,
+        tools,
+        body.get("tool_choice"),
+        choice,
+        forced,
+        allowed,
+        stream,
+        False,
+        _bool(body, "parallel_tool_calls", True),
+        1,
+        instructions,
+        previous,
+    )
 
 
 def _input(value: Any, earlier: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -387,8 +452,9 @@ def _input(value: Any, earlier: tuple[Message, ...]) -> tuple[Message, ...]:
         if message is None:
             continue
         if message.role == "tool" and message.tool_call_id not in calls:
-            raise ApiError(400, f"No tool call found for function call output with call_id {message.tool_call_id}.",
-                           param="input")
+            raise ApiError(
+                400, f"No tool call found for function call output with call_id {message.tool_call_id}.", param="input"
+            )
         calls.update(c[0] for c in message.tool_calls)
         out.append(message)
     return tuple(out)

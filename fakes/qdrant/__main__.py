@@ -11,10 +11,17 @@ from fakes.qdrant.app import QdrantFake
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--api-key", default=os.environ.get("QDRANT__SERVICE__API_KEY"),
-                        help="require this key (api-key header or Bearer); default: $QDRANT__SERVICE__API_KEY")
-    parser.add_argument("--apply-delay", type=float, default=None,
-                        help="seconds after which an update sent without wait=true is applied")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("QDRANT__SERVICE__API_KEY"),
+        help="require this key (api-key header or Bearer); default: $QDRANT__SERVICE__API_KEY",
+    )
+    parser.add_argument(
+        "--apply-delay",
+        type=float,
+        default=None,
+        help="seconds after which an update sent without wait=true is applied",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +32,13 @@ def main(argv: list[str] | None = None) -> int:
         return apps[0]
 
     try:
-        return run_main(make, prog="python -m fakes.qdrant", description="Fake Qdrant REST server (issue #4)",
-                        add_arguments=_options, argv=argv)
+        return run_main(
+            make,
+            prog="python -m fakes.qdrant",
+            description="Fake Qdrant REST server (fakes/qdrant/README.md)",
+            add_arguments=_options,
+            argv=argv,
+        )
     finally:
         for app in apps:
             app.close()

@@ -1,10 +1,11 @@
-"""The fake Qdrant's REST layer: routes, auth, ``wait``, request decoding (fakes-api.md §2.2–2.8).
+"""The fake Qdrant's REST layer: routes, auth, ``wait``, request decoding (``fakes/qdrant/README.md``, "The wire").
 
 Data lives in qdrant-edge shards (``fakes/qdrant/engine.py``); this module is the wire around them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ from fakes.qdrant.filters import normalize_filter
 from fakes.qdrant.wire import (
     QDRANT_COMMIT,
     QDRANT_VERSION,
+    PointId,
     QdrantError,
     bad_request,
     collection_missing,
@@ -59,24 +61,29 @@ class QdrantFake:
     """A Qdrant REST server's behaviour as a :class:`~fakes.core.FakeApp`.
 
     Options: ``api_key`` (require ``api-key: <k>`` or ``Authorization: Bearer <k>``; 401 plain text otherwise);
-    ``apply_delay`` (seconds, float: an update sent without ``wait=true`` is acknowledged at once and applied that
-    much later, and a failing one is silently dropped, like qdrant/qdrant#9039; ``None`` applies it before answering,
-    still ``acknowledged``); ``max_request_size_mb`` (Qdrant's ``service.max_request_size_mb``, default 32 as in
-    qdrant's ``config/config.yaml``: a larger body to a JSON route is a 400, ``src/actix/mod.rs`` ``JsonConfig``).
+    ``apply_delay`` (seconds, float: an update sent without ``wait=true`` is acknowledged at once and applied that much
+    later, and a failing one is silently dropped, as Qdrant does (qdrant/qdrant#9039); ``None`` applies it before
+    answering, still ``acknowledged``); ``max_request_size_mb`` (Qdrant's ``service.max_request_size_mb``, default 32 as
+    in qdrant's ``config/config.yaml``: a larger body to a JSON route is a 400, ``src/actix/mod.rs`` ``JsonConfig``).
     """
 
     name = "qdrant"
     unrecorded_paths = frozenset({"/healthz", "/livez", "/readyz"})
 
-    def __init__(self, *, api_key: str | None = None, apply_delay: float | None = None,
-                 max_request_size_mb: int = MAX_REQUEST_SIZE_MB) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        apply_delay: float | None = None,
+        max_request_size_mb: int = MAX_REQUEST_SIZE_MB,
+    ) -> None:
         self.api_key = api_key
         self.apply_delay = apply_delay
         self.max_request_bytes = max_request_size_mb * 1024 * 1024
         self._lock = threading.RLock()
         self._root = Path(tempfile.mkdtemp(prefix="fake-qdrant-"))
         # The directory goes when close() runs, or when the fake is garbage-collected, or at interpreter exit,
-        # whichever comes first: a forgotten close() cannot leave /tmp/fake-qdrant-* behind (trial finding 11).
+        # whichever comes first: a forgotten close() cannot leave /tmp/fake-qdrant-* behind.
         self._remove_root = weakref.finalize(self, shutil.rmtree, str(self._root), True)
         self._collections: dict[str, Collection] = {}
         self._timers: set[threading.Timer] = set()
@@ -114,8 +121,9 @@ class QdrantFake:
         except _AuthFailed as exc:
             return FakeResponse.text(401, str(exc))
         if path == "/" and request.method == "GET":
-            return FakeResponse.json(200, {"title": "qdrant - vector search engine", "version": QDRANT_VERSION,
-                                           "commit": QDRANT_COMMIT})
+            return FakeResponse.json(
+                200, {"title": "qdrant - vector search engine", "version": QDRANT_VERSION, "commit": QDRANT_COMMIT}
+            )
         for method, pattern, action in self._routes:
             match = pattern.fullmatch(path)
             if match and method == request.method:
@@ -127,9 +135,15 @@ class QdrantFake:
                 try:
                     return envelope(result, started)
                 except NonJsonValue:  # e.g. a Dot score past f32 (real Qdrant's serde_json would print null there)
-                    return error_envelope(QdrantError(500, "Service internal error: fake qdrant: the answer holds a "
-                                                      "NaN or infinite number (a score or vector overflowed f32), "
-                                                      "which JSON cannot carry"), started)
+                    return error_envelope(
+                        QdrantError(
+                            500,
+                            "Service internal error: fake qdrant: the answer holds a "
+                            "NaN or infinite number (a score or vector overflowed f32), "
+                            "which JSON cannot carry",
+                        ),
+                        started,
+                    )
         return FakeResponse(404, [("content-type", "text/plain; charset=utf-8")], b"")
 
     @property
@@ -140,13 +154,20 @@ class QdrantFake:
 
     def error_response(self, status: int) -> FakeResponse:
         """The body an injected ``status`` fault carries: Qdrant's error envelope, worded as Qdrant words that status
-        (``StorageError`` prefixes, fakes-api.md §2.2)."""
-        prefix = {400: "Bad request", 403: "Forbidden", 404: "Not found", 408: "Timeout",
-                  429: "Rate limiting exceeded", 503: "Shard temporarily unavailable"}.get(status, "Service internal error")
-        # Qdrant always sends Retry-After with a 429 (fakes-api.md §2.2); a fault's own header replaces this one.
+        (``StorageError`` prefixes; ``fakes/qdrant/README.md``, "The wire")."""
+        prefix = {
+            400: "Bad request",
+            403: "Forbidden",
+            404: "Not found",
+            408: "Timeout",
+            429: "Rate limiting exceeded",
+            503: "Shard temporarily unavailable",
+        }.get(status, "Service internal error")
+        # Qdrant always sends Retry-After with a 429; a fault's own header replaces this one.
         headers = [("retry-after", "1")] if status == 429 else []
-        return error_envelope(QdrantError(status, f"{prefix}: injected HTTP {status} by the fake", headers),
-                              time.monotonic())
+        return error_envelope(
+            QdrantError(status, f"{prefix}: injected HTTP {status} by the fake", headers), time.monotonic()
+        )
 
     def reset(self) -> None:
         """Drop every collection (and cancel updates still waiting for ``apply_delay``)."""
@@ -166,8 +187,11 @@ class QdrantFake:
     def _check_size(self, request: FakeRequest) -> None:
         """actix's JSON extractor refuses a body past the limit before parsing it: 400, its own words (no prefix)."""
         if len(request.body) > self.max_request_bytes:
-            raise QdrantError(400, f"JSON payload ({len(request.body)} bytes) is larger than allowed "
-                                   f"(limit: {self.max_request_bytes} bytes)")
+            raise QdrantError(
+                400,
+                f"JSON payload ({len(request.body)} bytes) is larger than allowed "
+                f"(limit: {self.max_request_bytes} bytes)",
+            )
 
     def _authorize(self, request: FakeRequest, path: str) -> None:
         if self.api_key is None or path in NO_AUTH or path.startswith(("/readyz/", "/livez/")):
@@ -189,13 +213,13 @@ class QdrantFake:
         return collection
 
     def _apply(self, request: FakeRequest, collection: Collection, operation: Any) -> dict[str, Any]:
-        """Apply an update with Qdrant's ``wait`` semantics (fakes-api.md §2.7)."""
+        """Apply an update with Qdrant's ``wait`` semantics (``fakes/qdrant/README.md``, "``wait``")."""
         if query_flag(request, "wait"):
             return {"operation_id": collection.update(operation), "status": "completed"}
         if self.apply_delay is None:
             try:
                 op_id = collection.update(operation)
-            except QdrantError:  # an acknowledged update that fails is dropped silently (qdrant#9039)
+            except QdrantError:  # an acknowledged update that fails is dropped silently (qdrant/qdrant#9039)
                 op_id = collection.operation_id
             return {"operation_id": op_id, "status": "acknowledged"}
         op_id = collection.operation_id + 1
@@ -205,10 +229,8 @@ class QdrantFake:
                 self._timers.discard(timer)
                 alive = self._collections.get(collection.name) is collection
             if alive:
-                try:
+                with contextlib.suppress(QdrantError):  # a failing unwaited update is dropped, as Qdrant does
                     collection.update(operation)
-                except QdrantError:
-                    pass
 
         timer = threading.Timer(self.apply_delay, later)
         timer.daemon = True
@@ -225,8 +247,9 @@ class QdrantFake:
 
     def create_collection(self, request: FakeRequest, c: str) -> Any:
         if len(c) > 255:
-            raise validation_error(f"name: value {c} invalid, length must be less than or equal to 255",
-                                   "path parameters")
+            raise validation_error(
+                f"name: value {c} invalid, length must be less than or equal to 255", "path parameters"
+            )
         body = read_body(request) if request.body.strip() else {}
         vectors, named, raw = _vector_config(body.get("vectors"))
         if not vectors:  # real Qdrant allows sparse-only / vector-less collections; the edge engine does not
@@ -240,14 +263,26 @@ class QdrantFake:
     def get_collection(self, request: FakeRequest, c: str) -> Any:
         collection = self._collection(c)
         return {
-            "status": "green", "optimizer_status": "ok", "indexed_vectors_count": 0,
-            "points_count": collection.points_count(), "segments_count": 1,
+            "status": "green",
+            "optimizer_status": "ok",
+            "indexed_vectors_count": 0,
+            "points_count": collection.points_count(),
+            "segments_count": 1,
             "config": {
-                "params": {"vectors": collection.raw_config, "shard_number": 1, "replication_factor": 1,
-                           "write_consistency_factor": 1, "on_disk_payload": True},
+                "params": {
+                    "vectors": collection.raw_config,
+                    "shard_number": 1,
+                    "replication_factor": 1,
+                    "write_consistency_factor": 1,
+                    "on_disk_payload": True,
+                },
                 "hnsw_config": {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000},
-                "optimizer_config": {"deleted_threshold": 0.2, "vacuum_min_vector_number": 1000,
-                                     "default_segment_number": 0, "flush_interval_sec": 5},
+                "optimizer_config": {
+                    "deleted_threshold": 0.2,
+                    "vacuum_min_vector_number": 1000,
+                    "default_segment_number": 0,
+                    "flush_interval_sec": 5,
+                },
                 "wal_config": {"wal_capacity_mb": 32, "wal_segments_ahead": 0},
             },
             "payload_schema": collection.indexed_schema(),
@@ -257,7 +292,7 @@ class QdrantFake:
         with self._lock:
             collection = self._collections.pop(c, None)
         if collection is None:
-            return False  # 200 with false, not 404 (fakes-api.md §2.4)
+            return False  # 200 with false, not 404 (Qdrant's ``delete_collection``)
         collection.close()
         return True
 
@@ -328,8 +363,9 @@ class QdrantFake:
             raise format_error("vector: data did not match any variant of untagged enum NamedVectorStruct")
         return self._nearest(collection, body, vector, default_limit=10, wp_default=False)
 
-    def _nearest(self, collection: Collection, body: dict[str, Any], raw_query: Any, *, default_limit: int,
-                 wp_default: bool) -> list[dict[str, Any]]:
+    def _nearest(
+        self, collection: Collection, body: dict[str, Any], raw_query: Any, *, default_limit: int, wp_default: bool
+    ) -> list[dict[str, Any]]:
         limit = _positive(body.get("limit"), "limit", default_limit)
         offset = 0 if body.get("offset") is None else unsigned(body["offset"], "offset")
         filt = normalize_filter(body.get("filter"))
@@ -350,12 +386,19 @@ class QdrantFake:
                 filt = {**exclude, "must": [filt]} if filt else exclude
             query = qe.Query.Nearest(vector, using=using)
         elif threshold is not None:
-            raise bad_request("A query is needed to use the score_threshold. Specify a query or remove the "
-                              "score_threshold")
+            raise bad_request(
+                "A query is needed to use the score_threshold. Specify a query or remove the score_threshold"
+            )
         with collection.lock:
-            edge_request = qe.QueryRequest(limit=limit, offset=offset, query=query, filter=collection.edge_filter(filt),
-                                           score_threshold=None if threshold is None else float(threshold),
-                                           with_payload=wp, with_vector=wv)
+            edge_request = qe.QueryRequest(
+                limit=limit,
+                offset=offset,
+                query=query,
+                filter=collection.edge_filter(filt),
+                score_threshold=None if threshold is None else float(threshold),
+                with_payload=wp,
+                with_vector=wv,
+            )
             scored = collection.call("query", edge_request)
         return [collection.record(p, with_payload=wp_on, with_vector=wv_on, scored=True) for p in scored]
 
@@ -370,10 +413,16 @@ class QdrantFake:
         wp, wp_on = _with_payload(body.get("with_payload"), True)
         wv, wv_on = _with_vector(body, False)
         with collection.lock:
-            records, next_offset = collection.call("scroll", qe.ScrollRequest(
-                offset=offset, limit=limit, filter=collection.edge_filter(filt), with_payload=wp, with_vector=wv))
-        return {"points": [collection.record(r, with_payload=wp_on, with_vector=wv_on) for r in records],
-                "next_page_offset": None if next_offset is None else wire_id(next_offset)}
+            records, next_offset = collection.call(
+                "scroll",
+                qe.ScrollRequest(
+                    offset=offset, limit=limit, filter=collection.edge_filter(filt), with_payload=wp, with_vector=wv
+                ),
+            )
+        return {
+            "points": [collection.record(r, with_payload=wp_on, with_vector=wv_on) for r in records],
+            "next_page_offset": None if next_offset is None else wire_id(next_offset),
+        }
 
     def count(self, request: FakeRequest, c: str) -> Any:
         body = read_body(request) if request.body.strip() else {}
@@ -396,8 +445,9 @@ class QdrantFake:
         collection = self._collection(c)
         payload = body.get("payload")
         if not isinstance(payload, dict):
-            raise format_error("payload: invalid type, expected a map" if "payload" in body
-                               else "missing field `payload`")
+            raise format_error(
+                "payload: invalid type, expected a map" if "payload" in body else "missing field `payload`"
+            )
         return self._apply_selected(request, collection, body, op, payload, body.get("key"))
 
     def delete_payload(self, request: FakeRequest, c: str) -> Any:
@@ -405,8 +455,9 @@ class QdrantFake:
         collection = self._collection(c)
         keys = body.get("keys")
         if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            raise format_error("keys: invalid type, expected a sequence of strings" if "keys" in body
-                               else "missing field `keys`")
+            raise format_error(
+                "keys: invalid type, expected a sequence of strings" if "keys" in body else "missing field `keys`"
+            )
         return self._apply_selected(request, collection, body, "delete_payload", keys)
 
     def clear_payload(self, request: FakeRequest, c: str) -> Any:
@@ -417,7 +468,7 @@ class QdrantFake:
         body = read_body(request)  # a malformed body is reported before a missing collection, as before
         return self._apply_selected(request, self._collection(c), body, "delete_points")
 
-    def _apply_selected(self, request: FakeRequest, collection: Any, body: dict, op: str, *args: Any) -> Any:
+    def _apply_selected(self, request: FakeRequest, collection: Any, body: dict[str, Any], op: str, *args: Any) -> Any:
         """Apply engine operation ``op`` to the points the body selects: ``op(ids, *args)`` for ``points``,
         ``op_by_filter(filter, *args)`` for ``filter`` (the engine's own naming of the two forms)."""
         ids, filt = _selector(body)
@@ -437,8 +488,9 @@ class QdrantFake:
         schema = body.get("field_schema")
         kind = schema.get("type") if isinstance(schema, dict) else schema
         if kind not in SCHEMA_TYPES:
-            raise format_error(f"field_schema: unknown variant `{kind}`, expected one of "
-                               + ", ".join(f"`{k}`" for k in SCHEMA_TYPES))
+            raise format_error(
+                f"field_schema: unknown variant `{kind}`, expected one of " + ", ".join(f"`{k}`" for k in SCHEMA_TYPES)
+            )
         result = self._apply(request, collection, qe.UpdateOperation.create_field_index(field, SCHEMA_TYPES[kind]))
         collection.payload_schema[field] = kind  # recorded only: text-index tokenizer settings are not modelled
         return result
@@ -472,33 +524,33 @@ def _vector_params(raw: Any, where: str) -> VectorSpec:
     if not 1 <= size <= MAX_VECTOR_SIZE:  # validator's range message with both bounds (``validation.rs``)
         raise validation_error(f"{where}.size: value {size} invalid, must be from 1 to {MAX_VECTOR_SIZE}")
     if distance not in DISTANCES:
-        raise format_error(f"{where}.distance: unknown variant `{distance}`, expected one of `Cosine`, `Euclid`, "
-                           "`Dot`, `Manhattan`")
+        raise format_error(
+            f"{where}.distance: unknown variant `{distance}`, expected one of `Cosine`, `Euclid`, `Dot`, `Manhattan`"
+        )
     return VectorSpec(size, distance)
 
 
 def _positive(value: Any, name: str, default: int) -> int:
     if value is None:
         return default
-    value = unsigned(value, name)
-    if value < 1:
-        raise validation_error(f"{name}: value {value} invalid, must be 1 or larger")
-    return value
+    number = unsigned(value, name)
+    if number < 1:
+        raise validation_error(f"{name}: value {number} invalid, must be 1 or larger")
+    return number
 
 
 def _floats(values: Any, where: str) -> list[float]:
-    if not isinstance(values, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                               for x in values):
+    if not isinstance(values, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
         raise format_error(f"{where}: invalid type, expected a sequence of numbers")
     floats = [float(x) for x in values]
     # Vectors are f32: a component past f32's range would be stored as infinity and make scores NaN/inf. The fake
-    # refuses it (stricter than serde's `as f32` cast; see the module docstring of fakes/qdrant/__init__.py).
+    # refuses it (stricter than serde's `as f32` cast; fakes/qdrant/README.md, "Malformed and hostile JSON").
     if floats and float(np.max(np.abs(floats))) > F32_MAX:
         raise format_error(f"{where}: number out of range for f32 (|x| > {F32_MAX:.8e})")
     return floats
 
 
-def _ids(values: Any, where: str) -> list:
+def _ids(values: Any, where: str) -> list[PointId]:
     if not isinstance(values, list):
         raise format_error(f"{where}: invalid type, expected a sequence")
     return [parse_point_id(v) for v in values]
@@ -544,11 +596,13 @@ def _batch(collection: Collection, raw: Any) -> list[qe.Point]:
         raise format_error("batch.vectors: data did not match any variant of untagged enum BatchVectorStruct")
     if not isinstance(payloads, list) or len(payloads) != len(ids):
         raise wrong_input("number of ids and payloads must be equal")
-    return [qe.Point(pid, _vector(v, f"batch.vectors[{i}]"), p or {})
-            for i, (pid, v, p) in enumerate(zip(ids, per_point, payloads))]
+    return [
+        qe.Point(pid, _vector(v, f"batch.vectors[{i}]"), p or {})
+        for i, (pid, v, p) in enumerate(zip(ids, per_point, payloads, strict=True))
+    ]
 
 
-def _selector(body: dict[str, Any]) -> tuple[list | None, dict[str, Any] | None]:
+def _selector(body: dict[str, Any]) -> tuple[list[PointId] | None, dict[str, Any] | None]:
     """``points: [ids]`` or ``filter: {...}`` (ids win, as in Qdrant's ``PointsSelector`` order)."""
     if body.get("points") is not None:
         return _ids(body["points"], "points"), None
@@ -566,7 +620,7 @@ def _with_payload(value: Any, default: bool) -> tuple[Any, bool]:
     if isinstance(value, list) and all(isinstance(k, str) for k in value):
         return qe.PayloadSelector.Include(value), True
     if isinstance(value, dict) and len(value) == 1:
-        (kind, keys), = value.items()
+        ((kind, keys),) = value.items()
         if kind in ("include", "exclude") and isinstance(keys, list):
             return (qe.PayloadSelector.Include(keys) if kind == "include" else qe.PayloadSelector.Exclude(keys)), True
     raise format_error("with_payload: data did not match any variant of untagged enum WithPayloadInterface")

@@ -20,12 +20,22 @@ import qdrant_edge as qe
 from fakes.qdrant.filters import has_bool_match, local_mode_matches, to_edge
 from fakes.qdrant.wire import QdrantError, f32, not_found, wire_id, wrong_input
 
-DISTANCES = {"Cosine": qe.Distance.Cosine, "Dot": qe.Distance.Dot, "Euclid": qe.Distance.Euclid,
-             "Manhattan": qe.Distance.Manhattan}
-SCHEMA_TYPES = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer,
-                "float": qe.PayloadSchemaType.Float, "geo": qe.PayloadSchemaType.Geo,
-                "text": qe.PayloadSchemaType.Text, "bool": qe.PayloadSchemaType.Bool,
-                "datetime": qe.PayloadSchemaType.Datetime, "uuid": qe.PayloadSchemaType.Uuid}
+DISTANCES = {
+    "Cosine": qe.Distance.Cosine,
+    "Dot": qe.Distance.Dot,
+    "Euclid": qe.Distance.Euclid,
+    "Manhattan": qe.Distance.Manhattan,
+}
+SCHEMA_TYPES = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "geo": qe.PayloadSchemaType.Geo,
+    "text": qe.PayloadSchemaType.Text,
+    "bool": qe.PayloadSchemaType.Bool,
+    "datetime": qe.PayloadSchemaType.Datetime,
+    "uuid": qe.PayloadSchemaType.Uuid,
+}
 _MISSING_POINT = re.compile(r"No point with id (\S+?)( found)?$")
 
 
@@ -47,8 +57,9 @@ def engine_error(exc: Exception) -> QdrantError:
 class Collection:
     """A collection's config and its engine shard; all calls are serialized by ``lock``."""
 
-    def __init__(self, name: str, root: Path, vectors: dict[str, VectorSpec], named: bool,
-                 raw_config: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, root: Path, vectors: dict[str, VectorSpec], named: bool, raw_config: dict[str, Any]
+    ) -> None:
         self.name = name
         self.vectors = vectors
         self.named = named
@@ -57,8 +68,9 @@ class Collection:
         self.operation_id = 0
         self.lock = threading.RLock()
         self.path = root / f"{len(list(root.iterdir()))}-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)[:100]}"
-        config = qe.EdgeConfig(vectors={n: qe.EdgeVectorParams(size=v.size, distance=DISTANCES[v.distance])
-                                        for n, v in vectors.items()})
+        config = qe.EdgeConfig(
+            vectors={n: qe.EdgeVectorParams(size=v.size, distance=DISTANCES[v.distance]) for n, v in vectors.items()}
+        )
         self.shard = qe.EdgeShard.create(str(self.path), config)
 
     def close(self) -> None:
@@ -74,11 +86,11 @@ class Collection:
     def edge_filter(self, filt: dict[str, Any] | None) -> qe.Filter | None:
         return to_edge(filt, self._resolve_locally)
 
-    def _resolve_locally(self, cond: dict[str, Any]) -> set:
+    def _resolve_locally(self, cond: dict[str, Any]) -> set[Any]:
         points = self._all_points(with_payload=True)
         return local_mode_matches(cond, [(r.id, r.payload) for r in points])
 
-    def _all_points(self, *, with_payload: bool) -> list:
+    def _all_points(self, *, with_payload: bool) -> list[qe.Record]:
         total = self.shard.count(qe.CountRequest(exact=True))
         if total == 0:
             return []
@@ -135,10 +147,12 @@ class Collection:
 
     def count(self, filt: dict[str, Any] | None, exact: bool) -> int:
         with self.lock:
-            return self.call("count", qe.CountRequest(exact=exact, filter=self.edge_filter(filt)))
+            counted: int = self.call("count", qe.CountRequest(exact=exact, filter=self.edge_filter(filt)))
+            return counted
 
     def points_count(self) -> int:
-        return self.call("info").points_count
+        info: qe.ShardInfo = self.call("info")
+        return info.points_count
 
     def indexed_schema(self) -> dict[str, Any]:
         info = self.call("info")
@@ -157,8 +171,10 @@ class Collection:
         if isinstance(vector, dict):
             if using not in vector:
                 raise wrong_input(f"Not existing vector name error: {using}")
-            return vector[using]
-        return vector
+            named: list[float] = vector[using]
+            return named
+        unnamed: list[float] = vector
+        return unnamed
 
     def needs_local(self, filt: dict[str, Any] | None) -> bool:
         return has_bool_match(filt)

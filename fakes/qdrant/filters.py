@@ -4,10 +4,11 @@ What is ours: the *wire* checks (an unknown key inside a ``Filter`` is 400; ``mu
 single object; ``has_id`` ids are u64 or UUID; a field condition with only ``key`` is 422) and the translation to
 ``qdrant_edge`` objects. What is not ours: every matching rule, which the engine applies.
 
-One binding quirk is worked around (fakes-api.md §2.14): qdrant-edge-py 0.9 coerces ``MatchValue(True)`` to the
-integer 1, so ``match: {value: true}`` would match ``1`` and miss ``true``. A condition holding a boolean match is
-therefore evaluated by qdrant-client's local-mode checker (``qdrant_client.local.payload_filters``, Qdrant's own
-Python port of the same rules) over the stored payloads, and handed to the engine as the equivalent ``has_id`` set.
+One binding quirk is worked around (``fakes/qdrant/README.md``, "Engine"): qdrant-edge-py 0.9 coerces
+``MatchValue(True)`` to the integer 1, so ``match: {value: true}`` would match ``1`` and miss ``true``. A condition
+holding a boolean match is therefore evaluated by qdrant-client's local-mode checker
+(``qdrant_client.local.payload_filters``, Qdrant's own Python port of the same rules) over the stored payloads, and
+handed to the engine as the equivalent ``has_id`` set.
 """
 
 from __future__ import annotations
@@ -16,16 +17,25 @@ from collections.abc import Callable
 from typing import Any
 
 import qdrant_edge as qe
+from pydantic import BaseModel
 from qdrant_client.http import models
 
 from fakes.qdrant.wire import format_error, parse_point_id, validate, validation_error
 
 FILTER_KEYS = ("should", "min_should", "must", "must_not")
-FIELD_CHECKS = ("match", "range", "geo_bounding_box", "geo_radius", "geo_polygon", "values_count", "is_empty",
-                "is_null")
+FIELD_CHECKS = (
+    "match",
+    "range",
+    "geo_bounding_box",
+    "geo_radius",
+    "geo_polygon",
+    "values_count",
+    "is_empty",
+    "is_null",
+)
 
 #: Resolves a condition (normalized JSON) to the set of point ids it matches, by local-mode rules.
-Resolver = Callable[[dict[str, Any]], set]
+Resolver = Callable[[dict[str, Any]], set[Any]]
 
 
 def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
@@ -39,8 +49,7 @@ def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
         raise format_error(f"{where}: invalid type, expected struct Filter")
     unknown = [k for k in raw if k not in FILTER_KEYS]
     if unknown:
-        raise format_error(f"unknown field `{unknown[0]}`, expected one of `should`, `min_should`, `must`, "
-                           "`must_not`")
+        raise format_error(f"unknown field `{unknown[0]}`, expected one of `should`, `min_should`, `must`, `must_not`")
     out: dict[str, Any] = {}
     for clause in ("must", "should", "must_not"):
         value = raw.get(clause)
@@ -56,12 +65,14 @@ def normalize_filter(raw: Any, where: str = "filter") -> dict[str, Any] | None:
         if not isinstance(conditions, list):
             raise format_error(f"{where}.min_should: missing field `conditions`")
         out["min_should"] = {
-            "conditions": [_normalize_condition(c, f"{where}.min_should.conditions[{i}]")
-                           for i, c in enumerate(conditions)],
+            "conditions": [
+                _normalize_condition(c, f"{where}.min_should.conditions[{i}]") for i, c in enumerate(conditions)
+            ],
             "min_count": min_should.get("min_count"),
         }
-        validate(models.MinShould, {"conditions": [], "min_count": out["min_should"]["min_count"]},
-                 f"{where}.min_should")
+        validate(
+            models.MinShould, {"conditions": [], "min_count": out["min_should"]["min_count"]}, f"{where}.min_should"
+        )
     return out
 
 
@@ -84,8 +95,12 @@ def _normalize_condition(cond: Any, where: str) -> dict[str, Any]:
         validate(models.FieldCondition, cond, where)
         return dict(cond)
     if len(cond) == 1 and ("is_empty" in cond or "is_null" in cond or "has_vector" in cond):
-        model = {"is_empty": models.IsEmptyCondition, "is_null": models.IsNullCondition,
-                 "has_vector": models.HasVectorCondition}[next(iter(cond))]
+        by_key: dict[str, type[BaseModel]] = {
+            "is_empty": models.IsEmptyCondition,
+            "is_null": models.IsNullCondition,
+            "has_vector": models.HasVectorCondition,
+        }
+        model = by_key[next(iter(cond))]
         validate(model, cond, where)
         return dict(cond)
     if not cond or set(cond) & set(FILTER_KEYS):
@@ -101,28 +116,32 @@ def to_edge(filt: dict[str, Any] | None, resolve: Resolver) -> qe.Filter | None:
 
 
 def _edge_filter(filt: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe.Filter:
-    def conv(items):
-        return None if items is None else [_edge_condition(c, resolve, nested=nested) for c in items]
+    def conv(items: list[dict[str, Any]]) -> list[qe.ConditionType]:
+        return [_edge_condition(c, resolve, nested=nested) for c in items]
+
+    def conv_clause(name: str) -> list[qe.ConditionType] | None:
+        items = filt.get(name)
+        return None if items is None else conv(items)
 
     min_should = filt.get("min_should")
     return qe.Filter(
-        must=conv(filt.get("must")),
-        should=conv(filt.get("should")),
-        must_not=conv(filt.get("must_not")),
-        min_should=None if min_should is None else qe.MinShould(conv(min_should["conditions"]),
-                                                                 min_should["min_count"]),
+        must=conv_clause("must"),
+        should=conv_clause("should"),
+        must_not=conv_clause("must_not"),
+        min_should=None
+        if min_should is None
+        else qe.MinShould(conv(min_should["conditions"]), min_should["min_count"]),
     )
 
 
-def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool):
-    if not nested and "has_id" not in cond and has_bool_match(cond):
-        if not (set(cond) <= set(FILTER_KEYS)):  # a sub-filter is split further; anything else is resolved whole
-            return qe.HasIdCondition(resolve(cond))
+def _edge_condition(cond: dict[str, Any], resolve: Resolver, *, nested: bool) -> qe.ConditionType:
+    # A bool match is resolved by local mode, whole; a sub-filter holding one is split further instead.
+    if not nested and "has_id" not in cond and has_bool_match(cond) and not set(cond) <= set(FILTER_KEYS):
+        return qe.HasIdCondition(resolve(cond))
     if "has_id" in cond:
         return qe.HasIdCondition(set(cond["has_id"]))
     if "nested" in cond:
-        return qe.NestedCondition(cond["nested"]["key"], _edge_filter(cond["nested"]["filter"], resolve,
-                                                                      nested=True))
+        return qe.NestedCondition(cond["nested"]["key"], _edge_filter(cond["nested"]["filter"], resolve, nested=True))
     if "is_empty" in cond and "key" not in cond:
         return qe.IsEmptyCondition(cond["is_empty"]["key"])
     if "is_null" in cond and "key" not in cond:
@@ -151,8 +170,8 @@ def _edge_field(cond: dict[str, Any]) -> qe.FieldCondition:
     )
 
 
-def _edge_match(match: dict[str, Any]):
-    (kind, value), = match.items()
+def _edge_match(match: dict[str, Any]) -> qe.MatchType:
+    ((kind, value),) = match.items()
     values = value if isinstance(value, list) else [value]
     if kind in ("value", "any", "except") and any(_beyond_i64(v) for v in values):
         # Qdrant's integer match values are i64 (``IntPayloadType``): a larger integer fits no variant of the enum.
@@ -180,7 +199,7 @@ def _beyond_i64(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
 
 
-def _edge_range(rng: dict[str, Any]):
+def _edge_range(rng: dict[str, Any]) -> qe.RangeType:
     bounds = {k: v for k, v in rng.items() if v is not None}
     if any(isinstance(v, str) for v in bounds.values()):
         return qe.RangeDateTime(**bounds)
@@ -199,7 +218,7 @@ def has_bool_match(node: Any) -> bool:
     return False
 
 
-def local_mode_matches(cond: dict[str, Any], points: list[tuple[Any, dict[str, Any]]]) -> set:
+def local_mode_matches(cond: dict[str, Any], points: list[tuple[Any, dict[str, Any] | None]]) -> set[Any]:
     """Ids among ``points`` (id, payload) that ``cond`` matches under qdrant-client's local-mode rules."""
     from qdrant_client.local.payload_filters import check_filter
 

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 import pytest
 
 import fakes.qdrant
+from fakes.qdrant import QdrantFake
 from fakes.server import FakeHandle
 
 
 @pytest.fixture
-def fake_qdrant() -> Iterator[FakeHandle]:
+def fake_qdrant() -> Iterator[FakeHandle[QdrantFake]]:
     """A served fake Qdrant (``.url``, ``.requests()``, ``.fault()``, ``.reset()``, ``.transport()``); stopped after
     the test, its thread, socket and files gone."""
     with fakes.qdrant.serve() as handle:

@@ -1,7 +1,7 @@
-"""Qdrant's wire contract: envelopes, error codes and messages, point ids (fakes-api.md §2.1–2.3, §2.8).
+"""Qdrant's wire contract: envelopes, error codes and messages, point ids.
 
-Everything here is what neither engine checks (fakes-api.md §2.14: local mode is no oracle for errors), so it is the
-fake's own code, written from Qdrant's source as quoted in the reference.
+Neither engine checks any of this (local mode is no oracle for errors), so it is the fake's own code, written from
+Qdrant's server source; ``fakes/qdrant/README.md`` ("The wire", "Point ids") lists the rules and their sources.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from fakes.core import BadJson, FakeRequest, FakeResponse
 
-#: The Qdrant server version the fake claims on ``GET /`` (see ``fakes/qdrant/__init__.py`` for why).
+#: The Qdrant server version the fake claims on ``GET /`` (why this one: ``fakes/qdrant/README.md``, "Server version").
 QDRANT_VERSION = "1.20.0"
 #: No real commit: a marker so a version report never reads as a real build.
 QDRANT_COMMIT = "fake000000000000000000000000000000000000"
@@ -82,12 +82,14 @@ def envelope(result: Any, started: float, status: str = "ok") -> FakeResponse:
 
 def error_envelope(error: QdrantError, started: float) -> FakeResponse:
     """``{"status": {"error": msg}, "time"}``, no ``result`` key."""
-    return FakeResponse.json(error.status, {"status": {"error": error.message}, "time": time.monotonic() - started},
-                             error.headers)
+    return FakeResponse.json(
+        error.status, {"status": {"error": error.message}, "time": time.monotonic() - started}, error.headers
+    )
 
 
 def parse_point_id(value: Any) -> PointId:
-    """A u64 or a UUID (returned lower-case hyphenated); anything else is Qdrant's 400 (fakes-api.md §2.8)."""
+    """A u64 or a UUID (returned lower-case hyphenated); anything else raises ``QdrantError`` 400 worded as Qdrant's
+    ``ExtendedPointId`` deserializer words it."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U64_MAX:
         return value
     if isinstance(value, str) and _UUID_RE.match(value):
@@ -102,8 +104,11 @@ def parse_path_id(text: str) -> PointId:
         return int(text)
     if _UUID_RE.match(text):
         return str(uuid.UUID(text))
-    raise QdrantError(400, f"Format error in path parameters: value {text} is not a valid point ID, "
-                           "valid values are either an unsigned integer or a UUID")
+    raise QdrantError(
+        400,
+        f"Format error in path parameters: value {text} is not a valid point ID, "
+        "valid values are either an unsigned integer or a UUID",
+    )
 
 
 def wire_id(value: Any) -> PointId:
@@ -197,4 +202,4 @@ def query_flag(request: FakeRequest, name: str) -> bool:
         return False
     if value == "true":
         return True
-    raise QdrantError(400, f"Query deserialize error: provided string was not `true` or `false`")
+    raise QdrantError(400, "Query deserialize error: provided string was not `true` or `false`")

@@ -4,18 +4,20 @@ an error event inside a stream; on a socket and in-process."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 import anyio
 import openai
 import pytest
+from openai.types.chat import ChatCompletionChunk, ChatCompletionMessageParam
 
-from specs.fake_openai.conftest import sync_client
+from specs.fake_openai.conftest import Rig, sync_client
 
-USER = [{"role": "user", "content": "tell me"}]
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "tell me"}]
 TEXT = {"when": {}, "reply": {"text": "one two three four five six"}}
 
 
-def _read(stream) -> list:
+def _read(stream: Iterable[ChatCompletionChunk]) -> list[ChatCompletionChunk]:
     seen = []
     for chunk in stream:
         seen.append(chunk)
@@ -23,21 +25,23 @@ def _read(stream) -> list:
 
 
 @pytest.mark.parametrize("kind", ["stream_stop", "stream_reset"])
-def test_a_stream_cut_mid_body_is_an_api_connection_error_after_the_chunks_sent(rig, kind):
+def test_a_stream_cut_mid_body_is_an_api_connection_error_after_the_chunks_sent(rig: Rig, kind: str) -> None:
     rig.app.add_rules(TEXT)
     rig.handle.fault(kind, "/v1/chat/completions", after=3, times=1)
-    seen = []
-    with pytest.raises(openai.APIConnectionError):
-        with rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True) as stream:
-            for chunk in stream:
-                seen.append(chunk.choices[0].delta.content)
+    seen: list[str | None] = []
+    with (
+        pytest.raises(openai.APIConnectionError),
+        rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True) as stream,
+    ):
+        for chunk in stream:
+            seen.append(chunk.choices[0].delta.content)
     assert seen == ["", "one", " two"]
     (entry,) = rig.handle.requests()
     assert (entry.status, entry.fault) == (200, kind)
     assert _read(rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True))  # once only
 
 
-def test_a_long_pause_mid_stream_is_a_timeout_for_a_client_with_a_shorter_one(rig):
+def test_a_long_pause_mid_stream_is_a_timeout_for_a_client_with_a_shorter_one(rig: Rig) -> None:
     rig.handle.fault("stream_pause", "/v1/chat/completions", after=2, delay=20.0, times=1)
     client = sync_client(rig.handle, timeout=1.0)
     started = time.monotonic()
@@ -46,14 +50,14 @@ def test_a_long_pause_mid_stream_is_a_timeout_for_a_client_with_a_shorter_one(ri
     assert time.monotonic() - started < 15.0  # generous: the pause is 20 s, the client's read timeout 1 s
 
 
-def test_a_short_pause_is_only_a_delay(rig):
+def test_a_short_pause_is_only_a_delay(rig: Rig) -> None:
     rig.app.add_rules(TEXT)
     rig.handle.fault("stream_pause", "/v1/chat/completions", after=2, delay=0.3, times=1)
     chunks = _read(rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True))
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "one two three four five six"
 
 
-def test_responses_stream_cut_is_seen_by_the_async_client(rig):
+def test_responses_stream_cut_is_seen_by_the_async_client(rig: Rig) -> None:
     rig.handle.fault("stream_stop", "/v1/responses", after=2, times=1)
 
     async def main() -> list[str]:
@@ -68,19 +72,22 @@ def test_responses_stream_cut_is_seen_by_the_async_client(rig):
     assert anyio.run(main) == ["response.created", "response.in_progress"]
 
 
-@pytest.mark.parametrize("status, error", [(429, openai.RateLimitError), (500, openai.InternalServerError),
-                                           (503, openai.InternalServerError)])
-def test_status_faults_carry_openai_error_bodies(rig, status, error):
+@pytest.mark.parametrize(
+    "status, error",
+    [(429, openai.RateLimitError), (500, openai.InternalServerError), (503, openai.InternalServerError)],
+)
+def test_status_faults_carry_openai_error_bodies(rig: Rig, status: int, error: type[openai.APIStatusError]) -> None:
     rig.handle.fault("status", "/v1/chat/completions", status=status, times=1)
     with pytest.raises(error) as caught:
         rig.sync.chat.completions.create(model="gpt-4o", messages=USER)
     assert caught.value.status_code == status
+    assert isinstance(caught.value.body, dict)
     assert set(caught.value.body) == {"message", "type", "param", "code"}
     if status == 429:
         assert caught.value.response.headers["retry-after"] == "1"
 
 
-def test_hang_is_a_timeout_and_reset_a_connection_error(rig):
+def test_hang_is_a_timeout_and_reset_a_connection_error(rig: Rig) -> None:
     client = sync_client(rig.handle, timeout=0.5)
     rig.handle.fault("hang", "/v1/chat/completions", times=1)
     with client, pytest.raises(openai.APITimeoutError):
@@ -90,7 +97,7 @@ def test_hang_is_a_timeout_and_reset_a_connection_error(rig):
         rig.sync.embeddings.create(model="text-embedding-3-small", input="x")
 
 
-def test_latency_and_drip_on_the_model_routes(rig):
+def test_latency_and_drip_on_the_model_routes(rig: Rig) -> None:
     rig.handle.fault("latency", "/v1/chat/completions", delay=5.0, times=1)
     client = sync_client(rig.handle, timeout=0.5)
     with client, pytest.raises(openai.APITimeoutError):
@@ -102,10 +109,21 @@ def test_latency_and_drip_on_the_model_routes(rig):
     assert [e.fault for e in rig.handle.requests()] == ["latency", "drip"]
 
 
-def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig):
-    rig.app.add_rules({"when": {}, "reply": {"text": "partial answer", "error": {
-        "status": 500, "message": "The server had an error while processing your request.", "in_stream": True}}})
-    seen = []
+def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig: Rig) -> None:
+    rig.app.add_rules(
+        {
+            "when": {},
+            "reply": {
+                "text": "partial answer",
+                "error": {
+                    "status": 500,
+                    "message": "The server had an error while processing your request.",
+                    "in_stream": True,
+                },
+            },
+        }
+    )
+    seen: list[str | None] = []
     with pytest.raises(openai.APIError, match="The server had an error"):
         for chunk in rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True):
             seen.append(chunk.choices[0].delta.content)
@@ -115,10 +133,11 @@ def test_an_error_event_inside_the_stream_raises_api_error_after_the_text(rig):
         whole(model="gpt-4o", messages=USER)
 
 
-def test_paced_streams_arrive_chunk_by_chunk(rig):
+def test_paced_streams_arrive_chunk_by_chunk(rig: Rig) -> None:
     rig.app.add_rules({"when": {}, "reply": {"text": "a b c", "pace": 0.15}})
     started = time.monotonic()
-    arrivals = [time.monotonic() - started for _ in
-                rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True)]
+    arrivals = [
+        time.monotonic() - started for _ in rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True)
+    ]
     assert arrivals[-1] >= 0.15 * 4 * 0.9  # 5 chunks, 4 pauses between them
     assert arrivals[0] < arrivals[-1]

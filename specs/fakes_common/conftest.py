@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import threading
-import time
+from collections.abc import Iterator
 
 import pytest
 
-from fakes.server import serve_fake
+from fakes.server import FakeHandle, serve_fake
+from fakes.testing import no_leaks as leak_check
 from specs.fakes_common.echo import EchoFake
 
 
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+@pytest.fixture
+def no_leaks() -> Iterator[None]:
+    """Fail the test if threads or file descriptors are not back to baseline after it (bounded settle: 5 s)."""
+    with leak_check():
+        yield
 
 
 @pytest.fixture
-def no_leaks():
-    """Fail the test if threads or file descriptors are not back to baseline (bounded settle: 5 s)."""
-    threads, fds = set(threading.enumerate()), _fds()
-    yield
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
-        extra = set(threading.enumerate()) - threads
-        if not extra and _fds() <= fds:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"leaked threads {sorted(t.name for t in extra)} / fds {_fds()} > {fds}")
-
-
-@pytest.fixture
-def echo(no_leaks):
+def echo(no_leaks: None) -> Iterator[FakeHandle[EchoFake]]:
     with serve_fake(EchoFake()) as handle:
         yield handle

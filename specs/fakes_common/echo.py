@@ -21,9 +21,17 @@ class EchoFake:
         with self._lock:
             self.calls += 1
             calls = self.calls
-        return FakeResponse.json(200, {"method": request.method, "path": request.path, "query": request.query,
-                                       "body": request.body.decode(errors="replace"), "calls": calls,
-                                       "base_url": request.base_url})
+        return FakeResponse.json(
+            200,
+            {
+                "method": request.method,
+                "path": request.path,
+                "query": request.query,
+                "body": request.body.decode(errors="replace"),
+                "calls": calls,
+                "base_url": request.base_url,
+            },
+        )
 
     def error_response(self, status: int) -> FakeResponse:
         return FakeResponse.json(status, {"echo_error": status})

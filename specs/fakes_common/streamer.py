@@ -19,8 +19,9 @@ class StreamFake:
         if request.path == "/stream":
             count = int(request.query_param("n", "5") or 5)
             delay = float(request.query_param("delay", "0") or 0)
-            return FakeResponse.streamed(200, [StreamChunk(f"chunk-{i}\n".encode(), delay) for i in range(count)],
-                                         content_type="text/plain")
+            return FakeResponse.streamed(
+                200, [StreamChunk(f"chunk-{i}\n".encode(), delay) for i in range(count)], content_type="text/plain"
+            )
         if request.path == "/broken":
             return FakeResponse.streamed(200, _broken())
         if request.path == "/whole":

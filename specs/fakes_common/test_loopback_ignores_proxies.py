@@ -32,12 +32,12 @@ def dead_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 @pytest.fixture
-def echo() -> Iterator[FakeHandle]:
+def echo() -> Iterator[FakeHandle[EchoFake]]:
     with serve_fake(EchoFake()) as handle:
         yield handle
 
 
-def test_send_webhook_and_redeliver_ignore_the_proxy(dead_proxy: str, echo: FakeHandle) -> None:
+def test_send_webhook_and_redeliver_ignore_the_proxy(dead_proxy: str, echo: FakeHandle[EchoFake]) -> None:
     log = DeliveryLog()
     delivery = send_webhook(f"{echo.url}/hook", "ping", {"zen": "direct"}, secret="s", log=log, timeout=5.0)
     again = redeliver(delivery.id, log=log, timeout=5.0)
@@ -47,11 +47,11 @@ def test_send_webhook_and_redeliver_ignore_the_proxy(dead_proxy: str, echo: Fake
     assert [e.path for e in echo.requests()] == ["/hook", "/hook"]
 
 
-def test_a_fakes_client_ignores_the_proxy(dead_proxy: str, echo: FakeHandle) -> None:
+def test_a_fakes_client_ignores_the_proxy(dead_proxy: str, echo: FakeHandle[EchoFake]) -> None:
     with echo.client() as http:
         answer = http.get("/direct")
     assert answer.status_code == 200
 
 
-def test_fetch_through_ignores_the_proxy(dead_proxy: str, echo: FakeHandle) -> None:
+def test_fetch_through_ignores_the_proxy(dead_proxy: str, echo: FakeHandle[EchoFake]) -> None:
     assert fetch_through_sync(echo.url, "GET", "/direct", timeout=5.0).status_code == 200

@@ -8,25 +8,28 @@ import anyio
 import httpx
 import pytest
 
-from fakes.server import in_process
+from fakes.server import FakeHandle, in_process
 from specs.fakes_common.echo import EchoFake
 
 
 @pytest.fixture
-def fake():
+def fake() -> FakeHandle[EchoFake]:
     return in_process(EchoFake())
 
 
-def test_round_trip_and_journal_without_a_socket(fake):
+def test_round_trip_and_journal_without_a_socket(fake: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=fake.url, transport=fake.transport(), timeout=5) as client:
         response = client.put("/p/a%20b?x=1", json={"k": "v"}, headers={"authorization": "Bearer z"})
-    assert response.json()["path"] == "/p/a b" and response.json()["base_url"] == fake.url
+    assert response.json()["path"] == "/p/a b"
+    assert response.json()["base_url"] == fake.url
     (entry,) = fake.requests()
-    assert entry.method == "PUT" and entry.query == "x=1" and entry.headers["authorization"] == "<redacted>"
+    assert entry.method == "PUT"
+    assert entry.query == "x=1"
+    assert entry.headers["authorization"] == "<redacted>"
     assert fake.client().get("/_fake/").json()["name"] == "echo"
 
 
-def test_sync_faults(fake):
+def test_sync_faults(fake: FakeHandle[EchoFake]) -> None:
     with httpx.Client(base_url=fake.url, transport=fake.transport(), timeout=httpx.Timeout(5, read=0.2)) as c:
         fake.fault("hang", "/h", times=1)
         started = time.monotonic()
@@ -49,7 +52,7 @@ def test_sync_faults(fake):
     assert [e.fault for e in fake.requests()] == ["hang", "reset", "status", "latency", "drip", "drip"]
 
 
-def test_sync_hang_without_timeout_ends_when_faults_are_cleared(fake):
+def test_sync_hang_without_timeout_ends_when_faults_are_cleared(fake: FakeHandle[EchoFake]) -> None:
     fake.fault("hang")
     import threading
 
@@ -62,10 +65,11 @@ def test_sync_hang_without_timeout_ends_when_faults_are_cleared(fake):
         timer.cancel()
 
 
-def test_async_faults_and_cancellation(fake):
+def test_async_faults_and_cancellation(fake: FakeHandle[EchoFake]) -> None:
     async def main() -> None:
-        async with httpx.AsyncClient(base_url=fake.url, transport=fake.async_transport(),
-                                     timeout=httpx.Timeout(5, read=0.2)) as c:
+        async with httpx.AsyncClient(
+            base_url=fake.url, transport=fake.async_transport(), timeout=httpx.Timeout(5, read=0.2)
+        ) as c:
             assert (await c.get("/ok")).status_code == 200
             fake.fault("hang", "/h", times=1)
             with pytest.raises(httpx.ReadTimeout):

@@ -3,40 +3,33 @@ clients (githubkit per schema version with retries off, PyGithub over the socket
 
 from __future__ import annotations
 
-import os
-import threading
-import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from githubkit import GitHub
 
-from fakes.github import in_process, unserved
+from fakes.github import FakeGitHub, in_process, unserved
 from fakes.server import FakeHandle, serve_fake
+from fakes.testing import no_leaks as leak_check
+from fakes.testing import register_fuzz_marker
 from specs.github.receiver import Receiver
-from specs.github.world import SCHEMAS, TOKEN, seed
+from specs.github.world import SCHEMAS, TOKEN, Schema, seed
 
-def _fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)
 
 
 @pytest.fixture
 def no_leaks() -> Iterator[None]:
     """Fail the test if threads or file descriptors are not back to baseline after it (bounded settle: 5 s)."""
-    threads, fds = set(threading.enumerate()), _fds()
-    yield
-    deadline = time.monotonic() + 5.0
-    extra: set[threading.Thread] = set()
-    while time.monotonic() < deadline:
-        extra = {t for t in set(threading.enumerate()) - threads if t.is_alive()}
-        if not extra and _fds() <= fds:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"leaked threads {sorted(t.name for t in extra)} / fds {_fds()} > {fds}")
+    with leak_check():
+        yield
 
 
 @pytest.fixture
-def fake_inproc() -> Iterator[FakeHandle]:
+def fake_inproc() -> Iterator[FakeHandle[FakeGitHub]]:
     """A seeded fake reached through the in-process transport (no socket)."""
     with in_process() as handle:
         seed(handle.app)
@@ -44,27 +37,34 @@ def fake_inproc() -> Iterator[FakeHandle]:
 
 
 @pytest.fixture
-def served(no_leaks, fake_github: FakeHandle) -> Iterator[FakeHandle]:
+def served(no_leaks: None, fake_github: FakeHandle[FakeGitHub]) -> FakeHandle[FakeGitHub]:
     """The ``fake_github`` fixture (a real socket), seeded; leak-checked after the server stops."""
     seed(fake_github.app)
-    yield fake_github
+    return fake_github
 
 
 @pytest.fixture(params=SCHEMAS)
-def schema(request) -> str:
-    return request.param
+def schema(request: pytest.FixtureRequest) -> Schema:
+    version: Schema = request.param
+    return version
 
 
 @pytest.fixture
-def kit(fake_inproc: FakeHandle, schema: str) -> Iterator[GitHub]:
+def kit(fake_inproc: FakeHandle[FakeGitHub], schema: Schema) -> Iterator[GitHub[Any]]:
     """githubkit with alice's token, in-process, automatic retries off (specs use ``kit.rest(schema)``)."""
-    yield GitHub(TOKEN, base_url=fake_inproc.url, transport=fake_inproc.transport(), auto_retry=False,
-                 http_cache=False, timeout=10.0)
+    yield GitHub(
+        TOKEN,
+        base_url=fake_inproc.url,
+        transport=fake_inproc.transport(),
+        auto_retry=False,
+        http_cache=False,
+        timeout=10.0,
+    )
     assert [(e.method, e.path) for e in unserved(fake_inproc)] == []  # githubkit called only modelled routes
 
 
 @pytest.fixture
-def receiver(no_leaks) -> Iterator[FakeHandle]:
+def receiver(no_leaks: None) -> Iterator[FakeHandle[Receiver]]:
     """A webhook receiver on a real socket that checks signatures like the gateway (401 on mismatch, else 202)."""
     with serve_fake(Receiver(secret="s3cret")) as handle:
         yield handle

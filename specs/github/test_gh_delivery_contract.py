@@ -20,6 +20,7 @@ from fakes.github import (
 )
 from fakes.github.webhooks import build_request
 from fakes.server import FakeHandle
+from specs.github.receiver import Receiver
 
 SECRET = "s3cret"  # the receiver fixture's secret
 
@@ -38,7 +39,8 @@ def test_a_receiver_that_is_down_raises_delivery_failed_with_the_delivery() -> N
         send_webhook(url, "issues", {"action": "opened"}, secret=SECRET, log=log, timeout=5.0)
     delivery = failed.value.delivery
     assert delivery.status is None
-    assert delivery.error is not None and "ConnectError" in delivery.error
+    assert delivery.error is not None
+    assert "ConnectError" in delivery.error
     assert log.all() == [delivery]  # recorded before raising: nothing is lost
     message = str(failed.value)
     assert message.startswith(f"webhook delivery {delivery.id} (issues.opened) to {url} failed: ConnectError")
@@ -47,13 +49,14 @@ def test_a_receiver_that_is_down_raises_delivery_failed_with_the_delivery() -> N
 
 def test_check_false_returns_the_failed_delivery_instead() -> None:
     url = f"http://127.0.0.1:{_closed_port()}/hook"
-    delivery = send_webhook(url, "issues", {"action": "opened"}, secret=SECRET, log=DeliveryLog(), timeout=5.0,
-                            check=False)
+    delivery = send_webhook(
+        url, "issues", {"action": "opened"}, secret=SECRET, log=DeliveryLog(), timeout=5.0, check=False
+    )
     assert delivery.ok is False
     assert delivery.error is not None
 
 
-def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle) -> None:
+def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     with pytest.raises(DeliveryFailed, match=r"the receiver answered HTTP 401: .*signature mismatch") as failed:
         send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret="wrong", log=log)
@@ -61,7 +64,7 @@ def test_a_non_2xx_answer_raises_and_names_the_status(receiver: FakeHandle) -> N
     assert len(receiver.app.received) == 1  # sent once, not retried
 
 
-def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: FakeHandle) -> None:
+def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: FakeHandle[Receiver]) -> None:
     log = DeliveryLog()
     first = send_webhook(f"{receiver.url}/hook", "issues", {"action": "opened"}, secret=SECRET, log=log)
     receiver.fault("status", "/hook", status=503)
@@ -69,12 +72,13 @@ def test_redeliver_and_reordered_batches_raise_after_every_attempt(receiver: Fak
         redeliver(first.id, log=log)
     assert again.value.delivery.redelivery is True
     with pytest.raises(DeliveryFailed):
-        send_reordered(f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)],
-                       secret=SECRET, log=log)
+        send_reordered(
+            f"{receiver.url}/hook", [("issues", {"action": "opened", "n": n}) for n in range(3)], secret=SECRET, log=log
+        )
     assert len(receiver.requests(path_prefix="/hook")) == 5  # 1 + the redelivery + all 3 of the batch
 
 
-def test_a_payload_over_githubs_25_mb_cap_is_refused_before_sending(receiver: FakeHandle) -> None:
+def test_a_payload_over_githubs_25_mb_cap_is_refused_before_sending(receiver: FakeHandle[Receiver]) -> None:
     assert MAX_PAYLOAD_BYTES == 25 * 1024 * 1024
     build_request("issues", b"x" * MAX_PAYLOAD_BYTES, secret=SECRET)  # at the cap: fine
     with pytest.raises(ValueError, match=r"over GitHub's 25 MB cap \(26214400 bytes\)"):
@@ -90,9 +94,9 @@ def test_verify_signature_takes_keywords_only() -> None:
     header = sign_sha256(SECRET, body)
     assert verify_signature(secret=SECRET, body=body, header=header) is True
     with pytest.raises(TypeError):
-        verify_signature(SECRET, body, header)  # type: ignore[misc]
+        verify_signature(SECRET, body, header)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
-        verify_signature(body, SECRET, header)  # type: ignore[misc]  # the order that used to return False
+        verify_signature(body, SECRET, header)  # type: ignore[call-arg,arg-type]  # the order that once returned False
 
 
 @pytest.mark.parametrize(("secret", "body"), [(42, b"{}"), (SECRET, "{}"), (SECRET, {"zen": "ok"}), (SECRET, None)])

@@ -10,19 +10,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import yaml
 from githubkit import GitHub
 
+from fakes.github import FakeGitHub
+from fakes.server import FakeHandle
+from specs.github.receiver import Receiver
+
 MANIFESTS = Path(__file__).resolve().parents[2] / "fakes" / "github" / "manifests"
 START_TIMEOUT = 20.0  # seconds for the process to print its listening line (imports included)
 
 
-def _manifest_container() -> dict:
+def _manifest_container() -> dict[str, Any]:
     deployment = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
-    return deployment["spec"]["template"]["spec"]["containers"][0]
+    container: dict[str, Any] = deployment["spec"]["template"]["spec"]["containers"][0]
+    return container
 
 
 def _command(kind: str) -> tuple[list[str], dict[str, str]]:
@@ -37,44 +43,56 @@ def _command(kind: str) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, *command[1:], "--host", "127.0.0.1", "--port", "0"], env
 
 
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
+    assert proc.stdout is not None
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
             if sel.select(remaining):
-                return proc.stdout.readline().decode()
+                line: bytes = proc.stdout.readline()
+                return line.decode()
             if proc.poll() is not None:
                 break
-    raise AssertionError(f"python -m fakes.github printed no listening line within {timeout:.0f} s "
-                         f"(exit code {proc.poll()})")
+    raise AssertionError(
+        f"python -m fakes.github printed no listening line within {timeout:.0f} s (exit code {proc.poll()})"
+    )
 
 
 @pytest.mark.parametrize("kind", ["module", "manifest"])
-def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
+def test_standalone_fake_serves_seeds_and_journals(kind: str, tmp_path: Path) -> None:
     argv, env = _command(kind)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(tmp_path / "stderr.txt", "wb"), env=env,
-                            cwd=Path(__file__).resolve().parents[2])
+    with open(tmp_path / "stderr.txt", "wb") as stderr_file:  # the child holds its own copy of the descriptor
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=stderr_file, env=env, cwd=Path(__file__).resolve().parents[2]
+        )
     try:
         line = _read_line(proc, START_TIMEOUT)
         assert line.startswith("fake github listening on http://127.0.0.1:"), line
         url = line.rsplit(" ", 1)[-1].strip()
         with httpx.Client(base_url=url, timeout=10.0) as http:
             assert http.get("/healthz").json() == {"status": "ok"}
-            for route, body in [("users", {"login": "alice", "token": "ghp_a"}), ("repos", {"full_name": "octo/hello"}),
-                                ("issues", {"repo": "octo/hello", "title": "Seeded", "user": "alice"})]:
+            for route, body in [
+                ("users", {"login": "alice", "token": "ghp_a"}),
+                ("repos", {"full_name": "octo/hello"}),
+                ("issues", {"repo": "octo/hello", "title": "Seeded", "user": "alice"}),
+            ]:
                 answer = http.post(f"/_fake/github/{route}", json=body)
                 assert answer.status_code == 201, answer.text
             bad = http.post("/_fake/github/issues", json={"repo": "octo/hello"})
-            assert bad.status_code == 400 and "'title' is required" in bad.json()["message"]
+            assert bad.status_code == 400
+            assert "'title' is required" in bad.json()["message"]
             kit = GitHub("ghp_a", base_url=url, auto_retry=False, http_cache=False, timeout=10.0)
             issue = kit.rest.issues.get("octo", "hello", 1).parsed_data
             expected_base = env.get("PUBLIC_BASE_URL") if kind == "manifest" else url
-            assert issue.title == "Seeded" and issue.url == f"{expected_base}/repos/octo/hello/issues/1"
+            assert issue.title == "Seeded"
+            assert issue.url == f"{expected_base}/repos/octo/hello/issues/1"
             assert http.get("/nope").status_code == 501
             journal = http.get("/_fake/requests").json()["requests"]
             assert [(e["method"], e["path"], e["status"]) for e in journal] == [
-                ("GET", "/repos/octo/hello/issues/1", 200), ("GET", "/nope", 501)]
+                ("GET", "/repos/octo/hello/issues/1", 200),
+                ("GET", "/nope", 501),
+            ]
             assert journal[0]["headers"]["authorization"] == "<redacted>"
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -85,22 +103,28 @@ def test_standalone_fake_serves_seeds_and_journals(kind, tmp_path):
             proc.wait(timeout=5.0)
             raise AssertionError("python -m fakes.github ignored SIGTERM for 10 s") from None
         finally:
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
     # uvicorn re-raises the SIGTERM it handled once shutdown is complete, so a graceful stop exits -15 (not 0).
     stderr = (tmp_path / "stderr.txt").read_text()
-    assert code in (0, -signal.SIGTERM) and "Traceback" not in stderr, stderr
+    assert code in (0, -signal.SIGTERM), stderr
+    assert "Traceback" not in stderr, stderr
 
 
-def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
+def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(
+    served: FakeHandle[FakeGitHub], receiver: FakeHandle[Receiver]
+) -> None:
     with httpx.Client(base_url=served.url, timeout=10.0) as http:
         app = http.post("/_fake/github/apps", json={"slug": "reply-bot"}).json()
         assert app["private_key"].startswith("-----BEGIN RSA PRIVATE KEY-----")
         inst = http.post("/_fake/github/installations", json={"app_id": app["id"], "account": "octo"}).json()
         assert inst["app_slug"] == "reply-bot"
         http.post("/_fake/github/hooks", json={"url": f"{receiver.url}/hook", "secret": "s3cret"}).raise_for_status()
-        trigger = http.post("/_fake/github/webhooks", json={"event": "issues", "action": "opened",
-                                                            "repo": "octo/hello", "number": 1})
-        assert trigger.status_code == 202 and trigger.json() == {"hooks": 1}
+        trigger = http.post(
+            "/_fake/github/webhooks", json={"event": "issues", "action": "opened", "repo": "octo/hello", "number": 1}
+        )
+        assert trigger.status_code == 202
+        assert trigger.json() == {"hooks": 1}
         assert http.post("/_fake/github/deliveries/drain", json={"timeout": 10}).json() == {"drained": True}
         deliveries = http.get("/_fake/github/deliveries").json()
         assert [(d["event"], d["action"], d["status"]) for d in deliveries] == [("issues", "opened", 202)]
@@ -108,8 +132,11 @@ def test_admin_api_seeds_apps_hooks_and_triggers_deliveries(served, receiver):
         assert again.status_code == 202
         assert http.post("/_fake/github/deliveries/drain", json={}).json() == {"drained": True}
         unknown = http.post("/_fake/github/webhooks", json={"event": "push", "action": "x", "repo": "octo/hello"})
-        assert unknown.status_code == 400 and "no payload builder for push.x" in unknown.json()["message"]
+        assert unknown.status_code == 400
+        assert "no payload builder for push.x" in unknown.json()["message"]
         assert http.post("/_fake/github/clock", json={"advance": 5}).status_code == 200
     ids = [r.headers["x-github-delivery"] for r in receiver.app.received]
-    assert len(ids) == 2 and ids[0] == ids[1] and all(r.verified for r in receiver.app.received)
+    assert len(ids) == 2
+    assert ids[0] == ids[1]
+    assert all(r.verified for r in receiver.app.received)
     assert served.requests() == []  # admin calls are never journaled

@@ -1,4 +1,4 @@
-"""Shared fixtures for the fake Qdrant's conformance specs (issue #4)."""
+"""Shared fixtures for the fake Qdrant's conformance specs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,17 @@ import httpx
 import pytest
 from qdrant_client import QdrantClient
 
+from fakes.qdrant import QdrantFake
+from fakes.server import FakeHandle
+from fakes.testing import register_fuzz_marker
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)
+
 
 @pytest.fixture
-def client(fake_qdrant) -> Iterator[QdrantClient]:
+def client(fake_qdrant: FakeHandle[QdrantFake]) -> Iterator[QdrantClient]:
     """The real qdrant-client (1.20, REST) on the fake's socket. Its background version check is off here (it would
     race the fixture's teardown); ``test_version_check_passes_without_warning`` runs that check's code directly."""
     qc = QdrantClient(url=fake_qdrant.url, timeout=5, check_compatibility=False)
@@ -19,7 +27,7 @@ def client(fake_qdrant) -> Iterator[QdrantClient]:
 
 
 @pytest.fixture
-def raw(fake_qdrant) -> Iterator[httpx.Client]:
+def raw(fake_qdrant: FakeHandle[QdrantFake]) -> Iterator[httpx.Client]:
     """Plain httpx on the fake, for what no client shows (envelopes, codes, messages)."""
     with httpx.Client(base_url=fake_qdrant.url, timeout=5) as http:
         yield http

@@ -1,10 +1,12 @@
-"""Mutation differential (fakes-api.md §4.2.3): the same payload updates, deletes and upserts, sent to the fake
-through qdrant-client over REST and to local mode directly, leave identical collections (payloads and vectors).
-Also the top-k differential for the Dot and Euclid distances (Cosine is in ``test_differential.py``)."""
+"""Mutation differential (``fakes/qdrant/README.md``, "Payload mutation"): the same payload updates, deletes and
+upserts, sent to the fake through qdrant-client over REST and to local mode directly, leave identical collections
+(payloads and vectors). Also the top-k differential for the Dot and Euclid distances (Cosine is in
+``test_differential.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,9 +16,10 @@ from qdrant_client import models as m
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 import fakes.qdrant
+from fakes.testing import examples, fuzzing
 
-IDS = [1, 2, 3, 4, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]
-SEED = [
+IDS: list[m.ExtendedPointId] = [1, 2, 3, 4, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]
+SEED: list[tuple[m.ExtendedPointId, list[float], dict[str, Any]]] = [
     (1, [1.0, 0.0, 2.0], {"a": 1, "meta": {"k": 1, "z": "q"}, "arr": [{"x": 1}, {"x": 2}], "tags": ["a"]}),
     (2, [0.0, 1.0, 0.5], {"a": 1.0, "meta": {"k": 2}, "tags": []}),
     (3, [2.0, 2.0, 0.0], {"a": "1", "arr": [{"x": 3, "y": 1}]}),
@@ -24,29 +27,45 @@ SEED = [
 ]
 values = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(["v", "w"]), st.just({"k": 9}), st.just([1, None]))
 payloads = st.dictionaries(st.sampled_from(["a", "b", "meta", "tags", "n"]), values, min_size=1, max_size=3)
-filters = st.sampled_from([
-    {"must": [{"key": "a", "match": {"value": 1}}]}, {"must": [{"key": "meta.k", "range": {"gte": 1}}]},
-    {"must_not": [{"is_empty": {"key": "tags"}}]}, {"must": [{"has_id": [2, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]}]},
-    {"should": [{"key": "arr[].x", "match": {"any": [2, 3]}}]}, {"must": [{"is_null": {"key": "n"}}]},
-])
+filters = st.sampled_from(
+    [
+        {"must": [{"key": "a", "match": {"value": 1}}]},
+        {"must": [{"key": "meta.k", "range": {"gte": 1}}]},
+        {"must_not": [{"is_empty": {"key": "tags"}}]},
+        {"must": [{"has_id": [2, "c9a52f54-99c2-d5b7-bd1f-61da14ebe68d"]}]},
+        {"should": [{"key": "arr[].x", "match": {"any": [2, 3]}}]},
+        {"must": [{"is_null": {"key": "n"}}]},
+    ]
+)
 selector = st.one_of(st.sampled_from(IDS).map(lambda i: ("ids", [i])), filters.map(lambda f: ("filter", f)))
 ops = st.one_of(
     st.tuples(st.just("set"), payloads, selector, st.sampled_from([None, "meta", "new.deep", "arr[]"])),
     st.tuples(st.just("overwrite"), payloads, selector, st.none()),
-    st.tuples(st.just("delete_keys"), st.lists(st.sampled_from(["a", "meta.k", "arr[].x", "tags", "meta", "zz"]),
-                                               min_size=1, max_size=2), selector, st.none()),
+    st.tuples(
+        st.just("delete_keys"),
+        st.lists(st.sampled_from(["a", "meta.k", "arr[].x", "tags", "meta", "zz"]), min_size=1, max_size=2),
+        selector,
+        st.none(),
+    ),
     st.tuples(st.just("clear"), st.none(), selector, st.none()),
     st.tuples(st.just("delete"), st.none(), selector, st.none()),
     st.tuples(st.just("upsert"), payloads, st.sampled_from(IDS).map(lambda i: ("ids", [i])), st.none()),
 )
 
 
-def _selector(kind_value):
+#: One generated operation: (name, argument, (selector kind, value), key).
+Op = tuple[str, Any, tuple[str, Any], str | None]
+
+
+def _selector(kind_value: tuple[str, Any]) -> list[m.ExtendedPointId] | m.Filter:
     kind, value = kind_value
-    return value if kind == "ids" else m.Filter.model_validate(value)
+    if kind == "ids":
+        ids: list[m.ExtendedPointId] = value
+        return ids
+    return m.Filter.model_validate(value)
 
 
-def _apply(client: QdrantClient, op) -> str:
+def _apply(client: QdrantClient, op: Op) -> str:
     name, arg, sel, key = op
     target = _selector(sel)
     try:
@@ -65,14 +84,20 @@ def _apply(client: QdrantClient, op) -> str:
             client.upsert("mut", [m.PointStruct(id=pid, vector=[float(len(arg)), 1.0, -1.0], payload=arg)])
     except UnexpectedResponse as exc:  # the fake: 404 for a missing id
         return f"http {exc.status_code}"
-    except KeyError:  # local mode's way of saying the same (fakes-api.md §0.4)
+    except KeyError:  # local mode's way of saying the same (it raises where the server answers 404)
         return "http 404"
     return "ok"
 
 
-def _snapshot(client: QdrantClient) -> list:
+def _snapshot(client: QdrantClient) -> list[tuple[str, dict[str, Any] | None, list[float]]]:
     records, _ = client.scroll("mut", limit=100, with_payload=True, with_vectors=True)
-    return [(str(r.id), r.payload, [round(x, 5) for x in r.vector]) for r in records]
+    return [(str(r.id), r.payload, [round(x, 5) for x in _unnamed(r.vector)]) for r in records]
+
+
+def _unnamed(vector: object) -> list[float]:
+    """A record's vector in a collection with one unnamed dense vector."""
+    assert isinstance(vector, list), vector
+    return [float(x) for x in vector]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +106,7 @@ def pair() -> Iterator[tuple[QdrantClient, QdrantClient]]:
         yield QdrantClient(url=fq.url, timeout=10, check_compatibility=False), QdrantClient(":memory:")
 
 
-def _known_disagreement(sequence) -> bool:
+def _known_disagreement(sequence: list[Op]) -> bool:
     """A ``set`` carrying a null after a ``clear``: pinned by ``test_known_disagreement_null_after_clear``."""
     cleared = False
     for name, arg, _, _ in sequence:
@@ -91,9 +116,15 @@ def _known_disagreement(sequence) -> bool:
     return False
 
 
-@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.fuzz
+@settings(
+    max_examples=examples(40, 2000),
+    deadline=None,
+    derandomize=not fuzzing(),
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(sequence=st.lists(ops, min_size=1, max_size=5))
-def test_same_updates_same_collection(pair, sequence):
+def test_same_updates_same_collection(pair: tuple[QdrantClient, QdrantClient], sequence: list[Op]) -> None:
     assume(not _known_disagreement(sequence))
     fake, local = pair
     for client in (fake, local):
@@ -106,10 +137,14 @@ def test_same_updates_same_collection(pair, sequence):
 
 
 @pytest.mark.parametrize("distance", [m.Distance.DOT, m.Distance.EUCLID, m.Distance.MANHATTAN])
-def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
+def test_top_k_scores_and_thresholds_agree_per_distance(
+    pair: tuple[QdrantClient, QdrantClient], distance: m.Distance
+) -> None:
     fake, local = pair
-    points = [m.PointStruct(id=i, vector=[((i * 37) % 11) / 3 - 1.5, ((i * 13) % 7) / 2 - 1.0, (i % 5) / 4], payload={})
-              for i in range(1, 40)]
+    points = [
+        m.PointStruct(id=i, vector=[((i * 37) % 11) / 3 - 1.5, ((i * 13) % 7) / 2 - 1.0, (i % 5) / 4], payload={})
+        for i in range(1, 40)
+    ]
     for client in (fake, local):
         client.delete_collection("dist")
         client.create_collection("dist", vectors_config=m.VectorParams(size=3, distance=distance))
@@ -125,17 +160,23 @@ def test_top_k_scores_and_thresholds_agree_per_distance(pair, distance):
     assert sorted(cut_fake) == sorted(cut_local) == sorted(i for i, _ in got[:4])
 
 
-def test_known_disagreement_null_after_clear(pair):
-    """``set_payload`` merges and a null deletes the key (fakes-api.md §2.11), in both engines. But on a point whose
-    payload was *cleared*, the engine stores ``{"a": null}`` as sent (no stored payload to merge into), while local
-    mode drops the null. The fake follows the engine; ``upsert`` with ``payload: {}`` does not trigger it."""
+def test_known_disagreement_null_after_clear(pair: tuple[QdrantClient, QdrantClient]) -> None:
+    """``set_payload`` merges and a null deletes the key (``fakes/qdrant/README.md``, "Payload mutation"), in both
+    engines. But on a point whose payload was *cleared*, the engine stores ``{"a": null}`` as sent (no stored payload
+    to merge into), while local mode drops the null. The fake follows the engine; ``upsert`` with ``payload: {}`` does
+    not trigger it."""
     fake, local = pair
     results = []
     for client in (fake, local):
         client.delete_collection("mut")
         client.create_collection("mut", vectors_config=m.VectorParams(size=3, distance=m.Distance.EUCLID))
-        client.upsert("mut", [m.PointStruct(id=1, vector=[1, 0, 0], payload={"a": 1}),
-                              m.PointStruct(id=2, vector=[1, 0, 0], payload={})])
+        client.upsert(
+            "mut",
+            [
+                m.PointStruct(id=1, vector=[1.0, 0.0, 0.0], payload={"a": 1}),
+                m.PointStruct(id=2, vector=[1.0, 0.0, 0.0], payload={}),
+            ],
+        )
         client.clear_payload("mut", points_selector=[1])
         client.set_payload("mut", {"a": None, "c": 1}, points=[1, 2])
         results.append({r.id: r.payload for r in client.retrieve("mut", [1, 2])})
