@@ -11,9 +11,13 @@ Public API (see README.md for a tour):
   :func:`fetch_through_sync` and the hop errors (:class:`PortForwardNotReady`, :class:`PortForwardGone`,
   :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable`);
 - Qdrant: :class:`QdrantView`, a bounded read-only view (exact counts, whole scrolls) of any Qdrant.
+- diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
+  finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`; evidence, progress and the HTML report come with the
+  pytest plugin (:mod:`harness.diagnostics_plugin`).
 """
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
+from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
 from harness.errors import (
     ApiServerUnreachable,
@@ -29,6 +33,7 @@ from harness.errors import (
     PortForwardDied,
     PortForwardGone,
     PortForwardNotReady,
+    RolloutFailed,
     ServiceAnswerTooLarge,
     ServiceTimeout,
     ServiceUnreachable,
@@ -42,6 +47,7 @@ from harness.ids import unique_issue_number
 from harness.kube import Kube
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
+from harness.rollout import explain_workload, rollout_complete
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
@@ -59,6 +65,7 @@ __all__ = [
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
+    "Ledger",
     "NoKubeContext",
     "PortForward",
     "PortForwardBroken",
@@ -67,6 +74,7 @@ __all__ = [
     "PortForwardNotReady",
     "QdrantReadError",
     "QdrantView",
+    "RolloutFailed",
     "ServiceAnswerTooLarge",
     "ServiceTimeout",
     "ServiceUnreachable",
@@ -75,13 +83,16 @@ __all__ = [
     "WaitSummary",
     "WaitTimeout",
     "agent_runs_since",
+    "cleanup_agent_runs_since",
     "clamp_to_attempt",
     "created_since",
     "current_attempt",
+    "explain_workload",
     "fetch_through",
     "fetch_through_sync",
     "parse_k8s_time",
     "port_forward",
+    "rollout_complete",
     "unique_issue_number",
     "wait_for",
     "wait_for_sync",

@@ -73,6 +73,17 @@ class WaitTimeout(AssertionError):
         self.summary = summary
 
 
+class RolloutFailed(WaitTimeout):
+    """A deployment, statefulset or pod did not roll out: ``Kube.rollout_status`` gave up, or a ``wait_for`` on
+    :func:`harness.rollout.rollout_complete` ran out or stopped. The message says why, cause first, from the objects
+    themselves; ``explanation`` holds the data (a :class:`harness.rollout.Explanation`), ``summary`` the wait's
+    :class:`harness.waiting.WaitSummary` (``None`` for ``rollout_status``). The original failure is ``__cause__``."""
+
+    def __init__(self, message: str, *, explanation: object, summary: object = None) -> None:
+        super().__init__(message, summary)
+        self.explanation = explanation
+
+
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 

@@ -139,15 +139,25 @@ class Kube:
         """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
-    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0) -> str:
+    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0, explain_budget: float | None = None) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
-        ``timeout`` seconds go to kubectl's own ``--timeout``; the process is killed ``grace`` seconds later
-        if kubectl has not exited by itself. A rollout that does not finish raises :class:`KubectlError`
-        (kubectl's exit) or :class:`KubectlTimeout`. (Default 300 s, as upstream's resilience helpers:
-        stack-under-test.md §8.)
+        ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds go to kubectl's own ``--timeout``;
+        the process is killed ``grace`` seconds later if kubectl has not exited by itself. A rollout that does not
+        finish (kubectl's exit, or :class:`KubectlTimeout`, chained as the cause) raises
+        :class:`harness.RolloutFailed` (an ``AssertionError``) whose message explains why from the objects,
+        read within ``explain_budget`` seconds (default 15, shortened to what is left of the test; see
+        :mod:`harness.rollout`). (Default 300 s, as upstream's resilience helpers: stack-under-test.md §8.)
         """
-        done = self.kubectl("rollout", "status", f"deployment/{deployment}", f"--timeout={timeout:.0f}s", timeout=timeout + grace)
+        from harness import rollout
+
+        ref = deployment if "/" in deployment else f"deployment/{deployment}"
+        started = time.time()
+        try:
+            done = self.kubectl("rollout", "status", ref, f"--timeout={timeout:.0f}s", timeout=timeout + grace)
+        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            raise rollout.rollout_failure(self, ref, cause=str(exc), started=started, budget=explain_budget) from exc
+        rollout.rollout_succeeded(self, ref, started)
         return process.tail(done.stdout, 1)
 
     # --- the API server's clock -------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fi
 from harness.ids import unique_issue_number
 from harness.kube import Kube
 
+pytest_plugins = ["harness.diagnostics_plugin"]  # evidence, cleanup, progress, the run's report
 _GUARD = pytest.StashKey[tuple[str, object]]()  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 _WAIT_PREFIX = "harness.wait."
 

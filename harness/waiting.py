@@ -33,6 +33,7 @@ import anyio
 import anyio.lowlevel
 
 from harness import attempts as attempt_context
+from harness import progress
 from harness.errors import StopWaiting, WaitTimeout
 
 T = TypeVar("T")
@@ -67,6 +68,7 @@ class WaitSummary:
     attempts: list[AttemptRecord] = field(default_factory=list)
     still_running: int = 0
     notes: list[str] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)  # wall clock (epoch seconds), for timelines
 
     def count(self, outcome: Outcome) -> int:
         """How many attempts ended with ``outcome``."""
@@ -132,6 +134,12 @@ def set_test_deadline(deadline: float | None, timeout: float = 0.0) -> None:
     _test_deadline = None if deadline is None else (deadline, timeout)
 
 
+def test_time_left() -> float | None:
+    """Seconds left before the running test's pytest-timeout (``None`` outside a test with one)."""
+    pinned = _test_deadline
+    return None if pinned is None else max(0.0, pinned[0] - time.monotonic())
+
+
 def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
     """``timeout`` shortened so the wait ends a margin before the test's deadline, and a note when it was."""
     pinned = _test_deadline
@@ -176,6 +184,7 @@ async def wait_for(
     timeout: float = 120.0,
     interval: float = 2.0,
     probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
 ) -> T:
     """Call ``probe`` until it returns something other than ``None``, and return that.
 
@@ -188,6 +197,11 @@ async def wait_for(
     Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
     :class:`StopWaiting` from the probe at once; ``ValueError`` for a non-positive or infinite ``timeout`` or
     ``probe_timeout``, or a negative or infinite ``interval``; ``TypeError`` if a sync probe returns an awaitable.
+
+    ``explain`` (default: the probe's own ``explain`` attribute, e.g. :func:`harness.rollout.rollout_complete`'s)
+    is called, synchronously, when the wait times out or stops; the exception it returns is raised instead, chained
+    to the original (a deployment's wait raises :class:`harness.RolloutFailed` with the explanation). A wait running
+    longer than a few seconds shows its progress (:mod:`harness.progress`).
     """
     if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
         raise ValueError(
@@ -199,8 +213,10 @@ async def wait_for(
     if clamped:
         summary.notes.append(clamped)
     runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
+    explain = explain or getattr(probe, "explain", None)
     start = time.monotonic()
     deadline = start + timeout
+    shown = progress.watch(summary)
     try:
         while (remaining := deadline - time.monotonic()) > 0:
             attempt = attempt_context.Attempt(len(summary.attempts) + 1, min(probe_timeout, remaining), 0.0)
@@ -210,17 +226,18 @@ async def wait_for(
                 return value
             if outcome == "stopped":
                 summary.outcome = "stopped"
-                raise error
+                raise _explained(explain, summary, error)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             await anyio.sleep(min(interval, remaining))
         summary.outcome = "timeout"
         summary.still_running = runner.still_running()
-        raise WaitTimeout(summary.timeout_message(), summary)
+        raise _explained(explain, summary, WaitTimeout(summary.timeout_message(), summary))
     finally:
         summary.elapsed = time.monotonic() - start
         summary.still_running = runner.still_running()
+        shown.close()
         _record(summary)
 
 
@@ -231,12 +248,31 @@ def wait_for_sync(
     timeout: float = 120.0,
     interval: float = 2.0,
     probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
 ) -> Any:
     """:func:`wait_for` for sync tests: runs it in its own event loop (``anyio.run``); same arguments and errors.
 
     Must not be called from inside a running event loop (use ``await wait_for(...)`` there).
     """
-    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout))
+    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout,
+                                       explain=explain))
+
+
+def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,
+               error: BaseException) -> BaseException:
+    """What a failed wait raises: ``explain``'s exception (chained to ``error``), or ``error`` when there is none."""
+    if explain is None:
+        return error
+    try:
+        better = explain(summary, error)
+    except Exception as exc:  # an explanation must never hide the failure it explains
+        summary.notes.append(f"explaining this failure failed: {type(exc).__name__}: {exc}")
+        return error
+    if better is None:
+        return error
+    better.__cause__ = error
+    better.__suppress_context__ = True
+    return better
 
 
 def _is_async(probe: Callable[..., Any]) -> bool:
