@@ -4,6 +4,7 @@ the harness and the stack's scripts use, with the output and exit codes a real c
 from __future__ import annotations
 
 import json
+import threading
 
 from fakes.kube import KubeHandle
 from specs.kube.conftest import manifest
@@ -99,3 +100,171 @@ def test_unknown_resource_type_is_kubectls_own_message(kd: KubeHandle) -> None:
     done = kd.kubectl("get", "frobnicators")
     assert done.returncode == 1
     assert 'the server doesn\'t have a resource type "frobnicators"' in done.stderr
+
+
+def _complete_rollout(kd: KubeHandle, name: str) -> None:
+    """Write what the deployment controller writes when a rollout has finished (the controllers are not under test
+    here: this sets the status kubectl reads)."""
+    def finished(obj: dict) -> None:
+        replicas = obj["spec"]["replicas"]
+        now = "2026-01-01T00:00:00Z"
+        obj["status"] = {"observedGeneration": obj["metadata"]["generation"], "replicas": replicas,
+                         "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
+                         "conditions": [
+                             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+                              "message": "Deployment has minimum availability.", "lastUpdateTime": now,
+                              "lastTransitionTime": now},
+                             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+                              "message": "ReplicaSet has successfully progressed.", "lastUpdateTime": now,
+                              "lastTransitionTime": now}]}
+
+    kd.store.mutate("deployments", "default", name, finished, subresource="status")
+
+
+def test_server_side_apply_creates_and_updates(kd: KubeHandle) -> None:
+    kd.store.remove("deployments", "default", "api")
+    first = _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api.yaml"),
+                           namespace="default"))
+    assert "deployment.apps/api serverside-applied" in first
+    assert kd.store.require("deployments", "default", "api")["spec"]["template"]["spec"]["containers"][0][
+        "image"] == "registry.local/api:1.0"
+    _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api-v2.yaml"),
+                   namespace="default"))
+    after = kd.store.require("deployments", "default", "api")
+    assert after["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.local/api:1.1"
+    assert {m["manager"] for m in after["metadata"]["managedFields"]} >= {"kubectl"}
+    applies = kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments/api", method="PATCH")
+    assert applies[-1].headers["content-type"] == "application/apply-patch+yaml"
+    assert applies[-1].query_params["force"] == ["true"]
+
+
+def test_patch_label_annotate_scale_and_set_image(kd: KubeHandle) -> None:
+    _ok(kd.kubectl("patch", "configmap", "api-config", "--type", "merge", "-p", '{"data": {"extra": "1"}}',
+                   namespace="default"))
+    _ok(kd.kubectl("label", "configmap", "api-config", "owner=team-a", namespace="default"))
+    _ok(kd.kubectl("annotate", "configmap", "api-config", "note=hi", namespace="default"))
+    config = kd.store.require("configmaps", "default", "api-config")
+    assert config["data"]["extra"] == "1"
+    assert config["metadata"]["labels"]["owner"] == "team-a"
+    assert config["metadata"]["annotations"]["note"] == "hi"
+    assert "deployment.apps/api scaled" in _ok(kd.kubectl("scale", "deployment", "api", "--replicas=4",
+                                                          namespace="default"))
+    assert kd.store.require("deployments", "default", "api")["spec"]["replicas"] == 4
+    _ok(kd.kubectl("set", "image", "deployment/api", "api=registry.local/api:2.0", namespace="default"))
+    image = kd.store.require("deployments", "default", "api")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == "registry.local/api:2.0"
+
+
+def test_rollout_restart_bumps_the_generation_and_rollout_status_reads_it(kd: KubeHandle) -> None:
+    before = kd.store.require("deployments", "default", "api")["metadata"]["generation"]
+    assert "deployment.apps/api restarted" in _ok(kd.kubectl("rollout", "restart", "deployment/api",
+                                                             namespace="default"))
+    after = kd.store.require("deployments", "default", "api")
+    assert after["metadata"]["generation"] == before + 1
+    assert "kubectl.kubernetes.io/restartedAt" in after["spec"]["template"]["metadata"]["annotations"]
+    restart = kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments/api", method="PATCH")[-1]
+    assert restart.query_params["fieldManager"] == ["kubectl-rollout"]
+    timer = threading.Timer(0.5, _complete_rollout, (kd, "api"))  # the status arrives while kubectl watches
+    timer.start()
+    try:
+        done = kd.kubectl("rollout", "status", "deployment/api", "--timeout=20s", namespace="default")
+    finally:
+        timer.join(5.0)
+    assert done.returncode == 0, done.stderr
+    assert 'deployment "api" successfully rolled out' in done.stdout
+    watched = [e for e in kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments")
+               if e.query_params.get("watch") == ["true"]]
+    assert watched, "rollout status never watched"
+    assert watched[-1].query_params["fieldSelector"] == ["metadata.name=api"]
+
+
+def test_rollout_status_reports_a_progress_deadline(kd: KubeHandle) -> None:
+    def stalled(obj: dict) -> None:
+        obj["status"] = {"observedGeneration": obj["metadata"]["generation"], "replicas": 1, "updatedReplicas": 0,
+                         "conditions": [{"type": "Progressing", "status": "False",
+                                         "reason": "ProgressDeadlineExceeded",
+                                         "message": 'ReplicaSet "api-x" has timed out progressing.'}]}
+
+    kd.store.mutate("deployments", "default", "api", stalled, subresource="status")
+    done = kd.kubectl("rollout", "status", "deployment/api", "--timeout=10s", namespace="default")
+    assert done.returncode == 1
+    assert 'deployment "api" exceeded its progress deadline' in done.stderr
+
+
+def test_wait_for_a_condition(kd: KubeHandle) -> None:
+    _complete_rollout(kd, "api")
+    done = kd.kubectl("wait", "--for=condition=Available", "deployment/api", "--timeout=10s", namespace="default")
+    assert done.returncode == 0, done.stderr
+    assert "deployment.apps/api condition met" in done.stdout
+
+
+def test_describe_and_events_sorted_by_time(kd: KubeHandle) -> None:
+    if kd.store.get("pods", "default", "api-0") is None:
+        kd.store.create("pods", {"metadata": {"name": "api-0", "namespace": "default", "labels": {"app": "api"}},
+                                 "spec": {"containers": [{"name": "api", "image": "registry.local/api:1.0"}]}})
+    pod = kd.store.require("pods", "default", "api-0")
+    for i, (reason, at) in enumerate((("Started", "2026-11-30T11:00:00Z"), ("Scheduled", "2026-11-30T09:00:00Z"),
+                                      ("Pulled", "2026-11-30T10:00:00Z"))):
+        kd.store.create("events", {"metadata": {"name": f"api-0.{i}", "namespace": "default"},
+                                   "involvedObject": {"kind": "Pod", "name": "api-0", "namespace": "default",
+                                                      "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
+                                   "reason": reason, "message": f"{reason} it", "type": "Normal", "count": 1,
+                                   "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "kubelet"}})
+    described = _ok(kd.kubectl("describe", "pod", "api-0", namespace="default"))
+    assert "Name:         api-0" in described
+    assert described.index("Scheduled it") < described.index("Pulled it") < described.index("Started it")
+    asked = kd.requests(path_prefix="/api/v1/namespaces/default/events")[-1]
+    assert f"involvedObject.uid={pod['metadata']['uid']}" in asked.query_params["fieldSelector"][0]
+    rows = _ok(kd.kubectl("get", "events", "--sort-by=.lastTimestamp", namespace="default")).splitlines()
+    reasons = [line.split()[2] for line in rows[1:]]
+    assert reasons == ["Scheduled", "Pulled", "Started"]
+    sorted_get = kd.requests(path_prefix="/api/v1/namespaces/default/events")[-1]
+    assert sorted_get.query_params["includeObject"] == ["Object"]
+
+
+def test_create_generators_send_protobuf_the_double_reads(kd: KubeHandle) -> None:
+    _ok(kd.kubectl("create", "secret", "generic", "creds", "--from-literal=token=s3cret", namespace="default"))
+    assert kd.store.require("secrets", "default", "creds")["data"] == {"token": "czNjcmV0"}
+    _ok(kd.kubectl("create", "deployment", "gen", "--image=registry.local/gen:1", "--replicas=0", "--port=9000",
+                   namespace="default"))
+    gen = kd.store.require("deployments", "default", "gen")
+    assert gen["spec"]["replicas"] == 0
+    assert gen["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 9000, "protocol": "TCP"}]
+    _ok(kd.kubectl("create", "service", "clusterip", "gen", "--tcp=80:9000", namespace="default"))
+    port = kd.store.require("services", "default", "gen")["spec"]["ports"][0]
+    assert (port["port"], port["targetPort"]) == (80, 9000)
+    _ok(kd.kubectl("create", "job", "once", "--image=busybox", "--", "echo", "hi", namespace="default"))
+    job = kd.store.require("jobs", "default", "once")
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
+    bodies = {e.headers.get("content-type") for e in kd.requests(method="POST")
+              if e.query_params.get("fieldManager") == ["kubectl-create"]}
+    assert "application/vnd.kubernetes.protobuf" in bodies
+
+
+def test_replace_diff_and_wide_output(kd: KubeHandle) -> None:
+    _ok(kd.kubectl("replace", "-f", manifest("api.yaml"), namespace="default"))
+    differs = kd.kubectl("diff", "-f", manifest("api-v2.yaml"), namespace="default")
+    assert differs.returncode == 1  # kubectl diff: 1 means "there are differences"
+    assert "+        image: registry.local/api:1.1" in differs.stdout
+    wide = _ok(kd.kubectl("get", "pods", "-o", "wide", namespace="default")).splitlines()
+    assert wide[0].split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert "NOMINATED" in wide[0]
+    pending = _ok(kd.kubectl("get", "pods", "--field-selector", "status.phase=Pending", "-o", "name",
+                             namespace="default"))
+    assert "pod/api-0" in pending.split()
+
+
+def test_get_watch_prints_rows_in_the_same_columns(kd: KubeHandle) -> None:
+    if kd.store.get("namespaces", None, "watching") is None:
+        kd.store.create("namespaces", {"metadata": {"name": "watching"}})
+        kd.store.create("configmaps", {"metadata": {"name": "watched-a", "namespace": "watching"}, "data": {"x": "1"}})
+    timer = threading.Timer(0.7, lambda: kd.store.create("configmaps", {"metadata": {
+        "name": "watched-b", "namespace": "watching"}, "data": {"y": "1", "z": "2"}}))
+    timer.start()
+    try:
+        done = kd.kubectl("get", "configmaps", "-w", "--request-timeout=2s", namespace="watching")
+    finally:
+        timer.join(5.0)
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert lines[0] == ["NAME", "DATA", "AGE"]
+    assert [row[:2] for row in lines[1:]] == [["watched-a", "1"], ["watched-b", "2"]]
