@@ -226,16 +226,16 @@ async def wait_for(
                 return value
             if outcome == "stopped":
                 summary.outcome = "stopped"
-                raise _explained(explain, summary, error)
+                raise _explained(explain, summary, error, start)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             await anyio.sleep(min(interval, remaining))
         summary.outcome = "timeout"
         summary.still_running = runner.still_running()
-        raise _explained(explain, summary, WaitTimeout(summary.timeout_message(), summary))
+        raise _explained(explain, summary, WaitTimeout(summary.timeout_message(), summary), start)
     finally:
-        summary.elapsed = time.monotonic() - start
+        summary.elapsed = summary.elapsed or time.monotonic() - start  # an explained failure's stops before explaining
         summary.still_running = runner.still_running()
         shown.close()
         _record(summary)
@@ -259,10 +259,11 @@ def wait_for_sync(
 
 
 def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,
-               error: BaseException) -> BaseException:
+               error: BaseException, start: float) -> BaseException:
     """What a failed wait raises: ``explain``'s exception (chained to ``error``), or ``error`` when there is none."""
     if explain is None:
         return error
+    summary.elapsed = time.monotonic() - start
     try:
         better = explain(summary, error)
     except Exception as exc:  # an explanation must never hide the failure it explains
