@@ -172,6 +172,7 @@ def pytest_configure_node(node: Any) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     run = session.config.stash[_RUN]
     try:
+        artifacts.ensure_writable(run.base)
         artifacts.ensure_writable(run.folder)
     except artifacts.ArtifactsNotWritable as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -152,7 +152,7 @@ class Kube:
         from harness import rollout
 
         ref = deployment if "/" in deployment else f"deployment/{deployment}"
-        started = time.time()
+        started = rollout.rollout_started(self, ref)  # the spec's evidence describes ref even if it is stopped here
         try:
             done = self.kubectl("rollout", "status", ref, f"--timeout={timeout:.0f}s", timeout=timeout + grace)
         except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first

@@ -564,7 +564,12 @@ def rollout_complete(kube: Kube, ref: str, *, explain_budget: float | None = Non
     return RolloutProbe(kube, ref, explain_budget=explain_budget)
 
 
+def rollout_started(kube: Kube, ref: str) -> float:
+    """Note that the spec waits on ``ref``'s rollout (its evidence will describe it); returns the epoch time."""
+    spec_timeline.note_touched(kube, ref)
+    return time.time()
+
+
 def rollout_succeeded(kube: Kube, ref: str, started: float | None) -> None:
     """Note a completed rollout on the spec's timeline (no cluster call)."""
-    spec_timeline.note_touched(kube, ref)
     spec_timeline.note_rollout(ref, kube.namespace, started, "ok")
