@@ -78,6 +78,7 @@ class _SpecState:
     evidence: str | None = None
     index_counts: dict[str, int] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
+    forwards: list[Any] = field(default_factory=list)
     touches_cluster: bool = False
 
 
@@ -261,6 +262,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     state.phases[call.when] = (call.start, call.stop, report.outcome)
     if call.when == "setup" or not state.fixtures:
         state.fixtures = dict(getattr(item, "funcargs", None) or {})
+    state.forwards += [f for f in _find_forwards(state) if all(f is not seen for seen in state.forwards)]
     if not report.failed:
         return
     run.failed_modules.add(_module_id(item))
@@ -323,7 +325,7 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
     return Sources(
         spec=item.nodeid, phase=phase, failure=report.longreprtext, kube=kube, interest=interest, record=record,
         fakes={name: v for name, v in state.fixtures.items() if _is_fake(v)},
-        forwards=_find_forwards(state), started=state.started,
+        forwards=state.forwards, started=state.started,
     )
 
 
@@ -405,8 +407,7 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 # --- the run's timeline and report ------------------------------------------------------------------------------
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
-    spec = report.spec_entry(item.nodeid, state.phases, state.evidence, record, _find_forwards(state),
-                             state.explanations)
+    spec = report.spec_entry(item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations)
     _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 

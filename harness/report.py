@@ -3,7 +3,7 @@
 Each spec is a row (its set-up, call and teardown coloured by outcome); under it, each of its waits (every attempt
 a segment: ready, not yet, failed, hung, stopped), each rollout's pods (pending, scheduled, started, ready, deleted)
 and each port-forward's life (started, ready, exited; a death the harness did not ask for is marked). Failed specs
-are open and link to their evidence folder; passed ones are folded. Hovering a segment shows its details (SVG
+and specs with waits, rollouts or forwards are open; failed ones link to their evidence folder. Hovering a segment shows its details (SVG
 ``<title>``). No script, no external file: the page opens from a CI artifact as it is.
 
 Data flow: the plugin appends one JSON line per spec (:func:`spec_entry`) to ``<run>/.timeline/<process>.jsonl`` as
@@ -42,8 +42,9 @@ def spec_entry(nodeid: str, phases: dict[str, tuple[float, float, str]], evidenc
     start = min((p[0] for p in phases.values()), default=now)
     end = max((p[1] for p in phases.values()), default=now)
     rollouts = [_rollout(r.ref, r.started, r.ended, r.outcome, r.explanation) for r in record.rollouts]
+    explained = {r.ref for r in record.rollouts if r.explanation is not None}
     rollouts += [_rollout(f"{e.ref} (when the spec failed)", None, end, "ok" if e.healthy else "failed", e)
-                 for e in explanations]
+                 for e in explanations if e.ref not in explained]
     return {
         "nodeid": nodeid, "outcome": _outcome(phases), "start": start, "end": end, "evidence": evidence,
         "phases": {when: list(p) for when, p in phases.items()},
@@ -142,14 +143,13 @@ def render(specs: list[dict[str, Any]], run_id: str, folder: Path) -> str:
 
 
 def _span(specs: list[dict[str, Any]]) -> tuple[float, float]:
+    """The run's span: its specs and their waits. Pods may be older than the run (a deployment that was there
+    before it); their bars start at the left edge."""
     stamps: list[float] = []
     for spec in specs:
         stamps += [spec["start"], spec["end"]]
         for wait in spec.get("waits", []):
             stamps += [wait["start"], wait["start"] + wait["elapsed"]]
-        for rollout in spec.get("rollouts", []):
-            for pod in rollout.get("pods", []):
-                stamps += list(pod["points"].values())
     if not stamps:
         now = time.time()
         return now, now + 1.0
@@ -208,7 +208,7 @@ def _spec_block(spec: dict[str, Any], axis: _Axis, folder: Path) -> str:
     for rollout in spec.get("rollouts", []):
         rows += _rollout_rows(rollout, axis)
     rows += [_forward_row(f, axis) for f in spec.get("forwards", [])]
-    opened = " open" if outcome in ("failed", "error") else ""
+    opened = " open" if outcome in ("failed", "error") or rows else ""
     inner = "\n".join(rows) if rows else '<div class="empty">no waits, rollouts or port-forwards</div>'
     return (f'<details class="spec {outcome}" data-spec="{_e(spec["nodeid"])}" data-outcome="{outcome}"{opened}>'
             f'<summary>{head}</summary>{inner}</details>')

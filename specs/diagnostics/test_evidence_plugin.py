@@ -211,3 +211,35 @@ def test_stuck_rollout(kube):
     assert (folder / "deployment-web.explanation.txt").read_text().startswith(
         "deployment/web did not roll out: the new pod crash-loops")
     assert "harness leak audit" not in result.stdout.str()  # the interrupted kubectl's group was killed
+
+
+def test_a_port_forward_that_died_leaves_kubectls_stderr_in_the_evidence(pytester: pytest.Pytester,
+                                                                         tmp_path: Path) -> None:
+    inner_session(pytester, "crashloop", """
+import socket
+from harness import wait_for_sync
+
+POD = "web-6d9f7c8b5-x2x7q"
+
+def test_forward_dies(kd, kube, forwards):
+    with socket.socket() as app:   # the pod's port 8080
+        app.bind(("127.0.0.1", 0))
+        app.listen(8)
+        kd.portforward.map("shop", POD, 8080, "127.0.0.1", app.getsockname()[1])
+        forward = forwards.get(kube, f"pod/{POD}", 8080)
+        kd.portforward.fail_next("shop", POD)
+        with socket.create_connection(("127.0.0.1", forward.local_port), timeout=5) as client:
+            client.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            wait_for_sync("kubectl to exit", lambda: forward.exit, timeout=20, interval=0.1)
+    assert False, "the gateway hop died"
+""")
+    art = tmp_path / "art"
+    pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
+    folder = evidence_folder(art, "test_forward_dies")
+    text = (folder / "port-forwards.txt").read_text()
+    assert text.startswith("pod/web-6d9f7c8b5-x2x7q :8080 -> local ")
+    assert ": kubectl exited rc=1" in text.splitlines()[0]
+    assert "stderr | " in text
+    assert "an error occurred forwarding" in text
+    page = (run_folder(art) / "report.html").read_text()
+    assert 'data-kind="forward-died"' in page
