@@ -8,9 +8,15 @@ change, and how long a list of 1,000 objects takes.
   watch stream (httpx), ``EVENTS`` events, p50/p99.
 - list of 1,000 ConfigMaps: ``GET`` through httpx (``LISTS`` runs), and ``kubectl get configmaps -o json``.
 
-Figures, not asserts (house rules); each line prints a target and a verdict beside the figure. Other helpers
-append their own sections (port-forward throughput, forward-death detection) below ``main``'s.
-Run: ``.venv/bin/python benchmarks/bench_kube_double.py``.
+- port-forward (``portforward_main``), per kubectl build (installed default, oldest, newest; ``all`` as the first
+  argument: every build): throughput through kubectl and the double against direct TCP to the same target (64 MiB
+  transfers, ratio), time from spawning ``kubectl port-forward`` to its banner and to the first forwarded byte
+  (discovery cache warm), and forward-death detection during a hung request (kubectl SIGKILLed; the double failing
+  the stream, so kubectl prints its error and exits), p50/p99 from the fault to ``PortForwardDied`` /
+  ``PortForwardBroken`` against the 200 ms target.
+
+Figures, not asserts (house rules); each line prints a target and a verdict beside the figure.
+Run: ``.venv/bin/python benchmarks/bench_kube_double.py [all]``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
+import statistics
 import sys
 import threading
 import time
@@ -28,8 +37,17 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import anyio  # noqa: E402
+
 import fakes.kube  # noqa: E402
-from fakes.kube import KubeHandle  # noqa: E402
+from fakes.kube import KubeHandle, kubectl_builds  # noqa: E402
+from fakes.kube.kubectl_builds import KubectlBuild  # noqa: E402
+from harness import process  # noqa: E402
+from harness.errors import PortForwardBroken, PortForwardDied  # noqa: E402
+from harness.fetch import fetch_through  # noqa: E402
+from harness.portforward import PortForward  # noqa: E402
+from harness.testing.target import TargetServer  # noqa: E402
+from specs.kube.kube_streams import double_for, kube_for, running_pod  # noqa: E402
 
 RUNS, EVENTS, LISTS, OBJECTS = 9, 200, 15, 1000
 MANIFEST = str(Path(__file__).resolve().parents[1] / "specs" / "kube" / "manifests" / "api.yaml")
@@ -155,5 +173,184 @@ def main() -> None:
         _list_time(kd, installed)
 
 
+# --- port-forward through real kubectl and the double (figures of the streaming side) -------------------------
+#
+# Throughput against direct TCP to the same target, time from `kubectl port-forward` start to the first forwarded
+# byte, and forward-death detection (PortForwardDied / PortForwardBroken) for kubectl SIGKILLed during a hung request
+# and for a stream failed by the double, against the 200 ms target. Runs on the installed default kubectl and the
+# oldest and newest builds present (SPDY upgrade and WebSocket tunnel).
+
+PF_SIZE, PF_RUNS, DEATH_RUNS = 64 * 2**20, 5, 30
+
+
+class _BlobServer:
+    """A TCP server that sends ``size`` bytes to each connection after its first byte arrives, then closes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.2)
+        self.port = self._sock.getsockname()[1]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._accept = threading.Thread(target=self._serve, name="blob-server")
+
+    def __enter__(self) -> _BlobServer:
+        self._accept.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._accept.join(5.0)
+        for thread in self._threads:
+            thread.join(5.0)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            thread = threading.Thread(target=self._send, args=(conn,), name="blob-send")
+            thread.start()
+            self._threads.append(thread)
+
+    def _send(self, conn: socket.socket) -> None:
+        block = b"\0" * 65536
+        with conn:
+            conn.settimeout(10.0)
+            try:
+                if not conn.recv(1):
+                    return  # a readiness probe: connected and left without asking
+                left = self.size
+                while left > 0 and not self._stop.is_set():
+                    conn.sendall(block[: min(left, len(block))])
+                    left -= min(left, len(block))
+            except OSError:
+                pass
+
+
+def _read_blob(port: int, size: int) -> float:
+    """Seconds to receive ``size`` bytes from ``127.0.0.1:port`` (after sending one byte)."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=30.0) as conn:
+        conn.sendall(b"!")
+        got = 0
+        while got < size:
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                raise SystemExit(f"the blob ended after {got} of {size} bytes: the benchmark is broken")
+            got += len(chunk)
+    return time.monotonic() - start
+
+
+def _pf_builds(which: str) -> list[KubectlBuild]:
+    builds = kubectl_builds.discover()
+    default = kubectl_builds.default_build()
+    picked = [default] if default is not None else []
+    if which == "all":
+        return picked + builds
+    return picked + [b for b in (builds[:1] + builds[-1:]) if b not in picked]
+
+
+def _pod(kd: KubeHandle, port: int) -> None:
+    running_pod(kd, "bench-0", ports={8080: port})
+
+
+def bench_portforward_throughput(build: KubectlBuild, size: int, runs: int) -> tuple[float, float]:
+    """(median MB/s through kubectl + the double, median MB/s direct) for ``size``-byte transfers."""
+    with _BlobServer(size) as blob, double_for(build) as kd:
+        _pod(kd, blob.port)
+        direct = [size / _read_blob(blob.port, size) / 1e6 for _ in range(runs)]
+        with PortForward(kube_for(kd, build), "pod/bench-0", 8080, ready_timeout=30.0) as fwd:
+            assert fwd.local_port is not None
+            forwarded = [size / _read_blob(fwd.local_port, size) / 1e6 for _ in range(runs)]
+    return statistics.median(forwarded), statistics.median(direct)
+
+
+def bench_first_byte(build: KubectlBuild, runs: int) -> tuple[list[float], list[float]]:
+    """Per run: seconds from spawning ``kubectl port-forward`` to its banner, and to the first forwarded byte."""
+    banners, firsts = [], []
+    with TargetServer() as target, double_for(build) as kd:
+        _pod(kd, target.port)
+        kube = kube_for(kd, build)
+        kd.kubectl("get", "pods", kubectl=build.path)  # warm kubectl's discovery cache, as a run's earlier calls do
+        for _ in range(runs):
+            start = time.monotonic()
+            proc = process.spawn(kube.argv("port-forward", "pod/bench-0", ":8080", "--address", "127.0.0.1"))
+            try:
+                assert proc.stdout is not None
+                line = proc.stdout.readline().decode()
+                banners.append(time.monotonic() - start)
+                port = int(line.split("127.0.0.1:")[1].split()[0])
+                with socket.create_connection(("127.0.0.1", port), timeout=10.0) as conn:
+                    conn.sendall(b"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    conn.settimeout(10.0)
+                    if not conn.recv(1):
+                        raise SystemExit("no byte came through the forward: the benchmark is broken")
+                firsts.append(time.monotonic() - start)
+            finally:
+                process.kill_group(proc, first=signal.SIGINT, grace=1.0)
+    return banners, firsts
+
+
+def bench_death_detection(build: KubectlBuild, runs: int, how: str) -> list[float]:
+    """Seconds from the fault to ``PortForwardDied``/``PortForwardBroken`` during a hung request, per run.
+    ``how``: ``sigkill`` (kubectl killed) or ``stream`` (the double fails the stream: kubectl's own exit)."""
+    detections = []
+    with TargetServer() as target, double_for(build) as kd:
+        _pod(kd, target.port)
+        kube = kube_for(kd, build)
+        for _ in range(runs):
+            with PortForward(kube, "pod/bench-0", 8080, ready_timeout=30.0) as fwd:
+                detections.append(anyio.run(_one_death, kd, fwd, target, how))
+    return detections
+
+
+async def _one_death(kd: KubeHandle, fwd: PortForward, target: TargetServer, how: str) -> float:
+    seen = len(target.requests)
+    faulted_at = 0.0
+
+    async def fault_when_the_request_is_in() -> None:
+        nonlocal faulted_at
+        while len(target.requests) <= seen:
+            await anyio.sleep(0.005)
+        await anyio.sleep(0.05)  # let the request settle into its hang
+        faulted_at = time.monotonic()
+        if how == "sigkill":
+            os.kill(fwd.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        else:
+            await anyio.to_thread.run_sync(kd.portforward.fail_open, kd.namespace, "bench-0")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(fault_when_the_request_is_in)
+        try:
+            await fetch_through(fwd, "GET", "/hang", timeout=20.0)
+        except (PortForwardDied, PortForwardBroken):
+            return time.monotonic() - faulted_at
+    raise SystemExit("the hung request answered: the benchmark is broken")
+
+
+def portforward_main(which: str = "edges") -> None:
+    """The port-forward figures for the installed default kubectl and the oldest and newest builds (``all``: every
+    build present)."""
+    for build in _pf_builds(which):
+        print(f"port-forward through kubectl {build.label} ({build.portforward_transport}, {build.path}):")
+        forwarded, direct = bench_portforward_throughput(build, PF_SIZE, PF_RUNS)
+        print(f"  {'throughput (64 MiB, median of ' + str(PF_RUNS) + ')':<44} {forwarded:9.0f} MB/s "
+              f"vs direct TCP {direct:.0f} MB/s: ratio {forwarded / direct:.3f}")
+        banners, firsts = bench_first_byte(build, PF_RUNS)
+        _line("start -> banner line, p50", _pct(banners, 0.5) * 1e3, 1000)
+        _line("start -> first forwarded byte, p50", _pct(firsts, 0.5) * 1e3, 1000)
+        for how, what in (("sigkill", "SIGKILL in a hung request"), ("stream", "stream failed by the double")):
+            times = bench_death_detection(build, DEATH_RUNS, how)
+            _line(f"{what} -> Died/Broken, p50", _pct(times, 0.5) * 1e3, 200)
+            _line(f"{what} -> Died/Broken, p99", _pct(times, 0.99) * 1e3, 200, f"({DEATH_RUNS} runs)")
+
+
 if __name__ == "__main__":
     main()
+    portforward_main(sys.argv[1] if len(sys.argv) > 1 else "edges")

@@ -127,7 +127,7 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
         if expired is not None:
             await _send(response, "ERROR", expired.status_body())
             return response
-        for kind, obj in backlog:
+        for kind, obj in backlog if not double.watches_silent else []:
             await _send(response, kind, shown(obj))
             last_rv = max(last_rv, int(obj["metadata"].get("resourceVersion", 0) or 0))
         if initial_end and since is None:

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fakes.kube
 from fakes.kube import KubeHandle
+from specs.kube.conftest import bare
 
 CM = "/api/v1/namespaces/default/configmaps"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[KubeHandle]:
-    with fakes.kube.serve() as handle:
+    with bare() as handle:
         yield handle
 
 
@@ -90,7 +90,7 @@ def test_oversized_body_is_413(http: httpx.Client) -> None:
 
 
 def test_wrong_token_is_401_and_kubectl_says_so_over_tls() -> None:
-    with fakes.kube.serve(tls=True) as kd:
+    with bare(tls=True) as kd:
         good = kd.kubectl("get", "configmaps", "-o", "name", namespace="default")
         assert good.returncode == 0, good.stderr
         bad = kd.kubectl("get", "configmaps", "--token", "not-the-token", namespace="default")

@@ -10,16 +10,16 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.clock import parse_rfc3339
+from specs.kube.conftest import bare
 
 CM_PATH = "/api/v1/namespaces/default/configmaps"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[KubeHandle]:
-    with fakes.kube.serve() as handle:
+    with bare() as handle:
         yield handle
 
 

@@ -16,15 +16,15 @@ from kubernetes import client as kube_client
 from kubernetes import config as kube_config
 from kubernetes import watch as kube_watch
 
-import fakes.kube
 from fakes.kube import KubeHandle
+from specs.kube.conftest import bare
 
 CM = "/api/v1/namespaces/default/configmaps"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[KubeHandle]:
-    with fakes.kube.serve(history_size=50) as handle:
+    with bare(history_size=50) as handle:
         yield handle
 
 
@@ -149,22 +149,23 @@ def test_a_client_that_leaves_takes_its_watch_with_it(served: KubeHandle) -> Non
 
 def test_a_silent_watch_stays_open_and_sends_nothing(served: KubeHandle) -> None:
     served.reset()
+    served.store.create("configmaps", _cm("listed"))
     served.silence_watches(True)
     try:
         _later(0.2, lambda: served.store.create("configmaps", _cm("unheard")))
         started = time.monotonic()
-        events = _events(served, "timeoutSeconds=2", until=1, deadline=10.0)
+        events = _events(served, "timeoutSeconds=2", until=1, deadline=10.0)  # not even the initial ADDED
         assert events == []
         assert time.monotonic() - started > 1.5  # open until its timeout, not closed
     finally:
         served.silence_watches(False)
     served.store.create("configmaps", _cm("heard"))
-    resumed = _events(served, "timeoutSeconds=5", until=2)
-    assert [e["object"]["metadata"]["name"] for e in resumed] == ["heard", "unheard"]  # in key order, as etcd
+    resumed = _events(served, "timeoutSeconds=5", until=3)
+    assert [e["object"]["metadata"]["name"] for e in resumed] == ["heard", "listed", "unheard"]  # key order
 
 
 def test_stopping_the_double_ends_open_watches_quickly() -> None:
-    with fakes.kube.serve() as kd:
+    with bare() as kd:
         opened = threading.Event()
         ended: list[float] = []
 
