@@ -84,6 +84,17 @@ class RolloutFailed(WaitTimeout):
         self.explanation = explanation
 
 
+class RolloutStatusFailed(RolloutFailed, KubectlError):
+    """``Kube.rollout_status`` gave up: a :class:`RolloutFailed` that is also the :class:`KubectlError` it explains
+    (``argv``, ``returncode``, ``stderr_tail`` of kubectl's exit; ``returncode`` -9 when it was killed at its bound),
+    so code that caught ``KubectlError`` from ``rollout_status`` still does."""
+
+    def __init__(self, message: str, *, explanation: object, kubectl_error: KubectlError) -> None:
+        RolloutFailed.__init__(self, message, explanation=explanation)
+        self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
+        self.stderr_tail = kubectl_error.stderr_tail
+
+
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 

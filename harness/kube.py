@@ -145,7 +145,8 @@ class Kube:
         ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds go to kubectl's own ``--timeout``;
         the process is killed ``grace`` seconds later if kubectl has not exited by itself. A rollout that does not
         finish (kubectl's exit, or :class:`KubectlTimeout`, chained as the cause) raises
-        :class:`harness.RolloutFailed` (an ``AssertionError``) whose message explains why from the objects,
+        :class:`harness.errors.RolloutStatusFailed` (a :class:`harness.RolloutFailed`, an ``AssertionError``, and
+        still the :class:`KubectlError` it explains) whose message explains why from the objects,
         read within ``explain_budget`` seconds (default 15, shortened to what is left of the test; see
         :mod:`harness.rollout`). (Default 300 s, as upstream's resilience helpers: stack-under-test.md §8.)
         """
@@ -156,7 +157,8 @@ class Kube:
         try:
             done = self.kubectl("rollout", "status", ref, f"--timeout={timeout:.0f}s", timeout=timeout + grace)
         except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
-            raise rollout.rollout_failure(self, ref, cause=str(exc), started=started, budget=explain_budget) from exc
+            raise rollout.rollout_failure(self, ref, cause=str(exc), started=started, budget=explain_budget,
+                                          kubectl_error=exc) from exc
         rollout.rollout_succeeded(self, ref, started)
         return process.tail(done.stdout, 1)
 

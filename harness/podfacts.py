@@ -114,9 +114,22 @@ class ContainerFacts:
     last_finished: datetime | None = None
 
     @property
+    def crash_looping(self) -> bool:
+        """In ``CrashLoopBackOff``, or caught running between two crashes: restarted after a failed exit and not
+        ready (a crash-looping container spends part of each cycle running)."""
+        if self.reason == "CrashLoopBackOff":
+            return True
+        return self.restarts > 0 and self.last_exit_code not in (None, 0) and not self.ready
+
+    @property
     def stuck(self) -> bool:
-        """Waiting for a reason that will not clear by itself (see :data:`STUCK_REASONS`)."""
-        return self.state == "waiting" and self.reason in STUCK_REASONS
+        """Crash-looping, or waiting for a reason that will not clear by itself (see :data:`STUCK_REASONS`)."""
+        return self.crash_looping or (self.state == "waiting" and self.reason in STUCK_REASONS)
+
+    @property
+    def stuck_reason(self) -> str:
+        """``CrashLoopBackOff`` for a crash-looping container, else its waiting reason."""
+        return "CrashLoopBackOff" if self.crash_looping else str(self.reason)
 
     def describe(self) -> str:
         """``app: CrashLoopBackOff (back-off 40s ...), last terminated Error exit 1, 4 restarts``."""
@@ -167,7 +180,7 @@ class PodFacts:
         return [c for c in self.containers if c.stuck]
 
     def crash_looping(self) -> list[ContainerFacts]:
-        return [c for c in self.containers if c.reason == "CrashLoopBackOff"]
+        return [c for c in self.containers if c.crash_looping]
 
     def summary(self) -> str:
         """``Running, not ready; app: CrashLoopBackOff (...), last terminated Error exit 1, 4 restarts``."""

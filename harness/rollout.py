@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import timeline as spec_timeline
 from harness.attempts import note
-from harness.errors import KubectlError, RolloutFailed, StopWaiting
+from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, StopWaiting
 from harness.podfacts import (Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts,
                               sort_events)
 
@@ -280,7 +280,7 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
     by_reason: dict[str, list[tuple[PodFacts, Any]]] = {}
     for pod in pods:
         for container in pod.stuck():
-            by_reason.setdefault(str(container.reason), []).append((pod, container))
+            by_reason.setdefault(container.stuck_reason, []).append((pod, container))
     for reason, hits in by_reason.items():
         pods_hit = {p.name for p, _ in hits}
         sample = hits[-1][1]
@@ -299,11 +299,11 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
              and not p.terminating]
     if quiet and not done:
         probe = _last_message(quiet, "Unhealthy")
-        out.append(f"{_count(len(quiet), total, label)} run but never became ready"
+        out.append(f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready"
                    + (f" ({_clip(probe)})" if probe else ""))
     oom = [p for p in pods if any(c.last_reason == "OOMKilled" for c in p.containers)]
     if oom and "OOMKilled" not in " ".join(out):
-        out.append(f"{_count(len(oom), total, label)} were OOMKilled")
+        out.append(f"{_count(len(oom), total, label)} {'was' if total == 1 else 'were'} OOMKilled")
     failed = [p for p in pods if p.phase == "Failed"]
     if failed:
         out.append(f"{_count(len(failed), total, label)} failed")
@@ -426,8 +426,7 @@ def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool
 
 
 def _read_previous_logs(reader: _Reader, snap: Snapshot) -> None:
-    wanted = [(name_of(p), c.name) for p in snap.pods for c in pod_facts(p).containers
-              if c.restarts > 0 and (c.reason == "CrashLoopBackOff" or c.last_reason in ("Error", "OOMKilled"))]
+    wanted = [(name_of(p), c.name) for p in snap.pods for c in pod_facts(p).containers if c.crash_looping]
     for pod, container in wanted[:MAX_PREVIOUS_LOGS]:
         text = reader.text(f"previous log of {pod}/{container}", "logs", pod, "-c", container, "--previous",
                            f"--tail={LOG_LINES}", "--limit-bytes=16384")
@@ -500,10 +499,12 @@ def explain_workload(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET) ->
 
 
 def rollout_failure(kube: Kube, ref: str, *, cause: str, summary: WaitSummary | None = None,
-                    started: float | None = None, budget: float | None = None) -> RolloutFailed:
+                    started: float | None = None, budget: float | None = None,
+                    kubectl_error: KubectlError | None = None) -> RolloutFailed:
     """The :class:`RolloutFailed` for ``ref``: the explanation's headline first, then ``cause`` (what gave up:
     kubectl's exit, or the wait's timeout message), then the details and timeline. ``budget`` (seconds, default
-    15 s, shortened to what is left of the running test) bounds the reads; never raises for a cluster failure."""
+    15 s, shortened to what is left of the running test) bounds the reads; never raises for a cluster failure.
+    With ``kubectl_error`` (``rollout_status``'s) it is a :class:`RolloutStatusFailed`, a ``KubectlError`` too."""
     budget = _budget(budget)
     spec_timeline.note_touched(kube, ref)
     if budget < 0.5:
@@ -518,6 +519,8 @@ def rollout_failure(kube: Kube, ref: str, *, cause: str, summary: WaitSummary | 
         message = "\n".join([f"{ref} did not roll out: {_clip(cause, 600)}", f"  not explained: {lines[0]}",
                              *lines[1:]])
     spec_timeline.note_rollout(ref, kube.namespace, started, "failed", explanation)
+    if kubectl_error is not None:
+        return RolloutStatusFailed(message, explanation=explanation, kubectl_error=kubectl_error)
     return RolloutFailed(message, explanation=explanation, summary=summary)
 
 
