@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from harness import artifacts
-from harness.errors import KubectlError
+from harness.errors import KubectlError, KubectlTimeout
 from harness.podfacts import Obj, event_line, name_of, pod_facts, sort_events
 from harness.rollout import Explanation, Snapshot, explain, gather, parse_ref
 from harness.timeline import SpecRecord
@@ -269,16 +269,23 @@ class _Collector:
 
     # --- one step ---------------------------------------------------------------------------------------------
 
-    def _step(self, name: str, file: str | None, fn: Callable[[float], Outcome], command: str | None = None) -> Any:
+    def _step(self, name: str, file: str | None, fn: Callable[[float], Outcome], command: str | None = None, *,
+              local: bool = False) -> Any:
+        """Run one step within the budget (``local`` steps read only memory and always run)."""
         left = self.deadline - time.monotonic()
-        if left < MIN_STEP:
+        if left < MIN_STEP and not local:
             self.index.add(Step(name, "cut", file, None, command, f"the {self.index.budget:.0f}s budget was spent"))
             return None
         began = time.monotonic()
         try:
-            outcome = fn(min(self.step_timeout, left))
+            outcome = fn(max(MIN_STEP, min(self.step_timeout, left)))
         except Exception as exc:
             outcome = Outcome("failed", error=f"{type(exc).__name__}: {_flat(str(exc), 400)}")
+        if outcome.status == "timeout":  # killed at its bound: the budget's end, or the step's own timeout
+            by_budget = left < self.step_timeout
+            outcome.status = "cut" if by_budget else "failed"
+            if by_budget:
+                outcome.error = f"stopped at the end of the {self.index.budget:.0f}s budget: {outcome.error}"
         size = 0
         if outcome.content is not None and file is not None:
             try:
@@ -294,7 +301,9 @@ class _Collector:
         assert self.src.kube is not None
         try:
             done = self.src.kube.kubectl(*args, timeout=timeout, check=False)
-        except KubectlError as exc:  # KubectlTimeout: killed at its bound
+        except KubectlTimeout as exc:
+            return Outcome("timeout", error=_flat(str(exc), 400))
+        except KubectlError as exc:
             return Outcome("failed", error=_flat(str(exc), 400))
         if done.returncode == 0:
             return Outcome("ok", content=done.stdout)
@@ -305,23 +314,24 @@ class _Collector:
 
     def _local(self) -> None:
         src = self.src
-        self._step("the failure", "failure.txt", lambda _: Outcome(content=f"{src.spec}\nfailed in {src.phase}\n\n"
-                                                                           f"{src.failure}\n"))
+        failure = f"{src.spec}\nfailed in {src.phase}\n\n{src.failure}\n"
+        self._local_step("the failure", "failure.txt", failure)
         if src.record.waits:
-            self._step("waits, per attempt", "waits.txt", lambda _: Outcome(content=_waits_text(src.record)))
-            self._step("waits, as data", "waits.json",
-                       lambda _: Outcome(content=json.dumps([w.to_dict() for w in src.record.waits], indent=1)))
-        failed = [r for r in src.record.rollouts if r.explanation is not None]
+            self._local_step("waits, per attempt", "waits.txt", _waits_text(src.record))
+            self._local_step("waits, as data", "waits.json", json.dumps([w.to_dict() for w in src.record.waits], indent=1))
+        failed = [r.explanation for r in src.record.rollouts if r.explanation is not None]
         if failed:
-            self._step("rollouts that failed during the spec", "rollouts.txt",
-                       lambda _: Outcome(content="\n\n".join(r.explanation.text() for r in failed  # type: ignore[union-attr]
-                                                             ) + "\n"))
+            self._local_step("rollouts that failed during the spec", "rollouts.txt",
+                             "\n\n".join(e.text() for e in failed) + "\n")
         if src.forwards:
-            self._step("port-forwards and kubectl's stderr", "port-forwards.txt",
-                       lambda _: Outcome(content=_forwards_text(src.forwards)))
+            self._local_step("port-forwards and kubectl's stderr", "port-forwards.txt", _forwards_text(src.forwards))
         for name, handle in src.fakes.items():
             self._step(f"request journal of {name}", f"journal-{artifacts.safe_name(name)}.jsonl",
-                       lambda _, h=handle: Outcome(content=_journal_text(h, src.started)))
+                       lambda _, h=handle: Outcome(content=_journal_text(h, src.started)), local=True)
+
+    def _local_step(self, name: str, file: str, content: str) -> None:
+        """A step that writes what memory holds: it runs whatever is left of the budget."""
+        self._step(name, file, lambda _: Outcome(content=content), local=True)
 
     # --- cluster evidence -------------------------------------------------------------------------------------
 
@@ -454,7 +464,7 @@ class _Collector:
         snap.previous_logs = {k: v for k, v in self.previous.items() if k[0] in {name_of(p) for p in snap.pods}}
         explanation = explain(snap)
         self.explanations.append(explanation)
-        self._step(f"explain {ref}", f"{_file(ref)}.explanation.txt", lambda _: Outcome(content=explanation.text() + "\n"))
+        self._local_step(f"explain {ref}", f"{_file(ref)}.explanation.txt", explanation.text() + "\n")
 
 
 # --- formatting -----------------------------------------------------------------------------------------------

@@ -117,10 +117,11 @@ def test_slow(kd, kube):
     data = index(evidence_folder(tmp_path / "art", "test_slow"))
     assert data["finished"] is True
     assert data["elapsed"] < 4 + 6.0  # generous: the budget, plus killing and reaping the last kubectl children
-    statuses = [s["status"] for s in data["steps"]]
-    assert "cut" in statuses
-    cut = next(s for s in data["steps"] if s["status"] == "cut")
-    assert cut["error"] == "the 4s budget was spent"
+    cut = [s for s in data["steps"] if s["status"] == "cut"]
+    assert cut
+    assert all("4s budget" in s["error"] for s in cut)
+    explained = steps(evidence_folder(tmp_path / "art", "test_slow"))["explain deployment/web"]
+    assert explained["status"] == "ok"  # made from what was read: memory only, never cut
 
 
 def test_a_failure_in_teardown_is_collected_too(pytester: pytest.Pytester, tmp_path: Path) -> None:
