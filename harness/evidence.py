@@ -250,14 +250,19 @@ class _Collector:
             self._explain(ref)
 
     def _split_refs(self) -> tuple[list[str], list[str]]:
-        workloads, others = [], []
+        """Workloads (deployments, statefulsets) and other objects, each once (``deployment.apps/web`` as kubectl
+        prints it and ``deployment/web`` are one)."""
+        workloads: list[str] = []
+        others: list[str] = []
         for ref in self.src.interest.refs:
             try:
                 kind, name = parse_ref(ref)
             except ValueError:
-                others.append(ref)
-                continue
-            (workloads if kind != "pod" else others).append(f"{kind}/{name}")
+                kind, name = "", ref
+            canonical = f"{kind}/{name}" if kind else ref
+            target = workloads if kind in ("deployment", "statefulset") else others
+            if canonical not in target:
+                target.append(canonical)
         return workloads, others
 
     def _wave(self, steps: list[tuple[str, str | None, Callable[[float], Outcome]]]) -> None:

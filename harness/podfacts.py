@@ -173,6 +173,11 @@ class PodFacts:
         return self.deleted is not None
 
     @property
+    def healthy(self) -> bool:
+        """Running and ready, never restarted, not terminating: nothing to say about it."""
+        return self.phase == "Running" and self.ready and not self.restarts and not self.terminating
+
+    @property
     def restarts(self) -> int:
         return sum(c.restarts for c in self.containers)
 
@@ -195,7 +200,8 @@ class PodFacts:
         """The pod's steps that happened, in order: created, scheduled, started, ready, deleted."""
         steps = [(self.created, "created"), (self.scheduled, "scheduled"), (self.started, "started"),
                  (self.ready_at, "ready"), (self.deleted, "deleted")]
-        return sorted((at, what) for at, what in steps if at is not None)
+        happened = [(at, what) for at, what in steps if at is not None]
+        return sorted(happened, key=lambda step: step[0])  # stable: steps within one second keep their order
 
 
 def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:

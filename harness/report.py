@@ -235,7 +235,8 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
     rows = [_row(label, _svg(head), "rollout", f' <span class="headline">{_e(rollout.get("headline") or "")}</span>')]
     order = ["created", "scheduled", "started", "ready", "deleted"]
     for pod in rollout.get("pods", []):
-        points = sorted((t, what) for what, t in pod["points"].items() if what in order)
+        points = sorted(((t, what) for what, t in pod["points"].items() if what in order),
+                        key=lambda point: (point[0], order.index(point[1])))  # one second may hold several steps
         parts = []
         for i, (t, what) in enumerate(points):
             until = points[i + 1][0] if i + 1 < len(points) else rollout["end"]

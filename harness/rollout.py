@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 
 KINDS = {
     "deployment": "deployment", "deployments": "deployment", "deploy": "deployment", "deployments.apps": "deployment",
+    "deployment.apps": "deployment",
     "statefulset": "statefulset", "statefulsets": "statefulset", "sts": "statefulset",
-    "statefulsets.apps": "statefulset",
+    "statefulsets.apps": "statefulset", "statefulset.apps": "statefulset",
     "pod": "pod", "pods": "pod", "po": "pod",
 }
 REVISION = "deployment.kubernetes.io/revision"
@@ -369,7 +370,8 @@ def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old
 
 def _pod_lines(pod: PodFacts, snap: Snapshot) -> list[str]:
     lines = [f"{pod.name}: {pod.summary()}"]
-    lines += [f"  {event_line(e)}" for e in pod.events[-EVENTS_PER_POD:]]
+    if not pod.healthy:
+        lines += [f"  {event_line(e)}" for e in pod.events[-EVENTS_PER_POD:]]
     for container in pod.containers:
         log = snap.previous_logs.get((pod.name, container.name))
         if log is None:
