@@ -8,6 +8,9 @@ change, and how long a list of 1,000 objects takes.
   watch stream (httpx), ``EVENTS`` events, p50/p99.
 - list of 1,000 ConfigMaps: ``GET`` through httpx (``LISTS`` runs), and ``kubectl get configmaps -o json``.
 
+- controllers (``controllers_main``): a new Deployment to Available, a rollout restart to a complete rollout and a
+  bare pod to Ready, in process (through a store subscription) and through the real kubectl (``apply`` + ``wait
+  --for=condition=Available``, ``rollout restart`` + ``rollout status``) beside its ``version --client`` floor.
 - port-forward (``portforward_main``), per kubectl build (installed default, oldest, newest; ``all`` as the first
   argument: every build): throughput through kubectl and the double against direct TCP to the same target (64 MiB
   transfers, ratio), time from spawning ``kubectl port-forward`` to its banner and to the first forwarded byte
@@ -351,6 +354,104 @@ def portforward_main(which: str = "edges") -> None:
             _line(f"{what} -> Died/Broken, p99", _pct(times, 0.99) * 1e3, 200, f"({DEATH_RUNS} runs)")
 
 
+# --- controllers: how long the simulated cluster takes (figures of the rollout side) ----------------------------
+#
+# In process (store change -> status seen through a store subscription, so no kubectl start-up is counted): a new
+# Deployment of CTRL_REPLICAS to Available=True, a rollout restart to a complete rollout (every replica updated and
+# available, no old pod left), a bare pod to Ready; then the same through the real kubectl: `apply` + `wait
+# --for=condition=Available` and `rollout restart` + `rollout status`, beside `kubectl version --client` as the floor.
+
+CTRL_RUNS, CTRL_REPLICAS = 9, 3
+
+
+def _deployment_manifest(name: str) -> dict[str, object]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": CTRL_REPLICAS, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]}}}}
+
+
+def _until(kd: KubeHandle, keys: list[str], done: Callable[[], bool], start: Callable[[], object],
+           timeout: float = 30.0) -> float:
+    """Seconds from ``start()`` until ``done()`` holds, checked on every store change of ``keys``."""
+    reached = threading.Event()
+
+    def check(_event: object) -> None:
+        if not reached.is_set() and done():
+            reached.set()
+
+    sub = kd.store.subscribe(check, keys)
+    try:
+        began = time.perf_counter()
+        start()
+        if done():
+            reached.set()
+        if not reached.wait(timeout):
+            raise RuntimeError(f"not reached within {timeout:.0f} s")
+        return time.perf_counter() - began
+    finally:
+        sub.cancel()
+
+
+def _complete(kd: KubeHandle, name: str) -> bool:
+    d = kd.store.get("deployments", "default", name) or {}
+    status = d.get("status") or {}
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
+    progressing = conditions.get("Progressing") or {}
+    return (status.get("observedGeneration") == d["metadata"]["generation"]
+            and status.get("updatedReplicas") == status.get("replicas") == status.get("availableReplicas")
+            == CTRL_REPLICAS and progressing.get("reason") == "NewReplicaSetAvailable")
+
+
+def controllers_main() -> None:
+    installed = shutil.which("kubectl")
+    with fakes.kube.serve() as kd:
+        available, rollout, ready = [], [], []
+        for i in range(CTRL_RUNS):
+            name = f"c{i}"
+            available.append(_until(kd, ["apps/deployments"], lambda: _complete(kd, name),
+                                    lambda: kd.store.create("deployments", _deployment_manifest(name))))
+
+            def restart(o: dict[str, object]) -> None:
+                o["spec"]["template"]["metadata"].setdefault("annotations", {})["restartedAt"] = str(i)  # type: ignore[index]
+
+            rollout.append(_until(kd, ["apps/deployments", "/pods"], lambda: _complete(kd, name) and len(
+                [p for p in kd.store.list("pods", "default")[0] if (p["metadata"].get("labels") or {}).get("app") == name])
+                == CTRL_REPLICAS, lambda: kd.store.mutate("deployments", "default", name, restart)))
+            pod = {"metadata": {"name": f"p{i}", "namespace": "default"},
+                   "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]}}
+            ready.append(_until(kd, ["/pods"], lambda: any(c["type"] == "Ready" and c["status"] == "True" for c in (
+                (kd.store.get("pods", "default", f"p{i}") or {}).get("status") or {}).get("conditions") or []),
+                lambda: kd.store.create("pods", pod)))
+        print(f"controllers, in process ({CTRL_RUNS} runs, {CTRL_REPLICAS} replicas):")
+        _line("new Deployment -> Available, p50", _pct(available, 0.5) * 1e3, 1000)
+        _line("rollout restart -> rollout complete, p50", _pct(rollout, 0.5) * 1e3, 1000)
+        _line("bare pod -> Ready, p50", _pct(ready, 0.5) * 1e3, 500)
+        if installed is None:
+            return
+        floor = _p50_of(lambda: kd.kubectl("version", "--client", timeout=60.0))
+        counter = iter(range(1000))
+
+        def apply_and_wait() -> object:
+            name = f"k{next(counter)}"
+            body = json.dumps(_deployment_manifest(name))
+            kd.kubectl("apply", "-f", "-", input=body, timeout=60.0)
+            return kd.kubectl("wait", "--for=condition=Available", f"deployment/{name}", "--timeout=60s",
+                              timeout=70.0)
+
+        def restart_and_status() -> object:
+            kd.kubectl("rollout", "restart", "deployment/c0", timeout=60.0)
+            return kd.kubectl("rollout", "status", "deployment/c0", "--timeout=60s", timeout=70.0)
+
+        print(f"controllers through the installed kubectl ({installed}), p50 of {RUNS} runs:")
+        _line("version --client (floor: no server)", floor, 150)
+        _line("apply + wait --for=condition=Available", _p50_of(apply_and_wait), 2 * floor + 1000,
+              "(two kubectl processes)")
+        _line("rollout restart + rollout status", _p50_of(restart_and_status), 2 * floor + 1000,
+              "(two kubectl processes)")
+
+
 if __name__ == "__main__":
     main()
+    controllers_main()
     portforward_main(sys.argv[1] if len(sys.argv) > 1 else "edges")

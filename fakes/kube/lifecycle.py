@@ -3,7 +3,7 @@ restart, and end, writing ``status`` and events as a real node does, on the doub
 
 **The default life of a pod** (fast, so specs take seconds): the scheduler binds it at once to node ``fake-node``
 (``spec.nodeName``, condition ``PodScheduled``, event ``Scheduled`` ``Successfully assigned ns/pod to fake-node``);
-the kubelet reports ``Pending`` with containers ``waiting: ContainerCreating``, then after :data:`START_SECONDS`
+the kubelet reports ``Pending`` with containers ``waiting: ContainerCreating``, then after ``start_seconds``
 (0.05 s) pulls (``Pulling``/``Pulled``, or ``already present on machine``), creates and starts every container
 (``Created``, ``Started``), sets ``podIP``, phase ``Running`` and, with no readiness fault, ``Ready``. Init
 containers run first, one at a time, each exiting 0 after :data:`INIT_SECONDS`. Containers of a pod whose
@@ -12,7 +12,7 @@ ends ``Succeeded``. Readiness and liveness probes are not run: a container is re
 says otherwise.
 
 **Deleting a pod**: a scheduled pod deleted with a grace period stays ``Terminating`` (``deletionTimestamp``); the
-kubelet sends ``Killing`` (``Stopping container app``), the app stops after :data:`STOP_SECONDS` (or the
+kubelet sends ``Killing`` (``Stopping container app``), the app stops after ``stop_seconds`` (or the
 ``terminate-delay`` fault, at most the grace period: then it is killed) and the pod is removed. ``--grace-period=0
 --force`` and unscheduled pods go at once (the store does that).
 
@@ -45,10 +45,14 @@ The same faults can be set from Python for pods matching a namespace, a name glo
 
 **Who owns a pod's status**: the kubelet only writes the status of pods whose status it wrote last. A pod whose
 status someone else writes (a spec marking it Running through ``/status`` or ``store.update``) is left to them from
-then on, except that its deletion still completes (after :data:`STOP_SECONDS`).
+then on, except that its deletion still completes (after ``stop_seconds``).
 
-Messages and fields follow the kubelet (``pkg/kubelet/kuberuntime/kuberuntime_container.go``, ``images/image_manager.go``,
-``kubelet_pods.go``, ``status/generate.go``) and the scheduler (``pkg/scheduler/schedule_one.go``). Version details:
+Defaults, per double: ``kubelet.start_seconds`` (:data:`START_SECONDS`, 0.05) and ``kubelet.stop_seconds``
+(:data:`STOP_SECONDS`, 0.05: apps exit promptly on SIGTERM; set it to e.g. 30 to keep every deleted pod Terminating
+for its whole default grace period).
+
+Messages and fields follow the kubelet (``pkg/kubelet/kuberuntime/kuberuntime_container.go``,
+``images/image_manager.go``, ``kubelet_pods.go``, ``status/generate.go``) and the scheduler (``pkg/scheduler/schedule_one.go``). Version details:
 ``Created container: app`` from 1.32 (``Created container app`` before), ``PodReadyToStartContainers`` from 1.29,
 ``Image size`` in ``Pulled`` from 1.30, the ImagePullBackOff message carrying the pull error from 1.31.
 """
@@ -381,6 +385,11 @@ class Kubelet:
         self.ctx = ctx
         self.logs = logs
         self.containers = ContainerRuntimes()
+        #: Seconds from a pod's acceptance to its containers running, unless ``start-delay`` says otherwise.
+        self.start_seconds = START_SECONDS
+        #: Seconds an app takes to stop after ``Killing``, unless ``terminate-delay`` says otherwise (at most the
+        #: grace period).
+        self.stop_seconds = STOP_SECONDS
         self._pods: dict[str, _Pod] = {}
         self._rules: list[FaultRule] = []
         self._rules_lock = threading.Lock()
@@ -580,12 +589,12 @@ class Kubelet:
         pull = c.pull_policy == "Always" or c.image not in self._images
         if faults.image_pull_error is not None:
             record(NORMAL, "Pulling", f'Pulling image "{c.image}"')
-            delay = faults.start_delay if faults.start_delay is not None else START_SECONDS
+            delay = faults.start_delay if faults.start_delay is not None else self.start_seconds
             self._later_c(c, delay, lambda: self._pull_failed(pod, c, faults))
             return
         if pull:
             record(NORMAL, "Pulling", f'Pulling image "{c.image}"')
-        delay = faults.start_delay if faults.start_delay is not None else START_SECONDS
+        delay = faults.start_delay if faults.start_delay is not None else self.start_seconds
         if c.init:
             delay = min(delay, INIT_SECONDS) if faults.start_delay is None else delay
         self._later_c(c, delay, lambda: self._run(pod, c, pull, delay))
@@ -618,7 +627,7 @@ class Kubelet:
             self._write(pod)
             self._later_c(c, backoff, lambda: self._start(pod, c))
 
-        self._later_c(c, min(START_SECONDS, backoff), back_off)
+        self._later_c(c, min(self.start_seconds, backoff), back_off)
 
     def _run(self, pod: _Pod, c: _Container, pulled: bool, took: float) -> None:
         current = self._current(pod)
@@ -822,7 +831,7 @@ class Kubelet:
             return
         grace = float(meta(current).get("deletionGracePeriodSeconds") or 0)
         faults = self.faults_for(current)
-        delay = faults.terminate_delay if faults.terminate_delay is not None else STOP_SECONDS
+        delay = faults.terminate_delay if faults.terminate_delay is not None else self.stop_seconds
         if pod.managed:
             for c in pod.containers:
                 if c.running:
@@ -1015,7 +1024,14 @@ class Kubelet:
         pod.timers[:] = [t for t in pod.timers if not t.cancelled]
 
     def _later_c(self, c: _Container, seconds: float, fn: Callable[[], None]) -> None:
-        c.timers.append(self.ctx.later(seconds, fn))
+        """A container's own step (cancelled when it exits or its pod goes)."""
+        def run() -> None:
+            try:
+                fn()
+            except Exception:
+                log.exception("kubelet: step for container %s failed", c.name)
+
+        c.timers.append(self.ctx.later(seconds, run))
         c.timers[:] = [t for t in c.timers if not t.cancelled]
 
     def _guard(self, pod: _Pod, fn: Callable[[], None]) -> Callable[[], None]:

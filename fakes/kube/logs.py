@@ -202,6 +202,12 @@ class LogBook:
                 self._pending.setdefault((uid, name), []).extend(stamped)
         self._wake()
 
+    @property
+    def followers(self) -> int:
+        """How many ``follow`` streams are open now."""
+        with self._lock:
+            return len(self._waiters)
+
     def lines(self, uid: str, container: str, container_id: str) -> list[tuple[float, str]]:
         """``(epoch, text)`` of one run (a copy)."""
         with self._lock:

@@ -16,8 +16,18 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.store import StoreEvent
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import (apply, available, condition, deployment, eventually, events, job, pod, pods,
-                                  statefulset)
+from specs.kube.workloads import (
+    apply,
+    available,
+    condition,
+    deployment,
+    events,
+    eventually,
+    job,
+    pod,
+    pods,
+    statefulset,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,7 +155,7 @@ def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(kd: KubeH
     assert revisions == ["2", "3"]
     history = kd.kubectl("rollout", "history", "deployment/api")
     assert history.returncode == 0, history.stderr
-    assert re.findall(r"^(\d+)\s", history.stdout, re.M) == ["2", "3"]
+    assert re.findall(r"^(\d+)\s", history.stdout, re.MULTILINE) == ["2", "3"]
 
 
 def test_scaling_a_deployment_scales_its_replicaset(kd: KubeHandle) -> None:
@@ -287,9 +297,8 @@ def test_a_job_retries_after_the_pod_failure_backoff_on_the_doubles_clock(kd: Ku
 # --- pod deletion ------------------------------------------------------------------------------------------
 
 def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> None:
-    apply(kd, pod("slow", faults={"terminate-delay": "1"}))
-    eventually(lambda: kd.kubectl("get", "pod", "slow").stdout.split("\n")[1].split()[2] == "Running",
-               what="Running")
+    apply(kd, pod("slow", faults={"terminate-delay": "60"}))
+    assert kd.kubectl("wait", "--for=condition=Ready", "pod/slow", "--timeout=30s").returncode == 0
     assert kd.kubectl("delete", "pod", "slow", "--wait=false").returncode == 0
     row = kd.kubectl("get", "pod", "slow").stdout.splitlines()[1].split()
     assert row[2] == "Terminating"
@@ -297,6 +306,7 @@ def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> 
     assert stored["metadata"]["deletionTimestamp"]
     assert stored["metadata"]["deletionGracePeriodSeconds"] == 30
     assert [e["message"] for e in events(kd, reason="Killing", name="slow")] == ["Stopping container app"]
+    kd.clock.advance(31)  # the app takes 60 s, the grace period is 30 s: it is killed then
     eventually(lambda: kd.store.get("pods", "default", "slow") is None, what="the pod to be removed")
 
 
@@ -356,3 +366,29 @@ def _revisions(kd: KubeHandle) -> list[str]:
 def _ready(obj: dict[str, Any]) -> bool:
     cond = condition(obj, "Ready")
     return cond is not None and cond["status"] == "True"
+
+
+def test_on_failure_restarts_count_against_the_backoff_limit(kd: KubeHandle) -> None:
+    apply(kd, job("retry", faults={"exit-code": "1", "run-seconds": "0.05", "backoff": "0.1"}, backoff_limit=2,
+                  restart_policy="OnFailure"))
+    done = kd.kubectl("wait", "--for=condition=failed", "job/retry", "--timeout=60s")
+    assert done.returncode == 0, done.stderr
+    assert len(events(kd, reason="SuccessfulCreate", name="retry")) == 1  # restarted in place, never replaced
+    failed = condition(kd.store.require("jobs", "default", "retry"), "Failed")
+    assert failed is not None
+    assert failed["reason"] == "BackoffLimitExceeded"
+
+
+def test_with_slow_apps_a_deleted_pod_stays_terminating_for_its_grace_period(kd: KubeHandle) -> None:
+    kd.controllers.kubelet.stop_seconds = 3600  # apps ignore SIGTERM: the grace period decides
+    apply(kd, pod("web"))
+    assert kd.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s").returncode == 0
+    assert kd.kubectl("delete", "pod", "web", "--wait=false", "--grace-period=20").returncode == 0
+    time.sleep(0.5)
+    stored = kd.store.require("pods", "default", "web")
+    assert stored["metadata"]["deletionGracePeriodSeconds"] == 20
+    kd.clock.advance(10)  # 10 s of the 20 s grace period left (less what real time passes meanwhile)
+    time.sleep(0.3)
+    assert kd.store.get("pods", "default", "web") is not None
+    kd.clock.advance(11)
+    eventually(lambda: kd.store.get("pods", "default", "web") is None, what="removal at the end of the grace period")

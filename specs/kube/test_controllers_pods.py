@@ -15,8 +15,19 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.lifecycle import NODE
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import (apply, available, condition, container_status, deployment, eventually, events, job,
-                                  pod, pods, waiting_reason)
+from specs.kube.workloads import (
+    apply,
+    available,
+    condition,
+    container_status,
+    deployment,
+    events,
+    eventually,
+    job,
+    pod,
+    pods,
+    waiting_reason,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -99,7 +110,8 @@ def test_a_crash_loop_restarts_with_growing_back_off(kd: KubeHandle) -> None:
     assert (last["exitCode"], last["reason"]) == (2, "Error")
     message = status["state"]["waiting"]["message"]
     assert message.startswith("back-off ")
-    assert message.endswith(f"restarting failed container=app pod=crash_default({_pod(kd, 'crash')['metadata']['uid']})")
+    uid = _pod(kd, "crash")["metadata"]["uid"]
+    assert message.endswith(f"restarting failed container=app pod=crash_default({uid})")
     backoff = events(kd, reason="BackOff", name="crash")
     assert len(backoff) == 1  # one Event, counted
     assert backoff[0]["count"] >= 2

@@ -12,7 +12,16 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.clock import parse_rfc3339
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import apply, available, deployment, eventually, events, job, pod, pods
+from specs.kube.workloads import (
+    apply,
+    available,
+    deployment,
+    events,
+    eventually,
+    job,
+    pod,
+    pods,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,8 +60,8 @@ def test_describe_pod_shows_its_events_found_by_field_selector(kd: KubeHandle) -
     done = kd.kubectl("describe", "pod", "web")
     assert done.returncode == 0, done.stderr
     section = done.stdout.split("Events:", 1)[1]
-    for reason, source, message in (("Scheduled", "default-scheduler", "Successfully assigned default/web to "
-                                                                        "fake-node"),
+    assigned = "Successfully assigned default/web to fake-node"
+    for reason, source, message in (("Scheduled", "default-scheduler", assigned),
                                     ("Pulled", "kubelet", "Successfully pulled image"),
                                     ("Started", "kubelet", "Started container app")):
         assert any(reason in line and source in line and message in line for line in section.splitlines()), section
@@ -69,12 +78,12 @@ def test_describe_deployment_shows_the_scaling_events(kd: KubeHandle) -> None:
     done = kd.kubectl("describe", "deployment", "api")
     assert done.returncode == 0, done.stderr
     assert f"NewReplicaSet:   {rs} (2/2 replicas created)" in done.stdout
-    assert f"Normal  ScalingReplicaSet  " in done.stdout
+    assert "Normal  ScalingReplicaSet  " in done.stdout
     assert f"deployment-controller  Scaled up replica set {rs} from 0 to 2" in done.stdout
 
 
 def test_a_repeated_event_is_counted_on_one_object(kd: KubeHandle) -> None:
-    apply(kd, pod("crash", faults={"crash-loop": "true", "backoff": "1"}))
+    apply(kd, pod("crash", faults={"crash-loop": "true", "backoff": "20"}))  # the next one needs 20 s of clock
     first = eventually(lambda: events(kd, reason="BackOff", name="crash"), what="a BackOff event")[0]
     kd.clock.advance(30)
     again = eventually(lambda: [e for e in events(kd, reason="BackOff", name="crash") if e["count"] >= 2],

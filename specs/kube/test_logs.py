@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -16,7 +16,13 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from harness import process
 from specs.kube.conftest import require_kubectl
-from specs.kube.workloads import apply, container_status, eventually, pod, waiting_reason
+from specs.kube.workloads import (
+    apply,
+    container_status,
+    eventually,
+    pod,
+    waiting_reason,
+)
 
 pytestmark = pytest.mark.timeout(120)
 TWO = [{"name": "web", "image": "registry.local/web:1"}, {"name": "sidecar", "image": "registry.local/proxy:1"}]
@@ -125,7 +131,7 @@ def test_tail_timestamps_since_and_limit_bytes(kd: KubeHandle) -> None:
     assert [line.split(" ", 1)[1] for line in stamped] == ["three", "four"]
     stamp = stamped[0].split(" ", 1)[0]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z", stamp), stamp
-    written = datetime.fromisoformat(stamp[:26].rstrip("Z") + "+00:00").timestamp()
+    written = datetime.fromisoformat(stamp[:26].rstrip("Z")).replace(tzinfo=UTC).timestamp()
     assert abs(written - kd.clock.time()) < 60  # the double's clock...
     assert written - time.time() > 500  # ...ten minutes ahead of the host's
     since = kd.requests(path_prefix="/api/v1/namespaces/default/pods/web/log")
@@ -133,13 +139,14 @@ def test_tail_timestamps_since_and_limit_bytes(kd: KubeHandle) -> None:
 
 
 def test_follow_streams_new_lines_and_ends_when_the_container_stops(kd: KubeHandle) -> None:
-    apply(kd, pod("task", restart_policy="Never", faults={"run-seconds": "3", "logs": "begin"}))
+    apply(kd, pod("task", restart_policy="Never", faults={"run-seconds": "600", "logs": "begin"}))
     eventually(lambda: _running(kd, "task"), what="the container to run")
     follow = process.spawn(kd.kubectl_argv("logs", "-f", "task"), env=kd.env())
     try:
         eventually(lambda: [e for e in kd.requests(path_prefix="/api/v1/namespaces/default/pods/task/log")
                             if e.query_params.get("follow") == ["true"]], what="kubectl to follow")
         kd.controllers.logs.append("default", "task", "working", "done")
+        kd.clock.advance(600)  # the task's container exits
         out, err = follow.communicate(timeout=30)
     finally:
         process.kill_group(follow)
@@ -194,3 +201,35 @@ def test_invalid_log_options_are_422(kd: KubeHandle) -> None:
 def test_appending_to_a_missing_pod_is_a_key_error(kd: KubeHandle) -> None:
     with pytest.raises(KeyError, match="default/ghost"):
         kd.controllers.logs.append("default", "ghost", "line")
+
+
+def _followers(kd: KubeHandle) -> int:
+    return kd.controllers.logs.followers
+
+
+def test_a_follow_ends_on_the_server_when_kubectl_goes_away(kd: KubeHandle) -> None:
+    apply(kd, pod("web", faults={"logs": "up"}))
+    _ready(kd, "web")
+    follow = process.spawn(kd.kubectl_argv("logs", "-f", "web"), env=kd.env())
+    try:
+        eventually(lambda: _followers(kd) == 1, what="the double to hold the follow stream")
+    finally:
+        process.kill_group(follow)
+    eventually(lambda: _followers(kd) == 0, what="the follow stream to end after kubectl died")
+
+
+def test_stopping_the_double_ends_a_follow(kd: KubeHandle) -> None:
+    with fakes.kube.serve() as other:
+        apply(other, pod("web", faults={"logs": "up"}))
+        _ready(other, "web")
+        follow = process.spawn(other.kubectl_argv("logs", "-f", "web"), env=other.env())
+        try:
+            eventually(lambda: _followers(other) == 1, what="the double to hold the follow stream")
+        except BaseException:
+            process.kill_group(follow)
+            raise
+    try:
+        out, _ = follow.communicate(timeout=30)
+    finally:
+        process.kill_group(follow)
+    assert out.decode() == "up\n"

@@ -64,7 +64,7 @@ def test_a_service_forward_resolves_the_selector_and_target_port(kdb: KubeHandle
     service(kdb, "api", {"app": "api"}, 80, 8080)
     with port_forward(kube_for(kdb, kubectl_env), "svc/api", 80) as fwd:
         assert fetch_through_sync(fwd, "GET", "/status/204", timeout=10.0).status_code == 204
-    assert forwarding(kdb).tunnels() == []  # the tunnel ended with kubectl
+    assert wait_until(lambda: forwarding(kdb).tunnels() == [], timeout=10.0)  # the tunnel ended with kubectl
 
 
 def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(kdb: KubeHandle, kubectl_env: KubectlBuild,
@@ -140,6 +140,7 @@ def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(kdb: KubeHand
         assert fetch_through_sync(first, "GET", "/ok", timeout=10.0).status_code == 200
         with TargetServer() as replacement:
             kdb.store.delete("pods", kdb.namespace, "api-aaaa", grace_seconds=30)  # as `kubectl delete pod` does
+            assert wait_until(lambda: kdb.store.get("pods", kdb.namespace, "api-aaaa") is None, timeout=10.0)
             running_pod(kdb, "api-bbbb", labels={"app": "api"}, ports={8080: replacement.port})
 
             async def probe() -> int | None:
@@ -159,7 +160,7 @@ def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(kdb: KubeHand
         assert all(isinstance(e, (PortForwardDied, PortForwardBroken, PortForwardGone)) for e in errors)
         assert 'failed to find sandbox' in errors[0].stderr_tail  # type: ignore[attr-defined]
         assert pool.opened == 2
-        assert [t.pod for t in forwarding(kdb).tunnels()] == ["api-bbbb"]
+        assert wait_until(lambda: [t.pod for t in forwarding(kdb).tunnels()] == ["api-bbbb"], timeout=10.0)
     finally:
         pool.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 from collections.abc import Iterator
 
 import aiohttp
@@ -16,9 +17,9 @@ import pytest
 import fakes.kube
 from fakes.kube import KubeHandle, spdy
 from fakes.kube.portforward import annotated_ports, parse_target, sandbox_id
-from fakes.kube.spdy import DataFrame, FrameDecoder, FrameEncoder, GoAway, Ping, SynReply, SynStream
+from fakes.kube.spdy import DataFrame, FrameDecoder, FrameEncoder, GoAway, Ping, RstStream, SynReply, SynStream
 from harness.testing.target import TargetServer
-from specs.kube.kube_streams import no_leaks, running_pod
+from specs.kube.kube_streams import no_leaks, running_pod, wait_until
 
 BOUND = 10.0
 
@@ -123,7 +124,7 @@ def test_garbage_in_the_tunnel_gets_goaway_and_the_double_serves_on(kd: KubeHand
 
     asyncio.run(asyncio.wait_for(_tunnel(kd, "web-0", 4096, exchange), 3 * BOUND))
     assert kd.kubectl("get", "pod", "web-0", "-o", "name").stdout.strip() == "pod/web-0"
-    assert kd.portforward.tunnels() == []
+    assert wait_until(lambda: kd.portforward.tunnels() == [], timeout=BOUND)
 
 
 def test_a_websocket_without_the_tunnel_subprotocol_is_refused_with_a_status(kd: KubeHandle) -> None:
@@ -222,3 +223,57 @@ def test_annotated_ports_read_only_the_port_annotations() -> None:
 def test_fail_next_refuses_a_count_below_one(kd: KubeHandle) -> None:
     with pytest.raises(ValueError, match="times must be >= 1"):
         kd.portforward.fail_next(kd.namespace, "web-0", times=0)
+
+
+class _HalfCloseTarget:
+    """Reads until the client's FIN, then answers how many bytes it got and closes; records how each ended."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(BOUND)
+        self.port = self.sock.getsockname()[1]
+        self.ended: list[str] = []
+
+    def serve_one(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.settimeout(BOUND)
+            got = 0
+            try:
+                while chunk := conn.recv(65536):
+                    got += len(chunk)
+                self.ended.append("fin")
+                conn.sendall(f"got {got} bytes".encode())
+            except ConnectionResetError:
+                self.ended.append("reset")
+            except TimeoutError:
+                self.ended.append("timeout")
+
+
+@pytest.mark.parametrize("how", ["fin", "rst"])
+def test_a_client_fin_half_closes_toward_the_pod_and_a_reset_closes(kd: KubeHandle, how: str) -> None:
+    target = _HalfCloseTarget()
+    serving = threading.Thread(target=target.serve_one)
+    serving.start()
+    running_pod(kd, "web-0", ports={8080: target.port})
+
+    async def exchange(client: WsClient) -> None:
+        error, data = pair(0, 8080)
+        await client.send(error, data, DataFrame(data.stream_id, b"x" * 1000))
+        if how == "fin":
+            await client.send(DataFrame(data.stream_id, b"", fin=True))
+            got = await client.frames_until(lambda fs: sum(isinstance(f, DataFrame) and f.fin for f in fs) == 2)
+            answer = b"".join(f.data for f in got if isinstance(f, DataFrame) and f.stream_id == data.stream_id)
+            assert answer == b"got 1000 bytes"  # the pod still answered after the client's half-close
+        else:
+            await client.frames_until(lambda fs: SynReply(data.stream_id) in fs)
+            assert kd.portforward.wait_connections(kd.namespace, "web-0", 1, BOUND)
+            await client.send(RstStream(data.stream_id, spdy.RstStatus.CANCEL))
+            await asyncio.sleep(0.2)
+
+    try:
+        asyncio.run(asyncio.wait_for(_tunnel(kd, "web-0", 4096, exchange), 3 * BOUND))
+    finally:
+        serving.join(2 * BOUND)
+        target.sock.close()
+    assert target.ended == ["fin"]  # after a FIN the pod answered; after a reset its socket was closed (EOF there)

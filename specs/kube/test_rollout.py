@@ -36,20 +36,32 @@ def _kube(kd: KubeHandle, build: KubectlBuild) -> Kube:
 
 
 def test_rollout_status_waits_through_a_rolling_update(kdb: KubeHandle, kubectl_env: KubectlBuild) -> None:
-    slow = {"start-delay": "0.3"}
-    apply(kdb, deployment("api", replicas=3, faults=slow), kubectl=kubectl_env.path)
+    apply(kdb, deployment("api", replicas=3), kubectl=kubectl_env.path)
     first = kdb.kubectl("rollout", "status", "deployment/api", "--timeout=60s", kubectl=kubectl_env.path)
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().endswith('deployment "api" successfully rolled out')
+    slow = {"start-delay": "300"}  # each new pod starts only when the spec moves the double's clock
     apply(kdb, deployment("api", replicas=3, faults=slow, image="registry.local/app:2.0"), kubectl=kubectl_env.path)
-    done = kdb.kubectl("rollout", "status", "deployment/api", "--timeout=60s", kubectl=kubectl_env.path)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
+    watches = _watches(kdb)
+    status = process.spawn(kdb.kubectl_argv("rollout", "status", "deployment/api", "--timeout=60s",
+                                            kubectl=kubectl_env.path), env=kdb.env())
+    try:
+        eventually(lambda: _watches(kdb) > watches, what="rollout status to watch the Deployment")
+        deadline = time.monotonic() + 60
+        while status.poll() is None and time.monotonic() < deadline:
+            kdb.clock.advance(300)
+            time.sleep(0.2)
+        out, err = status.communicate(timeout=10)
+    finally:
+        process.kill_group(status)
+    assert status.returncode == 0, err.decode()
+    lines = out.decode().strip().splitlines()
     assert lines[-1] == 'deployment "api" successfully rolled out'
     waiting = [line for line in lines[:-1] if line.startswith('Waiting for deployment "api" rollout to finish: ')]
-    assert waiting, done.stdout  # it watched the rollout progress, not just its end
+    assert waiting, lines  # it watched the rollout progress, not just its end
     assert all(re.search(r"(new replicas have been updated|old replicas are pending termination|updated replicas "
                          r"are available)\.\.\.$", line) for line in waiting), waiting
+    assert len(waiting) >= 3  # one new pod at a time (maxSurge 1, maxUnavailable 0 for 3 replicas)
     images = {p["spec"]["containers"][0]["image"] for p in pods(kdb, "api")
               if not p["metadata"].get("deletionTimestamp")}
     assert images == {"registry.local/app:2.0"}
@@ -105,6 +117,12 @@ def test_harness_rollout_status_of_a_crash_loop_fails_with_the_real_message(kdb:
     assert 'error: deployment "web" exceeded its progress deadline' in str(caught.value)
 
 
+def _watches(kd: KubeHandle) -> int:
+    """How many watches of Deployments the double has been asked for."""
+    return sum(e.query_params.get("watch") == ["true"]
+               for e in kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments"))
+
+
 # --- not on the matrix: the double's clock -------------------------------------------------------------------------
 
 @pytest.fixture
@@ -118,8 +136,7 @@ def test_the_default_progress_deadline_passes_when_the_doubles_clock_jumps(kd: K
     apply(kd, deployment("web", replicas=1, faults=CRASH))
     status = process.spawn(kd.kubectl_argv("rollout", "status", "deployment/web", "--timeout=60s"), env=kd.env())
     try:
-        eventually(lambda: [e for e in kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments")
-                            if e.query_params.get("watch") == ["true"]], what="rollout status to watch")
+        eventually(lambda: _watches(kd) > 0, what="rollout status to watch")
         time.sleep(0.5)
         assert status.poll() is None  # a crash loop alone does not end it: the 600 s deadline has not passed
         kd.clock.advance(601)
@@ -129,6 +146,6 @@ def test_the_default_progress_deadline_passes_when_the_doubles_clock_jumps(kd: K
     assert status.returncode == 1, out
     assert err.decode().strip() == 'error: deployment "web" exceeded its progress deadline'
     d = kd.store.require("deployments", "default", "web")
-    progressing = [c for c in d["status"]["conditions"] if c["type"] == "Progressing"][0]
+    progressing = next(c for c in d["status"]["conditions"] if c["type"] == "Progressing")
     assert (progressing["status"], progressing["reason"]) == ("False", "ProgressDeadlineExceeded")
     assert progressing["message"].endswith("has timed out progressing.")

@@ -426,8 +426,9 @@ class _Rollout:
         def n(st: Obj, key: str) -> int:
             return int(st.get(key) or 0)
 
-        return (n(new_status, "updatedReplicas") > n(old, "updatedReplicas")
-                or n(new_status, "replicas") - n(new_status, "updatedReplicas") < n(old, "replicas") - n(old, "updatedReplicas")
+        old_left = n(old, "replicas") - n(old, "updatedReplicas")
+        new_left = n(new_status, "replicas") - n(new_status, "updatedReplicas")
+        return (n(new_status, "updatedReplicas") > n(old, "updatedReplicas") or new_left < old_left
                 or n(new_status, "readyReplicas") > n(old, "readyReplicas")
                 or n(new_status, "availableReplicas") > n(old, "availableReplicas"))
 

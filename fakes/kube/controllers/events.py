@@ -24,6 +24,7 @@ similar events)``), its rate limit, and the one-hour event TTL.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from fakes.kube.clock import Clock, rfc3339, rfc3339_micro
@@ -37,15 +38,15 @@ WARNING = "Warning"
 
 
 class EventRecorder:
-    """Writes core v1 Events for the simulated components (see the module docstring). Call from the double's
-    loop (controllers do) or any thread (the store is thread-safe; correlation state is only touched under the
-    store's lock)."""
+    """Writes core v1 Events for the simulated components (see the module docstring). Thread-safe: controllers call
+    it on the double's loop, specs and other fakes may call it from any thread."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock
         self._last_nanos = 0
         self._index: dict[tuple[Any, ...], tuple[str, str]] = {}  # correlation key -> (namespace, event name)
+        self._lock = threading.RLock()  # one recording at a time, so a repeat never races its first
 
     def record(self, obj: Obj, type_: str, reason: str, message: str, *, component: str, host: str = "",
                field_path: str = "") -> None:
@@ -61,8 +62,12 @@ class EventRecorder:
             event["count"] = int(event.get("count") or 1) + 1
             event["lastTimestamp"] = rfc3339(now)
 
-        if self._bump_existing(key, bump):
-            return
+        with self._lock:
+            if not self._bump_existing(key, bump):
+                self._create(key, self._legacy(ref, type_, reason, message, component, host, now))
+
+    def _legacy(self, ref: Obj, type_: str, reason: str, message: str, component: str, host: str, now: float
+                ) -> Obj:
         source: Obj = {"component": component}
         if host:
             source["host"] = host
@@ -73,7 +78,7 @@ class EventRecorder:
             "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1, "eventTime": None,
             "reportingComponent": component, "reportingInstance": host,
         }
-        self._create(key, event)
+        return event
 
     def record_new_api(self, obj: Obj, type_: str, reason: str, message: str, *, action: str,
                        controller: str = "default-scheduler", instance: str = "") -> None:
@@ -89,19 +94,24 @@ class EventRecorder:
             count = int(series.get("count") or 1) if isinstance(series, dict) else 1
             event["series"] = {"count": count + 1, "lastObservedTime": rfc3339_micro(now)}
 
-        if self._bump_existing(key, bump):
-            return
-        event = {
+        with self._lock:
+            if self._bump_existing(key, bump):
+                return
+            self._create(key, self._new_api(ref, type_, reason, message, action, controller, instance, now))
+
+    def _new_api(self, ref: Obj, type_: str, reason: str, message: str, action: str, controller: str,
+                 instance: str, now: float) -> Obj:
+        return {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": self._name(ref["name"], now), "namespace": ref["namespace"]},
             "involvedObject": ref, "reason": reason, "message": message, "type": type_, "source": {},
             "firstTimestamp": None, "lastTimestamp": None, "eventTime": rfc3339_micro(now), "action": action,
             "reportingComponent": controller, "reportingInstance": instance or controller,
         }
-        self._create(key, event)
 
     def reset(self) -> None:
-        self._index.clear()
+        with self._lock:
+            self._index.clear()
 
     # --- internals ----------------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ Endings:
 - ``succeeded >= completions``: conditions ``SuccessCriteriaMet`` (1.31+) and ``Complete`` (reason
   ``CompletionsReached``, message ``Reached expected number of succeeded pods`` on 1.31+; no reason before),
   ``completionTime``, event ``Completed`` ``Job completed``;
-- ``failed > backoffLimit``: ``FailureTarget`` (1.31+) and ``Failed`` with reason ``BackoffLimitExceeded``,
+- ``failed > backoffLimit`` (with ``restartPolicy: OnFailure``, the pods' container restarts count too):
+  ``FailureTarget`` (1.31+) and ``Failed`` with reason ``BackoffLimitExceeded``,
   message ``Job has reached the specified backoff limit``, active pods deleted, Warning event
   ``BackoffLimitExceeded``;
 - ``activeDeadlineSeconds`` past ``startTime``: the same with ``DeadlineExceeded`` / ``Job was active longer than
@@ -92,7 +93,7 @@ class JobController(Reconciler):
             new_status["startTime"] = rfc3339(now)
         active = [p for p in pods if is_active(p)]
         if not self._finished(new_status):
-            ending = self._ending(job, new_status, counted, now)
+            ending = self._ending(job, new_status, counted, pods, now)
             if ending is not None:
                 self._finish(job, new_status, active, ending, now)
                 active = []
@@ -125,13 +126,15 @@ class JobController(Reconciler):
     def _finished(st: Obj) -> bool:
         return any((condition(st, kind) or {}).get("status") == "True" for kind in ("Complete", "Failed"))
 
-    def _ending(self, job: Obj, st: Obj, counted: dict[str, set[str]], now: float) -> tuple[str, str, str] | None:
+    def _ending(self, job: Obj, st: Obj, counted: dict[str, set[str]], pods: list[Obj], now: float
+                ) -> tuple[str, str, str] | None:
         """``(condition, reason, message)`` when the Job is done now, else ``None`` (and a deadline timer)."""
         completions = spec(job).get("completions")
         wanted = int(completions) if completions is not None else 1
         if len(counted["Succeeded"]) >= wanted:
             return "Complete", "CompletionsReached", "Reached expected number of succeeded pods"
-        if len(counted["Failed"]) > int(spec(job).get("backoffLimit", 6)):
+        limit = int(spec(job).get("backoffLimit", 6))
+        if len(counted["Failed"]) > limit or self._restarts_past_limit(job, pods, limit):
             return "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
         deadline = spec(job).get("activeDeadlineSeconds")
         started = timestamp(st.get("startTime"))
@@ -140,6 +143,20 @@ class JobController(Reconciler):
                 return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
             self.requeue_after(meta(job)["namespace"], meta(job)["name"], started + deadline - now + 0.01)
         return None
+
+    @staticmethod
+    def _restarts_past_limit(job: Obj, pods: list[Obj], limit: int) -> bool:
+        """``pastBackoffLimitOnFailure``: with ``restartPolicy: OnFailure`` the container restarts of running and
+        pending pods count against ``backoffLimit``."""
+        template_spec = (spec(job).get("template") or {}).get("spec") or {}
+        if template_spec.get("restartPolicy") != "OnFailure":
+            return False
+        restarts = 0
+        for pod in pods:
+            if phase(pod) in ("Running", "Pending"):
+                for key in ("initContainerStatuses", "containerStatuses"):
+                    restarts += sum(int(cs.get("restartCount") or 0) for cs in status(pod).get(key) or [])
+        return restarts > 0 if limit == 0 else restarts >= limit
 
     def _finish(self, job: Obj, st: Obj, active: list[Obj], ending: tuple[str, str, str], now: float) -> None:
         kind, reason, message = ending
