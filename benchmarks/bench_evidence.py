@@ -81,13 +81,13 @@ def main() -> None:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # every pod has crashed at least once: previous logs exist
                 pods = kd.store.list("pods", "default")[0]
-                restarts = [sum(c.get("restartCount", 0) for c in (p.get("status") or {}).get("containerStatuses") or [])
-                            for p in pods]
+                statuses = [(p.get("status") or {}).get("containerStatuses") or [] for p in pods]
+                restarts = [sum(c.get("restartCount", 0) for c in s) for s in statuses]
                 if len(pods) == 3 and all(restarts):
                     break
                 time.sleep(0.1)
             one(kd, workdir, 0, DEFAULT_BUDGET)  # warm kubectl's discovery cache, as a session's earlier calls would
-            print(f"== evidence of a failed spec: 1 deployment, 3 crash-looping pods (real kubectl, the double)")
+            print("== evidence of a failed spec: 1 deployment, 3 crash-looping pods (real kubectl, the double)")
             normal = [one(kd, workdir, n, DEFAULT_BUDGET) for n in range(1, args.runs + 1)]
             times = [t for t, _, _ in normal]
             line(f"collection, p50 of {len(times)}", statistics.median(times), "s", 5.0)

@@ -169,7 +169,8 @@ class Ledger:
         for since in self.sweeps:
             left = deadline - time.monotonic()
             if left < 1.0:
-                result.failed.append((f"AgentRuns since {since.isoformat()}", "not swept: the cleanup budget was spent"))
+                result.failed.append((f"AgentRuns since {since.isoformat()}",
+                                      "not swept: the cleanup budget was spent"))
                 continue
             result.extend(cleanup_agent_runs_since(since, kube=self.kube, timeout=left))
         return result

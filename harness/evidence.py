@@ -231,7 +231,8 @@ class _Collector:
         for ref in workloads:
             first.append((f"read {ref} with its ReplicaSets and pods", f"{_file(ref)}.yaml", self._reader(ref)))
         for selector in self.src.interest.pod_selectors:
-            first.append((f"pods -l {selector}", f"pods-{artifacts.safe_name(selector)}.yaml", self._selector(selector)))
+            first.append((f"pods -l {selector}", f"pods-{artifacts.safe_name(selector)}.yaml",
+                          self._selector(selector)))
         for ref in workloads + others:
             first.append((f"kubectl describe {ref}", f"{_file(ref)}.describe.txt", self._describe(ref)))
         for ref in others:
@@ -323,7 +324,8 @@ class _Collector:
         self._local_step("the failure", "failure.txt", failure)
         if src.record.waits:
             self._local_step("waits, per attempt", "waits.txt", _waits_text(src.record))
-            self._local_step("waits, as data", "waits.json", json.dumps([w.to_dict() for w in src.record.waits], indent=1))
+            self._local_step("waits, as data", "waits.json",
+                             json.dumps([w.to_dict() for w in src.record.waits], indent=1))
         failed = [r.explanation for r in src.record.rollouts if r.explanation is not None]
         if failed:
             self._local_step("rollouts that failed during the spec", "rollouts.txt",
@@ -367,7 +369,8 @@ class _Collector:
             error = "; ".join(snap.problems) or None
             return Outcome("ok", content=yaml.safe_dump_all(objects, sort_keys=False), error=error)
 
-        read.command = f"kubectl get {ref} -o json; kubectl get replicasets,pods -l <its selector> -o json"  # type: ignore[attr-defined]
+        read.command = (  # type: ignore[attr-defined]
+            f"kubectl get {ref} -o json; kubectl get replicasets,pods -l <its selector> -o json")
         return read
 
     def _selector(self, selector: str) -> Callable[[float], Outcome]:
@@ -439,7 +442,8 @@ class _Collector:
                               lambda _, w=why, d=detail: Outcome("not-started", error=f"the container never started "
                                                                                      f"({w}{d}); it has no log")))
             else:
-                steps.append((f"log of {name}/{container.name}", f"{base}.log", self._logs(name, container.name, False)))
+                steps.append((f"log of {name}/{container.name}", f"{base}.log",
+                              self._logs(name, container.name, False)))
             if container.restarts:
                 steps.append((f"previous log of {name}/{container.name}", f"{base}.previous.log",
                               self._logs(name, container.name, True)))

@@ -139,7 +139,8 @@ class Kube:
         """``kubectl rollout restart deployment/NAME``. Pair it with :meth:`rollout_status`."""
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
-    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0, explain_budget: float | None = None) -> str:
+    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0,
+                       explain_budget: float | None = None) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
         ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds go to kubectl's own ``--timeout``;

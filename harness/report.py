@@ -3,8 +3,8 @@
 Each spec is a row (its set-up, call and teardown coloured by outcome); under it, each of its waits (every attempt
 a segment: ready, not yet, failed, hung, stopped), each rollout's pods (pending, scheduled, started, ready, deleted)
 and each port-forward's life (started, ready, exited; a death the harness did not ask for is marked). Failed specs
-and specs with waits, rollouts or forwards are open; failed ones link to their evidence folder. Hovering a segment shows its details (SVG
-``<title>``). No script, no external file: the page opens from a CI artifact as it is.
+and specs with waits, rollouts or forwards are open; failed ones link to their evidence folder. Hovering a segment
+shows its details (SVG ``<title>``). No script, no external file: the page opens from a CI artifact as it is.
 
 Data flow: the plugin appends one JSON line per spec (:func:`spec_entry`) to ``<run>/.timeline/<process>.jsonl`` as
 each spec ends (pytest-xdist workers each to their own file); :func:`write` reads them all at the end of the session
@@ -105,7 +105,7 @@ def _forward(fwd: Any, spec_start: float, spec_end: float) -> dict[str, Any] | N
             "stderr": fwd.stderr_tail(5) if hasattr(fwd, "stderr_tail") else ""}
 
 
-# --- the page -----------------------------------------------------------------------------------------------------------
+# --- the page ----------------------------------------------------------------------------------------------------
 
 def load(folder: Path) -> list[dict[str, Any]]:
     """Every spec record of the run in ``folder`` (all processes), ordered by start."""
@@ -183,7 +183,8 @@ class _Axis:
         for i in range(11):
             t = self.t0 + (self.t1 - self.t0) * i / 10
             ticks.append(f'<span class="tick" style="left:{i * 10}%">{_clock(t)}<br>+{t - self.t0:.1f}s</span>')
-        return f'<div class="row axis"><div class="label">time (UTC)</div><div class="track ruler">{"".join(ticks)}</div></div>'
+        return (f'<div class="row axis"><div class="label">time (UTC)</div>'
+                f'<div class="track ruler">{"".join(ticks)}</div></div>')
 
 
 def _svg(content: list[str]) -> str:
@@ -265,10 +266,10 @@ def _forward_row(fwd: dict[str, Any], axis: _Axis) -> str:
 
 
 def _legend() -> str:
-    keys = [("passed", "spec passed"), ("failed", "failed"), ("error", "error (set-up/teardown)"), ("ok", "attempt ready"),
-            ("not-yet", "not yet"), ("hung", "hung"), ("stopped", "stopped"), ("pending", "pod pending"),
-            ("scheduled", "scheduled"), ("started", "started, not ready"), ("ready", "ready"),
-            ("forward", "port-forward")]
+    keys = [("passed", "spec passed"), ("failed", "failed"), ("error", "error (set-up/teardown)"),
+            ("ok", "attempt ready"), ("not-yet", "not yet"), ("hung", "hung"), ("stopped", "stopped"),
+            ("pending", "pod pending"), ("scheduled", "scheduled"), ("started", "started, not ready"),
+            ("ready", "ready"), ("forward", "port-forward")]
     return '<p class="legend">' + "".join(f'<span><i style="background:{COLOURS[k]}"></i>{_e(text)}</span>'
                                           for k, text in keys) + "</p>"
 

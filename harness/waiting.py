@@ -254,8 +254,8 @@ def wait_for_sync(
 
     Must not be called from inside a running event loop (use ``await wait_for(...)`` there).
     """
-    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout,
-                                       explain=explain))
+    return anyio.run(functools.partial(wait_for, describe, probe, timeout=timeout, interval=interval,
+                                       probe_timeout=probe_timeout, explain=explain))
 
 
 def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,

@@ -29,12 +29,17 @@ def snapshot(name: str, **changes: Any) -> Snapshot:
     snap = Snapshot(
         kind=workload["kind"].lower(), name=workload["metadata"]["name"], namespace=workload["metadata"]["namespace"],
         workload=workload, replicasets=data["replicasets"], pods=data["pods"], events=data["events"],
-        previous_logs={tuple(key.split("/", 1)): text for key, text in data["previous_logs"].items()},  # type: ignore[misc]
+        previous_logs={_pod_container(key): text for key, text in data["previous_logs"].items()},
     )
     for key, value in changes.items():
         setattr(snap, key, value)
     return snap
 
+
+
+def _pod_container(key: str) -> tuple[str, str]:
+    pod, _, container = key.partition("/")
+    return pod, container
 
 
 def load_into(kd: Any, name: str) -> dict[str, Any]:

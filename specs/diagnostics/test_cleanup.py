@@ -23,7 +23,8 @@ CRD = {
     "spec": {"group": "core.controller-agent.dev", "scope": "Namespaced",
              "names": {"plural": "agentruns", "singular": "agentrun", "kind": "AgentRun", "listKind": "AgentRunList"},
              "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
 }
 
 
@@ -75,7 +76,8 @@ def test_deleting_what_is_already_gone_is_not_an_error(kd: Any, kube: Kube) -> N
 
 def test_workloads_label_their_pod_template_too() -> None:
     deployment = {"kind": "Deployment", "metadata": {"name": "web"},
-                  "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}}}
+                  "spec": {"selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}}}}}
     labelled = label_manifest(deployment, {"stack-harness.dev/run": RUN})
     assert labelled["spec"]["template"]["metadata"]["labels"] == {"app": "web", "stack-harness.dev/run": RUN}
     assert labelled["spec"]["selector"] == {"matchLabels": {"app": "web"}}

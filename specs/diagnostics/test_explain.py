@@ -72,7 +72,8 @@ def test_a_completed_rollout_with_old_pods_still_serving_says_how_many() -> None
 def test_a_statefulset_splits_pods_by_revision_and_names_an_oom_kill() -> None:
     explanation = explain(snapshot("statefulset_oom"))
     assert explanation.headline == (
-        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled exit 137)")
+        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled "
+        "exit 137)")
     assert "new revision nats-7b9c6d5e4: 1 pod(s)" in explanation.details
     assert "old revision nats-5f4d8c7b6: 2 pod(s)" in explanation.details
 
@@ -110,7 +111,8 @@ def test_a_missing_workload_is_not_found_not_a_crash() -> None:
 
 def test_an_unreadable_workload_says_why() -> None:
     explanation = explain(snapshot("crashloop", workload=None, problems=["deployment web: kubectl timed out"]))
-    assert explanation.headline == "deployment/web could not be read in namespace shop: deployment web: kubectl timed out"
+    assert explanation.headline == ("deployment/web could not be read in namespace shop: deployment web: "
+                                    "kubectl timed out")
 
 
 # --- kubectl's own verdict (pkg/polymorphichelpers/rollout_status.go) ------------------------------------------------
@@ -129,7 +131,8 @@ def deployment(**status: object) -> dict:
      (False, 'Waiting for deployment "web" rollout to finish: 1 old replicas are pending termination...', False)),
     ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 1},
      (False, 'Waiting for deployment "web" rollout to finish: 1 of 2 updated replicas are available...', False)),
-    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 2}, (True, 'deployment "web" successfully rolled out', False)),
+    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 2},
+     (True, 'deployment "web" successfully rolled out', False)),
     ({"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]},
      (False, 'deployment "web" exceeded its progress deadline', True)),
 ])
@@ -141,7 +144,8 @@ def test_statefulset_verdicts_match_kubectl() -> None:
     sts = copy.deepcopy(recorded("statefulset_oom")["workload"])
     assert workload_status("statefulset", sts) == (False, "Waiting for 1 pods to be ready...", False)
     sts["status"].update(readyReplicas=3, updatedReplicas=3)
-    assert workload_status("statefulset", sts) == (True, "partitioned roll out complete: 3 new pods have been updated...", False)
+    complete = (True, "partitioned roll out complete: 3 new pods have been updated...", False)
+    assert workload_status("statefulset", sts) == complete
     del sts["spec"]["updateStrategy"]["rollingUpdate"]
     assert workload_status("statefulset", sts)[0] is False  # revisions still differ
     sts["status"]["currentRevision"] = sts["status"]["updateRevision"]

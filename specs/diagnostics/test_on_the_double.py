@@ -72,7 +72,8 @@ def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) 
         kube.rollout_status("web", timeout=3)
     message = str(caught.value)
     first, second = message.splitlines()[:2]
-    assert first == "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
+    assert first == ("deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error "
+                     "exit 1)")
     assert second.startswith("  gave up: kubectl exited 1: ")
     assert isinstance(caught.value, KubectlError)  # rollout_status's failure is still the kubectl error it explains
     assert "old ReplicaSet" in message
