@@ -3,7 +3,7 @@
 A wait shorter than ``threshold`` (3 s) shows nothing. Past it, every running wait is shown:
 
 - ``live`` (a terminal, one process): one line rewritten in place about twice a second,
-  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (1 hung, 2 failed)``, erased when the wait ends;
+  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (6 done: 1 hung, 2 failed)``, erased when the wait ends;
 - ``lines`` (CI logs, pytest-xdist workers, anything that is not a terminal): the same text as a new line every
   ``period`` (30 s) of a wait, and one closing line for a wait that printed any;
 - ``off``.
@@ -116,7 +116,7 @@ class Watch:
         s = self.summary
         done = len(s.attempts)
         running = "" if self.closed else f", attempt {done + 1}"
-        return (f"waiting for {s.describe}: {self.elapsed():.0f}s of {s.budget:.0f}s{running} "
+        return (f"waiting for {s.describe}: {_secs(self.elapsed())} of {_secs(s.budget)}{running} "
                 f"({done} done: {s.count('hung')} hung, {s.count('failed')} failed)")
 
     def close(self) -> None:
@@ -129,10 +129,15 @@ class Watch:
                 _active.remove(self)
             last = not _active
         if self.mode == "lines" and self.lines_printed:
-            _emit(f"{_settings.prefix}done waiting for {self.summary.describe} after {self.elapsed():.0f}s: "
+            _emit(f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
                   f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n")
         if last:
             _stop_ticker()
+
+
+def _secs(value: float) -> str:
+    """``4.2s`` under ten seconds, ``42s`` above."""
+    return f"{value:.1f}s" if value < 10 else f"{value:.0f}s"
 
 
 def watch(summary: WaitSummary) -> Watch:

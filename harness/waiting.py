@@ -214,9 +214,9 @@ async def wait_for(
         summary.notes.append(clamped)
     runner = _AsyncRunner(probe) if _is_async(probe) else _ThreadRunner(probe)
     explain = explain or getattr(probe, "explain", None)
+    shown = progress.watch(summary)  # before the clock starts: starting its ticker is not the probe's time
     start = time.monotonic()
     deadline = start + timeout
-    shown = progress.watch(summary)
     try:
         while (remaining := deadline - time.monotonic()) > 0:
             attempt = attempt_context.Attempt(len(summary.attempts) + 1, min(probe_timeout, remaining), 0.0)

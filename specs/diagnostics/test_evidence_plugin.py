@@ -244,3 +244,40 @@ def test_forward_dies(kd, kube, forwards):
     assert "an error occurred forwarding" in text
     page = (run_folder(art) / "report.html").read_text()
     assert 'data-kind="forward-died"' in page
+
+
+def test_agent_runs_created_since_the_specs_since_are_kept(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    inner_session(pytester, None, """
+import json
+import pytest
+
+CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+       "metadata": {"name": "agentruns.core.controller-agent.dev"},
+       "spec": {"group": "core.controller-agent.dev", "scope": "Namespaced",
+                "names": {"plural": "agentruns", "singular": "agentrun", "kind": "AgentRun"},
+                "versions": [{"name": "v1alpha1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+def run(name):
+    return {"apiVersion": "core.controller-agent.dev/v1alpha1", "kind": "AgentRun",
+            "metadata": {"name": name, "namespace": "shop"}, "spec": {"agentRef": "stub-agent"}}
+
+@pytest.mark.evidence("agentruns")
+def test_turn(kd, kube, since):
+    kube.kubectl("apply", "-f", "-", input=json.dumps(CRD))
+    kd.store.create("agentruns.core.controller-agent.dev", run("run-of-this-turn"))
+    assert False, "timed out waiting for the reply"
+""")
+    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + """
+
+@pytest.fixture(autouse=True)
+def shop(kd):
+    if kd.store.get("namespaces", None, "shop") is None:
+        kd.store.create("namespaces", {"metadata": {"name": "shop"}})
+""")
+    pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(failed=1)
+    folder = evidence_folder(tmp_path / "art", "test_turn")
+    assert steps(folder)["AgentRuns created since the spec's since"]["status"] == "ok"
+    runs = (folder / "agentruns.yaml").read_text()
+    assert "name: run-of-this-turn" in runs
+    assert "agentRef: stub-agent" in runs
