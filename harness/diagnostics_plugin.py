@@ -7,10 +7,10 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   {auto,live,lines,off}``.
 - A run id per session, shared by pytest-xdist workers (``harness_run_id`` fixture), used for folder names and as
   the label value of everything the harness creates (``stack-harness.dev/run``).
-- Evidence: when a spec that touches a cluster or a fake fails, in set-up, call or teardown, its folder
-  ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before the teardown of its
-  fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is paused
-  during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
+- Evidence: when a spec that touched a cluster or a fake (or asked for evidence) fails, in set-up, call or
+  teardown, its folder ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before
+  the teardown of its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the
+  ``signal`` method) is paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
   that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as
   the property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web",
   "pods:app=web", "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created
@@ -282,7 +282,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _qualifies(item: pytest.Item, state: _SpecState) -> bool:
-    if state.touches_cluster or item.get_closest_marker("cluster") is not None:
+    """A spec that reached a cluster or a fake, or asked for evidence (a cluster spec refused by the context guard
+    before it got its ``kube`` has nothing to show)."""
+    if state.touches_cluster or timeline.peek().touched:
         return True
     return any(_is_kube(v) or _is_fake(v) or isinstance(v, Ledger) for v in state.fixtures.values())
 

@@ -371,7 +371,7 @@ def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old
 def _pod_lines(pod: PodFacts, snap: Snapshot) -> list[str]:
     lines = [f"{pod.name}: {pod.summary()}"]
     if not pod.healthy:
-        lines += [f"  {event_line(e)}" for e in pod.events[-EVENTS_PER_POD:]]
+        lines += [f"  {event_line(e)}" for e in _notable(pod.events)]
     for container in pod.containers:
         log = snap.previous_logs.get((pod.name, container.name))
         if log is None:
@@ -380,6 +380,16 @@ def _pod_lines(pod: PodFacts, snap: Snapshot) -> list[str]:
         lines.append(f"  previous log of {container.name} (last {len(kept)} lines):")
         lines += [f"    | {line[:300]}" for line in kept] or ["    | (empty)"]
     return lines
+
+
+def _notable(events: list[Obj]) -> list[Obj]:
+    """A pod's last :data:`EVENTS_PER_POD` events, Warnings first in choosing (``BackOff`` over yet another
+    ``Pulled``), shown oldest first."""
+    warnings = [e for e in events if e.get("type") == "Warning"][-EVENTS_PER_POD:]
+    others = [e for e in events if e.get("type") != "Warning"][-(EVENTS_PER_POD - len(warnings)):] \
+        if len(warnings) < EVENTS_PER_POD else []
+    chosen = {id(e) for e in warnings + others}
+    return [e for e in events if id(e) in chosen]
 
 
 def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime, str]]:

@@ -281,3 +281,18 @@ def shop(kd):
     runs = (folder / "agentruns.yaml").read_text()
     assert "name: run-of-this-turn" in runs
     assert "agentRef: stub-agent" in runs
+
+
+def test_a_cluster_spec_refused_by_the_context_guard_gets_no_folder(pytester: pytest.Pytester, kubectl_standin: object,
+                                                                    tmp_path: Path) -> None:
+    kubectl_standin.set_current_context("gke_prod_europe")  # type: ignore[attr-defined]
+    pytester.makepyfile(test_inner="""
+import pytest
+
+@pytest.mark.cluster
+def test_needs_the_cluster(kube):
+    kube.kubectl("get", "pods")
+""")
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
+    result.assert_outcomes(errors=1)
+    assert [p.name for p in run_folder(tmp_path / "art").iterdir() if not p.name.startswith(".")] == ["report.html"]
