@@ -7,14 +7,14 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   {auto,live,lines,off}``.
 - A run id per session, shared by pytest-xdist workers (``harness_run_id`` fixture), used for folder names and as
   the label value of everything the harness creates (``stack-harness.dev/run``).
-- Evidence: when a spec that touched a cluster or a fake (or asked for evidence) fails, in set-up, call or
-  teardown, its folder ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before
-  the teardown of its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the
-  ``signal`` method) is paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
-  that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as
-  the property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web",
-  "pods:app=web", "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created
-  through ``cleanup``/``module_cleanup``, and workloads it rolled out or waited on.
+- Evidence: when a spec that touched a cluster or a fake (or asked for evidence) fails, in set-up, call or teardown,
+  its folder ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before the teardown of
+  its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is
+  paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
+  that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as the
+  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web",
+  "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created through
+  ``cleanup``/``module_cleanup``, and workloads it rolled out or waited on.
 - Cleanup: fixtures ``cleanup`` (per spec) and ``module_cleanup`` (per module), :class:`harness.cleanup.Ledger`\\s.
   When their scope ends, after the spec's reports are all in, the plugin deletes what they recorded (newest first,
   bounded), unless a spec of the module failed (set-up and teardown included; pytest-xdist workers share this
