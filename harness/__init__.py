@@ -17,12 +17,16 @@ Public API (see README.md for a tour):
 - stack clients: :func:`mint_user_jwt` / :func:`resolve_user_jwt` (Open WebUI user JWTs), :class:`InvokeClient`
   (``/invoke`` accept-then-poll), :class:`CredentialStore` (credential Secrets, AES-256-GCM fields),
   :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
+- diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
+  finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`; evidence, progress and the HTML report come with the
+  pytest plugin (:mod:`harness.diagnostics_plugin`).
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
+from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
 from harness.chat import ChatError, ChatRejected, ChatStreamMalformed, ChatTurn, ToolCall, chat_turn, chat_turn_sync
 from harness.errors import (
@@ -39,6 +43,7 @@ from harness.errors import (
     PortForwardDied,
     PortForwardGone,
     PortForwardNotReady,
+    RolloutFailed,
     ServiceAnswerTooLarge,
     ServiceTimeout,
     ServiceUnreachable,
@@ -63,6 +68,7 @@ from harness.kube import Kube
 from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantReadError, QdrantView
 from harness.redis_sessions import RedisPodNotFound, RedisSessions, RedisSweepError, SweepResult
+from harness.rollout import explain_workload, rollout_complete
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
@@ -97,12 +103,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
 __all__ = [
-    "CLAUDE_LOGIN",
-    "CLAUDE_SETUP_TOKEN",
-    "GITHUB_LINK",
     "AgentRunRecord",
     "ApiServerUnreachable",
     "Attempt",
+    "CLAUDE_LOGIN",
+    "CLAUDE_SETUP_TOKEN",
     "ChatError",
     "ChatRejected",
     "ChatStreamMalformed",
@@ -116,6 +121,7 @@ __all__ = [
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
+    "GITHUB_LINK",
     "HarnessError",
     "HopFailure",
     "Invocation",
@@ -129,6 +135,7 @@ __all__ = [
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
+    "Ledger",
     "NoKubeContext",
     "OpenWebUIIdentity",
     "PendingToolCall",
@@ -142,6 +149,7 @@ __all__ = [
     "RedisPodNotFound",
     "RedisSessions",
     "RedisSweepError",
+    "RolloutFailed",
     "ServiceAnswerTooLarge",
     "ServiceTimeout",
     "ServiceUnreachable",
@@ -155,14 +163,17 @@ __all__ = [
     "chat_turn",
     "chat_turn_sync",
     "clamp_to_attempt",
+    "cleanup_agent_runs_since",
     "created_since",
     "current_attempt",
+    "explain_workload",
     "fetch_through",
     "fetch_through_sync",
     "mint_user_jwt",
     "parse_k8s_time",
     "port_forward",
     "resolve_user_jwt",
+    "rollout_complete",
     "secret_name",
     "stream_through",
     "unique_issue_number",

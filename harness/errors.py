@@ -171,6 +171,28 @@ class WaitStopped(StopWaiting):
         self.error = error
 
 
+class RolloutFailed(WaitTimeout):
+    """A deployment, statefulset or pod did not roll out: ``Kube.rollout_status`` gave up, or a ``wait_for`` on
+    :func:`harness.rollout.rollout_complete` ran out or stopped. The message says why, cause first, from the objects
+    themselves; ``explanation`` holds the data (a :class:`harness.rollout.Explanation`), ``summary`` the wait's
+    :class:`harness.waiting.WaitSummary` (``None`` for ``rollout_status``). The original failure is ``__cause__``."""
+
+    def __init__(self, message: str, *, explanation: object, summary: object = None) -> None:
+        super().__init__(message, summary)
+        self.explanation = explanation
+
+
+class RolloutStatusFailed(RolloutFailed, KubectlError):
+    """``Kube.rollout_status`` gave up: a :class:`RolloutFailed` that is also the :class:`KubectlError` it explains
+    (``argv``, ``returncode``, ``stderr_tail`` of kubectl's exit; ``returncode`` -9 when it was killed at its bound),
+    so code that caught ``KubectlError`` from ``rollout_status`` still does."""
+
+    def __init__(self, message: str, *, explanation: object, kubectl_error: KubectlError) -> None:
+        RolloutFailed.__init__(self, message, explanation=explanation)
+        self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
+        self.stderr_tail = kubectl_error.stderr_tail
+
+
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 

@@ -251,20 +251,33 @@ class Kube:
         __tracebackhide__ = True
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
-    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0) -> str:
+    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0,
+                       explain_budget: float | None = None) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
-        ``timeout`` seconds (finite, > 0) go to kubectl's own ``--timeout`` with millisecond precision, rounded
-        up (``0.4`` becomes ``400ms``: kubectl reads ``0s`` as "wait forever"); the process is killed ``grace``
-        seconds later if kubectl has not exited by itself. A rollout that does not finish raises
-        :class:`KubectlError` (kubectl's ``timed out waiting for the condition``) or :class:`KubectlTimeout`.
-        Default 300 s, the budget upstream's resilience helpers give a rollout.
+        ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds (finite, > 0) go to kubectl's own
+        ``--timeout`` with millisecond precision, rounded up (``0.4`` becomes ``400ms``: kubectl reads ``0s`` as
+        "wait forever"); the process is killed ``grace`` seconds later if kubectl has not exited by itself. A rollout
+        that does not finish (kubectl's exit, or :class:`KubectlTimeout`, chained as the cause) raises
+        :class:`harness.errors.RolloutStatusFailed` (a :class:`harness.RolloutFailed`, an ``AssertionError``, and
+        still the :class:`KubectlError` it explains) whose message explains why from the objects, read within
+        ``explain_budget`` seconds (default 15, shortened to what is left of the test; see :mod:`harness.rollout`).
+        Default 300 s, the budget the stack's resilience specs give a rollout.
         """
         __tracebackhide__ = True
+        from harness import rollout
+
         flag = duration_flag("--timeout", timeout)
         if not (math.isfinite(grace) and grace >= 0):
             raise ValueError(f"rollout_status: grace must be finite seconds >= 0, got {grace!r}")
-        done = self.kubectl("rollout", "status", f"deployment/{deployment}", flag, timeout=timeout + grace)
+        ref = deployment if "/" in deployment else f"deployment/{deployment}"
+        started = rollout.rollout_started(self, ref)  # the spec's evidence describes ref even if it is stopped here
+        try:
+            done = self.kubectl("rollout", "status", ref, flag, timeout=timeout + grace)
+        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            raise rollout.rollout_failure(self, ref, cause=str(exc), started=started, budget=explain_budget,
+                                          kubectl_error=exc) from exc
+        rollout.rollout_succeeded(self, ref, started)
         return process.tail(done.stdout, 1)
 
     def _kubeconfig_flag(self) -> list[str]:

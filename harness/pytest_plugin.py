@@ -47,6 +47,8 @@ from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fi
 from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
 
+pytest_plugins = ["harness.diagnostics_plugin"]  # evidence, cleanup, progress, the run's report
+
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 
 _GUARD = pytest.StashKey[Verdict]()

@@ -34,6 +34,7 @@ import anyio
 import anyio.lowlevel
 
 from harness import attempts as attempt_context
+from harness import progress
 from harness.errors import StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
 
 T = TypeVar("T")
@@ -73,6 +74,7 @@ class WaitSummary:
     still_running: int = 0
     notes: list[str] = field(default_factory=list)
     _started: float = field(default_factory=time.monotonic, repr=False)
+    started_at: float = field(default_factory=time.time)  # wall clock (epoch seconds), for timelines
 
     def count(self, outcome: Outcome) -> int:
         """How many attempts ended with ``outcome``."""
@@ -170,6 +172,12 @@ def test_margin(test_timeout: float) -> float:
     return min(10.0, max(1.0, 0.1 * test_timeout))
 
 
+def test_time_left() -> float | None:
+    """Seconds left before the running test's pytest-timeout (``None`` outside a test with one)."""
+    pinned = _test_deadline
+    return None if pinned is None else max(0.0, pinned[0] - time.monotonic())
+
+
 def _clamp_to_test(timeout: float) -> tuple[float, str | None]:
     """``timeout`` shortened so the wait ends a margin before the test's deadline, and a note when it was."""
     pinned = _test_deadline
@@ -217,6 +225,7 @@ async def wait_for(
     timeout: float = 120.0,
     interval: float = 2.0,
     probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
 ) -> T:
     """Call ``probe`` until it returns something other than ``None``, and return that.
 
@@ -231,6 +240,10 @@ async def wait_for(
     :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix; ``ValueError`` for a
     non-positive or infinite ``timeout`` or ``probe_timeout``, or a negative or infinite ``interval``;
     ``TypeError`` if a sync probe returns an awaitable.
+    ``explain`` (default: the probe's own ``explain`` attribute, e.g. :func:`harness.rollout.rollout_complete`'s)
+    is called, synchronously, when the wait times out or stops; the exception it returns is raised instead, chained
+    to the original (a deployment's wait raises :class:`harness.RolloutFailed` with the explanation). A wait running
+    longer than a few seconds shows its progress (:mod:`harness.progress`).
     """
     __tracebackhide__ = True
     if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
@@ -245,6 +258,8 @@ async def wait_for(
     runner: _AsyncRunner | _ThreadRunner = (
         _AsyncRunner(cast(Callable[[], Awaitable[Any]], probe)) if _is_async(probe) else _ThreadRunner(probe)
     )
+    explain = explain or getattr(probe, "explain", None)
+    shown = progress.watch(summary)
     start = summary._started
     deadline = start + timeout
     cannot_fix = 0  # consecutive attempts that failed with an error waiting cannot fix
@@ -257,21 +272,22 @@ async def wait_for(
                 return value  # type: ignore[no-any-return]
             if outcome == "stopped":
                 summary.outcome = "stopped"
-                raise error
+                raise _explained(explain, summary, error, start)
             cannot_fix = cannot_fix + 1 if outcome == "failed" and waiting_cannot_fix(error) else 0
             if cannot_fix >= UNRECOVERABLE_REPEATS:
                 summary.outcome = "stopped"
-                raise WaitStopped(summary.stopped_message(error), summary, error)
+                raise _explained(explain, summary, WaitStopped(summary.stopped_message(error), summary, error), start)
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             await anyio.sleep(min(interval, remaining))
         summary.outcome = "timeout"
         summary.still_running = runner.still_running()
-        raise WaitTimeout(summary.timeout_message(), summary)
+        raise _explained(explain, summary, WaitTimeout(summary.timeout_message(), summary), start)
     finally:
-        summary.elapsed = time.monotonic() - start
+        summary.elapsed = summary.elapsed or time.monotonic() - start  # an explained failure's stops before explaining
         summary.still_running = runner.still_running()
+        shown.close()
         _record(summary)
 
 
@@ -282,6 +298,7 @@ def wait_for_sync(
     timeout: float = 120.0,
     interval: float = 2.0,
     probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
 ) -> Any:
     """:func:`wait_for` for sync tests: runs it in its own event loop (``anyio.run``); same arguments and errors.
 
@@ -292,11 +309,29 @@ def wait_for_sync(
     try:
         return anyio.run(
             functools.partial(
-                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout
+                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout, explain=explain
             )
         )
     except (WaitTimeout, StopWaiting) as exc:
         raise exc.with_traceback(None) from exc.__cause__
+
+
+def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,
+               error: BaseException, start: float) -> BaseException:
+    """What a failed wait raises: ``explain``'s exception (chained to ``error``), or ``error`` when there is none."""
+    if explain is None:
+        return error
+    summary.elapsed = time.monotonic() - start
+    try:
+        better = explain(summary, error)
+    except Exception as exc:  # an explanation must never hide the failure it explains
+        summary.notes.append(f"explaining this failure failed: {type(exc).__name__}: {exc}")
+        return error
+    if better is None:
+        return error
+    better.__cause__ = error
+    better.__suppress_context__ = True
+    return better
 
 
 def _is_async(probe: Callable[..., Any]) -> bool:

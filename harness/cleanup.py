@@ -1,0 +1,215 @@
+"""Cleanup that keeps the evidence: label what the harness creates, delete it in reverse order, keep it after a failure.
+
+Upstream's suite piled up dozens of AgentRuns and Secrets across runs (failure mode 8 in ``specs/cluster/README.md``)
+and, once it cleaned up, deleted the evidence of the failure it followed (failure mode 9). Here:
+
+- everything created through a :class:`Ledger` carries the label ``stack-harness.dev/run=<run id>`` (and
+  ``stack-harness.dev/issue=<n>`` when the spec has an issue number), on the object and on its pod template, so
+  ``kubectl get all,agentruns,secrets -l stack-harness.dev/run=<run id>`` finds it later;
+- at the end of its scope the ledger deletes what it recorded, newest first, in one bounded ``kubectl delete
+  --wait=false --ignore-not-found``; :func:`cleanup_agent_runs_since` removes the AgentRuns created since a
+  ``since`` and their ``<run>-identity`` Secrets (the controller's one-hour retention would keep them otherwise);
+- the pytest plugin decides when: after a failure anywhere in the module (set-up and teardown included), or with
+  ``--keep-resources``, nothing is deleted and the terminal summary prints what was kept, with the commands to
+  inspect and to delete it (:meth:`Ledger.keep_commands`).
+
+Deletion never sweeps by name prefix: only objects recorded by this run, or AgentRuns in the spec's window.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from harness.agentruns import AGENTRUN_RESOURCE, agent_runs_since
+from harness.artifacts import ISSUE_LABEL, RUN_LABEL
+from harness.errors import KubectlError
+
+if TYPE_CHECKING:
+    from harness.kube import Kube
+
+DEFAULT_DELETE_TIMEOUT = 30.0
+
+
+@dataclass
+class CleanupResult:
+    """``deleted`` refs (``kind/name`` as kubectl printed them), ``failed`` (ref or command, error)."""
+
+    deleted: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def extend(self, other: CleanupResult) -> None:
+        self.deleted += other.deleted
+        self.failed += other.failed
+
+
+def run_labels(run_id: str, issue: int | None = None) -> dict[str, str]:
+    """The labels every created object carries."""
+    labels = {RUN_LABEL: run_id}
+    if issue is not None:
+        labels[ISSUE_LABEL] = str(issue)
+    return labels
+
+
+def label_manifest(obj: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """``obj`` with ``labels`` added to ``metadata.labels`` and, for workloads, ``spec.template.metadata.labels``
+    (so their pods carry them too; selectors are untouched). Changes and returns ``obj``."""
+    obj.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    template = (obj.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        template.setdefault("metadata", {}).setdefault("labels", {}).update(labels)
+    job_template = (obj.get("spec") or {}).get("jobTemplate")
+    if isinstance(job_template, dict):
+        label_manifest(job_template, labels)
+    return obj
+
+
+def delete_refs(kube: Kube, refs: list[str], *, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
+    """``kubectl delete REFS... --wait=false --ignore-not-found`` in the order given, within ``timeout`` seconds.
+
+    Never raises for a cluster failure: what kubectl could not delete (or the timeout) is in ``failed``."""
+    result = CleanupResult()
+    if not refs:
+        return result
+    try:
+        done = kube.kubectl("delete", *refs, "--wait=false", "--ignore-not-found", timeout=timeout, check=False)
+    except KubectlError as exc:
+        result.failed.append((" ".join(refs), str(exc).splitlines()[0]))
+        return result
+    for line in done.stdout.splitlines():  # `deployment.apps "web" deleted`
+        parts = line.split('"')
+        if len(parts) >= 3 and parts[2].strip().startswith("deleted"):
+            result.deleted.append(f"{parts[0].strip()}/{parts[1]}")
+    if done.returncode != 0:
+        result.failed.append((" ".join(refs), done.stderr.strip() or f"kubectl exited {done.returncode}"))
+    return result
+
+
+def cleanup_agent_runs_since(since: datetime, *, kube: Kube, timeout: float = DEFAULT_DELETE_TIMEOUT
+                             ) -> CleanupResult:
+    """Delete the AgentRuns created since ``since`` (the same widened window as :func:`harness.agent_runs_since`)
+    and their ``<run>-identity`` Secrets, without waiting (``--wait=false --ignore-not-found``).
+
+    All calls share ``timeout`` seconds. Never raises for a cluster failure (listing included): see
+    :class:`CleanupResult`. Raises ``ValueError`` for a naive ``since``."""
+    deadline = time.monotonic() + timeout
+    result = CleanupResult()
+    try:
+        runs = agent_runs_since(since, kube=kube, timeout=timeout)
+    except KubectlError as exc:
+        result.failed.append(("list AgentRuns", str(exc).splitlines()[0]))
+        return result
+    names = [run.name for run in runs]
+    if not names:
+        return result
+    result.extend(delete_refs(kube, [f"{AGENTRUN_RESOURCE}/{n}" for n in names],
+                              timeout=max(1.0, deadline - time.monotonic())))
+    result.extend(delete_refs(kube, [f"secret/{n}-identity" for n in names],
+                              timeout=max(1.0, deadline - time.monotonic())))
+    return result
+
+
+class Ledger:
+    """What one scope (a spec or a module) created in the cluster, to delete at its end unless kept.
+
+    ``apply`` labels and applies manifests and records the objects; ``track`` records objects created some other
+    way; ``sweep_agent_runs_since`` asks for :func:`cleanup_agent_runs_since` at the end. The pytest plugin calls
+    :meth:`delete` or :meth:`keep` once the scope is over (see the module docstring).
+    """
+
+    def __init__(self, kube: Kube, run_id: str, *, scope: str, issue: int | None = None) -> None:
+        self.kube, self.run_id, self.scope, self.issue = kube, run_id, scope, issue
+        self.labels = run_labels(run_id, issue)
+        self.refs: list[str] = []
+        self.sweeps: list[datetime] = []
+        self.closed = False
+
+    def apply(self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, timeout: float = 30.0) -> list[str]:
+        """Label and ``kubectl apply`` ``manifest`` (YAML text, one object or a list); returns and records the
+        refs kubectl printed (``deployment.apps/web``). Raises :class:`harness.KubectlError` when apply fails
+        (what it did create is recorded all the same)."""
+        docs = _documents(manifest)
+        for doc in docs:
+            label_manifest(doc, self.labels)
+        body = "\n---\n".join(yaml.safe_dump(doc, sort_keys=False) for doc in docs)
+        done = self.kube.kubectl("apply", "-f", "-", "-o", "name", input=body, timeout=timeout, check=False)
+        refs = [line.strip() for line in done.stdout.splitlines() if "/" in line]
+        for ref in refs:
+            self.track(ref)
+        if done.returncode != 0:
+            raise KubectlError(done.argv, done.returncode, done.stderr.strip())
+        return refs
+
+    def track(self, *refs: str) -> None:
+        """Record objects (``kind/name``) created outside :meth:`apply`, to delete them at the end of the scope."""
+        for ref in refs:
+            if ref in self.refs:
+                self.refs.remove(ref)
+            self.refs.append(ref)
+
+    def sweep_agent_runs_since(self, since: datetime) -> None:
+        """At the end of the scope, delete the AgentRuns created since ``since`` and their identity Secrets."""
+        self.sweeps.append(since)
+
+    def delete(self, *, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
+        """Delete the recorded objects, newest first, then run the AgentRun sweeps; bounded by ``timeout`` seconds
+        in all. Never raises for a cluster failure. Idempotent."""
+        result = CleanupResult()
+        if self.closed:
+            return result
+        self.closed = True
+        deadline = time.monotonic() + timeout
+        result.extend(delete_refs(self.kube, list(reversed(self.refs)), timeout=timeout))
+        for since in self.sweeps:
+            left = deadline - time.monotonic()
+            if left < 1.0:
+                result.failed.append((f"AgentRuns since {since.isoformat()}",
+                                      "not swept: the cleanup budget was spent"))
+                continue
+            result.extend(cleanup_agent_runs_since(since, kube=self.kube, timeout=left))
+        return result
+
+    def keep(self) -> dict[str, Any]:
+        """Mark the ledger kept (nothing will be deleted) and return what was kept, as a JSON-ready dict."""
+        self.closed = True
+        return {"scope": self.scope, "run": self.run_id, "refs": list(self.refs),
+                "sweeps": [s.isoformat() for s in self.sweeps], "commands": self.keep_commands()}
+
+    def keep_commands(self) -> list[str]:
+        """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace)."""
+        base = _pinned(self.kube)
+        selector = f"{RUN_LABEL}={self.run_id}"
+        commands = [f"{base} get all,agentruns,secrets -l {selector}"]
+        if self.refs:
+            commands.append(f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false "
+                            "--ignore-not-found")
+        for since in self.sweeps:
+            commands.append(f"{base} get agentruns  # those created since {since.isoformat()} (and their "
+                            "<run>-identity Secrets)")
+        return commands
+
+
+def _pinned(kube: Kube) -> str:
+    parts = ["kubectl"]
+    if kube.kubeconfig:
+        parts += ["--kubeconfig", kube.kubeconfig]
+    parts += ["--context", kube.context, "-n", kube.namespace]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _documents(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(manifest, str):
+        docs = [d for d in yaml.safe_load_all(manifest) if d]
+    elif isinstance(manifest, dict):
+        docs = [manifest]
+    else:
+        docs = list(manifest)
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise ValueError("manifest must be YAML text, an object, or a list of objects (Kubernetes manifests)")
+    return [json.loads(json.dumps(d)) for d in docs]  # our own copies: labelling must not change the caller's

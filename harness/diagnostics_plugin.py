@@ -1,0 +1,487 @@
+"""The harness's diagnostics in pytest: evidence of failed specs, cleanup that keeps it, progress, the run's report.
+
+Loaded by :mod:`harness.pytest_plugin`. What it adds:
+
+- Options ``--artifacts DIR`` (default ``artifacts/`` under the rootdir; checked writable at session start, a
+  usage error otherwise), ``--keep-resources``, ``--evidence-budget SECONDS`` (60), ``--progress
+  {auto,live,lines,off}``.
+- A run id per session, shared by pytest-xdist workers (``harness_run_id`` fixture), used for folder names and as
+  the label value of everything the harness creates (``stack-harness.dev/run``).
+- Evidence: when a spec that touched a cluster or a fake (or asked for evidence) fails, in set-up, call or teardown,
+  its folder ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before the teardown of
+  its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is
+  paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
+  that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as the
+  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web",
+  "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created through
+  ``cleanup``/``module_cleanup``, and workloads it rolled out or waited on.
+- Cleanup: fixtures ``cleanup`` (per spec) and ``module_cleanup`` (per module), :class:`harness.cleanup.Ledger`\\s.
+  When their scope ends, after the spec's reports are all in, the plugin deletes what they recorded (newest first,
+  bounded), unless a spec of the module failed (set-up and teardown included; pytest-xdist workers share this
+  through marker files) or ``--keep-resources`` was given: then it keeps everything and the terminal summary says
+  what, with the commands to inspect and to delete it.
+- Progress of long waits on the terminal (in place) or as periodic lines (CI logs, xdist workers).
+- ``DIR/<run id>/report.html``: one self-contained page with a shared time axis (:mod:`harness.report`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import artifacts, progress, report, timeline
+from harness.cleanup import Ledger
+from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect
+from harness.kube import Kube
+from harness.rollout import Explanation
+
+EVIDENCE_PROPERTY = "harness.evidence"
+_RUN = pytest.StashKey["_Run"]()
+_SPEC = pytest.StashKey["_SpecState"]()
+
+
+@dataclass
+class _Run:
+    run_id: str
+    base: Path  # the --artifacts folder
+    keep: bool
+    budget: float
+    worker: str | None
+    progress_fd: int | None = None
+    progress_before: progress.Settings | None = None
+    pending: list[tuple[Ledger, str]] = field(default_factory=list)
+    failed_modules: set[str] = field(default_factory=set)
+    ready: bool = False
+
+    @property
+    def folder(self) -> Path:
+        return self.base / self.run_id
+
+
+@dataclass
+class _SpecState:
+    started: float
+    phases: dict[str, tuple[float, float, str]] = field(default_factory=dict)
+    fixtures: dict[str, Any] = field(default_factory=dict)
+    interest: Interest = field(default_factory=Interest)
+    evidence: str | None = None
+    index_counts: dict[str, int] = field(default_factory=dict)
+    explanations: list[Explanation] = field(default_factory=list)
+    forwards: list[Any] = field(default_factory=list)
+    touches_cluster: bool = False
+
+
+class EvidenceRequest:
+    """The ``evidence`` fixture: declare what to keep if this spec fails.
+
+    ``watch("deployment/web", "pod/x", "secret/s")`` (any ``kind/name``; deployments and statefulsets bring their
+    ReplicaSets, pods, logs and a rollout explanation), ``watch_pods("app=web")`` (pods by label selector),
+    ``agent_runs_since(since)`` (the AgentRuns created in the spec's window).
+    """
+
+    def __init__(self, interest: Interest) -> None:
+        self.interest = interest
+
+    def watch(self, *refs: str) -> None:
+        self.interest.add(*refs)
+
+    def watch_pods(self, selector: str) -> None:
+        self.interest.add_selector(selector)
+
+    def agent_runs_since(self, since: datetime) -> None:
+        if since.tzinfo is None:
+            raise ValueError("since must be timezone-aware (the since fixture is)")
+        self.interest.agent_runs_since = since
+
+
+# --- options and session ----------------------------------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "end-to-end harness")
+    group.addoption("--artifacts", default=None, metavar="DIR",
+                    help="where evidence of failed specs and the run's report.html go (default: <rootdir>/artifacts)")
+    group.addoption("--keep-resources", action="store_true", default=False,
+                    help="never delete what the harness created in the cluster; print how to inspect and delete it")
+    group.addoption("--evidence-budget", type=float, default=DEFAULT_BUDGET, metavar="SECONDS",
+                    help=f"total time evidence collection may take per failed spec (default {DEFAULT_BUDGET:.0f})")
+    group.addoption("--progress", choices=progress.MODES, default="auto",
+                    help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
+                                       "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', 'agentruns'")
+    workerinput = getattr(config, "workerinput", None)
+    run_id = (workerinput or {}).get("harness_run_id") or artifacts.new_run_id()
+    base = Path(config.getoption("--artifacts") or config.rootpath / "artifacts")
+    budget = config.getoption("--evidence-budget")
+    if not budget or budget <= 0:
+        raise pytest.UsageError(f"--evidence-budget must be a positive number of seconds, got {budget}")
+    run = _Run(run_id, base, bool(config.getoption("--keep-resources")), float(budget),
+               (workerinput or {}).get("workerid"))
+    config.stash[_RUN] = run
+    _configure_progress(config, run)
+
+
+def _configure_progress(config: pytest.Config, run: _Run) -> None:
+    try:
+        fd = os.dup(2)  # the real stderr: pytest's capture swaps descriptor 2 during tests, not this copy
+    except OSError:
+        return
+    run.progress_fd = fd
+    mode = config.getoption("--progress")
+    terminal = os.isatty(fd) and run.worker is None
+    run.progress_before = progress.configure(
+        mode=mode, write=lambda text: _write_fd(fd, text), terminal=terminal,
+        prefix=f"[{run.worker}] " if run.worker else "")
+
+
+def _write_fd(fd: int, text: str) -> None:
+    data = text.encode(errors="replace")
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run = config.stash.get(_RUN, None)
+    if run is None:
+        return
+    if run.progress_before is not None:
+        progress.restore(run.progress_before)
+    if run.progress_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(run.progress_fd)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: every worker uses the controller's run id."""
+    node.workerinput["harness_run_id"] = node.config.stash[_RUN].run_id
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    run = session.config.stash[_RUN]
+    try:
+        artifacts.ensure_writable(run.base)
+        artifacts.ensure_writable(run.folder)
+    except artifacts.ArtifactsNotWritable as exc:
+        raise pytest.UsageError(str(exc)) from None
+    run.ready = True
+
+
+@pytest.fixture(scope="session")
+def harness_run_id(request: pytest.FixtureRequest) -> str:
+    """This run's id (shared by xdist workers): the value of the ``stack-harness.dev/run`` label."""
+    return str(request.config.stash[_RUN].run_id)
+
+
+# --- fixtures ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> EvidenceRequest:
+    """Declare what to keep if this spec fails (see :class:`EvidenceRequest`)."""
+    state = _spec_state(request.node)
+    state.touches_cluster = True
+    return EvidenceRequest(state.interest)
+
+
+@pytest.fixture
+def cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
+    """A :class:`harness.cleanup.Ledger` for this spec: what it creates is labelled with the run id and deleted,
+    newest first, after the spec, unless a spec of the module failed or ``--keep-resources``."""
+    yield from _ledger(request, kube, request.node.nodeid)
+
+
+@pytest.fixture(scope="module")
+def module_cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
+    """A :class:`harness.cleanup.Ledger` for the module, deleted after its last spec (same rules as ``cleanup``)."""
+    yield from _ledger(request, kube, request.node.nodeid)
+
+
+def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[Ledger]:
+    run = request.config.stash[_RUN]
+    issue = request.getfixturevalue("issue_number") if "issue_number" in request.fixturenames else None
+    ledger = Ledger(kube, run.run_id, scope=scope, issue=issue)
+    yield ledger
+    run.pending.append((ledger, _module_id(request.node)))  # decided once the spec's reports are all in
+
+
+# --- per spec ---------------------------------------------------------------------------------------------------
+
+def _spec_state(item: pytest.Item) -> _SpecState:
+    state = item.stash.get(_SPEC, None)
+    if state is None:
+        state = item.stash[_SPEC] = _SpecState(time.time())
+    return state
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    run = item.config.stash[_RUN]
+    timeline.take()  # what happened between specs belongs to none
+    state = _spec_state(item)
+    _add_marker_interest(item, state)
+    try:
+        yield
+    finally:
+        record = timeline.take()
+        if run.ready:
+            _settle_ledgers(item, run)
+            _write_timeline(item, run, state, record)
+
+
+def _add_marker_interest(item: pytest.Item, state: _SpecState) -> None:
+    for marker in item.iter_markers("evidence"):
+        state.touches_cluster = True
+        for target in marker.args:
+            if target == "agentruns":
+                continue  # needs the spec's since: taken from its `since` fixture at collection time
+            if str(target).startswith("pods:"):
+                state.interest.add_selector(str(target)[5:])
+            else:
+                state.interest.add(str(target))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    run = item.config.stash[_RUN]
+    state = _spec_state(item)
+    state.phases[call.when] = (call.start, call.stop, report.outcome)
+    if call.when == "setup" or not state.fixtures:
+        state.fixtures = dict(getattr(item, "funcargs", None) or {})
+    state.forwards += [f for f in _find_forwards(state) if all(f is not seen for seen in state.forwards)]
+    if not report.failed:
+        return
+    run.failed_modules.add(_module_id(item))
+    if run.ready:
+        artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
+    if not run.ready or not _qualifies(item, state):
+        return
+    if state.evidence is None:
+        _collect_evidence(item, run, state, call.when, report)
+    else:
+        _note_later_failure(state, call.when, report)
+    entry = (EVIDENCE_PROPERTY, state.evidence)
+    if entry not in item.user_properties:
+        item.user_properties.append(entry)
+    if entry not in report.user_properties:
+        report.user_properties.append(entry)
+
+
+def _qualifies(item: pytest.Item, state: _SpecState) -> bool:
+    """A spec that reached a cluster or a fake, or asked for evidence (a cluster spec refused by the context guard
+    before it got its ``kube`` has nothing to show)."""
+    if state.touches_cluster or timeline.peek().touched:
+        return True
+    return any(_is_kube(v) or _is_fake(v) or isinstance(v, Ledger) for v in state.fixtures.values())
+
+
+def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: str, report: pytest.TestReport) -> None:
+    folder = run.folder / artifacts.spec_folder_name(item.nodeid)
+    suffix = 2
+    while folder.exists():
+        folder = run.folder / f"{artifacts.spec_folder_name(item.nodeid)}-{suffix}"
+        suffix += 1
+    state.evidence = str(folder)
+    sources = _sources(item, state, phase, report)
+    with _alarm_paused():
+        index, explanations = collect(folder, sources, budget=run.budget)
+    state.explanations = explanations
+    state.index_counts = {s: index.count(s) for s in ("ok", "failed", "cut", "not-found", "not-started")}
+
+
+def _note_later_failure(state: _SpecState, phase: str, report: pytest.TestReport) -> None:
+    assert state.evidence is not None
+    with contextlib.suppress(OSError):
+        artifacts.write_text(Path(state.evidence) / f"failure-{phase}.txt", f"also failed in {phase}\n\n"
+                                                                            f"{report.longreprtext}\n")
+
+
+def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.TestReport) -> Sources:
+    record = timeline.peek()
+    interest = state.interest
+    for ledger in (v for v in state.fixtures.values() if isinstance(v, Ledger)):
+        interest.add(*ledger.refs)
+    kube = _find_kube(state.fixtures)
+    for touched_kube, ref in record.touched:
+        if kube is None or touched_kube is kube or touched_kube.context == kube.context:
+            interest.add(ref)
+            kube = kube or touched_kube
+    wants_runs = any("agentruns" in m.args for m in item.iter_markers("evidence"))
+    since = state.fixtures.get("since")
+    if wants_runs and interest.agent_runs_since is None and isinstance(since, datetime):
+        interest.agent_runs_since = since
+    return Sources(
+        spec=item.nodeid, phase=phase, failure=report.longreprtext, kube=kube, interest=interest, record=record,
+        fakes={name: v for name, v in state.fixtures.items() if _is_fake(v)},
+        forwards=state.forwards, started=state.started,
+    )
+
+
+def _is_kube(value: Any) -> bool:
+    return isinstance(value, Kube) or (hasattr(value, "kubeconfig") and hasattr(value, "double"))
+
+
+def _is_fake(value: Any) -> bool:
+    return callable(getattr(value, "requests", None)) and hasattr(value, "runtime")
+
+
+def _find_kube(fixtures: dict[str, Any]) -> Kube | None:
+    found = fixtures.get("kube")
+    if isinstance(found, Kube):
+        return found
+    for value in fixtures.values():
+        if isinstance(value, Kube):
+            return value
+    for value in fixtures.values():
+        if hasattr(value, "double") and callable(getattr(value, "kube", None)):
+            try:
+                return value.kube()  # a fakes.kube handle
+            except Exception:
+                return None
+    return None
+
+
+def _find_forwards(state: _SpecState) -> list[Any]:
+    found: list[Any] = []
+    for value in state.fixtures.values():
+        if callable(getattr(value, "forwards", None)):  # a harness.ForwardPool
+            with contextlib.suppress(Exception):
+                found += list(value.forwards())
+        elif hasattr(value, "stderr_tail") and hasattr(value, "remote_port"):  # a harness.PortForward
+            found.append(value)
+    return found
+
+
+@contextlib.contextmanager
+def _alarm_paused() -> Iterator[None]:
+    """Hold a pending SIGALRM timer (pytest-timeout's ``signal`` method) while evidence is collected."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    remaining, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if remaining > 0:
+            signal.setitimer(signal.ITIMER_REAL, remaining)
+
+
+# --- cleanup decisions ------------------------------------------------------------------------------------------
+
+def _settle_ledgers(item: pytest.Item, run: _Run) -> None:
+    pending, run.pending = run.pending, []
+    for ledger, module in pending:
+        failed = module in run.failed_modules or (run.folder / ".failed" / artifacts.safe_name(module)).exists()
+        if run.keep or failed:
+            kept = ledger.keep()
+            kept["why"] = "--keep-resources" if run.keep else f"a spec in {module} failed"
+            _append_json(run.folder / ".cleanup.jsonl", {"kind": "kept", **kept})
+            continue
+        result = ledger.delete()
+        if result.failed:
+            _append_json(run.folder / ".cleanup.jsonl", {"kind": "failed", "scope": ledger.scope,
+                                                         "failed": result.failed})
+
+
+def _append_json(path: Path, data: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        artifacts.append_line(path, json.dumps(data, default=str))
+
+
+def _module_id(node: pytest.Item | pytest.Collector) -> str:
+    return node.nodeid.split("::", 1)[0]
+
+
+# --- the run's timeline and report ------------------------------------------------------------------------------
+
+def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
+    spec = report.spec_entry(item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations)
+    _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(_RUN, None)
+    if run is None or not run.ready or run.worker is not None:
+        return
+    with contextlib.suppress(OSError):
+        report.write(run.folder, run.run_id)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    run = config.stash.get(_RUN, None)
+    if run is None or not run.ready:
+        return
+    _summarise_evidence(terminalreporter)
+    _summarise_cleanup(terminalreporter, run)
+    page = run.folder / "report.html"
+    if page.exists():
+        terminalreporter.write_line(f"harness report: {_shown(page)}")
+
+
+def _summarise_evidence(terminalreporter: Any) -> None:
+    rows: dict[str, str] = {}
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            for name, value in getattr(rep, "user_properties", ()):
+                if name == EVIDENCE_PROPERTY and value:
+                    rows[rep.nodeid] = f"{rep.nodeid}: evidence in {_shown(Path(value))}{_index_note(Path(value))}"
+    if rows:
+        terminalreporter.write_sep("-", f"evidence of failed specs ({len(rows)})")
+        for row in rows.values():
+            terminalreporter.write_line(row)
+
+
+def _index_note(folder: Path) -> str:
+    try:
+        data = json.loads((folder / "index.json").read_text())
+    except (OSError, ValueError):
+        return " (no index: collection did not start)"
+    steps = data.get("steps") or []
+    counts = {s: sum(1 for x in steps if x.get("status") == s) for s in ("failed", "cut")}
+    extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    return f" ({len(steps)} steps{', ' + extra if extra else ''}, {data.get('elapsed', 0):.1f}s)"
+
+
+def _summarise_cleanup(terminalreporter: Any, run: _Run) -> None:
+    try:
+        lines = (run.folder / ".cleanup.jsonl").read_text().splitlines()
+    except OSError:
+        return
+    entries = [json.loads(line) for line in lines if line.strip()]
+    kept = [e for e in entries if e.get("kind") == "kept" and (e.get("refs") or e.get("sweeps"))]
+    failed = [e for e in entries if e.get("kind") == "failed"]
+    if kept:
+        terminalreporter.write_sep("-", f"cluster resources kept ({len(kept)} scope(s), run {run.run_id})")
+        for entry in kept:
+            what = ", ".join(entry["refs"]) or "(no objects)"
+            if entry.get("sweeps"):
+                what += f"; AgentRuns since {', '.join(entry['sweeps'])}"
+            terminalreporter.write_line(f"{entry['scope']}: kept {what} ({entry['why']})")
+            for command in entry.get("commands") or []:
+                terminalreporter.write_line(f"    {command}")
+    if failed:
+        terminalreporter.write_sep("-", "cleanup failures")
+        for entry in failed:
+            for target, error in entry["failed"]:
+                terminalreporter.write_line(f"{entry['scope']}: could not delete {target}: {error}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)

@@ -1,0 +1,590 @@
+"""Why a rollout did not finish, in one message, from the objects themselves.
+
+A failed ``kubectl rollout status`` says only "timed out waiting for the condition". This module reads the
+workload, its ReplicaSets (deployments) or revisions (statefulsets), their pods, the namespace's events and the
+previous log of a crash-looping container, and says what blocks the rollout, cause first::
+
+    deployment/web did not roll out: 2 of 2 new pods crash-loop (app: CrashLoopBackOff, last terminated Error exit 1)
+      status: Waiting for deployment "web" rollout to finish: 0 of 2 updated replicas are available...
+      new ReplicaSet web-6d9f (revision 2, 2 desired, 0 ready)
+        web-6d9f-x2x7q: Running, not ready; app: CrashLoopBackOff (back-off 40s ...), last terminated Error exit 1
+          14:00:05 Warning BackOff (x4): Back-off restarting failed container app in pod web-6d9f-x2x7q_ns(...)
+          previous log of app (last 2 lines):
+            | panic: cannot reach redis:6379
+      timeline:
+        14:00:01.000 ReplicaSet web-6d9f SuccessfulCreate: Created pod: web-6d9f-x2x7q
+        ...
+
+Parts:
+
+- :func:`workload_status`: kubectl's own verdict on a deployment or statefulset (done, message, fatal), ported from
+  kubectl ``pkg/polymorphichelpers/rollout_status.go`` (``DeploymentStatusViewer``, ``StatefulSetStatusViewer``);
+  ``fatal`` is ``ProgressDeadlineExceeded``, after which kubectl gives up at once.
+- :class:`Snapshot` (what was read) and :func:`explain` (pure: a snapshot to an :class:`Explanation`), specced on
+  recorded objects; :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
+- :func:`rollout_failure` builds the :class:`~harness.errors.RolloutFailed` that ``Kube.rollout_status`` and a
+  ``wait_for`` on :func:`rollout_complete` raise; ``python -m harness diagnose`` prints :func:`explain_workload`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from harness import timeline as spec_timeline
+from harness.attempts import note
+from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, StopWaiting
+from harness.podfacts import (Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts,
+                              sort_events)
+
+if TYPE_CHECKING:
+    from harness.kube import Kube
+    from harness.waiting import WaitSummary
+
+KINDS = {
+    "deployment": "deployment", "deployments": "deployment", "deploy": "deployment", "deployments.apps": "deployment",
+    "deployment.apps": "deployment",
+    "statefulset": "statefulset", "statefulsets": "statefulset", "sts": "statefulset",
+    "statefulsets.apps": "statefulset", "statefulset.apps": "statefulset",
+    "pod": "pod", "pods": "pod", "po": "pod",
+}
+REVISION = "deployment.kubernetes.io/revision"
+DEFAULT_BUDGET = 15.0
+LOG_LINES = 8
+MAX_PREVIOUS_LOGS = 3
+EVENTS_PER_POD = 3
+TIMELINE_ENTRIES = 40
+
+
+def parse_ref(ref: str) -> tuple[str, str]:
+    """``"deployment/web"`` (also ``deploy/``, ``statefulset/``, ``sts/``, ``pod/``) to ``("deployment", "web")``.
+
+    Raises ``ValueError`` naming the accepted forms for anything else.
+    """
+    kind, _, name = ref.partition("/")
+    canonical = KINDS.get(kind.strip().lower())
+    if canonical is None or not name.strip() or "/" in name:
+        raise ValueError(f"not a workload reference: {ref!r} (expected deployment/NAME, statefulset/NAME or pod/NAME)")
+    return canonical, name.strip()
+
+
+# --- kubectl's verdict -------------------------------------------------------------------------------------
+
+def workload_status(kind: str, obj: Obj) -> tuple[bool, str, bool]:
+    """``(done, message, fatal)`` for a deployment or statefulset object, as ``kubectl rollout status`` decides.
+
+    ``fatal`` is True only for a deployment whose ``Progressing`` condition has reason ``ProgressDeadlineExceeded``
+    (kubectl then exits with "exceeded its progress deadline"). Pods: done when Running and Ready (or Succeeded).
+    """
+    if kind == "deployment":
+        return _deployment_status(obj)
+    if kind == "statefulset":
+        done, message = _statefulset_status(obj)
+        return done, message, False
+    facts = pod_facts(obj)
+    done = facts.phase == "Succeeded" or (facts.phase == "Running" and facts.ready)
+    return done, f"pod {facts.name!r}: {facts.summary()}", facts.phase == "Failed"
+
+
+def _deployment_status(dep: Obj) -> tuple[bool, str, bool]:
+    name, spec, status = name_of(dep), dep.get("spec") or {}, dep.get("status") or {}
+    if int(meta(dep).get("generation") or 0) > int(status.get("observedGeneration") or 0):
+        return False, "Waiting for deployment spec update to be observed...", False
+    progressing = _condition(status, "Progressing")
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        return False, f'deployment "{name}" exceeded its progress deadline', True
+    desired = spec.get("replicas", 1)
+    updated, total = int(status.get("updatedReplicas") or 0), int(status.get("replicas") or 0)
+    available = int(status.get("availableReplicas") or 0)
+    if updated < desired:
+        return False, f'Waiting for deployment "{name}" rollout to finish: {updated} out of {desired} new replicas ' \
+                      "have been updated...", False
+    if total > updated:
+        return False, f'Waiting for deployment "{name}" rollout to finish: {total - updated} old replicas are ' \
+                      "pending termination...", False
+    if available < updated:
+        return False, f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} updated ' \
+                      "replicas are available...", False
+    return True, f'deployment "{name}" successfully rolled out', False
+
+
+def _statefulset_status(sts: Obj) -> tuple[bool, str]:
+    spec, status = sts.get("spec") or {}, sts.get("status") or {}
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return False, "rollout status is only available for RollingUpdate strategy type"
+    observed = int(status.get("observedGeneration") or 0)
+    if observed == 0 or int(meta(sts).get("generation") or 0) > observed:
+        return False, "Waiting for statefulset spec update to be observed..."
+    desired = spec.get("replicas", 1)
+    if int(status.get("readyReplicas") or 0) < desired:
+        return False, f"Waiting for {desired - int(status.get('readyReplicas') or 0)} pods to be ready..."
+    partition = (strategy.get("rollingUpdate") or {}).get("partition")
+    if partition is not None:
+        updated = int(status.get("updatedReplicas") or 0)
+        if updated < desired - partition:
+            return False, f"Waiting for partitioned roll out to finish: {updated} out of {desired - partition} " \
+                          "new pods have been updated..."
+        return True, f"partitioned roll out complete: {updated} new pods have been updated..."
+    if status.get("updateRevision") != status.get("currentRevision"):
+        return False, f"waiting for statefulset rolling update to complete {status.get('updatedReplicas') or 0} " \
+                      f"pods at revision {status.get('updateRevision')}..."
+    return True, f"statefulset rolling update complete {status.get('currentReplicas') or 0} pods at revision " \
+                 f"{status.get('currentRevision')}..."
+
+
+def _condition(status: Obj, kind: str) -> Obj:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
+
+
+# --- what was read -------------------------------------------------------------------------------------------
+
+@dataclass
+class Snapshot:
+    """The objects one explanation is made from. ``workload`` is ``None`` when it was not found (``missing``) or
+    could not be read (``problems`` says why); ``previous_logs`` maps (pod, container) to its last lines."""
+
+    kind: str
+    name: str
+    namespace: str
+    workload: Obj | None = None
+    missing: bool = False
+    replicasets: list[Obj] = field(default_factory=list)
+    pods: list[Obj] = field(default_factory=list)
+    events: list[Obj] = field(default_factory=list)
+    previous_logs: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
+@dataclass
+class Explanation:
+    """``headline`` (one line, cause first), ``details`` (indented lines), ``timeline`` (when, what), ``healthy``."""
+
+    ref: str
+    healthy: bool
+    headline: str
+    details: list[str] = field(default_factory=list)
+    timeline: list[tuple[datetime, str]] = field(default_factory=list)
+    pods: list[PodFacts] = field(default_factory=list)
+    new_revision: str | None = None
+
+    def text(self) -> str:
+        """The whole explanation: headline, details, then the timeline (clock times in UTC)."""
+        lines = [self.headline, *(f"  {line}" for line in self.details)]
+        if self.timeline:
+            lines.append("  timeline (UTC):")
+            lines += [f"    {at.strftime('%H:%M:%S.%f')[:-3]} {what}" for at, what in self.timeline[-TIMELINE_ENTRIES:]]
+        return "\n".join(lines)
+
+
+# --- the explanation (pure) ------------------------------------------------------------------------------------
+
+def explain(snap: Snapshot) -> Explanation:
+    """What blocks (or blocked) the rollout of ``snap``'s workload; see the module docstring for the shape."""
+    if snap.workload is None:
+        why = "not found" if snap.missing else "could not be read"
+        problems = f": {'; '.join(snap.problems)}" if snap.problems and not snap.missing else ""
+        return Explanation(snap.ref, False, f"{snap.ref} {why} in namespace {snap.namespace}{problems}")
+    if snap.kind == "pod":
+        return _explain_pod(snap)
+    facts = {name_of(p): pod_facts(p, snap.events) for p in snap.pods}
+    new, old = _split_revisions(snap, facts)
+    done, status, _ = workload_status(snap.kind, snap.workload)
+    causes = _causes(snap, [facts[n] for n in new], [facts[n] for n in old], done)
+    verb = "rolled out," if done else "did not roll out:"
+    headline = f"{snap.ref} {verb} {'; '.join(causes)}" if causes else f"{snap.ref} {verb.rstrip(',:')}"
+    details = [f"status: {status}", *_condition_lines(snap.workload)]
+    details += _group_lines(snap, facts, new, old)
+    details += [f"could not read: {p}" for p in snap.problems]
+    healthy = done and not any(facts[n].phase in ("Running", "Pending") for n in old)
+    return Explanation(snap.ref, healthy, headline, details, _timeline(snap, facts), list(facts.values()),
+                       _new_revision(snap))
+
+
+def _explain_pod(snap: Snapshot) -> Explanation:
+    assert snap.workload is not None
+    facts = pod_facts(snap.workload, snap.events)
+    done, _, _ = workload_status("pod", snap.workload)
+    causes = _pod_causes([facts], "", done)
+    headline = f"{snap.ref} is {'ready' if done else 'not ready'}" + (f": {'; '.join(causes)}" if causes else "")
+    details = _pod_lines(facts, snap) + [f"could not read: {p}" for p in snap.problems]
+    return Explanation(snap.ref, done, headline, details, _timeline(snap, {facts.name: facts}), [facts])
+
+
+def _new_revision(snap: Snapshot) -> str | None:
+    if snap.kind == "statefulset":
+        return ((snap.workload or {}).get("status") or {}).get("updateRevision")
+    new_rs = _new_replicaset(snap)
+    return name_of(new_rs) if new_rs else None
+
+
+def _owned(snap: Snapshot, objs: list[Obj]) -> list[Obj]:
+    uid = meta(snap.workload or {}).get("uid")
+    return [o for o in objs if any(ref.get("uid") == uid or (ref.get("name") == snap.name and ref.get("controller"))
+                                   for ref in meta(o).get("ownerReferences") or [])]
+
+
+def _new_replicaset(snap: Snapshot) -> Obj | None:
+    """The deployment's current ReplicaSet: the one at the deployment's revision, else the highest revision."""
+    owned = _owned(snap, snap.replicasets)
+    wanted = (meta(snap.workload or {}).get("annotations") or {}).get(REVISION)
+    for rs in owned:
+        if wanted is not None and (meta(rs).get("annotations") or {}).get(REVISION) == wanted:
+            return rs
+    return max(owned, key=lambda rs: int((meta(rs).get("annotations") or {}).get(REVISION) or 0), default=None)
+
+
+def _split_revisions(snap: Snapshot, facts: dict[str, PodFacts]) -> tuple[list[str], list[str]]:
+    """Pod names of the new revision and of older ones (pods of other owners are left out)."""
+    if snap.kind == "statefulset":
+        update = ((snap.workload or {}).get("status") or {}).get("updateRevision")
+        mine = [name_of(p) for p in _owned(snap, snap.pods)]
+        return [n for n in mine if facts[n].revision == update], [n for n in mine if facts[n].revision != update]
+    new_rs = _new_replicaset(snap)
+    owned = {name_of(rs) for rs in _owned(snap, snap.replicasets)}
+    new = [n for n, f in facts.items() if new_rs is not None and f.owner == name_of(new_rs)]
+    old = [n for n, f in facts.items() if f.owner in owned and n not in new]
+    return new, old
+
+
+def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool) -> list[str]:
+    status = (snap.workload or {}).get("status") or {}
+    causes: list[str] = []
+    progressing = _condition(status, "Progressing")
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        causes.append(f"ProgressDeadlineExceeded ({progressing.get('message') or 'no message'})")
+    failure = _condition(status, "ReplicaFailure")
+    if failure.get("status") == "True":
+        causes.append(f"ReplicaFailure {failure.get('reason')}: {failure.get('message')}")
+    causes += _pod_causes(new, "new ", done)
+    serving = [p for p in old if not p.terminating and p.phase in ("Running", "Pending")]
+    leaving = [p for p in old if p.terminating]
+    if done and (serving or leaving):
+        ready = sum(1 for p in serving + leaving if p.ready)
+        causes.append(f"but {len(serving) + len(leaving)} old pod(s) still exist ({ready} ready, "
+                      f"{len(leaving)} terminating): requests may still reach the old revision")
+    if not done and not new and not causes:
+        causes.append("no pod of the new revision exists yet")
+    return causes
+
+
+def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
+    """One cause per kind of trouble among ``pods``: stuck containers by reason, unschedulable, never ready."""
+    total = len(pods)
+    out: list[str] = []
+    by_reason: dict[str, list[tuple[PodFacts, Any]]] = {}
+    for pod in pods:
+        for container in pod.stuck():
+            by_reason.setdefault(container.stuck_reason, []).append((pod, container))
+    for reason, hits in by_reason.items():
+        pods_hit = {p.name for p, _ in hits}
+        sample = hits[-1][1]
+        verb = "crash-loop" if reason == "CrashLoopBackOff" else f"are stuck in {reason}"
+        if len(pods_hit) == 1 and total == 1:
+            verb = "crash-loops" if reason == "CrashLoopBackOff" else f"is stuck in {reason}"
+        extra = sample.message if reason != "CrashLoopBackOff" else None
+        last = f"last terminated {sample.last_reason} exit {sample.last_exit_code}" if sample.last_reason else None
+        detail = ", ".join(x for x in (f"container {sample.name}", last, _clip(extra)) if x)
+        out.append(f"{_count(len(pods_hit), total, label)} {verb} ({detail})")
+    unschedulable = [p for p in pods if p.unschedulable]
+    if unschedulable:
+        out.append(f"{_count(len(unschedulable), total, label)} cannot be scheduled "
+                   f"({_clip(unschedulable[-1].unschedulable)})")
+    quiet = [p for p in pods if not p.stuck() and not p.unschedulable and p.phase == "Running" and not p.ready
+             and not p.terminating]
+    if quiet and not done:
+        probe = _last_message(quiet, "Unhealthy")
+        out.append(f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready"
+                   + (f" ({_clip(probe)})" if probe else ""))
+    oom = [p for p in pods if any(c.last_reason == "OOMKilled" for c in p.containers)]
+    if oom and "OOMKilled" not in " ".join(out):
+        out.append(f"{_count(len(oom), total, label)} {'was' if total == 1 else 'were'} OOMKilled")
+    failed = [p for p in pods if p.phase == "Failed"]
+    if failed:
+        out.append(f"{_count(len(failed), total, label)} failed")
+    return out
+
+
+def _count(hit: int, total: int, label: str) -> str:
+    noun = "pod" if total == 1 else "pods"
+    return f"{hit} of {total} {label}{noun}" if total > 1 else f"the {label}{noun}"
+
+
+def _last_message(pods: list[PodFacts], reason: str) -> str | None:
+    hits = sort_events([e for p in pods for e in p.events if e.get("reason") == reason])
+    return str(hits[-1].get("message")) if hits else None
+
+
+def _clip(text: str | None, limit: int = 200) -> str | None:
+    if not text:
+        return None
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _condition_lines(obj: Obj) -> list[str]:
+    lines = []
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        text = f"condition {cond.get('type')}={cond.get('status')}"
+        if cond.get("reason"):
+            text += f" {cond.get('reason')}"
+        if cond.get("message"):
+            text += f": {_clip(cond.get('message'), 300)}"
+        lines.append(text)
+    return lines
+
+
+def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old: list[str]) -> list[str]:
+    lines: list[str] = []
+    if snap.kind == "deployment":
+        new_rs = _new_replicaset(snap)
+        groups = [(new_rs, new, "new")] + [(rs, [n for n in old if facts[n].owner == name_of(rs)], "old")
+                                          for rs in _owned(snap, snap.replicasets) if rs is not new_rs]
+        for rs, names, label in groups:
+            if rs is None or (label == "old" and not names and not (rs.get("spec") or {}).get("replicas")):
+                continue
+            spec, status = rs.get("spec") or {}, rs.get("status") or {}
+            revision = (meta(rs).get("annotations") or {}).get(REVISION, "?")
+            lines.append(f"{label} ReplicaSet {name_of(rs)} (revision {revision}, {spec.get('replicas', 0)} desired, "
+                         f"{status.get('readyReplicas') or 0} ready)")
+            lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
+            rs_events = [e for e in events_for(snap.events, "ReplicaSet", name_of(rs)) if e.get("type") == "Warning"]
+            lines += [f"  {event_line(e)}" for e in rs_events[-EVENTS_PER_POD:]]
+    else:
+        status = (snap.workload or {}).get("status") or {}
+        for label, names, revision in (("new", new, status.get("updateRevision")),
+                                       ("old", old, status.get("currentRevision"))):
+            if names:
+                lines.append(f"{label} revision {revision}: {len(names)} pod(s)")
+                lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
+    if not new and not old:
+        lines.append("no pods match the selector")
+    return lines
+
+
+def _pod_lines(pod: PodFacts, snap: Snapshot) -> list[str]:
+    lines = [f"{pod.name}: {pod.summary()}"]
+    if not pod.healthy:
+        lines += [f"  {event_line(e)}" for e in _notable(pod.events)]
+    for container in pod.containers:
+        log = snap.previous_logs.get((pod.name, container.name))
+        if log is None:
+            continue
+        kept = [line for line in log.splitlines() if line.strip()][-LOG_LINES:]
+        lines.append(f"  previous log of {container.name} (last {len(kept)} lines):")
+        lines += [f"    | {line[:300]}" for line in kept] or ["    | (empty)"]
+    return lines
+
+
+def _notable(events: list[Obj]) -> list[Obj]:
+    """A pod's last :data:`EVENTS_PER_POD` events, Warnings first in choosing (``BackOff`` over yet another
+    ``Pulled``), shown oldest first."""
+    warnings = [e for e in events if e.get("type") == "Warning"][-EVENTS_PER_POD:]
+    others = [e for e in events if e.get("type") != "Warning"][-(EVENTS_PER_POD - len(warnings)):] \
+        if len(warnings) < EVENTS_PER_POD else []
+    chosen = {id(e) for e in warnings + others}
+    return [e for e in events if id(e) in chosen]
+
+
+def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime, str]]:
+    """Each pod's lifecycle steps and the workload's and ReplicaSets' events, oldest first."""
+    entries = [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.lifecycle()]
+    owners = {("Deployment", snap.name), ("StatefulSet", snap.name)}
+    owners |= {("ReplicaSet", name_of(rs)) for rs in _owned(snap, snap.replicasets)}
+    for event in snap.events:
+        target = event.get("involvedObject") or event.get("regarding") or {}
+        stamp = event_time(event)
+        if (target.get("kind"), target.get("name")) in owners and stamp is not None:
+            entries.append((stamp, f"{target.get('kind')} {target.get('name')} {event.get('reason')}: "
+                                   f"{_clip(event.get('message'), 160)}"))
+    return sorted(entries, key=lambda entry: entry[0])
+
+
+# --- reading a snapshot (bounded) -------------------------------------------------------------------------------
+
+def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool = True, logs: bool = True
+           ) -> Snapshot:
+    """Read ``ref``'s workload, ReplicaSets, pods, the namespace's events and previous logs of crash-looping
+    containers with bounded kubectl calls, all within ``budget`` seconds. Never raises for a cluster-side
+    failure: what could not be read is listed in ``Snapshot.problems``. Raises ``ValueError`` for a bad ``ref``."""
+    kind, name = parse_ref(ref)
+    snap = Snapshot(kind, name, kube.namespace)
+    reader = _Reader(kube, snap, time.monotonic() + budget)
+    obj = reader.json(f"{kind} {name}", "get", kind, name)
+    if obj is None:
+        return snap
+    snap.workload = obj
+    selector = selector_string((obj.get("spec") or {}).get("selector") or {}) if kind != "pod" else ""
+    if kind == "deployment":
+        listing = reader.json("replicasets and pods", "get", "replicasets,pods", "-l", selector) or {}
+        items = listing.get("items") or []
+        snap.replicasets = [i for i in items if i.get("kind") == "ReplicaSet"]
+        snap.pods = [i for i in items if i.get("kind") == "Pod"]
+    elif kind == "statefulset":
+        snap.pods = ((reader.json("pods", "get", "pods", "-l", selector) or {}).get("items")) or []
+    else:
+        snap.pods = [obj]
+    if events:
+        snap.events = sort_events(((reader.json("events", "get", "events") or {}).get("items")) or [])
+    if logs:
+        _read_previous_logs(reader, snap)
+    return snap
+
+
+def _read_previous_logs(reader: _Reader, snap: Snapshot) -> None:
+    wanted = [(name_of(p), c.name) for p in snap.pods for c in pod_facts(p).containers if c.crash_looping]
+    for pod, container in wanted[:MAX_PREVIOUS_LOGS]:
+        text = reader.text(f"previous log of {pod}/{container}", "logs", pod, "-c", container, "--previous",
+                           f"--tail={LOG_LINES}", "--limit-bytes=16384")
+        if text is not None:
+            snap.previous_logs[(pod, container)] = text
+    if len(wanted) > MAX_PREVIOUS_LOGS:
+        snap.problems.append(f"previous logs of {len(wanted) - MAX_PREVIOUS_LOGS} more container(s) not read "
+                             f"(at most {MAX_PREVIOUS_LOGS} per explanation)")
+
+
+class _Reader:
+    """Bounded kubectl reads that record, instead of raising, what failed."""
+
+    def __init__(self, kube: Kube, snap: Snapshot, deadline: float) -> None:
+        self.kube, self.snap, self.deadline = kube, snap, deadline
+
+    def text(self, what: str, *args: str) -> str | None:
+        left = self.deadline - time.monotonic()
+        if left < 0.2:
+            self.snap.problems.append(f"{what}: not read, the explanation's budget was spent")
+            return None
+        try:
+            done = self.kube.kubectl(*args, timeout=left, check=False)
+        except KubectlError as exc:  # KubectlTimeout included
+            self.snap.problems.append(f"{what}: {_first_line(str(exc))}")
+            return None
+        if done.returncode != 0:
+            said = (done.stderr.strip() or f"kubectl exited {done.returncode}").splitlines()[-1]
+            if "NotFound" in said and args[:1] == ("get",) and self.snap.workload is None:
+                self.snap.missing = True
+            self.snap.problems.append(f"{what}: {said}")
+            return None
+        return done.stdout
+
+    def json(self, what: str, *args: str) -> Any:
+        import json
+
+        text = self.text(what, *args, "-o", "json")
+        if text is None:
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            self.snap.problems.append(f"{what}: kubectl printed something that is not JSON ({exc})")
+            return None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
+
+
+def selector_string(selector: Obj) -> str:
+    """A ``LabelSelector`` (``matchLabels``, ``matchExpressions``) as kubectl's ``-l`` syntax.
+
+    ``In``/``NotIn`` become ``key in (a,b)``/``key notin (a,b)``, ``Exists`` ``key``, ``DoesNotExist`` ``!key``.
+    """
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), ",".join(expr.get("values") or [])
+        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": f"{key}",
+                      "DoesNotExist": f"!{key}"}.get(str(op), f"{key}"))
+    return ",".join(parts)
+
+
+# --- for callers --------------------------------------------------------------------------------------------------
+
+def explain_workload(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET) -> Explanation:
+    """:func:`gather` then :func:`explain` (what ``python -m harness diagnose`` prints)."""
+    return explain(gather(kube, ref, budget=budget))
+
+
+def rollout_failure(kube: Kube, ref: str, *, cause: str, summary: WaitSummary | None = None,
+                    started: float | None = None, budget: float | None = None,
+                    kubectl_error: KubectlError | None = None) -> RolloutFailed:
+    """The :class:`RolloutFailed` for ``ref``: the explanation's headline first, then ``cause`` (what gave up:
+    kubectl's exit, or the wait's timeout message), then the details and timeline. ``budget`` (seconds, default
+    15 s, shortened to what is left of the running test) bounds the reads; never raises for a cluster failure.
+    With ``kubectl_error`` (``rollout_status``'s) it is a :class:`RolloutStatusFailed`, a ``KubectlError`` too."""
+    budget = _budget(budget)
+    spec_timeline.note_touched(kube, ref)
+    if budget < 0.5:
+        explanation = Explanation(ref, False, f"{ref} did not roll out (not explained: no time left before the "
+                                              "test's pytest-timeout)")
+    else:
+        explanation = explain_workload(kube, ref, budget=budget)
+    lines = explanation.text().splitlines()
+    if explanation.pods or "not found" in lines[0] or "not explained" in lines[0]:
+        message = "\n".join([lines[0], f"  gave up: {_clip(cause, 600)}", *lines[1:]])
+    else:  # nothing read that could explain it: the giving-up is the news
+        message = "\n".join([f"{ref} did not roll out: {_clip(cause, 600)}", f"  not explained: {lines[0]}",
+                             *lines[1:]])
+    spec_timeline.note_rollout(ref, kube.namespace, started, "failed", explanation)
+    if kubectl_error is not None:
+        return RolloutStatusFailed(message, explanation=explanation, kubectl_error=kubectl_error)
+    return RolloutFailed(message, explanation=explanation, summary=summary)
+
+
+def _budget(budget: float | None) -> float:
+    from harness.waiting import test_time_left
+
+    wanted = DEFAULT_BUDGET if budget is None else budget
+    left = test_time_left()
+    return wanted if left is None else max(0.0, min(wanted, left - 0.5))
+
+
+class RolloutProbe:
+    """A ``wait_for`` probe: ``None`` until ``ref``'s rollout is complete (kubectl's verdict), then its message.
+
+    A deployment past its progress deadline ends the wait at once (:class:`StopWaiting`). When the wait fails,
+    ``wait_for`` calls :meth:`explain`, so it raises :class:`RolloutFailed` with the explanation.
+    """
+
+    def __init__(self, kube: Kube, ref: str, *, explain_budget: float | None = None) -> None:
+        self.kube, self.explain_budget = kube, explain_budget
+        self.kind, self.name = parse_ref(ref)
+        self.ref = f"{self.kind}/{self.name}"
+        self.started = time.time()
+
+    def __call__(self) -> str | None:
+        obj = self.kube.kubectl_json("get", self.kind, self.name)
+        done, message, fatal = workload_status(self.kind, obj)
+        note(f"{self.ref}: {message}")
+        if fatal:
+            raise StopWaiting(message)
+        if done:
+            spec_timeline.note_rollout(self.ref, self.kube.namespace, self.started, "ok")
+        return message if done else None
+
+    def explain(self, summary: WaitSummary, error: BaseException) -> BaseException:
+        return rollout_failure(self.kube, self.ref, cause=str(error).splitlines()[0], summary=summary,
+                               started=self.started, budget=self.explain_budget)
+
+
+def rollout_complete(kube: Kube, ref: str, *, explain_budget: float | None = None) -> RolloutProbe:
+    """A probe for ``wait_for``: ``wait_for_sync("web to roll out", rollout_complete(kube, "deployment/web"))``
+    returns kubectl's "successfully rolled out" message, or raises :class:`RolloutFailed` explaining why not."""
+    spec_timeline.note_touched(kube, ref)
+    return RolloutProbe(kube, ref, explain_budget=explain_budget)
+
+
+def rollout_started(kube: Kube, ref: str) -> float:
+    """Note that the spec waits on ``ref``'s rollout (its evidence will describe it); returns the epoch time."""
+    spec_timeline.note_touched(kube, ref)
+    return time.time()
+
+
+def rollout_succeeded(kube: Kube, ref: str, started: float | None) -> None:
+    """Note a completed rollout on the spec's timeline (no cluster call)."""
+    spec_timeline.note_rollout(ref, kube.namespace, started, "ok")

@@ -1,0 +1,230 @@
+"""Cleanup that keeps evidence, through the real kubectl against the Kubernetes API double: created objects carry the
+run's label, go newest first when their scope passes, and stay (with the commands to inspect and delete them) after a
+failure in the module or with ``--keep-resources``."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from harness import Kube, Ledger, cleanup_agent_runs_since
+from harness.cleanup import label_manifest
+from harness.testing.objects import bare_double
+
+RUN = "20261130-140000-abcdef"
+LABEL = f"stack-harness.dev/run={RUN}"
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "agentruns.core.controller-agent.dev"},
+    "spec": {"group": "core.controller-agent.dev", "scope": "Namespaced",
+             "names": {"plural": "agentruns", "singular": "agentrun", "kind": "AgentRun", "listKind": "AgentRunList"},
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object",
+                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+}
+
+
+def configmap(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}
+
+
+@pytest.fixture
+def kd() -> Iterator[Any]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl on PATH: these specs need the real binary")
+    with bare_double() as handle:
+        yield handle
+
+
+@pytest.fixture
+def kube(kd: Any) -> Kube:
+    return kd.kube()
+
+
+def names(kd: Any, resource: str, namespace: str = "default") -> list[str]:
+    return [o["metadata"]["name"] for o in kd.store.list(resource, namespace)[0]]
+
+
+def test_applied_objects_carry_the_run_label_and_go_newest_first(kd: Any, kube: Kube) -> None:
+    ledger = Ledger(kube, RUN, scope="spec", issue=1_000_123)
+    for name in ("first", "second", "third"):
+        assert ledger.apply(configmap(name)) == [f"configmap/{name}"]
+    listed = kube.kubectl("get", "configmaps", "-l", LABEL, "-o", "name").stdout.split()
+    assert listed == ["configmap/first", "configmap/second", "configmap/third"]
+    issue = kube.kubectl_json("get", "configmap", "first")["metadata"]["labels"]["stack-harness.dev/issue"]
+    assert issue == "1000123"
+    mark = len(kd.requests())
+    result = ledger.delete()
+    assert result.failed == []
+    assert result.deleted == ["configmap/third", "configmap/second", "configmap/first"]
+    deletes = [e.path.rsplit("/", 1)[-1] for e in kd.requests()[mark:] if e.method == "DELETE"]
+    assert deletes == ["third", "second", "first"]
+    assert not {"first", "second", "third"} & set(names(kd, "configmaps"))
+
+
+def test_deleting_what_is_already_gone_is_not_an_error(kd: Any, kube: Kube) -> None:
+    ledger = Ledger(kube, RUN, scope="spec")
+    ledger.apply(configmap("gone-already"))
+    kube.kubectl("delete", "configmap", "gone-already")
+    assert ledger.delete().failed == []
+    assert ledger.delete().deleted == []  # idempotent
+
+
+def test_workloads_label_their_pod_template_too() -> None:
+    deployment = {"kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"selector": {"matchLabels": {"app": "web"}},
+                           "template": {"metadata": {"labels": {"app": "web"}}}}}
+    labelled = label_manifest(deployment, {"stack-harness.dev/run": RUN})
+    assert labelled["spec"]["template"]["metadata"]["labels"] == {"app": "web", "stack-harness.dev/run": RUN}
+    assert labelled["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+
+
+def test_agent_runs_since_and_their_identity_secrets_are_removed(kd: Any, kube: Kube) -> None:
+    kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
+    kd.clock.set_offset(-600.0)  # these two were created ten minutes ago: a previous turn's runs
+    for name in ("old-run-1", "old-run-2"):
+        kd.store.create("agentruns.core.controller-agent.dev", {"apiVersion": "core.controller-agent.dev/v1alpha1",
+                        "kind": "AgentRun", "metadata": {"name": name, "namespace": "default"}, "spec": {}})
+        kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
+    kd.clock.set_offset(0.0)
+    since = kube.server_time()
+    for name in ("new-run-1", "new-run-2"):
+        kd.store.create("agentruns.core.controller-agent.dev", {"apiVersion": "core.controller-agent.dev/v1alpha1",
+                        "kind": "AgentRun", "metadata": {"name": name, "namespace": "default"}, "spec": {}})
+        kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
+    kd.store.create("secrets", {"metadata": {"name": "unrelated", "namespace": "default"}})
+    result = cleanup_agent_runs_since(since, kube=kube, timeout=30)
+    assert result.failed == []
+    assert sorted(result.deleted) == sorted(["agentrun.core.controller-agent.dev/new-run-1",
+                                             "agentrun.core.controller-agent.dev/new-run-2",
+                                             "secret/new-run-1-identity", "secret/new-run-2-identity"])
+    assert names(kd, "agentruns.core.controller-agent.dev") == ["old-run-1", "old-run-2"]
+    assert names(kd, "secrets") == ["old-run-1-identity", "old-run-2-identity", "unrelated"]
+
+
+def test_a_naive_since_is_refused(kube: Kube) -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)  # noqa: DTZ001
+
+
+def test_an_unreachable_cluster_is_reported_not_raised(kd: Any, kube: Kube) -> None:
+    kd.fault("status", "/api/v1/namespaces/*/configmaps/*", method="DELETE", status=503)
+    ledger = Ledger(kube, RUN, scope="spec")
+    ledger.apply(configmap("stuck"))
+    result = ledger.delete(timeout=20)
+    assert result.deleted == []
+    assert len(result.failed) == 1
+    assert "configmap/stuck" in result.failed[0][0]
+
+
+# --- the plugin decides: delete after a pass, keep after a failure ---------------------------------------------------
+
+INNER_CONFTEST = """
+import pytest
+from harness.kube import Kube, resolve_kubectl
+
+@pytest.fixture(scope="session")
+def kube():
+    return Kube({context!r}, "default", allowed=({context!r},), kubectl_path=resolve_kubectl("kubectl"),
+                kubeconfig={kubeconfig!r}, cache_dir={cache!r})
+"""
+
+
+def inner(pytester: pytest.Pytester, kd: Any, spec: str) -> None:
+    pytester.makeconftest(INNER_CONFTEST.format(context=kd.context, kubeconfig=kd.kubeconfig, cache=kd.cache_dir))
+    pytester.makepyfile(test_inner=spec)
+
+
+def test_what_a_passing_spec_created_is_deleted_after_it(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+    inner(pytester, kd, """
+def test_creates(cleanup):
+    cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scratch"}})
+    cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scratch-2"}})
+
+def test_sees_it_gone(kube):
+    assert "scratch" not in kube.kubectl("get", "configmaps", "-o", "name").stdout
+""")
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
+    result.assert_outcomes(passed=2)
+    assert "cluster resources kept" not in result.stdout.str()
+    assert "scratch" not in names(kd, "configmaps")
+
+
+MODULE_WITH_A_FAILURE = """
+import pytest
+
+@pytest.fixture(scope="module")
+def shared(module_cleanup):
+    module_cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared-config"}})
+    return module_cleanup
+
+def test_passes(shared, cleanup):
+    cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-the-passing-spec"}})
+
+def test_fails(shared, cleanup):
+    cleanup.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "evidence"}})
+    assert False, "the turn never produced a reply"
+"""
+
+
+def test_after_a_failure_in_the_module_nothing_more_is_deleted(pytester: pytest.Pytester, kd: Any,
+                                                                tmp_path: Any) -> None:
+    inner(pytester, kd, MODULE_WITH_A_FAILURE)
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
+    result.assert_outcomes(passed=1, failed=1)
+    assert "from-the-passing-spec" not in names(kd, "configmaps")  # deleted before anything failed
+    assert "shared-config" in names(kd, "configmaps")
+    assert "evidence" in names(kd, "secrets")
+    run = kd.store.get("secrets", "default", "evidence")["metadata"]["labels"]["stack-harness.dev/run"]
+    result.stdout.fnmatch_lines([
+        f"*cluster resources kept (2 scope(s), run {run})*",
+        "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
+        f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
+        f"stack-harness.dev/run={run}",
+        f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence --wait=false "
+        "--ignore-not-found",
+        "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
+    ])
+
+
+def test_a_failure_in_teardown_keeps_the_modules_resources(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+    inner(pytester, kd, """
+import pytest
+
+@pytest.fixture
+def restore_pacing():
+    yield
+    raise RuntimeError("pacing not restored")
+
+def test_creates(module_cleanup, restore_pacing):
+    module_cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept-after-teardown"}})
+""")
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
+    result.assert_outcomes(passed=1, errors=1)
+    assert "kept-after-teardown" in names(kd, "configmaps")
+    result.stdout.fnmatch_lines(["test_inner.py: kept configmap/kept-after-teardown (a spec in test_inner.py failed)"])
+
+
+def test_keep_resources_keeps_everything_and_says_so(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+    inner(pytester, kd, """
+def test_creates(cleanup):
+    cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept-on-request"}})
+""")
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"), "--keep-resources")
+    result.assert_outcomes(passed=1)
+    assert "kept-on-request" in names(kd, "configmaps")
+    result.stdout.fnmatch_lines(["test_inner.py::test_creates: kept configmap/kept-on-request (--keep-resources)"])
+
+
+def test_the_run_id_is_a_valid_label_value(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+    inner(pytester, kd, """
+import re
+
+def test_id(harness_run_id):
+    assert re.fullmatch(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}", harness_run_id)
+""")
+    pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(passed=1)

@@ -1,0 +1,184 @@
+"""Rollout explanations from recorded objects (no cluster): the cause comes first, in kubectl's and the kubelet's words.
+
+Each scenario in ``recorded/`` is a real-shaped Deployment or StatefulSet mid-rollout with its ReplicaSets, pods and
+the namespace's events, as ``kubectl get -o json`` prints them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from harness.podfacts import event_time, pod_facts, sort_events
+from harness.rollout import explain, parse_ref, selector_string, workload_status
+
+from .conftest import recorded, snapshot
+
+
+def headline(name: str) -> str:
+    return explain(snapshot(name)).headline
+
+
+def test_a_crash_loop_names_the_container_its_exit_and_the_previous_log() -> None:
+    explanation = explain(snapshot("crashloop"))
+    assert explanation.headline == (
+        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)")
+    text = explanation.text()
+    assert "new ReplicaSet web-6d9f7c8b5 (revision 2" in text
+    assert "old ReplicaSet web-5c8d7b9f4 (revision 1, 2 desired, 2 ready)" in text
+    assert "CrashLoopBackOff (back-off 40s restarting failed container=app" in text
+    assert "4 restarts" in text
+    assert "Warning BackOff (x4): Back-off restarting failed container app" in text
+    assert "| panic: dial tcp 10.96.0.12:6379: connect: connection refused" in text
+    assert explanation.healthy is False
+
+
+def test_an_image_pull_failure_quotes_the_kubelet() -> None:
+    explanation = explain(snapshot("imagepull"))
+    assert explanation.headline.startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert 'Back-off pulling image "registry.local/web:missing"' in explanation.headline
+    assert 'Warning Failed (x3): Failed to pull image "registry.local/web:missing"' in explanation.text()
+
+
+def test_pods_that_run_but_never_become_ready_show_the_probe_failure() -> None:
+    assert headline("never_ready") == (
+        "deployment/web did not roll out: 2 of 2 new pods run but never became ready "
+        "(Readiness probe failed: HTTP probe failed with statuscode: 503)")
+
+
+def test_an_unschedulable_pod_gives_the_schedulers_message() -> None:
+    message = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+               "1 No preemption victims found for incoming pod.")
+    assert headline("unschedulable") == f"deployment/web did not roll out: the new pod cannot be scheduled ({message})"
+    assert f"Warning FailedScheduling: {message}" in explain(snapshot("unschedulable")).text()
+
+
+def test_progress_deadline_exceeded_comes_first_with_the_conditions_message() -> None:
+    text = headline("progress_deadline")
+    assert text.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" '
+                           "has timed out progressing.)")
+    assert 'CreateContainerConfigError (container app, secret "web-secrets" not found)' in text
+
+
+def test_a_completed_rollout_with_old_pods_still_serving_says_how_many() -> None:
+    explanation = explain(snapshot("old_pods_serving"))
+    assert explanation.headline.startswith("deployment/web rolled out, but 2 old pod(s) still exist (2 ready, "
+                                           "2 terminating)")
+    assert explanation.healthy is False
+    assert 'status: deployment "web" successfully rolled out' in explanation.details
+
+
+def test_a_statefulset_splits_pods_by_revision_and_names_an_oom_kill() -> None:
+    explanation = explain(snapshot("statefulset_oom"))
+    assert explanation.headline == (
+        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled "
+        "exit 137)")
+    assert "new revision nats-7b9c6d5e4: 1 pod(s)" in explanation.details
+    assert "old revision nats-5f4d8c7b6: 2 pod(s)" in explanation.details
+
+
+def test_the_timeline_orders_each_pods_steps_and_the_controllers_events() -> None:
+    explanation = explain(snapshot("old_pods_serving"))
+    stamps = [at for at, _ in explanation.timeline]
+    assert stamps == sorted(stamps)
+    steps = [what for _, what in explanation.timeline]
+    new_pod = [s.split()[-1] for s in steps if s.startswith("pod web-6d9f7c8b5-b9c0d")]
+    assert new_pod == ["created", "scheduled", "started", "ready"]
+    assert "pod web-5c8d7b9f4-a1b2c deleted" in steps  # deletionTimestamp less its grace period
+    assert any(s.startswith("ReplicaSet web-5c8d7b9f4 SuccessfulDelete") for s in steps)
+
+
+def test_a_pod_that_never_ran_has_no_started_step() -> None:
+    pull = next(p for p in recorded("imagepull")["pods"] if p["metadata"]["name"].endswith("k8s9z"))
+    facts = pod_facts(pull)
+    assert [what for _, what in facts.lifecycle()] == ["created", "scheduled"]
+    assert facts.containers[0].stuck
+
+
+@pytest.mark.parametrize("name", ["crashloop", "imagepull", "never_ready", "unschedulable", "progress_deadline"])
+def test_explanations_without_events_or_logs_still_name_the_cause(name: str) -> None:
+    bare = explain(snapshot(name, events=[], previous_logs={}))
+    assert bare.headline.startswith("deployment/web did not roll out: ")
+    assert "timeline" not in bare.headline
+
+
+def test_a_missing_workload_is_not_found_not_a_crash() -> None:
+    explanation = explain(snapshot("crashloop", workload=None, missing=True))
+    assert explanation.headline == "deployment/web not found in namespace shop"
+    assert explanation.healthy is False
+
+
+def test_an_unreadable_workload_says_why() -> None:
+    explanation = explain(snapshot("crashloop", workload=None, problems=["deployment web: kubectl timed out"]))
+    assert explanation.headline == ("deployment/web could not be read in namespace shop: deployment web: "
+                                    "kubectl timed out")
+
+
+# --- kubectl's own verdict (pkg/polymorphichelpers/rollout_status.go) ------------------------------------------------
+
+def deployment(**status: object) -> dict:
+    dep = copy.deepcopy(recorded("crashloop")["workload"])
+    dep["status"] = {"observedGeneration": 2, **status}
+    return dep
+
+
+@pytest.mark.parametrize(("status", "expected"), [
+    ({"observedGeneration": 1}, (False, "Waiting for deployment spec update to be observed...", False)),
+    ({"updatedReplicas": 1, "replicas": 3},
+     (False, 'Waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated...', False)),
+    ({"updatedReplicas": 2, "replicas": 3},
+     (False, 'Waiting for deployment "web" rollout to finish: 1 old replicas are pending termination...', False)),
+    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 1},
+     (False, 'Waiting for deployment "web" rollout to finish: 1 of 2 updated replicas are available...', False)),
+    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 2},
+     (True, 'deployment "web" successfully rolled out', False)),
+    ({"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]},
+     (False, 'deployment "web" exceeded its progress deadline', True)),
+])
+def test_deployment_verdicts_match_kubectl(status: dict, expected: tuple) -> None:
+    assert workload_status("deployment", deployment(**status)) == expected
+
+
+def test_statefulset_verdicts_match_kubectl() -> None:
+    sts = copy.deepcopy(recorded("statefulset_oom")["workload"])
+    assert workload_status("statefulset", sts) == (False, "Waiting for 1 pods to be ready...", False)
+    sts["status"].update(readyReplicas=3, updatedReplicas=3)
+    complete = (True, "partitioned roll out complete: 3 new pods have been updated...", False)
+    assert workload_status("statefulset", sts) == complete
+    del sts["spec"]["updateStrategy"]["rollingUpdate"]
+    assert workload_status("statefulset", sts)[0] is False  # revisions still differ
+    sts["status"]["currentRevision"] = sts["status"]["updateRevision"]
+    assert workload_status("statefulset", sts)[0] is True
+
+
+# --- small pieces ----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("ref", "parsed"), [
+    ("deployment/web", ("deployment", "web")), ("deploy/web", ("deployment", "web")),
+    ("sts/nats", ("statefulset", "nats")), ("pod/web-1", ("pod", "web-1")), ("Deployments.apps/x", ("deployment", "x")),
+])
+def test_workload_references(ref: str, parsed: tuple[str, str]) -> None:
+    assert parse_ref(ref) == parsed
+
+
+@pytest.mark.parametrize("ref", ["web", "service/web", "deployment/", "deployment/a/b"])
+def test_bad_workload_references_are_refused(ref: str) -> None:
+    with pytest.raises(ValueError, match="not a workload reference"):
+        parse_ref(ref)
+
+
+def test_selectors_become_kubectl_syntax() -> None:
+    selector = {"matchLabels": {"app": "web", "tier": "api"}, "matchExpressions": [
+        {"key": "env", "operator": "In", "values": ["a", "b"]}, {"key": "canary", "operator": "DoesNotExist"}]}
+    assert selector_string(selector) == "app=web,tier=api,env in (a,b),!canary"
+
+
+def test_events_sort_on_last_timestamp_or_else_event_time() -> None:
+    old_style = {"lastTimestamp": "2026-11-30T14:00:05Z", "eventTime": None, "reason": "A"}
+    new_style = {"lastTimestamp": None, "eventTime": "2026-11-30T14:00:03.500000Z", "reason": "B"}
+    series = {"lastTimestamp": None, "eventTime": "2026-11-30T14:00:01.000000Z",
+              "series": {"count": 3, "lastObservedTime": "2026-11-30T14:00:09.000000Z"}, "reason": "C"}
+    timeless = {"reason": "D"}
+    assert [e["reason"] for e in sort_events([old_style, new_style, series, timeless])] == ["D", "B", "A", "C"]
+    assert event_time(new_style) is not None

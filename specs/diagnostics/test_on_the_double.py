@@ -1,0 +1,178 @@
+"""Rollout failures as they happen: the double's controllers and simulated kubelet run a real rollout, a fault
+annotation on the pod template breaks it, and the harness explains it through the real kubectl.
+
+Faults (``double.stack-harness.dev/*`` annotations, seconds on the double's clock) come from the double's kubelet:
+crash loop, image pull failure, never ready, unschedulable, and a progress deadline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fakes.kube
+from harness import Kube, RolloutFailed, explain_workload, rollout_complete, wait_for_sync
+from harness.errors import KubectlError
+
+from .plugin_support import evidence_folder, index, steps
+
+FAULT = "double.stack-harness.dev/"
+CRASH_LOGS = "starting web 2.0\nconnecting to redis at redis:6379\npanic: dial tcp 10.96.0.12:6379: connection refused"
+_names = itertools.count(1)
+
+
+def deployment(name: str, image: str, *, replicas: int = 2, faults: dict[str, str] | None = None,
+               deadline: int | None = None) -> str:
+    template: dict[str, Any] = {"metadata": {"labels": {"app": name}},
+                                "spec": {"containers": [{"name": "app", "image": image}]}}
+    if faults:
+        template["metadata"]["annotations"] = {FAULT + k: v for k, v in faults.items()}
+    spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}
+    if deadline is not None:
+        spec["progressDeadlineSeconds"] = deadline
+    return json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": spec})
+
+
+@pytest.fixture(scope="module")
+def kd() -> Iterator[Any]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl on PATH: these specs need the real binary")
+    if "controllers" not in __import__("inspect").signature(fakes.kube.serve).parameters:
+        pytest.skip("this double has no controllers")
+    with fakes.kube.serve() as handle:
+        yield handle
+
+
+@pytest.fixture
+def kube(kd: Any) -> Kube:
+    namespace = f"diag-{next(_names)}"
+    kd.kubectl("create", "namespace", namespace)
+    return kd.kube(namespace=namespace)
+
+
+def roll_out(kube: Kube, manifest: str) -> None:
+    """Apply a healthy first revision and wait for it, then apply ``manifest`` (the broken second revision)."""
+    name = json.loads(manifest)["metadata"]["name"]
+    kube.kubectl("apply", "-f", "-", input=deployment(name, "registry.local/web:1.0"))
+    kube.rollout_status(name, timeout=30)
+    kube.kubectl("apply", "-f", "-", input=manifest)
+
+
+def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) -> None:
+    roll_out(kube, deployment("web", "registry.local/web:2.0",
+                              faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}))
+    with pytest.raises(RolloutFailed) as caught:
+        kube.rollout_status("web", timeout=3)
+    message = str(caught.value)
+    first, second = message.splitlines()[:2]
+    assert first == ("deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error "
+                     "exit 1)")
+    assert second.startswith("  gave up: kubectl exited 1: ")
+    assert isinstance(caught.value, KubectlError)  # rollout_status's failure is still the kubectl error it explains
+    assert "old ReplicaSet" in message
+    assert "| panic: dial tcp 10.96.0.12:6379: connection refused" in message
+    assert re.search(r"Warning BackOff( \(x\d+\))?: Back-off restarting failed container app", message)
+
+
+def test_an_image_pull_failure_is_explained(kube: Kube) -> None:
+    roll_out(kube, deployment("web", "registry.local/web:missing", faults={"image-pull-error": "true",
+                                                                         "backoff": "0.3"}))
+    with pytest.raises(RolloutFailed) as caught:
+        kube.rollout_status("web", timeout=3)
+    first = str(caught.value).splitlines()[0]
+    assert re.match(r"deployment/web did not roll out: the new pod is stuck in (ErrImagePull|ImagePullBackOff) "
+                    r"\(container app, ", first), first
+    assert "registry.local/web:missing" in str(caught.value)
+
+
+def test_a_pod_that_never_becomes_ready_is_explained(kd: Any, kube: Kube) -> None:
+    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"never-ready": "true"}))
+    kd.clock.advance(25)  # readiness probe periods pass: the kubelet reports Unhealthy
+    with pytest.raises(RolloutFailed) as caught:
+        wait_for_sync("deployment/web to roll out", rollout_complete(kube, "deployment/web"), timeout=3, interval=0.3)
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith("deployment/web did not roll out: the new pod runs but never became ready")
+    assert "Readiness probe failed: HTTP probe failed with statuscode: 503" in first
+
+
+def test_an_unschedulable_pod_is_explained(kube: Kube) -> None:
+    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": "true"}))
+    with pytest.raises(RolloutFailed) as caught:
+        kube.rollout_status("web", timeout=3)
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith("deployment/web did not roll out: the new pod cannot be scheduled (0/1 nodes are available")
+
+
+def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
+    roll_out(kube, deployment("web", "registry.local/web:2.0", deadline=5,
+                              faults={"crash-loop": "true", "backoff": "0.3"}))
+    kd.clock.advance(10)  # past the 5 s progress deadline on the double's clock
+    with pytest.raises(RolloutFailed) as caught:
+        kube.rollout_status("web", timeout=20)
+    first, second = str(caught.value).splitlines()[:2]
+    assert first.startswith("deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet \"web-")
+    assert "has timed out progressing.); the new pod crash-loops" in first
+    assert 'exceeded its progress deadline' in second
+
+
+def test_a_rollout_that_completed_while_old_pods_still_serve_says_how_many(kube: Kube) -> None:
+    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:1.0", replicas=1,
+                                                     faults={"terminate-delay": "grace"}))
+    kube.rollout_status("web", timeout=30)
+    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:2.0", replicas=1))
+    assert kube.rollout_status("web", timeout=30) == 'deployment "web" successfully rolled out'
+    explanation = explain_workload(kube, "deployment/web")
+    assert explanation.headline.startswith("deployment/web rolled out, but 1 old pod(s) still exist (")
+    assert "1 terminating" in explanation.headline
+
+
+CRASHLOOP_CONFTEST = """
+import json
+import pytest
+import fakes.kube
+
+BROKEN = {manifest!r}
+
+@pytest.fixture(scope="module")
+def kd():
+    with fakes.kube.serve() as handle:
+        yield handle
+
+@pytest.fixture
+def kube(kd):
+    kube = kd.kube()
+    kube.kubectl("apply", "-f", "-", input=BROKEN)
+    return kube
+"""
+
+
+def test_the_evidence_of_a_crash_loop_holds_its_previous_log(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl on PATH: these specs need the real binary")
+    broken = deployment("web", "registry.local/web:2.0", replicas=1,
+                        faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS})
+    pytester.makeconftest(CRASHLOOP_CONFTEST.format(manifest=broken))
+    pytester.makepyfile(test_inner="""
+def test_rollout(kube):
+    kube.rollout_status("web", timeout=3)
+""")
+    art = tmp_path / "art"
+    pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
+    folder = evidence_folder(art, "test_rollout")
+    assert index(folder)["finished"] is True
+    done = steps(folder)
+    previous = [name for name in done if name.startswith("previous log of web-")]
+    assert len(previous) == 1
+    assert done[previous[0]]["status"] == "ok"
+    log = (folder / done[previous[0]]["file"]).read_text()
+    assert log.splitlines()[-1] == "panic: dial tcp 10.96.0.12:6379: connection refused"
+    explanation = (folder / "deployment-web.explanation.txt").read_text()
+    assert explanation.startswith("deployment/web did not roll out: the new pod crash-loops")
+    assert "(x" in (folder / "events.txt").read_text() or "BackOff" in (folder / "events.txt").read_text()
