@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test e2e bench clean
+.PHONY: test e2e matrix bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ $(STAMP): pyproject.toml | $(PY)
 # Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this.
 test: $(STAMP)
 	$(PY) -m pytest specs -m "not cluster" -n auto $(PYTEST_ARGS)
+
+# Specs that run per real kubectl build (port-forward, exec, rollout) on every build present: 1.27..1.33, and the
+# newest with its WebSocket transports off. `make test` runs them on the installed default, oldest and newest only.
+matrix: $(STAMP)
+	KUBECTL_MATRIX=all $(PY) -m pytest specs -m kubectl_matrix -n auto $(PYTEST_ARGS)
 
 # The main job: every spec, cluster specs against the pinned minikube context (skipped, one line each, when none).
 e2e: $(STAMP)

@@ -11,4 +11,5 @@ pytest_plugins = [
     "fakes.github.fixtures",
     "fakes.qdrant.fixtures",
     "fakes.kube.fixtures",
+    "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
 ]

@@ -58,6 +58,7 @@ from fakes.kube import kubeconfig as kubeconfig_file
 from fakes.kube import tls as tls_certs
 from fakes.kube.clock import Clock
 from fakes.kube.double import KubeDouble
+from fakes.kube.portforward import PortForwarding
 from fakes.kube.resources import Registry
 from fakes.kube.server import KubeServer
 from fakes.kube.store import Store
@@ -97,6 +98,13 @@ class KubeHandle:
     @property
     def clock(self) -> Clock:
         return self.double.clock
+
+    @property
+    def portforward(self) -> PortForwarding:
+        """Port-forward faults and tunnels: ``fail_open(ns, pod)``, ``fail_next(ns, pod, times=1)``,
+        ``wedge(ns, pod)``, ``clear_faults()``, ``tunnels()``, ``wait_connections(ns, pod)``, ``map(ns, pod, port,
+        host, local_port)`` (:mod:`fakes.kube.portforward`)."""
+        return self.double.portforward
 
     @property
     def registry(self) -> Registry:

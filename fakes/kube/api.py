@@ -373,8 +373,8 @@ def _patch(request: web.Request, double: Any, target: Target, body: bytes, subre
     media = content_type.split(";")[0].strip().lower()
     if media not in patch.PATCH_TYPES:
         from fakes.kube.errors import unsupported_media_type
-        raise unsupported_media_type([patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_YAML, patch.APPLY_CBOR]
-                                     if rt.custom else list(patch.PATCH_TYPES) + [patch.APPLY_CBOR])
+        raise unsupported_media_type([patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_YAML]
+                                     if rt.custom else list(patch.PATCH_TYPES))
     sent = parse_body(request, body)
     manager = request.query.get("fieldManager") or ""
     if media == patch.APPLY_YAML:

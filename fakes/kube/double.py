@@ -23,7 +23,9 @@ from typing import Any
 from fakes.core import BadJson, FakeRequest, FakeResponse
 from fakes.kube.clock import Clock, Timers, rfc3339_micro
 from fakes.kube.errors import for_status
+from fakes.kube.exec import Exec
 from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceHandlers
+from fakes.kube.portforward import PortForwarding
 from fakes.kube.resources import Registry
 from fakes.kube.store import Store
 
@@ -50,6 +52,10 @@ class KubeDouble:
         self.subresources = SubresourceHandlers()
         self.ports = PortMap()
         self.exec_handlers = ExecHandlers()
+        #: ``pods/portforward`` and ``pods/exec`` (fakes/kube/portforward.py, fakes/kube/exec.py); the hub carries
+        #: the port-forward faults (fail_open, fail_next, wedge) and the open tunnels.
+        self.portforward = PortForwarding.install(self)
+        Exec.install(self)
         #: Namespaces created at start and after every reset besides the initial four (the kubeconfig's).
         self.extra_namespaces = [namespace] if namespace and namespace not in ("default",) else []
         #: Seconds between BOOKMARK events on watches that allow them (a real server: about a minute).
@@ -134,6 +140,7 @@ class KubeDouble:
         self._create_extra_namespaces()
         self.ports.clear()
         self.exec_handlers.clear()
+        self.portforward.reset()
         self.watches_silent = False
         self.clock.set_offset(0.0)
         for hook in list(self.on_reset):

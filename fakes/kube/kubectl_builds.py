@@ -185,8 +185,8 @@ def matrix_params(chosen: str) -> Iterator[object]:
         if minor in present:
             yield pytest.param(present[minor], id=f"kubectl-1.{minor}")
         else:
-            yield pytest.param(None, id=f"kubectl-1.{minor}",
-                               marks=pytest.mark.skip(reason=f"kubectl 1.{minor} is not installed (no kubectl.1.{minor} in {where})"))
+            reason = f"kubectl 1.{minor} is not installed (no kubectl.1.{minor} in {where})"
+            yield pytest.param(None, id=f"kubectl-1.{minor}", marks=pytest.mark.skip(reason=reason))
     if builds and builds[-1].minor >= 31:
         yield pytest.param(websockets_off(builds[-1]), id=f"kubectl-1.{builds[-1].minor}-spdy")
     if default is not None:
@@ -196,13 +196,15 @@ def matrix_params(chosen: str) -> Iterator[object]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--kubectl-matrix", dest="kubectl_matrix", choices=SELECTIONS, default=None,
-        help="kubectl builds for specs taking `kubectl_build`: edges (default: installed, oldest, newest), all, default",
+        help="kubectl builds for specs taking `kubectl_build`: edges (installed, oldest, newest; default), all, "
+             "default",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "kubectl_matrix: runs once per real kubectl build (fixture kubectl_build; see fakes.kube.kubectl_builds)"
+        "markers",
+        "kubectl_matrix: runs once per real kubectl build (fixture kubectl_build; see fakes.kube.kubectl_builds)",
     )
 
 
@@ -211,6 +213,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("kubectl_build", list(matrix_params(selection(metafunc.config))), scope="function")
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "kubectl_build" in getattr(item, "fixturenames", ()):

@@ -292,7 +292,7 @@ def _reorder(items: list[Any], order: list[Any], shape: Shape) -> list[Any]:
     def ident(v: Any) -> Any:
         return v.get(key) if key and isinstance(v, dict) else v
 
-    rank = {json.dumps(o, sort_keys=True): i for i, o in enumerate(order)}
+    rank = {json.dumps(ident(o), sort_keys=True): i for i, o in enumerate(order)}
     named = [v for v in items if json.dumps(ident(v), sort_keys=True) in rank]
     rest = [v for v in items if json.dumps(ident(v), sort_keys=True) not in rank]
     named.sort(key=lambda v: rank[json.dumps(ident(v), sort_keys=True)])
@@ -312,10 +312,10 @@ def apply_patch(content_type: str, original: dict[str, Any], patch: Any, *, reso
         result = merge_patch(original, require_map(patch))
     elif media == STRATEGIC:
         if custom:
-            raise unsupported_media_type([JSON_PATCH, MERGE_PATCH, APPLY_YAML, APPLY_CBOR])
+            raise unsupported_media_type([JSON_PATCH, MERGE_PATCH, APPLY_YAML])
         result = strategic_merge(original, require_map(patch), shape_for(resource_key))
     else:
-        raise unsupported_media_type(list(PATCH_TYPES) + [APPLY_CBOR])
+        raise unsupported_media_type(list(PATCH_TYPES))
     if not isinstance(result, dict):
         raise bad_request("the patched object is not an object")
     return result

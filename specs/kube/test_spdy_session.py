@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-
 from fakes.kube import spdy
 from fakes.kube.spdy import (
     DataFrame,
