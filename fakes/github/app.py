@@ -256,18 +256,22 @@ class FakeGitHub:
 
     def add_issue(self, full_name: str, title: str, *, body: str | None = None, user: str | None = None,
                   labels: tuple[str, ...] | list[str] = (), created_at: float | str | None = None,
-                  updated_at: float | str | None = None, state: str = "open") -> Issue:
-        """An issue with the next number; times are epoch seconds or ISO strings (default: now)."""
+                  updated_at: float | str | None = None, state: str = "open", number: int | None = None) -> Issue:
+        """An issue with the next number (or ``number``, which must be unused and positive: specs that never reuse
+        a number pick their own); times are epoch seconds or ISO strings (default: now). ``ValueError`` for a
+        taken or non-positive ``number``."""
         with self.lock:
             repo = self.repo(full_name)
+            if number is not None and (number < 1 or number in repo.issues):
+                raise ValueError(f"issue number {number} is {'taken' if number >= 1 else 'not positive'} in {full_name}")
             author = self.add_user(user or repo.owner.login)
             created = _when(created_at, self.now(), "created_at")
-            iss = Issue(id=self.new_id(), number=repo.next_number, title=title, body=body, user=author,
+            iss = Issue(id=self.new_id(), number=number or repo.next_number, title=title, body=body, user=author,
                         created_at=created, updated_at=_when(updated_at, created, "updated_at"), state=state,
                         closed_at=created if state == "closed" else None)
             iss.labels = [self.add_label(full_name, name) for name in labels]
             repo.issues[iss.number] = iss
-            repo.next_number += 1
+            repo.next_number = max(repo.next_number, iss.number + 1)
             return iss
 
     def add_pull(self, full_name: str, title: str, *, head: str = "feature", base: str | None = None,

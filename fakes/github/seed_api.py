@@ -7,7 +7,7 @@ route. Routes (all POST unless noted):
 - ``users`` ``{"login", "token"?, "type"?}``
 - ``repos`` ``{"full_name", "private"?, "description"?, "default_branch"?, "collaborators"?, "files"? {path: text}}``
 - ``labels`` ``{"repo", "name", "color"?, "description"?}``
-- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?}``
+- ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?, "number"?}``
 - ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?}``
 - ``comments`` ``{"repo", "number", "body", "user"?, "created_at"?}`` (seeding: no webhook)
 - ``apps`` ``{"slug"?, "name"?, "owner"?}`` -> ``{"id", "slug", "client_id", "private_key", "public_key"}``
@@ -112,7 +112,8 @@ def _issues(fake: Any, body: dict, base: str) -> tuple[int, Any]:
                          labels=_field(body, "labels", list, "issues", []),
                          created_at=_field(body, "created_at", (str, int, float), "issues", None),
                          updated_at=_field(body, "updated_at", (str, int, float), "issues", None),
-                         state=_field(body, "state", str, "issues", "open"))
+                         state=_field(body, "state", str, "issues", "open"),
+                         number=_field(body, "number", int, "issues", None))
     return 201, render.issue(base, fake.repo(repo), iss)
 
 
