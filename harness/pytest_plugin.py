@@ -21,13 +21,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness import process, waiting
+from harness import process, target_plugin, waiting
 from harness.config import load_config
 from harness.errors import ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import unique_issue_number
 from harness.kube import Kube
 
+pytest_plugins = ["harness.target_plugin"]  # --target cluster|twin, the twin's lifetime, budgets that do not fit
 _GUARD = pytest.StashKey[tuple[str, object]]()  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 _WAIT_PREFIX = "harness.wait."
 
@@ -55,6 +56,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def _run_guard(config: pytest.Config) -> tuple[str, object]:
+    if (twin := target_plugin.guard_verdict(config)) is not None:
+        return twin
     try:
         harness_config = load_config(config.rootpath)
         kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
