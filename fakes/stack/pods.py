@@ -48,14 +48,24 @@ def fake_qdrant(ctx: PodContext) -> FakeServicePod:
 
 
 class TcpPod:
-    """Accepts TCP connections on its container ports and closes them (enough for a TCP readiness probe)."""
+    """Accepts TCP connections on its container ports and holds them, silent, until the client closes (as a gRPC
+    server waiting for its client does: enough for a TCP readiness probe)."""
 
     def __init__(self, ctx: PodContext) -> None:
         self.ctx = ctx
         self.servers: list[asyncio.base_events.Server] = []
+        self.open: set[asyncio.StreamWriter] = set()
 
     async def _close(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.close()
+        self.open.add(writer)
+        try:
+            while await reader.read(65536):
+                pass
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self.open.discard(writer)
+            writer.close()
 
     async def start(self) -> None:
         for port in self.ctx.container.get("ports") or []:
@@ -66,6 +76,8 @@ class TcpPod:
     async def stop(self, grace: float) -> None:
         for server in self.servers:
             server.close()
+        for writer in list(self.open):
+            writer.close()  # the process is gone: so are its connections
 
 
 class IdlePod:
