@@ -68,5 +68,7 @@ SHUTDOWN_DRAIN = 25.0        # AGENT_SHUTDOWN_DRAIN_MS
 POD_GRACE = 30.0             # terminationGracePeriodSeconds
 NATS_RECONNECTS = 10         # client reconnect attempts...
 NATS_RECONNECT_WAIT = 2.0    # ...2 s apart: about 20 s, then the connection is closed
+NATS_LAME_DUCK = 10.0        # a deleted NATS pod drops its clients, then takes this long to exit...
+NATS_RESTART = 12.0          # ...and its replacement this long to serve: a bounce of ~22 s (measured 22.7 s, 24.8 s)
 RUN_RETENTION = 3600.0       # DefaultAgentRunRetention
 LEGACY_NO_REPLY_MS = 3_660_000  # the bound the legacy relabelling printed (the incident's "3660000ms")

@@ -1,7 +1,8 @@
 """A NATS stand-in: the agent protocol's transport, and what a NATS bounce does to its clients.
 
 The server (:class:`NatsServer`, the ``nats-0`` pod's container) keeps connections and subscriptions in memory;
-deleting its pod drops every connection. Clients (:class:`NatsClient`) behave as the NATS client defaults the stack
+deleting its pod drops every connection at once, the old process lingers about 10 s (lame duck) and its
+replacement takes about 12 s to serve, so a bounce lasts about 22 s as on minikube (20-40 s). Clients (:class:`NatsClient`) behave as the NATS client defaults the stack
 runs with: on a lost connection they try to reconnect every 2 s, 10 times (about 20 s), re-subscribe and flush what
 was published meanwhile; after the last attempt the connection is closed for good (failure mode 31 in
 specs/cluster/README.md: a bounce takes 20-40 s, so an agent pod's client can give up first). ``max_reconnects=None``
@@ -76,13 +77,16 @@ class NatsServer:
         writer.close()
 
     async def start(self) -> None:
+        if self.ctx.node.seen("nats-server"):
+            await asyncio.sleep(config.NATS_RESTART)  # a replacement pod: start-up and readiness take their time
         self.ctx.map_port(8222, await self.monitor.start())
         self.server = await asyncio.start_server(self._greet, "127.0.0.1", 0)
         self.ctx.map_port(config.NATS_PORT, self.server.sockets[0].getsockname()[1])
         self.ctx.log("nats: listening for client connections on 4222")
 
     async def stop(self, grace: float) -> None:
-        self.broker.shutdown()
+        self.broker.shutdown()  # lame duck: every client loses its connection at once...
+        await asyncio.sleep(min(config.NATS_LAME_DUCK, max(0.0, grace - 1.0)))  # ...and the process exits later
         if self.server is not None:
             self.server.close()
         await self.monitor.stop()

@@ -131,6 +131,7 @@ class Node:
         self._thread = threading.Thread(target=self._run, name="twin-node", daemon=True)
         self._running: dict[tuple[str, str], Running] = {}
         self._volumes: dict[tuple[str, str], dict[str, Any]] = {}
+        self._seen: set[str] = set()
         self._lock = threading.Lock()
 
     # --- registry of images -----------------------------------------------------------------------------------
@@ -178,6 +179,13 @@ class Node:
         await asyncio.gather(*(self.stop(ns, name, grace=1.0) for ns, name in keys), return_exceptions=True)
 
     # --- instances --------------------------------------------------------------------------------------------
+
+    def seen(self, kind: str) -> bool:
+        """Whether an instance of ``kind`` ran on this node before (then note that one does now)."""
+        with self._lock:
+            before = kind in self._seen
+            self._seen.add(kind)
+            return before
 
     def volume(self, namespace: str, claim: str) -> dict[str, Any]:
         with self._lock:
