@@ -32,7 +32,10 @@ from harness.target import TARGETS, TargetChoice, TwinSession, TwinStartFailed, 
 
 TARGET = pytest.StashKey[TargetChoice]()
 TWIN = pytest.StashKey[TwinSession]()
-CLAMPED = pytest.StashKey[list[tuple[str, str, str]]]()  # (nodeid, what, note)
+CLAMPED = "harness.budget_does_not_fit"
+"""Report property (``user_properties``: it crosses from xdist workers) naming a clamped wait."""
+TWINS = pytest.StashKey[list[dict[str, Any]]]()  # what each process's twin reported (xdist workers' included)
+WORKER_KEY = "harness_twin"
 CLAMP_NOTE = "budget clamped"
 
 
@@ -48,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): make e2e, not make test")
+    config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
     try:
         choice = choose_target(config.getoption("--target"), config.getoption("--kube-context"))
     except ValueError as exc:
@@ -59,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                 f"({choice.reason})")
     _check_bugs(bugs)
     config.stash[TARGET] = choice
-    config.stash[CLAMPED] = []
+    config.stash[TWINS] = []
     if choice.kind == "twin":
         session = TwinSession(bugs=bugs)
         config.stash[TWIN] = session
@@ -113,11 +116,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     clamped = [(s.describe, note) for s in _peek_waits() for note in s.notes if note.startswith(CLAMP_NOTE)]
     if not clamped or item.get_closest_marker("cluster") is None:
         return
-    config = item.config
-    for what, note in clamped:
-        config.stash[CLAMPED].append((item.nodeid, what, note))
     report = outcome.get_result()
-    if config.stash[TARGET].kind == "twin" and report.passed:
+    for what, note in clamped:
+        report.user_properties.append((CLAMPED, f"{what}: {note}"))
+    if item.config.stash[TARGET].kind == "twin" and report.passed:
         what, note = clamped[0]
         report.outcome = "failed"
         report.longrepr = (f"budget does not fit (failure mode 43 in specs/cluster/README.md): the wait for {what} "
@@ -133,27 +135,62 @@ def _peek_waits() -> list[waiting.WaitSummary]:
         return list(recorded)
 
 
+def _twin_report(session: TwinSession) -> dict[str, Any] | None:
+    if session.info is None:
+        return {"failed": session.failure} if session.failure else None
+    return {"seconds": session.wall_start or 0.0, "memory": session.memory_bytes(), "bugs": list(session.bugs),
+            "context": session.context}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Record this process's twin (measured while it still runs); an xdist worker sends it to the controller."""
+    config = session.config
+    twin = config.stash.get(TWIN, None)
+    report = _twin_report(twin) if twin is not None else None
+    if report is None:
+        return
+    if hasattr(config, "workeroutput"):
+        config.workeroutput[WORKER_KEY] = report
+    else:
+        config.stash[TWINS].append(report)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    report = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+    if report is not None and TWINS in node.config.stash:
+        node.config.stash[TWINS].append(report)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if TARGET not in config.stash:
         return
-    rows = config.stash[CLAMPED]
+    rows = sorted({f"{report.nodeid}: {value}" for reports in terminalreporter.stats.values() for report in reports
+                   for name, value in getattr(report, "user_properties", ()) if name == CLAMPED})
     if rows:
         terminalreporter.write_sep("-", f"budgets that do not fit their spec's timeout ({len(rows)})")
-        for nodeid, what, note in rows:
-            terminalreporter.write_line(f"{nodeid}: {what}: {note}")
-    line = config.stash[TARGET].line()
-    session = config.stash.get(TWIN, None)
-    if session is not None and session.info is not None:
-        memory = session.memory_bytes()
-        line += (f"; the twin came up in {session.wall_start or 0.0:.1f}s"
-                 + (f", {memory / 2**20:.0f} MiB resident" if memory else "")
-                 + (f", bugs switched on: {', '.join(session.bugs)}" if session.bugs else ""))
-    elif session is not None and session.failure:
-        line += "; the twin did not start"
-    elif session is not None:
-        line += "; no cluster spec ran, so the twin was never started"
+        for row in rows:
+            terminalreporter.write_line(row)
     terminalreporter.write_sep("-", "stack target")
-    terminalreporter.write_line(line)
+    terminalreporter.write_line(summary_line(config.stash[TARGET], config.stash[TWINS]))
+
+
+def summary_line(choice: TargetChoice, twins: list[dict[str, Any]]) -> str:
+    """``stack target: KIND (why)`` and, for the twin, how each one this session started did."""
+    line = choice.line()
+    if choice.kind != "twin":
+        return line
+    if not twins:
+        return line + "; no cluster spec ran, so no twin was started"
+    parts = []
+    for twin in twins:
+        if twin.get("failed"):
+            parts.append("a twin did not start")
+            continue
+        memory = f", {twin['memory'] / 2**20:.0f} MiB resident" if twin.get("memory") else ""
+        bugs = f", bugs switched on: {', '.join(twin['bugs'])}" if twin.get("bugs") else ""
+        parts.append(f"the twin came up in {twin['seconds']:.1f}s{memory}{bugs}")
+    return line + "; " + "; ".join(parts)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -2,11 +2,12 @@
 
 The server (:class:`NatsServer`, the ``nats-0`` pod's container) keeps connections and subscriptions in memory;
 deleting its pod drops every connection at once, the old process lingers about 10 s (lame duck) and its
-replacement takes about 12 s to serve, so a bounce lasts about 22 s as on minikube (20-40 s). Clients (:class:`NatsClient`) behave as the NATS client defaults the stack
-runs with: on a lost connection they try to reconnect every 2 s, 10 times (about 20 s), re-subscribe and flush what
-was published meanwhile; after the last attempt the connection is closed for good (failure mode 31 in
-specs/cluster/README.md: a bounce takes 20-40 s, so an agent pod's client can give up first). ``max_reconnects=None``
-retries forever (the orchestrator here, which a closed connection would otherwise crash-loop).
+replacement takes about 12 s to serve, so a bounce lasts about 22 s as on minikube (20-40 s). Clients
+(:class:`NatsClient`) behave as the NATS client defaults the stack runs with: on a lost connection they try to
+reconnect every 2 s, 10 times (about 20 s), re-subscribe and flush what was published meanwhile; after the last
+attempt the connection is closed for good (failure mode 31 in specs/cluster/README.md: an agent pod's client gives
+up before the bounce is over). ``max_reconnects=None`` retries forever (the orchestrator here, which a closed
+connection would otherwise crash-loop).
 
 Subjects are exact strings (no wildcards). Messages are JSON-shaped dicts, delivered on the node's loop.
 """

@@ -12,9 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from harness import (AgentRunRecord, ForwardPool, Kube, PortForward, StopWaiting, agent_runs_since,
-                     wait_for_sync)
-from harness import github_seed
+from harness import (
+    AgentRunRecord,
+    ForwardPool,
+    Kube,
+    PortForward,
+    StopWaiting,
+    agent_runs_since,
+    github_seed,
+    wait_for_sync,
+)
 from harness.agentruns import AGENTRUN_RESOURCE
 from harness.cluster_secrets import SecretValue, read_secret_value
 from harness.github_journal import GitHubJournal

@@ -13,8 +13,19 @@ from __future__ import annotations
 import pytest
 
 from harness import wait_for_sync
-from specs.cluster.stack import (HAPPY_COMMENT, LABEL, OWNER, REPLY_MARKER, REPO, RUN_CREATED, RUN_TERMINAL,
-                                 Stack, job_env_names, timeout_for, wait_phase)
+from specs.cluster.stack import (
+    HAPPY_COMMENT,
+    LABEL,
+    OWNER,
+    REPLY_MARKER,
+    REPO,
+    RUN_CREATED,
+    RUN_TERMINAL,
+    Stack,
+    job_env_names,
+    timeout_for,
+    wait_phase,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs")]
 

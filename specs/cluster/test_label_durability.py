@@ -19,8 +19,18 @@ import pytest
 from harness import StopWaiting, wait_for_sync
 from harness.github_seed import issue_labels
 from harness.pacing import pace_stub_agent
-from specs.cluster.stack import (LABEL, LABEL_AFTER_ROLL, LABEL_REMOVAL, OWNER, REPO, ROLLOUT, RUN_CREATED, Stack,
-                                 Trigger, timeout_for)
+from specs.cluster.stack import (
+    LABEL,
+    LABEL_AFTER_ROLL,
+    LABEL_REMOVAL,
+    OWNER,
+    REPO,
+    ROLLOUT,
+    RUN_CREATED,
+    Stack,
+    Trigger,
+    timeout_for,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs", "linked_user")]
 

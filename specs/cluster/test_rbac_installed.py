@@ -45,5 +45,5 @@ def test_no_agent_run_is_left_without_a_phase(kube: Kube) -> None:
     ages = {run["metadata"]["name"]: (now - parse_k8s_time(run["metadata"]["creationTimestamp"])).total_seconds()
             for run in runs if not (run.get("status") or {}).get("phase")}
     stuck = [f"{name} ({age:.0f}s)" for name, age in sorted(ages.items()) if age > PHASELESS_GRACE]
-    assert not stuck, (f"AgentRuns older than {PHASELESS_GRACE:.0f}s without a phase (the core-controller is not acting "
-                       f"on them: check its RBAC and its pod): {', '.join(stuck)}")
+    assert not stuck, (f"AgentRuns older than {PHASELESS_GRACE:.0f}s without a phase (the core-controller is not "
+                       f"acting on them: check its RBAC and its pod): {', '.join(stuck)}")

@@ -26,9 +26,23 @@ from harness import github_seed, unique_issue_number, wait_for_sync
 from harness.agentruns import AGENTRUN_RESOURCE
 from harness.bounce import bounce_pod
 from harness.pacing import pace_stub_agent
-from specs.cluster.stack import (BOUNCE, COMMENT, GATEWAY_POLL, LEGACY_NO_REPLY, REPLY_MARKER, ROLLOUT, RUN_CREATED,
-                                 RUN_TERMINAL, STUB_REPLY, WARM_UP, WENT_SILENT, Stack, Trigger, timeout_for,
-                                 wait_phase)
+from specs.cluster.stack import (
+    BOUNCE,
+    COMMENT,
+    GATEWAY_POLL,
+    LEGACY_NO_REPLY,
+    REPLY_MARKER,
+    ROLLOUT,
+    RUN_CREATED,
+    RUN_TERMINAL,
+    STUB_REPLY,
+    WARM_UP,
+    WENT_SILENT,
+    Stack,
+    Trigger,
+    timeout_for,
+    wait_phase,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs", "linked_user", "warm_stack")]
 
@@ -64,7 +78,7 @@ def test_silent_agent_is_reported_as_silent(stack: Stack, issue: int) -> None:
     assert REPLY_MARKER not in comment, f"a silent agent got a reply posted: {comment!r}"
     assert LEGACY_NO_REPLY not in comment, (f"the failure was relabelled with the legacy '{LEGACY_NO_REPLY}' message "
                                             f"instead of naming the silence: {comment!r}")
-    assert re.search(r"went silent for 30000ms", comment), f"the comment does not say the agent went silent: {comment!r}"
+    assert re.search(r"went silent for 30000ms", comment), f"the comment does not name the silence: {comment!r}"
 
 
 @pytest.mark.disruptive

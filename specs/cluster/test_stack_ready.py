@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from harness import ForwardPool, Kube, KubectlError, agent_runs_since, fetch_through_sync, wait_for_sync
-from harness.bounce import matching_pods, is_ready
+from harness.bounce import is_ready, matching_pods
 from harness.timestamps import DEFAULT_SKEW
 from specs.cluster.stack import timeout_for
 
