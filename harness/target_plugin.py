@@ -171,8 +171,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_sep("-", f"budgets that do not fit their spec's timeout ({len(rows)})")
         for row in rows:
             terminalreporter.write_line(row)
-    terminalreporter.write_sep("-", "stack target")
-    terminalreporter.write_line(summary_line(config.stash[TARGET], config.stash[TWINS]))
+    reports = [r for reports in terminalreporter.stats.values() for r in reports if hasattr(r, "nodeid")]
+    if config.stash[TWINS] or any("cluster" in getattr(r, "keywords", {}) for r in reports):
+        terminalreporter.write_sep("-", "stack target")
+        terminalreporter.write_line(summary_line(config.stash[TARGET], config.stash[TWINS]))
 
 
 def summary_line(choice: TargetChoice, twins: list[dict[str, Any]]) -> str:
