@@ -28,8 +28,8 @@ def receiver() -> Iterator[Receiver]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's naming
             length = int(self.headers.get("content-length", "0"))
-            seen.append({"method": "POST", "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                         "body": self.rfile.read(length)})
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            seen.append({"method": "POST", "path": self.path, "headers": headers, "body": self.rfile.read(length)})
             answer = b'{"accepted": true}'
             self.send_response(202)
             self.send_header("content-type", "application/json")

@@ -1,4 +1,5 @@
-"""Specs of harness.pacing: only the STUB_* entries change, by name, and spec.env comes back exactly (failure mode 44)."""
+"""Specs of harness.pacing: only the STUB_* entries change, by name, and spec.env comes back exactly (failure mode
+44)."""
 
 from __future__ import annotations
 

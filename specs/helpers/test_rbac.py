@@ -34,7 +34,8 @@ def test_a_marker_without_verbs_is_an_error() -> None:
 def test_markers_are_collected_from_the_controller_sources(tmp_path: Path) -> None:
     controller = tmp_path / "controllers" / "core-controller" / "internal"
     controller.mkdir(parents=True)
-    (controller / "agentrun.go").write_text("package x\n// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;delete\n")
+    marker = "// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;delete"
+    (controller / "agentrun.go").write_text(f"package x\n{marker}\n")
     (tmp_path / "other.go").write_text("// +kubebuilder:rbac:groups=x,resources=y,verbs=z\n")
     assert markers_in(tmp_path) == {("batch", "jobs", "create"), ("batch", "jobs", "delete")}
 

@@ -15,7 +15,8 @@ def _none() -> tuple[None, str]:
 
 def test_auto_picks_the_twin_without_any_context() -> None:
     choice = choose_target("auto", None, current=_none)
-    assert choice == TargetChoice("twin", "no --kube-context and no current kube context: error: current-context is not set")
+    why = "no --kube-context and no current kube context: error: current-context is not set"
+    assert choice == TargetChoice("twin", why)
     assert choice.line().startswith("stack target: twin (")
 
 
@@ -94,7 +95,8 @@ def test_a_clamped_budget_fails_a_cluster_spec_against_the_twin(pytester: pytest
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*budget does not fit (failure mode 43*a thing that is there at once*",
                                  "*budgets that do not fit their spec's timeout (1)*",
-                                 "*test_budget_too_long_for_its_timeout: a thing that is there at once: budget clamped*"])
+                                 "*test_budget_too_long_for_its_timeout: a thing that is there at once: "
+                                 "budget clamped*"])
 
 
 def test_twin_bug_switches_need_the_twin(pytester: pytest.Pytester, kubectl_standin) -> None:
