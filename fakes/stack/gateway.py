@@ -35,7 +35,7 @@ import httpx
 from aiohttp import web
 
 from fakes.stack import config
-from fakes.stack.http import Listener, json_error
+from fakes.stack.http import Listener, healthy, json_error
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
 from fakes.stack.orchestrator import sender_assertion
@@ -63,7 +63,7 @@ class Gateway:
         self.http = ctx.client(timeout=10.0)
         self.tasks: set[asyncio.Task[None]] = set()
         app = web.Application()
-        app.router.add_get("/healthz", lambda _: web.json_response({"ok": True}))
+        app.router.add_get("/healthz", healthy)
         app.router.add_post("/webhooks/github", self._webhook)
         self.listener = Listener(app)
 

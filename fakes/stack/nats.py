@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from fakes.stack import config
-from fakes.stack.http import Listener
+from fakes.stack.http import Listener, healthy
 from fakes.stack.network import Unreachable
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class NatsServer:
         self.ctx = ctx
         self.broker = Broker(asyncio.get_running_loop())
         app = web.Application()
-        app.router.add_get("/healthz", lambda _: web.json_response({"status": "ok"}))
+        app.router.add_get("/healthz", healthy)
         app.router.add_get("/varz", self._varz)
         self.monitor = Listener(app)
         self.server: asyncio.base_events.Server | None = None

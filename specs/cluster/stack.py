@@ -8,15 +8,20 @@ fit (failure mode 43: upstream chained 420 + 300 + 180 s inside 600 s tests).
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from harness import (
     AgentRunRecord,
     ForwardPool,
     Kube,
     PortForward,
+    PortForwardBroken,
+    PortForwardDied,
+    PortForwardGone,
     StopWaiting,
     agent_runs_since,
     github_seed,
@@ -24,7 +29,7 @@ from harness import (
 )
 from harness.agentruns import AGENTRUN_RESOURCE
 from harness.cluster_secrets import SecretValue, read_secret_value
-from harness.github_journal import GitHubJournal
+from harness.github_journal import GitHubCall, GitHubJournal
 from harness.webhooks import issues_labeled_payload, send_webhook
 
 OWNER, REPO = "e2e-org", "e2e-repo"
@@ -57,6 +62,9 @@ SLACK = 60.0
 """Seconds a spec's timeout keeps beyond its chained budgets, for seeding, triggers and assertions."""
 
 
+T = TypeVar("T")
+
+
 def timeout_for(*budgets: float, slack: float = SLACK) -> int:
     """A pytest-timeout (seconds) that fits ``budgets`` chained, plus ``slack``."""
     return int(sum(budgets) + slack)
@@ -75,35 +83,53 @@ class Stack:
             self._secrets[key] = read_secret_value(self.kube, GATEWAY_SECRETS, key)
         return self._secrets[key]
 
-    def gateway(self) -> PortForward:
-        return self.forwards.get(self.kube, *GATEWAY)
+    def through(self, target: tuple[str, int], call: Callable[[PortForward], T]) -> T:
+        """``call(forward)`` on the session's forward to ``target``, reopened once when it turns out dead.
 
-    def github(self) -> PortForward:
-        return self.forwards.get(self.kube, *GITHUB)
-
-    def journal(self) -> GitHubJournal:
-        return GitHubJournal(self.github())
+        ``kubectl port-forward svc/...`` is pinned to the pod it resolved at start: after that pod was deleted or
+        rolled, kubectl stays up until a connection fails, then exits. The first call then fails on the dead
+        forward; the pool reopens it on the new pod and the call is made again (webhooks keep their delivery id,
+        so a resend is a redelivery).
+        """
+        try:
+            return call(self.forwards.get(self.kube, *target))
+        except (PortForwardDied, PortForwardGone, PortForwardBroken):
+            return call(self.forwards.get(self.kube, *target))
 
     def seed_github(self) -> None:
-        github_seed.seed_world(self.github(), bot_token=self.secret("GITHUB_TOKEN"))
+        self.through(GITHUB, lambda fwd: github_seed.seed_world(fwd, bot_token=self.secret("GITHUB_TOKEN")))
 
     def run_names(self) -> set[str]:
         items = self.kube.kubectl_json("get", AGENTRUN_RESOURCE).get("items") or []
         return {str(item["metadata"]["name"]) for item in items}
 
     def comments(self, issue: int) -> list[str]:
-        return self.journal().comments(OWNER, REPO, issue)
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).comments(OWNER, REPO, issue))
+
+    def label_removals(self, issue: int) -> list[GitHubCall]:
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).label_removals(OWNER, REPO, issue, LABEL))
+
+    def unstubbed(self) -> list[GitHubCall]:
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).unstubbed())
+
+    def labels(self, issue: int) -> list[str]:
+        return self.through(GITHUB, lambda fwd: github_seed.issue_labels(fwd, issue))
+
+    def relabel(self, issue: int) -> None:
+        self.through(GITHUB, lambda fwd: github_seed.add_label(fwd, issue))
 
     def trigger(self, issue: int, *, title: str, sender: str = SENDER, open_issue: bool = True) -> Trigger:
         """Open ``issue`` (unless it exists) with the trigger label and send the signed ``labeled`` webhook."""
         if open_issue:
-            github_seed.open_issue(self.github(), issue, title=title, user=sender)
+            self.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=title, user=sender))
         since = self.kube.server_time()
         before = self.run_names()
         comments_before = len(self.comments(issue))
         payload = issues_labeled_payload(owner=OWNER, repo=REPO, number=issue, title=title, label=LABEL,
                                          sender=sender, body=f"Opened by the harness for issue {issue}.")
-        sent = send_webhook(self.gateway(), "issues", payload, secret=self.secret("GITHUB_WEBHOOK_SECRET"))
+        delivery = str(uuid.uuid4())
+        sent = self.through(GATEWAY, lambda fwd: send_webhook(fwd, "issues", payload, delivery=delivery,
+                                                               secret=self.secret("GITHUB_WEBHOOK_SECRET")))
         assert 200 <= sent.status < 300, f"the gateway answered the webhook {sent.status}: {sent.answer}"
         return Trigger(self, issue, since, before, comments_before, sent.status)
 

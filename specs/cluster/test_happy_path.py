@@ -15,10 +15,7 @@ import pytest
 from harness import wait_for_sync
 from specs.cluster.stack import (
     HAPPY_COMMENT,
-    LABEL,
-    OWNER,
     REPLY_MARKER,
-    REPO,
     RUN_CREATED,
     RUN_TERMINAL,
     Stack,
@@ -55,8 +52,8 @@ def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linke
 
     # The label removal is the gateway's last step: after it, every GitHub call of the turn is in the journal.
     wait_for_sync(f"the trigger label's removal from issue #{issue}",
-                  lambda: stack.journal().label_removals(OWNER, REPO, issue, LABEL) or None, timeout=LABEL_REMOVED)
-    unstubbed = stack.journal().unstubbed()
+                  lambda: stack.label_removals(issue) or None, timeout=LABEL_REMOVED)
+    unstubbed = stack.unstubbed()
     assert not unstubbed, ("the stack called GitHub endpoints the fake does not model (answered 501): "
                            + "; ".join(call.line() for call in unstubbed))
 

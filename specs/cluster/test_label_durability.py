@@ -17,14 +17,11 @@ import time
 import pytest
 
 from harness import StopWaiting, wait_for_sync
-from harness.github_seed import issue_labels
 from harness.pacing import pace_stub_agent
 from specs.cluster.stack import (
     LABEL,
     LABEL_AFTER_ROLL,
     LABEL_REMOVAL,
-    OWNER,
-    REPO,
     ROLLOUT,
     RUN_CREATED,
     Stack,
@@ -43,20 +40,20 @@ def wait_label_removed(stack: Stack, trigger: Trigger, timeout: float) -> None:
     commented_at: list[float] = []
 
     def probe() -> bool | None:
-        if stack.journal().label_removals(OWNER, REPO, trigger.issue, LABEL):
+        if stack.label_removals(trigger.issue):
             return True
         if trigger.new_comments():
             if not commented_at:
                 commented_at.append(time.monotonic())
             if time.monotonic() - commented_at[0] > LABEL_AFTER_COMMENT:
-                labels = issue_labels(stack.github(), trigger.issue)
+                labels = stack.labels(trigger.issue)
                 raise StopWaiting(f"the gateway answered issue #{trigger.issue} but never removed its {LABEL} label: "
                                   f"{LABEL_AFTER_COMMENT:.0f}s after the comment there is no DELETE .../labels/{LABEL} "
                                   f"in the fake GitHub's journal, and the issue still has the labels {labels}")
         return None
 
     wait_for_sync(f"the {LABEL} label's removal from issue #{trigger.issue}", probe, timeout=timeout, interval=2.0)
-    assert LABEL not in issue_labels(stack.github(), trigger.issue), "the DELETE was sent but the label is still there"
+    assert LABEL not in stack.labels(trigger.issue), "the DELETE was sent but the label is still there"
 
 
 @pytest.mark.timeout(timeout_for(LABEL_REMOVAL))

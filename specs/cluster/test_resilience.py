@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from harness import github_seed, unique_issue_number, wait_for_sync
+from harness import unique_issue_number, wait_for_sync
 from harness.agentruns import AGENTRUN_RESOURCE
 from harness.bounce import bounce_pod
 from harness.pacing import pace_stub_agent
@@ -125,7 +125,7 @@ def test_retrigger_after_rollout_collects_the_held_reply(stack: Stack, issue: in
         first = stack.trigger(issue, title=f"rollout then re-trigger {issue}")
         run = first.wait_run_created(RUN_CREATED)
         _roll_orchestrator(stack)
-        github_seed.add_label(stack.github(), issue)
+        stack.relabel(issue)
         again = stack.trigger(issue, title=f"rollout then re-trigger {issue}", open_issue=False)
         reply = _wait_reply(again, GATEWAY_POLL)
     assert STUB_REPLY in reply, f"the re-triggered turn's reply is not the stub's: {reply!r}"
