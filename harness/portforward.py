@@ -10,7 +10,8 @@ Known kubectl behaviours this guards against (field-pitfalls.md §3-§5):
   PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
 - a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
   resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059): stderr lines ``an error
-  occurred forwarding`` / ``lost connection to pod``, or several resets in a row, mark it broken;
+  occurred forwarding`` / ``lost connection to pod`` / ``error creating error stream`` (a tunnel that stopped
+  answering new streams), or several resets in a row, mark it broken;
 - shells and single-PID kills leave orphans holding ports: no shell, own process group, parent-death
   signal, stop = SIGINT, short grace, SIGKILL of the group, reap (harness.process).
 """
@@ -57,7 +58,11 @@ TCP_HOLD = 0.2
 """Seconds the TCP readiness probe holds its connection open: a forward whose pod side fails closes it (or exits)."""
 
 _BANNER = re.compile(r"^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
-_BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod")
+_BROKEN_MARKERS = ("an error occurred forwarding", "lost connection to pod", "error creating error stream",
+                   "error creating forwarding stream")
+"""stderr lines after which a live kubectl no longer forwards. The last two: the pod side stopped answering new
+streams and kubectl gave up on one after its 30 s stream timeout (client-go ``portforward.go``); kubectl stays up,
+but every later connection waits the same 30 s."""
 _STDERR_LINES = 200
 
 

@@ -50,7 +50,7 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakes.faults import Fault
 from fakes.journal import JournalEntry
@@ -63,6 +63,9 @@ from fakes.kube.resources import Registry
 from fakes.kube.server import KubeServer
 from fakes.kube.store import Store
 from fakes.runtime import FakeRuntime
+
+if TYPE_CHECKING:
+    from fakes.kube.controllers import Controllers
 
 DEFAULT_CONTEXT = "fake-kube"
 DEFAULT_KUBECTL_VERSION = "v1.32.4"
@@ -105,6 +108,14 @@ class KubeHandle:
         ``wedge(ns, pod)``, ``clear_faults()``, ``tunnels()``, ``wait_connections(ns, pod)``, ``map(ns, pod, port,
         host, local_port)`` (:mod:`fakes.kube.portforward`)."""
         return self.double.portforward
+
+    @property
+    def controllers(self) -> Controllers:
+        """The simulated controllers, scheduler, kubelet, logs and events (:class:`fakes.kube.controllers.Controllers`:
+        ``.kubelet.set_faults(...)``, ``.logs.append(...)``, ``.events``). Raises ``RuntimeError`` for a double
+        served with ``controllers=False``."""
+        from fakes.kube.controllers import of
+        return of(self.double)
 
     @property
     def registry(self) -> Registry:
@@ -182,8 +193,8 @@ class KubeHandle:
 def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAULT_CONTEXT,
           namespace: str = "default", kubectl_version: str = DEFAULT_KUBECTL_VERSION, *,
           host: str = "127.0.0.1", port: int = 0, token: str | None = None, clock_offset: float = 0.0,
-          history_size: int = 1000, tls: bool = False, start_timeout: float = 10.0, stop_timeout: float = 10.0
-          ) -> Iterator[KubeHandle]:
+          history_size: int = 1000, tls: bool = False, start_timeout: float = 10.0, stop_timeout: float = 10.0,
+          controllers: bool = True) -> Iterator[KubeHandle]:
     """Serve a fresh double; yields a :class:`KubeHandle`. Everything is gone when the ``with`` ends: the thread,
     the socket, the temporary directory (cache, and the kubeconfig when no path was given), and the double's
     kubeconfig entries (a file it created is deleted; entries merged into an existing file are removed).
@@ -194,7 +205,8 @@ def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAU
     kubeconfig's token, so a request without credentials is served and only a wrong token is a 401
     (:mod:`fakes.kube.tls`). Raises ``fakes.server.FakeServerError`` when the
     server does not start within ``start_timeout`` seconds or its thread outlives ``stop_timeout``; ``ValueError``
-    for a ``kubeconfig`` path holding something that is not a kubeconfig.
+    for a ``kubeconfig`` path holding something that is not a kubeconfig. ``controllers``: run the simulated
+    controllers, scheduler and kubelet (:mod:`fakes.kube.controllers`); ``False`` serves a bare API.
     """
     workdir = tempfile.mkdtemp(prefix="fake-kube-")
     created = False
@@ -207,6 +219,9 @@ def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAU
         double.require_token = tls
         server = KubeServer(double, host, port, ssl_context=tls_certs.ssl_context(certs) if certs else None)
         server.start(start_timeout)
+        if controllers:
+            from fakes.kube.controllers import install
+            install(double)
         created = kubeconfig_file.write(path, server.url, double.token, context, namespace,
                                         ca_pem=certs.ca_pem if certs else None)
         cache_dir = os.path.join(workdir, "cache")

@@ -23,7 +23,7 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, openapi, patch, protobuf, tables, validation
+from fakes.kube import discovery, openapi, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
 from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
 from fakes.kube.extensions import SubresourceContext
@@ -322,8 +322,9 @@ async def _watch(request: web.Request, double: Any, target: Target) -> web.Strea
 # --- writes -----------------------------------------------------------------------------------------------
 
 def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
+    shapes.check_object(rt.key, rt.kind, obj, custom=rt.custom)
     _check_type(rt, obj)
-    obj = clone(obj)
+    obj = shapes.drop_nulls(obj)
     meta = obj.setdefault("metadata", {})
     if rt.namespaced:
         sent = meta.get("namespace")
@@ -380,7 +381,8 @@ def _patch(request: web.Request, double: Any, target: Target, body: bytes, subre
     if media == patch.APPLY_YAML:
         return _server_side_apply(request, double, target, require_object(sent), manager, subresource)
     current = double.store.require(rt, target.namespace, target.name or "")
-    result = patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom)
+    result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
+    shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
     _check_identity(rt, target, result)
     if subresource is None:
         validation.validate(rt, result, current)
@@ -408,6 +410,7 @@ def _server_side_apply(request: web.Request, double: Any, target: Target, applie
     rt = target.rt
     if not manager:
         raise bad_request("PATCH request must use fieldManager query parameter when applying")
+    shapes.check_object(rt.key, rt.kind, applied, custom=rt.custom)
     _check_type(rt, applied)
     if applied.get("apiVersion") is None or applied.get("kind") is None:
         raise bad_request("invalid object type: /, Kind=")
@@ -424,6 +427,8 @@ def _server_side_apply(request: web.Request, double: Any, target: Target, applie
         merged = patch.merge_patch(current, applied)
     else:
         merged = patch.strategic_merge(current, applied, patch.shape_for(rt.key))
+    merged = shapes.drop_nulls(merged)
+    shapes.check_object(rt.key, rt.kind, merged, custom=rt.custom)
     merged["metadata"].pop("resourceVersion", None)
     _check_identity(rt, target, merged)
     if subresource is None:
@@ -520,7 +525,8 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     handler = double.subresources.find(rt, sub)
     if handler is not None:
         ctx = SubresourceContext(request, double, rt, target.namespace or "", target.name or "", sub, obj)
-        return await handler(ctx)
+        answer: web.StreamResponse = await handler(ctx)
+        return answer
     method = request.method.upper()
     if sub == "status":
         if method == "GET":
@@ -542,14 +548,15 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     if sub == "log":
         raise bad_request(f'container logs are not served for pod "{target.name}": the double has no log source '
                           f"registered for pods/log")
-    raise ApiError(400, "BadRequest", f"the double serves no handler for {rt.plural}/{sub} (pod \"{target.name}\")")
+    raise ApiError(400, "BadRequest", f'the double serves no handler for {rt.plural}/{sub} (of "{target.name}")')
 
 
 def _token(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     """``serviceaccounts/<name>/token``: a TokenRequest answered with an opaque token (not a JWT the double
     would accept: it only accepts its own bearer token)."""
     sent = require_object(parse_body(request, body)) if body.strip() else {}
-    spec = sent.get("spec") if isinstance(sent.get("spec"), dict) else {}
+    spec_sent = sent.get("spec")
+    spec: Obj = spec_sent if isinstance(spec_sent, dict) else {}
     seconds = spec.get("expirationSeconds") or 3600
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 600:
         from fakes.kube.errors import field_invalid, invalid

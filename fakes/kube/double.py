@@ -67,7 +67,8 @@ class KubeDouble:
         self._stopping: asyncio.Event | None = None
         self._closers: set[Callable[[], Awaitable[None]]] = set()
         self._closers_lock = threading.Lock()
-        #: Callables run (on the loop) after every reset, e.g. controllers re-seeding their state.
+        #: Callables run after every reset, in the thread that called it (a test thread, or a worker thread for
+        #: ``POST /_fake/reset``): controllers forgetting their state. Hop to the loop yourself if needed.
         self.on_reset: list[Callable[[], None]] = []
         self._create_extra_namespaces()
 

@@ -225,7 +225,7 @@ class Exec:
 
         untrack = ctx.track(stop)
         try:
-            status = await self._run(request, channels, ctx)
+            status = await self._run(request, channels, ctx, gone=reader)
             if not ws.closed:
                 with contextlib.suppress(ConnectionError, RuntimeError):
                     await ws.send_bytes(bytes([STATUS]) + json.dumps(status).encode())
@@ -257,7 +257,11 @@ class Exec:
         untrack = ctx.track(stop)
         try:
             if await channels.wait_ready(session):
-                status = await self._run(request, channels, ctx)
+                closed = asyncio.ensure_future(session.wait_closed(float("inf")))
+                try:
+                    status = await self._run(request, channels, ctx, gone=closed)
+                finally:
+                    closed.cancel()
                 await channels.finish(status)
             await session.goaway()
         finally:
@@ -271,8 +275,10 @@ class Exec:
 
     # --- running the command ----------------------------------------------------------------------------------
 
-    async def _run(self, request: ExecRequest, channels: _Channels, ctx: SubresourceContext) -> dict[str, Any]:
-        """Run what is registered for the pod; the status to send. Ends early (bounded) when the double stops."""
+    async def _run(self, request: ExecRequest, channels: _Channels, ctx: SubresourceContext,
+                   gone: asyncio.Future[Any]) -> dict[str, Any]:
+        """Run what is registered for the pod; the status to send. The command is cancelled (a host command's
+        process group killed) when the client goes away (``gone`` completes) or the double stops."""
         request._channels = channels
         handler = self.double.exec_handlers.get(request.namespace, request.pod)
         annotations = (request.pod_object.get("metadata") or {}).get("annotations") or {}
@@ -290,13 +296,15 @@ class Exec:
         running = asyncio.ensure_future(work)
         stopping = asyncio.ensure_future(ctx.stopping.wait())
         try:
-            await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({running, stopping, gone}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
-        if not running.done():
-            running.cancel()
-            await asyncio.wait({running}, timeout=2.0)
-            return internal_status("error executing command in container: the Kubernetes API double is stopping")
+            if not running.done():  # also when this handler itself is cancelled (the connection was lost)
+                running.cancel()
+                await asyncio.wait({running}, timeout=5.0)
+        if running.cancelled() or not running.done():
+            why = "is stopping" if ctx.stopping.is_set() else "lost the client's connection"
+            return internal_status(f"error executing command in container: the Kubernetes API double {why}")
         return running.result()
 
 

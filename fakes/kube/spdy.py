@@ -409,7 +409,7 @@ class FrameDecoder:
 STREAM_BUFFER = 1024 * 1024
 """Bytes a stream's inbox may hold before the session stops reading the connection until it is drained."""
 
-DATA_CHUNK = 64 * 1024
+DATA_CHUNK = 256 * 1024
 """Largest DATA frame payload this side sends, in bytes."""
 
 

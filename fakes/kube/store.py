@@ -32,13 +32,14 @@ generation rule), :meth:`Store.mutate` (read-modify-write under the lock), :meth
 from __future__ import annotations
 
 import asyncio
+import builtins
 import collections
 import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from fakes.kube import defaults
 from fakes.kube.clock import Clock, rfc3339
@@ -47,17 +48,22 @@ from fakes.kube.errors import (STALE, ApiError, already_exists, bad_request, con
 from fakes.kube.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
+T = TypeVar("T")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: What a subscriber or watcher may queue before it is cut off (a real server drops slow watchers too).
 MAX_BACKLOG = 20_000
 
 
-def clone(value: Any) -> Any:
+def clone(value: T) -> T:
     """A deep copy of a JSON-shaped value (dicts, lists, scalars), faster than ``copy.deepcopy``."""
+    return cast(T, _clone(value))
+
+
+def _clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [_clone(v) for v in value]
     return value
 
 
@@ -368,7 +374,7 @@ class Store:
 
     # --- watch support -------------------------------------------------------------------------------------
 
-    def history_since(self, rv: int, keys: Iterable[str]) -> list[StoreEvent]:
+    def history_since(self, rv: int, keys: Iterable[str]) -> builtins.list[StoreEvent]:
         """Events after ``rv`` for ``keys``; raises :class:`ApiError` 410 Expired if the history no longer reaches
         back to ``rv``. Call under :meth:`locked` together with :meth:`subscribe` to get a gapless feed."""
         wanted = set(keys)
@@ -376,6 +382,12 @@ class Store:
             if rv < self._compacted:
                 raise gone_too_old(rv, self._compacted + 1)
             return [e for e in self._history if e.rv > rv and e.resource.key in wanted]
+
+    @property
+    def subscriber_count(self) -> int:
+        """How many change feeds are open (watches and controllers): a closed watch must not leave one behind."""
+        with self._lock:
+            return len(self._subs)
 
     def locked(self) -> threading.RLock:
         """The store lock (``with store.locked():``) to make a snapshot and a subscription atomic."""

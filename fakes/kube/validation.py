@@ -147,7 +147,7 @@ def _service(obj: Obj) -> list[Cause]:
             out.append(field_required(f"spec.ports[{i}].port"))
         elif not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
             out.append(field_invalid(f"spec.ports[{i}].port", port, "must be between 1 and 65535, inclusive"))
-        if len(ports) > 1 and isinstance(p, dict) and not p.get("name"):
+        if len(ports or []) > 1 and isinstance(p, dict) and not p.get("name"):
             out.append(field_required(f"spec.ports[{i}].name"))
     return out
 

@@ -15,6 +15,7 @@ application/json``, chunked), as the API server writes them for JSON clients. Se
   ``--min-request-timeout`` range). It also ends when the client goes away (checked at least every second, since
   aiohttp does not always cancel a handler for a dead client), when the double stops, and when the watcher falls
   more than ``MAX_BACKLOG`` events behind.
+- A client asking for ``Table`` (``kubectl get -w``) gets each event's object as a one-row ``Table``.
 - While ``double.watches_silent`` is set, a watch stays open and sends nothing (a watch that goes silent).
 """
 
@@ -28,6 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
+from fakes.kube import tables
 from fakes.kube.errors import ApiError
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import FieldSelector, LabelSelector
@@ -81,9 +83,19 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
         raise ApiError(400, "BadRequest", f'invalid resource version "{rv_text}": strconv.ParseUint: parsing '
                        f'"{rv_text}": invalid syntax') from None
     timeout = _timeout(query.get("timeoutSeconds"))
+    as_table = tables.wants_table(request.headers.get("Accept")) is not None
+    include = query.get("includeObject", "Metadata")
+
+    def shown(obj: dict[str, Any]) -> dict[str, Any]:
+        obj = for_version(obj, rt)
+        if not as_table:
+            return obj
+        meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+        return tables.table(rt, [obj], now=double.clock.time(), include=include, list_meta=meta)
+
     bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
     initial_end = query.get("sendInitialEvents") in ("true", "1")
-    queue: asyncio.Queue[StoreEvent] = asyncio.Queue()
+    queue: asyncio.Queue[StoreEvent | None] = asyncio.Queue()  # None: the double is stopping
     store = double.store
     expired: ApiError | None = None
     with store.locked():
@@ -96,22 +108,27 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
             backlog = []
             try:
                 for ev in store.history_since(since, [rt.key]):
-                    shown = translate(ev, namespace, rt, labels, fields)
-                    if shown is not None:
-                        backlog.append(shown)
+                    seen = translate(ev, namespace, rt, labels, fields)
+                    if seen is not None:
+                        backlog.append(seen)
             except ApiError as exc:
                 expired = exc
         sub = store.subscribe(queue.put_nowait, [rt.key]) if expired is None else None
     response = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
                                                        "Cache-Control": "no-cache, private"})
     last_rv = start_rv
+
+    async def wake() -> None:
+        queue.put_nowait(None)
+
+    untrack = double.track_stream(wake)
     try:
         await response.prepare(request)
         if expired is not None:
             await _send(response, "ERROR", expired.status_body())
             return response
-        for kind, obj in backlog:
-            await _send(response, kind, for_version(obj, rt))
+        for kind, obj in backlog if not double.watches_silent else []:
+            await _send(response, kind, shown(obj))
             last_rv = max(last_rv, int(obj["metadata"].get("resourceVersion", 0) or 0))
         if initial_end and since is None:
             await _send(response, "BOOKMARK", _bookmark(rt, last_rv, initial_end=True))
@@ -126,13 +143,15 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
                 event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.0))
             except asyncio.TimeoutError:
                 event = None
+            if event is None and double.stopping.is_set():
+                break
             if double.watches_silent:
                 continue
             if event is not None:
-                shown = translate(event, namespace, rt, labels, fields)
+                change = translate(event, namespace, rt, labels, fields)
                 last_rv = event.rv
-                if shown is not None:
-                    await _send(response, shown[0], for_version(shown[1], rt))
+                if change is not None:
+                    await _send(response, change[0], shown(change[1]))
             if bookmarks and time.monotonic() >= next_bookmark:
                 await _send(response, "BOOKMARK", _bookmark(rt, last_rv))
                 next_bookmark = time.monotonic() + double.bookmark_interval
@@ -141,6 +160,7 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
     except (ConnectionResetError, ConnectionError, asyncio.CancelledError):
         pass  # the client went away (or the double is stopping): nothing left to tell anyone
     finally:
+        untrack()
         if sub is not None:
             sub.cancel()
     return response

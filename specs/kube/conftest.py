@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any
 
 import pytest
 
@@ -40,7 +43,25 @@ def manifest(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def kd() -> Iterator[KubeHandle]:
-    """One double for the module (kubectl's discovery cache stays warm across its specs)."""
+    """One bare double for the module (kubectl's discovery cache stays warm across its specs). No controllers: these
+    specs write the statuses kubectl reads themselves (the controllers' specs use their own doubles)."""
     require_kubectl()
-    with fakes.kube.serve() as handle:
+    with fakes.kube.serve(controllers=False) as handle:
         yield handle
+
+
+def bare(**options: Any) -> AbstractContextManager[KubeHandle]:
+    """``fakes.kube.serve(**options)`` without the simulated controllers: for specs of the API itself, which write
+    workload status by hand (a deployment controller would overwrite it) and want no background writes."""
+    options.setdefault("controllers", False)
+    return fakes.kube.serve(**options)
+
+
+@pytest.fixture
+def ns(kd: KubeHandle, request: pytest.FixtureRequest) -> str:
+    """A namespace of the module double for this spec alone (named after the spec): xdist may spread a module's
+    specs over workers, each with its own ``kd``, so no spec may rely on another having run."""
+    name = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower().removeprefix("test_"))[:50].strip("-")
+    if kd.store.get("namespaces", None, name) is None:
+        kd.store.create("namespaces", {"metadata": {"name": name}})
+    return name

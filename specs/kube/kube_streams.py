@@ -23,11 +23,11 @@ SETTLE = 5.0
 
 
 @contextlib.contextmanager
-def double_for(build: KubectlBuild) -> Iterator[KubeHandle]:
+def double_for(build: KubectlBuild, **options: Any) -> Iterator[KubeHandle]:
     """A fresh double whose ``gitVersion`` suits ``build`` (the dispatcher then runs the build of that minor;
-    the installed default gets the double's default version)."""
+    the installed default gets the double's default version); ``options`` go to ``fakes.kube.serve``."""
     version = DEFAULT_KUBECTL_VERSION if build.label == "default" else build.server_git_version()
-    with fakes.kube.serve(kubectl_version=version) as handle:
+    with fakes.kube.serve(kubectl_version=version, **options) as handle:
         yield handle
 
 
@@ -45,7 +45,7 @@ def kube_for(kd: KubeHandle, build: KubectlBuild) -> Kube:
 def running_pod(kd: KubeHandle, name: str, *, labels: dict[str, str] | None = None,
                 ports: dict[int, int] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
     """Create pod ``name`` (one container ``app``) whose container ports forward to local ports (``{container port:
-    local port}``, through ``double.stack-harness.dev/port-P`` annotations), then mark it Running and Ready."""
+    local port}``, through ``double.stack-harness.dev/port-P`` annotations); returns it once Running and Ready."""
     ports = ports or {}
     notes = dict(annotations or {})
     notes.update({f"double.stack-harness.dev/port-{p}": f"127.0.0.1:{local}" for p, local in ports.items()})
@@ -55,9 +55,30 @@ def running_pod(kd: KubeHandle, name: str, *, labels: dict[str, str] | None = No
         "spec": {"containers": [{"name": "app", "image": "registry.example/app:1",
                                  "ports": [{"containerPort": p, "name": f"p{p}"} for p in ports]}]},
     }
-    created = kd.store.create("pods", pod)
-    now = rfc3339(kd.clock.time())
+    kd.store.create("pods", pod)
+    if _has_kubelet(kd):  # the double's kubelet starts it (within milliseconds): wait for Running and Ready
+        assert wait_until(lambda: _running(kd.store.get("pods", kd.namespace, name)), timeout=10.0), \
+            f"pod {name} did not get Running and Ready: {kd.store.get('pods', kd.namespace, name)}"
+    else:  # a bare double: play the kubelet
+        kd.store.mutate("pods", kd.namespace, name, _mark_running(rfc3339(kd.clock.time())), subresource="status")
+    return kd.store.require("pods", kd.namespace, name)
 
+
+def _has_kubelet(kd: KubeHandle) -> bool:
+    try:
+        kd.controllers  # noqa: B018 - raises for a double served without controllers
+    except RuntimeError:
+        return False
+    return True
+
+
+def _running(pod: dict[str, Any] | None) -> bool:
+    status = (pod or {}).get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return status.get("phase") == "Running" and ready
+
+
+def _mark_running(now: str) -> Any:
     def run(obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})
         status.update({"phase": "Running", "podIP": "10.244.0.10", "startTime": now})
@@ -66,8 +87,7 @@ def running_pod(kd: KubeHandle, name: str, *, labels: dict[str, str] | None = No
         status["containerStatuses"] = [{"name": "app", "ready": True, "started": True, "restartCount": 0,
                                         "image": "registry.example/app:1", "imageID": "", "state": {"running": {}}}]
 
-    kd.store.mutate("pods", kd.namespace, name, run, subresource="status")
-    return kd.store.get("pods", kd.namespace, name) or created
+    return run
 
 
 def service(kd: KubeHandle, name: str, selector: dict[str, str], port: int, target_port: int | str) -> None:

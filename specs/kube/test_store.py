@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.clock import Clock, parse_rfc3339
 from fakes.kube.errors import ApiError
 from fakes.kube.resources import Registry
 from fakes.kube.store import Store, StoreEvent
+from specs.kube.conftest import bare
 
 DEPLOY = {"metadata": {"name": "web", "namespace": "default"},
           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
@@ -29,7 +29,7 @@ def store() -> Store:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[KubeHandle]:
-    with fakes.kube.serve() as handle:
+    with bare() as handle:
         yield handle
 
 
