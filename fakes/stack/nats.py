@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 Message = dict[str, Any]
 Handler = Callable[[str, Message], None]
+FIRST_CONNECT_POLL = 0.1
+"""Seconds between attempts of a first connection (a lost one follows the reconnect policy instead)."""
 PENDING_LIMIT = 1000
 """Messages a disconnected client keeps to flush after reconnecting (the client's reconnect buffer)."""
 
@@ -123,15 +125,21 @@ class NatsClient:
         return server.broker
 
     async def connect(self) -> None:
-        """Connect, retrying with the reconnect policy; raises :class:`NatsClosed` when every attempt failed."""
-        try:
-            self._attach(self._find_broker())
-        except Unreachable as exc:
-            self._schedule_reconnect(str(exc))
-            assert self._reconnecting is not None
-            await asyncio.shield(self._reconnecting)
-            if self.closed:
-                raise NatsClosed(self.reason) from None
+        """Connect, waiting for the server as long as the reconnect policy allows (``max_reconnects`` x
+        ``reconnect_wait``, or forever), but trying every 0.1 s: pods that start together wait for each other without
+        losing a whole reconnect interval. Raises :class:`NatsClosed` when the server never came."""
+        budget = None if self.max_reconnects is None else self.max_reconnects * self.reconnect_wait
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        while True:
+            try:
+                self._attach(self._find_broker())
+                return
+            except Unreachable as exc:
+                if budget is not None and loop.time() - began >= budget:
+                    self._close(f"no NATS server answered within {budget:.0f}s: {exc}")
+                    raise NatsClosed(self.reason) from None
+            await asyncio.sleep(FIRST_CONNECT_POLL)
 
     def _attach(self, broker: Broker) -> None:
         self.broker = broker

@@ -2,7 +2,7 @@
 
 Steps (specs/cluster/README.md §3): the namespace; the CRDs applied server-side (``--server-side
 --force-conflicts``: Helm's install-only ``crds/`` would leave newer kinds out) and checked served through
-discovery; the secrets, upserted (a client-side dry run piped into ``apply``), with fixed values where both ends
+discovery; the secrets, upserted with ``apply`` (upstream pipes a client-side dry run into it), with fixed values where both ends
 must agree and random ones elsewhere; the Temporal dev server, Available within 120 s; the fakes playing GitHub and
 Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``), Available within 120 s; the
 release; the catalog, checked not empty (zero Tools, Skills or Agents make every turn time out silently); and
@@ -14,6 +14,7 @@ Every kubectl call is bounded; a failing step raises :class:`UpFailed` naming th
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import time
 from collections.abc import Callable
@@ -28,6 +29,13 @@ FAKES = Path(__file__).parent.parent
 CRD_KINDS = ("agentruns", "agents", "tools", "skills", "integrationroutes", "corpora", "connections",
              "knowledgebases", "mcpservers", "mcptools")
 CATALOG_KINDS = ("tools", "skills", "agents")
+
+
+def secret_manifest(name: str, values: dict[str, str]) -> dict[str, Any]:
+    """An Opaque Secret as ``kubectl create secret generic --from-literal ... --dry-run=client`` prints it."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": config.NAMESPACE},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}}
 
 
 class UpFailed(RuntimeError):
@@ -85,15 +93,11 @@ class Up:
             "AGENT_SENDER_ASSERTION_SECRET": config.SENDER_ASSERTION_SECRET,
         }
         jwt = {"AGENT_OPENWEBUI_USER_JWT_SECRET": "e2e-openwebui-forward-jwt-secret"}
-        for name, values in ((config.GATEWAY_SECRETS, gateway), ("agent-orchestrator-secrets", orchestrator),
-                             ("e2e-openwebui-forward-jwt", jwt)):
-            self._upsert_secret(name, values)
-
-    def _upsert_secret(self, name: str, values: dict[str, str]) -> None:
-        literals = [f"--from-literal={k}={v}" for k, v in values.items()]
-        manifest = self._run("secrets", "-n", config.NAMESPACE, "create", "secret", "generic", name, *literals,
-                             "--dry-run=client", "-o", "yaml")
-        self._run("secrets", "apply", "-f", "-", input=manifest)
+        # An upsert, as upstream's dry-run piped into apply, for the three at once (one kubectl instead of six).
+        items = [secret_manifest(name, values) for name, values in (
+            (config.GATEWAY_SECRETS, gateway), ("agent-orchestrator-secrets", orchestrator),
+            ("e2e-openwebui-forward-jwt", jwt))]
+        self._run("secrets", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
     def temporal(self) -> None:
         self._run("temporal", "apply", "-f", str(MANIFESTS / "30-temporal.yaml"))
@@ -109,9 +113,10 @@ class Up:
 
     def catalog(self) -> None:
         self._run("catalog", "apply", "-f", str(MANIFESTS / "50-catalog.yaml"))
+        kinds = ",".join(f"{kind}.{config.GROUP}" for kind in CATALOG_KINDS)
+        names = self._run("catalog", "-n", config.NAMESPACE, "get", kinds, "-o", "name").split()
         for kind in CATALOG_KINDS:
-            names = self._run("catalog", "-n", config.NAMESPACE, "get", f"{kind}.{config.GROUP}", "-o", "name").split()
-            if not names:
+            if not any(name.startswith(f"{kind[:-1]}.") for name in names):
                 raise UpFailed(f"stack set-up, step catalog: no {kind} in {config.NAMESPACE}: every turn would "
                                "time out silently")
 
