@@ -6,7 +6,8 @@ discovery; the secrets, upserted with ``apply`` (upstream pipes a client-side dr
 where both ends must agree and random ones elsewhere; the Temporal dev server, Available within 120 s; the fakes playing GitHub and
 Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``), Available within 120 s; the
 release; the catalog, checked not empty (zero Tools, Skills or Agents make every turn time out silently); and
-finally the orchestrator, the gateway and the core-controller Available within 300 s, so a half-ready stack fails here, readably.
+finally the orchestrator, the gateway and the core-controller Available within 300 s, so a half-ready stack fails
+here, readably.
 
 Every kubectl call is bounded; a failing step raises :class:`UpFailed` naming the step, kubectl's exit and stderr.
 """
