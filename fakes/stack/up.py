@@ -3,11 +3,11 @@
 Steps (specs/cluster/README.md §3): the namespace; the CRDs applied server-side (``--server-side
 --force-conflicts``: Helm's install-only ``crds/`` would leave newer kinds out) and checked served through
 discovery; the secrets, upserted with ``apply`` (upstream pipes a client-side dry run into it), with fixed values
-where both ends must agree and random ones elsewhere; the Temporal dev server, Available within 120 s; the fakes playing GitHub and
-Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``), Available within 120 s; the
-release; the catalog, checked not empty (zero Tools, Skills or Agents make every turn time out silently); and
-finally the orchestrator, the gateway and the core-controller Available within 300 s, so a half-ready stack fails
-here, readably.
+where both ends must agree and random ones elsewhere; the Temporal dev server, Available within 120 s; the fakes
+playing GitHub and Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``),
+Available within 120 s; the release; the catalog, checked not empty (zero Tools, Skills or Agents make every turn
+time out silently); and finally the orchestrator, the gateway and the core-controller Available within 300 s, so a
+half-ready stack fails here, readably.
 
 Every kubectl call is bounded; a failing step raises :class:`UpFailed` naming the step, kubectl's exit and stderr.
 """
