@@ -28,10 +28,12 @@ from typing import Any
 import pytest
 
 from harness import waiting
+from harness.errors import KubectlNotFound
 from harness.target import TARGETS, TargetChoice, TwinSession, TwinStartFailed, choose_target
 
 TARGET = pytest.StashKey[TargetChoice]()
 TWIN = pytest.StashKey[TwinSession]()
+NO_TWIN = pytest.StashKey[str]()
 CLAMPED = "harness.budget_does_not_fit"
 """Report property (``user_properties``: it crosses from xdist workers) naming a clamped wait."""
 TWINS = pytest.StashKey[list[dict[str, Any]]]()  # what each process's twin reported (xdist workers' included)
@@ -64,7 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[TARGET] = choice
     config.stash[TWINS] = []
     if choice.kind == "twin":
-        session = TwinSession(bugs=bugs)
+        try:
+            session = TwinSession(bugs=bugs)
+        except KubectlNotFound as exc:  # the twin is deployed and reached with the real kubectl
+            config.stash[NO_TWIN] = f"no cluster, and no twin without kubectl: {exc}"
+            _preset_guard(config, ("skip", config.stash[NO_TWIN]))
+            return
         config.stash[TWIN] = session
         _preset_guard(config, ("ok", session.kube))
 
@@ -89,6 +96,8 @@ def _preset_guard(config: pytest.Config, verdict: tuple[str, Any]) -> None:
 
 def guard_verdict(config: pytest.Config) -> tuple[str, Any] | None:
     """The twin's guard verdict when the target is the twin, else ``None`` (the normal kube context guard runs)."""
+    if NO_TWIN in config.stash:
+        return "skip", config.stash[NO_TWIN]
     session = config.stash.get(TWIN, None)
     return ("ok", session.kube) if session is not None else None
 

@@ -121,3 +121,13 @@ def test_a_twin_context_is_not_accepted_as_a_cluster_context(pytester: pytest.Py
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*stack target: cluster (--kube-context stack-twin-1-abcdef given)*",
                                  "*refusing kube context 'stack-twin-1-abcdef'*"])
+
+
+def test_without_kubectl_the_twin_target_skips_cluster_specs(pytester: pytest.Pytester,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(pytester.path))  # no kubectl anywhere
+    pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*stack target: twin (no --kube-context and no current kube context: kubectl not "
+                                 "found*", "*no cluster, and no twin without kubectl*"])
