@@ -169,9 +169,12 @@ def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
 @pytest.fixture(scope="session", autouse=True)
 def _harness_leak_audit():
     """At session end, any child the harness spawned and never reaped is killed and fails the session loudly
-    (an error on the session's last test, which pytest-xdist reports from every worker)."""
+    (an error on the session's last test, which pytest-xdist reports from every worker). Children that were alive
+    before the session began are not its own (an in-process pytester session inside another one) and are left alone."""
+    before = set(process.LIVE_CHILDREN)
     yield
-    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if process.group_alive(pid)}
+    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items())
+                 if pid not in before and process.group_alive(pid)}
     for pid in survivors:
         process.kill_pid_group(pid)
     if survivors:

@@ -139,7 +139,7 @@ class CoreController:
         try:
             self.store.create(resource, obj)
         except ApiError as exc:
-            if exc.status != 409:
+            if exc.code != 409:  # created already (a resync after a restart): fine
                 raise
 
     async def _retention(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import concurrent.futures
 import logging
 import threading
 import time
@@ -156,9 +157,9 @@ class Node:
         asyncio.set_event_loop(self.loop)
         self.loop.run_forever()
 
-    def submit(self, coro: Any) -> asyncio.Future[Any]:
-        """Run ``coro`` on the node loop from any thread (a ``concurrent.futures.Future``)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[return-value]
+    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
+        """Run ``coro`` on the node loop from any thread."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self, timeout: float = 20.0) -> None:
         """Stop every instance (a short grace each), then the loop; bounded by ``timeout`` seconds."""

@@ -110,3 +110,26 @@ def test_service_lines_are_in_kubectl_logs(kube: Any) -> None:
     pod = kube.kubectl_json("get", "pods", "-l", "app.kubernetes.io/name=core-controller")["items"][0]
     wait_for_sync("the core-controller's start line in its logs",
                   lambda: "started" in kube.kubectl("logs", pod["metadata"]["name"]).stdout or None, timeout=30.0)
+
+
+def test_runs_wait_for_a_stopped_core_controller_and_are_launched_when_it_returns(kube: Any) -> None:
+    kube.kubectl("scale", "deployment/core-controller", "--replicas=0")
+    wait_for_sync("the core-controller's pod to be gone",
+                  lambda: not kube.kubectl_json("get", "pods", "-l", "app.kubernetes.io/name=core-controller")["items"]
+                  or None, timeout=60.0, interval=0.2)
+    run = {"apiVersion": "core.controller-agent.dev/v1alpha1", "kind": "AgentRun",
+           "metadata": {"name": "spec-while-down"},
+           "spec": {"agentRef": "stub-agent", "subject": "github:e2e-user", "secretEnv": ["AGENT_ACTOR_LOGIN"]}}
+    kube.kubectl("apply", "-f", "-", input=json.dumps(run))
+    time.sleep(2.0)  # an absence: nothing may act on the run while the controller is down
+    assert "phase" not in (kube.kubectl_json("get", "agentruns.core.controller-agent.dev", "spec-while-down")
+                           .get("status") or {})
+    assert kube.kubectl("get", "job", "spec-while-down", "--ignore-not-found", "-o", "name").stdout == ""
+    kube.kubectl("scale", "deployment/core-controller", "--replicas=1")
+    wait_for_sync("the run to be launched after the controller's resync",
+                  lambda: kube.kubectl("get", "job", "spec-while-down", "--ignore-not-found", "-o", "name").stdout
+                  or None, timeout=60.0, interval=0.5)
+    phase = kube.kubectl_json("get", "agentruns.core.controller-agent.dev", "spec-while-down")["status"]["phase"]
+    assert phase in ("Running", "Succeeded", "Failed")
+    env = kube.kubectl_json("get", "job", "spec-while-down")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env].count("AGENT_ACTOR_LOGIN") == 1
