@@ -23,17 +23,20 @@ venv:
 	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[test]' && touch $(STAMP); \
 	fi
 
-# Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this.
+# Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs marked twin start
+# stack twins of their own: they belong to the main job.)
 test: venv
-	$(PY) -m pytest specs -m "not cluster" -n auto $(PYTEST_ARGS)
+	$(PY) -m pytest specs -m "not cluster and not twin" -n auto $(PYTEST_ARGS)
 
 # Specs that run per real kubectl build (port-forward, exec, rollout) on every build present: 1.27..1.33, and the
 # newest with its WebSocket transports off. `make test` runs them on the installed default, oldest and newest only.
 matrix: venv
 	KUBECTL_MATRIX=all $(PY) -m pytest specs -m kubectl_matrix -n auto $(PYTEST_ARGS)
 
-# The main job, one invocation: cluster-free specs in parallel on every worker; cluster specs grouped on one
-# worker (--dist loadgroup) and, whatever the --dist, one at a time under the harness's cluster lock.
+# The main job, one invocation: cluster specs against minikube when kubectl has a current context (or
+# --kube-context), else against the stack twin this run starts (PYTEST_ARGS="--target cluster|twin" forces
+# either). Cluster-free specs run in parallel on every worker; cluster specs are grouped on one worker
+# (--dist loadgroup) and, whatever the --dist, run one at a time under the harness's cluster lock.
 e2e: venv
 	$(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
 

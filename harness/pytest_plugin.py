@@ -40,14 +40,17 @@ from typing import Any
 
 import pytest
 
-from harness import process, waiting
+from harness import process, target_plugin, waiting
 from harness.config import load_config
 from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
 
-pytest_plugins = ["harness.diagnostics_plugin"]  # evidence, cleanup, progress, the run's report
+pytest_plugins = [
+    "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
+    "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
+]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 
@@ -124,6 +127,8 @@ def guard_verdict(config: pytest.Config) -> Verdict:
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
+    if (twin := target_plugin.guard_verdict(config)) is not None:
+        return twin
     try:
         harness_config = load_config(config.rootpath)
         kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
@@ -435,9 +440,12 @@ def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
 @pytest.fixture(scope="session", autouse=True)
 def _harness_leak_audit() -> Iterator[None]:
     """At session end, any child the harness spawned and never reaped is killed and fails the session loudly
-    (an error on the session's last test, which pytest-xdist reports from every worker)."""
+    (an error on the session's last test, which pytest-xdist reports from every worker). Children that were alive
+    before the session began are not its own (an in-process pytester session inside another one) and are left alone."""
+    before = set(process.LIVE_CHILDREN)
     yield
-    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if process.group_alive(pid)}
+    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items())
+                 if pid not in before and process.group_alive(pid)}
     for pid in survivors:
         process.kill_pid_group(pid)
     if survivors:

@@ -8,7 +8,7 @@ route. Routes (all POST unless noted):
 - ``repos`` ``{"full_name", "private"?, "description"?, "default_branch"?, "collaborators"?, "files"? {path: text}}``
 - ``labels`` ``{"repo", "name", "color"?, "description"?}``
 - ``issues`` ``{"repo", "title", "body"?, "user"?, "labels"?, "created_at"?, "updated_at"?, "state"?, "type"?,
-  "parent"?, "blocked_by"?}``
+  "parent"?, "blocked_by"?, "number"?}``
 - ``pulls`` ``{"repo", "title", "head"?, "base"?, "body"?, "user"?, "draft"?, "mergeable"?}``
 - ``comments`` ``{"repo", "number", "body", "user"?, "created_at"?}`` (seeding: no webhook)
 - ``apps`` ``{"slug"?, "name"?, "owner"?}`` -> ``{"id", "slug", "client_id", "private_key", "public_key"}``
@@ -134,6 +134,7 @@ def _issues(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, An
         type=_field(body, "type", str, "issues", None),
         parent=_field(body, "parent", int, "issues", None),
         blocked_by=_field(body, "blocked_by", list, "issues", []),
+        number=_field(body, "number", int, "issues", None),
     )
     return 201, render.issue(base, fake.repo(repo), iss)
 

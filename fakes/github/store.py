@@ -201,15 +201,20 @@ class GitHubStore:
         type: str | None = None,
         parent: int | None = None,
         blocked_by: tuple[int, ...] | list[int] = (),
+        number: int | None = None,
     ) -> Issue:
-        """An issue with the next number; times are epoch seconds or ISO strings (default: now).
+        """An issue with the next number, or ``number`` (unused and positive: specs that never reuse an issue number
+        pick their own); times are epoch seconds or ISO strings (default: now).
 
         ``type`` is the name of the owner's issue type (created on first use, see :meth:`add_issue_type`);
         ``parent`` makes it a sub-issue of that issue number; ``blocked_by`` lists the issue numbers blocking it.
-        Raises ``KeyError`` for a ``parent`` or blocker that does not exist.
+        Raises ``KeyError`` for a ``parent`` or blocker that does not exist, ``ValueError`` for a taken or
+        non-positive ``number``.
         """
         with self.lock:
             repo = self.repo(full_name)
+            if number is not None and (number < 1 or number in repo.issues):
+                raise ValueError(f"issue number {number} is {'taken' if number >= 1 else 'not positive'} in {full_name}")
             for other in [*([parent] if parent is not None else []), *blocked_by]:
                 if other not in repo.issues:
                     raise KeyError(f"no issue #{other} in {repo.full_name} to relate issue {title!r} to")
@@ -217,7 +222,7 @@ class GitHubStore:
             created = _when(created_at, self.now(), "created_at")
             iss = Issue(
                 id=self.new_id(),
-                number=repo.next_number,
+                number=number or repo.next_number,
                 title=title,
                 body=body,
                 user=author,
@@ -231,7 +236,7 @@ class GitHubStore:
             iss.labels = [self.label_in(repo, name) for name in labels]
             iss.type = self.add_issue_type(repo.owner.login, type) if type else None
             repo.issues[iss.number] = iss
-            repo.next_number += 1
+            repo.next_number = max(repo.next_number, iss.number + 1)
             return iss
 
     def add_issue_type(

@@ -38,7 +38,7 @@ def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(
 ) -> None:
     kubectl_standin.set_current_context(None)
     pytester.makepyfile(CLUSTER_SPEC)
-    result = pytester.runpytest("-rs")
+    result = pytester.runpytest("-rs", "--target", "cluster")  # auto would pick the stack twin (specs/helpers)
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.re_match_lines(
         [r"SKIPPED \[1\] .*no cluster: no current kube context \(error: current-context is not set\).*"]
@@ -61,7 +61,7 @@ def test_cluster_specs_skip_when_kubectl_is_missing(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     pytester.makepyfile(CLUSTER_SPEC)
-    result = pytester.runpytest("-rs")
+    result = pytester.runpytest("-rs", "--target", "cluster")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*no cluster: kubectl not found*"])
 
@@ -71,7 +71,7 @@ def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(
 ) -> None:
     kubectl_standin.set_current_context("gke_prod_europe")
     pytester.makepyfile(CLUSTER_SPEC)
-    result = pytester.runpytest()
+    result = pytester.runpytest("--target", "cluster")
     result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
     result.stdout.fnmatch_lines(["*refusing kube context 'gke_prod_europe'*use-context minikube*"])
     assert kubectl_standin.argvs() == [["config", "current-context"]]

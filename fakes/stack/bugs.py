@@ -1,0 +1,54 @@
+"""Product bugs the upstream stack really shipped, which the twin can put back one at a time.
+
+A spec suite that passes whatever the stack does is worth nothing. Each switch below turns one component back
+into a version that shipped a bug, and ``specs/twin/test_bug_switches.py`` shows the matching cluster spec going
+red with a message that names the problem. Switch them on with ``python -m fakes.stack --bug NAME`` or the
+pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    component: str
+    what: str
+    caught_by: str
+
+
+BUGS: dict[str, Bug] = {bug.name: bug for bug in (
+    Bug("subject-keying", "agent-orchestrator",
+        "the pre-flight looks credentials up under the gateway's own subject (client-integration-gateway) instead "
+        "of the sender's github:<login>, so every webhook turn is parked",
+        "specs/cluster/test_happy_path.py"),
+    Bug("label-kept-after-restart", "integration-gateway",
+        "the start-up sweep posts the pending reply but forgets the trigger label, so a gateway restart leaves "
+        "ai-triage on the issue",
+        "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout"),
+    Bug("legacy-no-reply-relabel", "agent-orchestrator",
+        "every agent failure is relabelled 'produced no reply within 3660000ms' (the incident behind the "
+        "resilience spec), hiding 'went silent for 30000ms'",
+        "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent"),
+    Bug("job-env-missing", "core-controller",
+        "the Job's container env leaves AGENT_ACTOR_LOGIN out although the AgentRun requests it",
+        "specs/cluster/test_happy_path.py"),
+    Bug("unstubbed-github-call", "integration-gateway",
+        "after replying the gateway also assigns the issue (POST .../assignees), an endpoint the fake GitHub "
+        "does not model (501)",
+        "specs/cluster/test_happy_path.py"),
+)}
+
+
+class UnknownBug(ValueError):
+    """A bug switch name the twin does not know."""
+
+
+def parse(names: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """The validated set of switch names; raises :class:`UnknownBug` naming the known ones."""
+    unknown = [name for name in names if name not in BUGS]
+    if unknown:
+        raise UnknownBug(f"unknown twin bug switch(es) {', '.join(unknown)}; known: {', '.join(sorted(BUGS))}")
+    return frozenset(names)

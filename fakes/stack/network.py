@@ -1,0 +1,129 @@
+"""The twin's cluster network: Service names to the local servers behind their Ready pods.
+
+Inside the stack, services reach each other by Service DNS names (``http://agent-orchestrator-invoke:8081``); kube-proxy
+sends a connection to one of the Service's *ready endpoints*: pods matching its selector whose ``Ready`` condition
+is ``True`` and which are not terminating. The twin does the same from the double's objects: a Service's
+``targetPort`` (a number or a container port name) is looked up on the chosen pod, and the pod's container port
+leads to the local ``(host, port)`` its process listens on (``double.ports``, filled by the node). With no ready
+endpoint a connection is refused, as on a cluster, so a restarting service really is unreachable for its callers.
+
+Never used by the specs: they reach services only through ``kubectl port-forward``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from fakes.kube.selectors import from_label_selector
+
+if TYPE_CHECKING:
+    from fakes.kube.double import KubeDouble
+
+
+class Unreachable(ConnectionError):
+    """No ready endpoint (or no such Service): the connection a caller would see refused."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    pod: str
+    container_port: int
+    host: str
+    port: int
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """True when the pod is an endpoint: condition ``Ready=True`` and no ``deletionTimestamp``."""
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def container_port(pod: dict[str, Any], target: int | str) -> int | None:
+    """The container port a Service's ``targetPort`` names on ``pod`` (numbers pass through)."""
+    if isinstance(target, int) or (isinstance(target, str) and target.isdigit()):
+        return int(target)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for port in container.get("ports") or []:
+            if port.get("name") == target:
+                return int(port["containerPort"])
+    return None
+
+
+class Network:
+    """Resolve ``<service>[.<namespace>[.svc[.cluster.local]]]:<port>`` to a ready pod's local address."""
+
+    def __init__(self, double: KubeDouble, namespace: str) -> None:
+        self.double = double
+        self.namespace = namespace
+
+    def split_host(self, host: str) -> tuple[str, str]:
+        parts = host.split(".")
+        if len(parts) >= 2 and parts[1] not in ("svc",):
+            return parts[0], parts[1]
+        return parts[0], self.namespace
+
+    def endpoints(self, service: str, port: int, namespace: str | None = None) -> list[Endpoint]:
+        """Every ready endpoint of ``service``'s ``port`` (the Service port, as a caller dials it)."""
+        ns = namespace or self.namespace
+        store = self.double.store
+        svc = store.get("services", ns, service)
+        if svc is None:
+            return []
+        spec = svc.get("spec") or {}
+        target: int | str | None = None
+        for entry in spec.get("ports") or []:
+            if int(entry.get("port", 0)) == port:
+                target = entry.get("targetPort", port)
+        if target is None or not spec.get("selector"):
+            return []
+        selector = from_label_selector({"matchLabels": spec["selector"]})
+        pods, _ = store.list("pods", ns)
+        found = []
+        for pod in pods:
+            if not selector.matches(pod.get("metadata", {}).get("labels") or {}) or not pod_ready(pod):
+                continue
+            number = container_port(pod, target)
+            mapped = self.double.ports.target(ns, pod["metadata"]["name"], number) if number is not None else None
+            if mapped is not None:
+                found.append(Endpoint(pod["metadata"]["name"], number or 0, mapped[0], mapped[1]))
+        return found
+
+    def resolve(self, host: str, port: int) -> Endpoint:
+        """One ready endpoint, chosen at random as kube-proxy does. Raises :class:`Unreachable`."""
+        service, ns = self.split_host(host)
+        found = self.endpoints(service, port, ns)
+        if not found:
+            raise Unreachable(f"connection refused: service {ns}/{service}:{port} has no ready endpoint")
+        return random.choice(found)
+
+    def url(self, url: str) -> str:
+        """``url`` with its host and port replaced by a ready endpoint's local address."""
+        parts = urlsplit(url)
+        default = 443 if parts.scheme == "https" else 80
+        endpoint = self.resolve(parts.hostname or "", parts.port or default)
+        return urlunsplit((parts.scheme, f"{endpoint.host}:{endpoint.port}", parts.path, parts.query, parts.fragment))
+
+
+class ClusterClient:
+    """An ``httpx.AsyncClient`` whose requests go to cluster URLs through :class:`Network` (bounded timeouts)."""
+
+    def __init__(self, network: Network, *, timeout: float = 10.0) -> None:
+        self.network = network
+        self.client = httpx.AsyncClient(timeout=timeout, trust_env=False)
+
+    async def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """Send to a ready endpoint of the URL's Service. Raises :class:`Unreachable` or ``httpx.HTTPError``."""
+        local = self.network.url(url)
+        headers = dict(kwargs.pop("headers", None) or {})
+        headers.setdefault("host", urlsplit(url).netloc)
+        return await self.client.request(method, local, headers=headers, **kwargs)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

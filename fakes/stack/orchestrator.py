@@ -1,0 +1,285 @@
+"""The agent orchestrator's twin: accept-then-poll invocations, the credential pre-flight, AgentRuns, the agent
+protocol's idle window, and what a restart loses.
+
+HTTP (port 8081, Service ``agent-orchestrator-invoke``):
+
+- ``POST /invoke`` (bearer ``e2e-gateway-token`` -> subject ``client-integration-gateway``; else 401) with
+  ``{"session", "input", "agent"?}`` and the gateway's sender assertion headers; answers 202 ``{"id", "status":
+  "pending"}``. ``GET /invoke/<id>`` -> ``{"id", "status": "pending"|"succeeded"|"failed", "result"?: {"text"},
+  "error"?, "parked", "pendingToolCalls": []}``, 404 for an id it does not hold. Invocation records live in this
+  process's memory only: after a restart every earlier id is a 404 (failure mode 33 in specs/cluster/README.md).
+- ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up).
+
+A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight looks up
+the Claude credentials of the *sender's* subject (Secrets, :mod:`fakes.stack.credentials`) and parks the turn with
+a link prompt when they are missing; a session that still has a live AgentRun (Redis ``sess:<session>``) is
+re-attached to instead of launching another; otherwise an AgentRun is created. Then the agent's NATS messages are
+awaited: each one resets the idle window (30 s, counted from the launch: failure mode 28); the reply is acknowledged
+and becomes the result; silence past the window fails the turn with ``agent <name> went silent for 30000ms after N
+progress message(s)``. A re-attached turn waits at most 45 s between messages.
+
+Stopping (pod deleted or rolled): the orchestrator stops consuming agent messages at once, so a reply the agent is
+holding stays unacknowledged for whoever re-attaches; open requests finish; every record is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from fakes.kube.errors import ApiError
+from fakes.stack import config, credentials
+from fakes.stack.http import Listener, json_error
+from fakes.stack.nats import NatsClient
+from fakes.stack.network import Unreachable
+from fakes.stack.node import PodContext
+from fakes.stack.redis import RedisClient, RedisUnavailable
+
+EMBEDDING_SIZE = 1536
+COLLECTIONS = ("tools", "skills", "agents", "caller_tools")
+ACTIVE = (None, "", "Pending", "Running")
+
+
+class TurnFailed(Exception):
+    """The turn's error text, as the gateway will quote it."""
+
+
+@dataclass
+class Invocation:
+    id: str
+    session: str
+    subject: str
+    caller: str
+    goal: str
+    agent: str
+    status: str = "pending"
+    text: str | None = None
+    error: str | None = None
+    parked: bool = False
+    run: str | None = None
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def answer(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"id": self.id, "status": self.status, "parked": self.parked, "pendingToolCalls": []}
+        if self.status == "succeeded":
+            body["result"] = {"text": self.text}
+        if self.status == "failed":
+            body["error"] = self.error
+        if self.run:
+            body["agentRun"] = self.run
+        return body
+
+
+def sender_assertion(secret: str, sender: str) -> str:
+    """What the gateway sends in ``x-agent-sender-assertion``: hex HMAC-SHA256 of the sender subject."""
+    return hmac.new(secret.encode(), sender.encode(), hashlib.sha256).hexdigest()
+
+
+class Orchestrator:
+    def __init__(self, ctx: PodContext) -> None:
+        self.ctx = ctx
+        env = ctx.env
+        pairs = env.get("STATIC_IDENTITIES", "").split(",")
+        self.identities = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+        self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", config.IDLE_WINDOW))
+        self.assertion_secret = env.get("AGENT_SENDER_ASSERTION_SECRET", "")
+        self.key = env.get("IDENTITY_LINK_ENCRYPTION_KEY", "")
+        self.invocations: dict[str, Invocation] = {}
+        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, max_reconnects=None)
+        self.redis = RedisClient(ctx.node, env.get("REDIS_URL", "redis://agent-orchestrator-redis:6379"))
+        self.http = ctx.client()
+        self.draining = False
+        app = web.Application()
+        app.router.add_get("/healthz", self._health)
+        app.router.add_post("/invoke", self._invoke)
+        app.router.add_get("/invoke/{id}", self._status)
+        self.listener = Listener(app)
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.nats.connect()
+        await self._warm_up()
+        self.ctx.map_port(config.ORCHESTRATOR_PORT, await self.listener.start())
+        self.ctx.log("orchestrator: warm, serving on 8081")
+
+    async def stop(self, grace: float) -> None:
+        self.draining = True
+        self.nats.unsubscribe_all()  # a held reply stays unacknowledged for the next orchestrator
+        for invocation in self.invocations.values():
+            if invocation.task is not None:
+                invocation.task.cancel()
+        await self.listener.stop()
+        await self.nats.close()
+        await self.http.aclose()
+        self.invocations.clear()
+
+    async def _warm_up(self) -> None:
+        """Qdrant collections and the catalog indexed, retried until Qdrant answers (the pod is not Ready before)."""
+        base = self.ctx.env.get("QDRANT_URL", f"http://{config.QDRANT}:{config.QDRANT_PORT}")
+        while True:
+            try:
+                for name in COLLECTIONS:
+                    answer = await self.http.request("PUT", f"{base}/collections/{name}",
+                                                     json={"vectors": {"size": EMBEDDING_SIZE, "distance": "Cosine"}})
+                    if answer.status_code not in (200, 409):
+                        raise Unreachable(f"qdrant answered {answer.status_code} creating {name}")
+                await self._index_catalog(base)
+                return
+            except (Unreachable, OSError, Exception) as exc:  # noqa: BLE001 - any failure: not warm yet
+                self.ctx.log(f"orchestrator: qdrant startup check failed, retrying: {exc}")
+                await asyncio.sleep(1.0)
+
+    async def _index_catalog(self, base: str) -> None:
+        for kind, collection in (("tools", "tools"), ("skills", "skills"), ("agents", "agents")):
+            items, _ = self.ctx.double.store.list(f"{kind}.{config.GROUP}", self.ctx.namespace)
+            points = [{"id": index + 1, "vector": embed(item["metadata"]["name"] + " " +
+                                                       str((item.get("spec") or {}).get("description", ""))),
+                       "payload": {"name": item["metadata"]["name"]}} for index, item in enumerate(items)]
+            if points:
+                await self.http.request("PUT", f"{base}/collections/{collection}/points?wait=true",
+                                        json={"points": points})
+
+    # --- HTTP -------------------------------------------------------------------------------------------------
+
+    async def _health(self, _: web.Request) -> web.Response:
+        return web.json_response({"ok": not self.draining}, status=503 if self.draining else 200)
+
+    def _caller(self, request: web.Request) -> str | None:
+        header = request.headers.get("authorization", "")
+        token = header[7:] if header.lower().startswith("bearer ") else ""
+        return self.identities.get(token)
+
+    async def _invoke(self, request: web.Request) -> web.Response:
+        caller = self._caller(request)
+        if caller is None:
+            return json_error(401, "unrecognized bearer token")
+        if self.draining:
+            return json_error(503, "shutting down")
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return json_error(400, "body is not JSON")
+        if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("session", "input")):
+            return json_error(400, "need a JSON object with string fields session and input")
+        sender = request.headers.get("x-agent-sender", "")
+        signed = request.headers.get("x-agent-sender-assertion", "")
+        asserted = bool(sender) and bool(self.assertion_secret) and hmac.compare_digest(
+            signed, sender_assertion(self.assertion_secret, sender))
+        invocation = Invocation(secrets.token_hex(8), body["session"], sender if asserted else caller, caller,
+                                body["input"], str(body.get("agent") or config.STUB_AGENT))
+        self.invocations[invocation.id] = invocation
+        invocation.task = asyncio.ensure_future(self._turn(invocation))
+        return web.json_response({"id": invocation.id, "status": "pending"}, status=202)
+
+    async def _status(self, request: web.Request) -> web.Response:
+        if self._caller(request) is None:
+            return json_error(401, "unrecognized bearer token")
+        invocation = self.invocations.get(request.match_info["id"])
+        if invocation is None:
+            return json_error(404, f"unknown invocation {request.match_info['id']}")
+        return web.json_response(invocation.answer())
+
+    # --- the turn ---------------------------------------------------------------------------------------------
+
+    async def _turn(self, inv: Invocation) -> None:
+        try:
+            inv.text = await self._run_turn(inv)
+            inv.status = "succeeded"
+        except TurnFailed as exc:
+            inv.error = f"agent {inv.agent} produced no reply within {config.LEGACY_NO_REPLY_MS}ms" \
+                if "legacy-no-reply-relabel" in self.ctx.bugs else str(exc)
+            inv.status = "failed"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a turn never takes the orchestrator down; the gateway quotes it
+            inv.error = f"internal error in the orchestrator: {type(exc).__name__}: {exc}"
+            inv.status = "failed"
+        self.ctx.log(f"invocation {inv.id} {inv.status}: {inv.error or ''}")
+
+    async def _run_turn(self, inv: Invocation) -> str:
+        store = self.ctx.double.store
+        agent = store.get(config.AGENTS, self.ctx.namespace, inv.agent)
+        if agent is None:
+            raise TurnFailed(f"agent {inv.agent} is not in the catalog (is the community-components release deployed?)")
+        subject = inv.caller if "subject-keying" in self.ctx.bugs else inv.subject
+        found = credentials.claude(store, self.ctx.namespace, subject, self.key)
+        if "claude" in ((agent.get("spec") or {}).get("identityProviders") or []) and \
+                "CLAUDE_CODE_OAUTH_TOKEN" not in found:
+            inv.parked = True
+            return (f"I can't start {inv.agent} for you yet: link your accounts first. This needs 2 accounts, "
+                    f"GitHub and Claude Remote Control; link your accounts at "
+                    f"https://agent-controller.example/link?session={inv.session}")
+        try:
+            run = self._live_run(inv.session)
+            reattached = run is not None
+            if run is None:
+                run = self._launch(inv, subject)
+        except RedisUnavailable as exc:
+            raise TurnFailed(f"session store unavailable: {exc}") from None
+        inv.run = run
+        return await self._await_reply(inv, run, reattached)
+
+    def _live_run(self, session: str) -> str | None:
+        raw = self.redis.get(f"sess:{session}")
+        if not raw:
+            return None
+        run = json.loads(raw).get("run")
+        obj = self.ctx.double.store.get(config.AGENTRUNS, self.ctx.namespace, run) if run else None
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return None
+        return run if (obj.get("status") or {}).get("phase") in ACTIVE else None
+
+    def _launch(self, inv: Invocation, subject: str) -> str:
+        name = f"{inv.agent}-{secrets.token_hex(4)}"
+        run = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun",
+               "metadata": {"name": name, "namespace": self.ctx.namespace},
+               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": subject,
+                        "secretEnv": ["AGENT_ACTOR_LOGIN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_LOGIN_CREDENTIALS_JSON"]}}
+        try:
+            self.ctx.double.store.create(config.AGENTRUNS, run)
+        except ApiError as exc:
+            raise TurnFailed(f"could not create the AgentRun: {exc}") from None
+        self.redis.set(f"sess:{inv.session}", json.dumps({"run": name, "invocation": inv.id}))
+        self.ctx.log(f"launched AgentRun {name} for {inv.session}")
+        return name
+
+    async def _await_reply(self, inv: Invocation, run: str, reattached: bool) -> str:
+        inbox: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        subjects = [f"agent.{run}.progress", f"agent.{run}.reply", f"agent.{run}.failed"]
+        unsubscribe = [self.nats.subscribe(s, lambda subj, msg: inbox.put_nowait((subj, msg))) for s in subjects]
+        window = config.REATTACH_BOUND if reattached else self.idle
+        progress = 0
+        try:
+            while True:
+                try:
+                    subject, message = await asyncio.wait_for(inbox.get(), timeout=window)
+                except asyncio.TimeoutError:
+                    raise TurnFailed(f"agent {inv.agent} went silent for {window * 1000:.0f}ms after {progress} "
+                                     f"progress message(s) (AgentRun {run})") from None
+                if subject.endswith(".progress"):
+                    progress += 1
+                elif subject.endswith(".reply"):
+                    self.nats.publish(f"agent.{run}.ack", {"offer": message.get("offer")})
+                    return str(message.get("text", ""))
+                else:
+                    raise TurnFailed(f"agent {inv.agent} failed: {message.get('error', 'no reason given')} "
+                                     f"(AgentRun {run})")
+        finally:
+            for undo in unsubscribe:
+                undo()
+
+
+def embed(text: str) -> list[float]:
+    """A deterministic 1536-dimension character-hash embedding (the catalog only has to be indexed, not searched)."""
+    vector = [0.0] * EMBEDDING_SIZE
+    for index, char in enumerate(text):
+        vector[(ord(char) * 31 + index) % EMBEDDING_SIZE] += 1.0
+    return vector if any(vector) else [1.0] + [0.0] * (EMBEDDING_SIZE - 1)

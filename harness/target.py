@@ -1,0 +1,257 @@
+"""Which stack the cluster specs run against: minikube (a kube context) or the stack twin this session starts.
+
+:func:`choose_target` decides, once per session: ``--target cluster`` or ``--target twin`` force it; ``auto`` (the
+default) picks the cluster when ``--kube-context`` is given or kubectl has a current context, and the twin
+otherwise. The choice and its reason are one line each in the session header and the final summary, so a green
+twin run is never mistaken for a cluster run.
+
+:class:`TwinSession` owns the twin: ``python -m fakes.stack`` in its own process group (dies with pytest), started
+lazily before the first cluster spec, stopped at the end of the session. Its kube context is accepted for this
+session only: the :class:`~harness.kube.Kube` it hands out allows that one context and nothing else, and no
+configuration or environment variable can put a twin's context on the allow-list of a cluster run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from harness import process
+from harness.kube import Kube, resolve_kubectl
+
+TARGETS = ("auto", "cluster", "twin")
+TWIN_START_TIMEOUT = 180.0
+"""Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
+TWIN_STOP_TIMEOUT = 30.0
+NAMESPACE = "controller-agent"
+
+
+class TwinStartFailed(RuntimeError):
+    """The twin did not come up; the message carries its own reason and the tail of its stderr."""
+
+
+@dataclass(frozen=True)
+class TargetChoice:
+    """``kind`` is ``cluster`` or ``twin``; ``reason`` says why, in a few words."""
+
+    kind: Literal["cluster", "twin"]
+    reason: str
+
+    def line(self) -> str:
+        return f"stack target: {self.kind} ({self.reason})"
+
+
+def current_kube_context(timeout: float = 10.0) -> tuple[str | None, str]:
+    """kubectl's current context, or ``None`` and why not (no kubectl, no kubeconfig, none set)."""
+    try:
+        kubectl = resolve_kubectl()
+    except Exception as exc:  # noqa: BLE001 - KubectlNotFound: the reason is what matters here
+        return None, str(exc)
+    try:
+        done = process.run_bounded([kubectl, "config", "current-context"], timeout=timeout)
+    except process.Timeout:
+        return None, f"`kubectl config current-context` did not answer within {timeout:.0f}s"
+    name = done.stdout.strip()
+    if done.returncode != 0 or not name:
+        return None, process.tail(done.stderr, 1) or "no current context"
+    return name, ""
+
+
+def choose_target(option: str, kube_context: str | None, *, current: Any = current_kube_context) -> TargetChoice:
+    """The session's target. ``option`` is ``auto``, ``cluster`` or ``twin``; ``current()`` -> ``(name, why)``.
+
+    Raises ``ValueError`` for an unknown option or for ``twin`` together with ``--kube-context`` (a twin has no
+    context to choose: it would silently ignore the one asked for).
+    """
+    if option not in TARGETS:
+        raise ValueError(f"--target must be one of {', '.join(TARGETS)}, got {option!r}")
+    if option == "twin":
+        if kube_context:
+            raise ValueError(f"--target twin with --kube-context {kube_context}: the twin has its own context; "
+                             "drop one of them")
+        return TargetChoice("twin", "forced by --target twin")
+    if option == "cluster":
+        context = f", context {kube_context}" if kube_context else ""
+        return TargetChoice("cluster", f"forced by --target cluster{context}")
+    if kube_context:
+        return TargetChoice("cluster", f"--kube-context {kube_context} given")
+    name, why = current()
+    if name:
+        return TargetChoice("cluster", f"kubectl's current context is {name!r}")
+    return TargetChoice("twin", f"no --kube-context and no current kube context: {why}")
+
+
+@dataclass
+class TwinInfo:
+    """What the twin reported when it came up."""
+
+    context: str
+    kubeconfig: str
+    start_seconds: float
+    steps: dict[str, float] = field(default_factory=dict)
+    bugs: tuple[str, ...] = ()
+
+
+class TwinSession:
+    """One twin for one pytest session (process). ``kube`` exists at once; the twin starts on :meth:`ensure_started`."""
+
+    def __init__(self, *, bugs: tuple[str, ...] = (), python: str = sys.executable,
+                 start_timeout: float = TWIN_START_TIMEOUT) -> None:
+        self.bugs = bugs
+        self.python = python
+        self.start_timeout = start_timeout
+        self.workdir = Path(tempfile.mkdtemp(prefix="stack-twin-"))
+        self.context = f"stack-twin-{os.getpid()}-{secrets.token_hex(3)}"
+        self.kubeconfig = str(self.workdir / "kubeconfig")
+        self.kube = make_kube(self.context, self.kubeconfig, str(self.workdir / "cache"))
+        self.info: TwinInfo | None = None
+        self.failure: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.wall_start: float | None = None
+        self._drainer: threading.Thread | None = None
+        self._stderr: deque[str] = deque(maxlen=200)
+        self._stdout: deque[str] = deque(maxlen=50)
+        self._lock = threading.Lock()
+
+    # --- lifecycle --------------------------------------------------------------------------------------------
+
+    def ensure_started(self) -> TwinInfo:
+        """Start the twin once; later calls return its info, or raise the first failure again."""
+        with self._lock:
+            if self.info is not None:
+                return self.info
+            if self.failure is not None:
+                raise TwinStartFailed(self.failure)
+            try:
+                self.info = self._start()
+            except TwinStartFailed as exc:
+                self.failure = str(exc)
+                self.stop()
+                raise
+            return self.info
+
+    def _start(self) -> TwinInfo:
+        argv = [self.python, "-m", "fakes.stack", "--kubeconfig", self.kubeconfig, "--context", self.context]
+        for bug in self.bugs:
+            argv += ["--bug", bug]
+        began = time.monotonic()
+        self.proc = process.spawn(argv)
+        process.forget(self.proc)  # owned by this session (stopped at its end), not a per-test child
+        ready = self._read_ready(time.monotonic() + self.start_timeout)
+        self.wall_start = time.monotonic() - began
+        self._drainer = threading.Thread(target=self._drain, name="stack-twin-output", daemon=True)
+        self._drainer.start()
+        return TwinInfo(ready["context"], ready["kubeconfig"], float(ready.get("start_seconds", 0.0)),
+                        dict(ready.get("steps") or {}), tuple(ready.get("bugs") or ()))
+
+    def _read_ready(self, deadline: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        buffers = {self.proc.stdout.fileno(): b"", self.proc.stderr.fileno(): b""}
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TwinStartFailed(f"the stack twin did not report ready within {self.start_timeout:.0f}s"
+                                      f"{self._stderr_tail()}")
+            readable, _, _ = select.select(list(buffers), [], [], min(left, 0.5))
+            for fd in readable:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    buffers.pop(fd)
+                    continue
+                buffers[fd] += chunk
+                *lines, buffers[fd] = buffers[fd].split(b"\n")
+                for raw in lines:
+                    line = raw.decode("utf-8", "replace")
+                    if fd == self.proc.stderr.fileno():
+                        self._stderr.append(line)
+                        continue
+                    event = _event(line)
+                    if event.get("event") == "ready":
+                        return event
+                    if event.get("event") == "failed":
+                        raise TwinStartFailed(f"the stack twin failed to start: {event.get('error')}"
+                                              f"{self._stderr_tail()}")
+                    self._stdout.append(line)
+            if self.proc.poll() is not None and not readable:
+                raise TwinStartFailed(f"the stack twin exited with code {self.proc.returncode} before it was ready"
+                                      f"{self._stderr_tail()}")
+
+    def _drain(self) -> None:
+        """Keep reading the twin's output after start (a full pipe would stall it); keeps a bounded tail."""
+        proc = self.proc
+        if proc is None or proc.stdout is None or proc.stderr is None:
+            return
+        fds = {proc.stdout.fileno(): self._stdout, proc.stderr.fileno(): self._stderr}
+        while fds:
+            try:
+                readable, _, _ = select.select(list(fds), [], [], 1.0)
+            except (OSError, ValueError):
+                return
+            for fd in readable:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    fds.pop(fd)
+                    continue
+                fds[fd].extend(chunk.decode("utf-8", "replace").splitlines())
+
+    def _stderr_tail(self, lines: int = 12) -> str:
+        tail = list(self._stderr)[-lines:]
+        return ("; its stderr ends:\n  " + "\n  ".join(tail)) if tail else ""
+
+    def memory_bytes(self) -> int | None:
+        """Resident memory of the twin's process (Linux ``VmRSS``), or ``None`` when unknown."""
+        if self.proc is None or self.proc.poll() is not None:
+            return None
+        try:
+            with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            return None
+        return None
+
+    def stop(self) -> None:
+        """SIGTERM the twin's group, SIGKILL after a grace; remove its working directory. Idempotent, bounded."""
+        if self.proc is not None:
+            process.kill_group(self.proc, first=signal.SIGTERM, grace=TWIN_STOP_TIMEOUT)
+            if self._drainer is not None:
+                self._drainer.join(5.0)  # it ends at the pipes' EOF, which the exit gives
+            for stream in (self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
+            self.proc = None
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def make_kube(context: str, kubeconfig: str, cache_dir: str, namespace: str = NAMESPACE) -> Kube:
+    """A :class:`Kube` that allows exactly ``context`` (the twin's), for ``kubeconfig`` only."""
+    kwargs: dict[str, Any] = {"allowed": (context,), "kubectl_path": resolve_kubectl(), "kubeconfig": kubeconfig}
+    if "cache_dir" in inspect.signature(Kube.__init__).parameters:
+        kwargs["cache_dir"] = cache_dir  # kubectl's discovery cache for this twin alone
+    return Kube(context, namespace, **kwargs)
+
+
+def _event(line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

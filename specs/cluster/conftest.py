@@ -1,0 +1,71 @@
+"""Fixtures of the stack's cluster specs: the stack, linked credentials, and AgentRun clean-up that keeps evidence.
+
+- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube`` and the session's ``forwards``,
+  with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+- ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
+- ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
+  have been restarted by a disruptive spec).
+- ``clean_agent_runs`` (module): AgentRuns (and their ``<run>-identity`` Secrets) a module created are deleted
+  when it ends, unless one of its specs failed or ``E2E_KEEP_AGENT_RUNS=1`` is set: then nothing is deleted and the
+  ``kubectl describe`` commands for them are printed (failure modes 8 and 9).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from harness import ForwardPool, Kube
+from harness.credentials import CredentialStore, decode_key
+from harness.agentruns import AGENTRUN_RESOURCE
+from specs.cluster.stack import SUBJECT, Stack
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and isinstance(item, pytest.Function):
+        item.module.__dict__.setdefault("_stack_failures", []).append(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def stack(kube: Kube, forwards: ForwardPool) -> Stack:
+    stack = Stack(kube, forwards)
+    stack.seed_github()
+    return stack
+
+
+@pytest.fixture(scope="module")
+def linked_user(stack: Stack) -> str:
+    key = decode_key(stack.secret("IDENTITY_LINK_ENCRYPTION_KEY").reveal())  # the gateway's own key
+    CredentialStore(stack.kube, key).seed_all_claude(SUBJECT)
+    return SUBJECT
+
+
+@pytest.fixture
+def issue(issue_number: int, stack: Stack) -> int:
+    stack.seed_github()
+    return issue_number
+
+
+@pytest.fixture(scope="module")
+def clean_agent_runs(request: pytest.FixtureRequest, stack: Stack) -> Iterator[None]:
+    before = stack.run_names()
+    yield
+    created = sorted(stack.run_names() - before)
+    failures = request.module.__dict__.get("_stack_failures", [])
+    if not created:
+        return
+    if failures or os.environ.get("E2E_KEEP_AGENT_RUNS") == "1":
+        why = f"{len(failures)} spec(s) failed" if failures else "E2E_KEEP_AGENT_RUNS=1"
+        hints = "; ".join(f"kubectl -n {stack.kube.namespace} describe {AGENTRUN_RESOURCE} {name}" for name in created)
+        print(f"\nkept {len(created)} AgentRun(s) for inspection ({why}): {hints}")
+        return
+    stack.kube.kubectl("delete", AGENTRUN_RESOURCE, *created, "--wait=false", "--ignore-not-found")
+    stack.kube.kubectl("delete", "secret", *(f"{name}-identity" for name in created), "--wait=false",
+                       "--ignore-not-found")

@@ -1,0 +1,196 @@
+"""What the stack's cluster specs share: names, markers, upstream's budgets, and a turn from trigger to comment.
+
+Everything is reached like on minikube: kubectl verbs through the pinned :class:`harness.Kube`, and the gateway
+and the fake GitHub through session port-forwards (``forwards.get`` reopens a forward whose pod was restarted).
+Budgets are upstream's (README §6); :func:`timeout_for` sizes a spec's pytest-timeout so that its chained waits
+fit (failure mode 43: upstream chained 420 + 300 + 180 s inside 600 s tests).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from harness import (
+    AgentRunRecord,
+    ForwardPool,
+    Kube,
+    PortForward,
+    PortForwardBroken,
+    PortForwardDied,
+    PortForwardGone,
+    StopWaiting,
+    agent_runs_since,
+    github_seed,
+    wait_for_sync,
+)
+from harness.agentruns import AGENTRUN_RESOURCE
+from harness.cluster_secrets import SecretValue, read_secret_value
+from harness.github_journal import GitHubCall, GitHubJournal
+from harness.webhooks import issues_labeled_payload, send_webhook
+
+OWNER, REPO = "e2e-org", "e2e-repo"
+LABEL = "ai-triage"
+SENDER = "e2e-user"
+SUBJECT = f"github:{SENDER}"
+GATEWAY = ("svc/agent-controller-integration-gateway", 8090)
+GITHUB = ("svc/fake-github", 80)
+GATEWAY_SECRETS = "e2e-integration-gateway-secrets"
+
+REPLY_MARKER = "<!-- agent-controller:reply -->"
+ERROR_PREFIX = "Something went wrong processing this:"
+STUB_REPLY = "stub-agent-reply"
+LEGACY_NO_REPLY = "produced no reply within"
+WENT_SILENT = "went silent for"
+
+# Upstream's budgets, seconds (specs/cluster/README.md §6).
+RUN_CREATED = 420.0
+RUN_TERMINAL = 300.0
+COMMENT = 180.0
+HAPPY_COMMENT = 120.0
+WARM_UP = 150.0
+GATEWAY_POLL = 90.0
+IDLE_WINDOW = 30.0
+ROLLOUT = 300.0
+BOUNCE = 180.0
+LABEL_REMOVAL = 300.0
+LABEL_AFTER_ROLL = 600.0
+SLACK = 60.0
+"""Seconds a spec's timeout keeps beyond its chained budgets, for seeding, triggers and assertions."""
+
+
+T = TypeVar("T")
+
+
+def timeout_for(*budgets: float, slack: float = SLACK) -> int:
+    """A pytest-timeout (seconds) that fits ``budgets`` chained, plus ``slack``."""
+    return int(sum(budgets) + slack)
+
+
+@dataclass
+class Stack:
+    """The stack under test for one session: kube, forwards, the secrets the specs need (read once, never shown)."""
+
+    kube: Kube
+    forwards: ForwardPool
+    _secrets: dict[str, SecretValue] = field(default_factory=dict)
+
+    def secret(self, key: str) -> SecretValue:
+        if key not in self._secrets:
+            self._secrets[key] = read_secret_value(self.kube, GATEWAY_SECRETS, key)
+        return self._secrets[key]
+
+    def through(self, target: tuple[str, int], call: Callable[[PortForward], T]) -> T:
+        """``call(forward)`` on the session's forward to ``target``, reopened once when it turns out dead.
+
+        ``kubectl port-forward svc/...`` is pinned to the pod it resolved at start: after that pod was deleted or
+        rolled, kubectl stays up until a connection fails, then exits. The first call then fails on the dead
+        forward; the pool reopens it on the new pod and the call is made again (webhooks keep their delivery id,
+        so a resend is a redelivery).
+        """
+        try:
+            return call(self.forwards.get(self.kube, *target))
+        except (PortForwardDied, PortForwardGone, PortForwardBroken):
+            return call(self.forwards.get(self.kube, *target))
+
+    def seed_github(self) -> None:
+        self.through(GITHUB, lambda fwd: github_seed.seed_world(fwd, bot_token=self.secret("GITHUB_TOKEN")))
+
+    def run_names(self) -> set[str]:
+        items = self.kube.kubectl_json("get", AGENTRUN_RESOURCE).get("items") or []
+        return {str(item["metadata"]["name"]) for item in items}
+
+    def comments(self, issue: int) -> list[str]:
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).comments(OWNER, REPO, issue))
+
+    def label_removals(self, issue: int) -> list[GitHubCall]:
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).label_removals(OWNER, REPO, issue, LABEL))
+
+    def unstubbed(self) -> list[GitHubCall]:
+        return self.through(GITHUB, lambda fwd: GitHubJournal(fwd).unstubbed())
+
+    def labels(self, issue: int) -> list[str]:
+        return self.through(GITHUB, lambda fwd: github_seed.issue_labels(fwd, issue))
+
+    def relabel(self, issue: int) -> None:
+        self.through(GITHUB, lambda fwd: github_seed.add_label(fwd, issue))
+
+    def trigger(self, issue: int, *, title: str, sender: str = SENDER, open_issue: bool = True) -> Trigger:
+        """Open ``issue`` (unless it exists) with the trigger label and send the signed ``labeled`` webhook."""
+        if open_issue:
+            self.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=title, user=sender))
+        since = self.kube.server_time()
+        before = self.run_names()
+        comments_before = len(self.comments(issue))
+        payload = issues_labeled_payload(owner=OWNER, repo=REPO, number=issue, title=title, label=LABEL,
+                                         sender=sender, body=f"Opened by the harness for issue {issue}.")
+        delivery = str(uuid.uuid4())
+        sent = self.through(GATEWAY, lambda fwd: send_webhook(fwd, "issues", payload, delivery=delivery,
+                                                               secret=self.secret("GITHUB_WEBHOOK_SECRET")))
+        assert 200 <= sent.status < 300, f"the gateway answered the webhook {sent.status}: {sent.answer}"
+        return Trigger(self, issue, since, before, comments_before, sent.status)
+
+
+@dataclass
+class Trigger:
+    """One trigger: the issue, the API server's clock at the trigger, the runs that existed before it."""
+
+    stack: Stack
+    issue: int
+    since: datetime
+    before: set[str]
+    comments_before: int
+    status: int
+
+    def runs(self) -> list[AgentRunRecord]:
+        """AgentRuns created since the trigger (newest first), leaving out any that existed before it."""
+        return [r for r in agent_runs_since(self.since, kube=self.stack.kube) if r.name not in self.before]
+
+    def new_comments(self) -> list[str]:
+        return self.stack.comments(self.issue)[self.comments_before:]
+
+    def wait_run_created(self, timeout: float = RUN_CREATED) -> AgentRunRecord:
+        """The AgentRun this turn launched. Ends early, with what the gateway posted, when the issue got its answer
+        without any run (a parked or failed turn would otherwise read as a slow launch for the whole budget)."""
+
+        def probe() -> AgentRunRecord | None:
+            runs = self.runs()
+            if runs:
+                return runs[0]
+            answered = self.new_comments()
+            if answered:
+                raise StopWaiting(f"the gateway answered issue #{self.issue} but no AgentRun was created: the turn "
+                                  f"was parked or failed before launch. It posted: {answered[-1]!r}")
+            return None
+
+        return wait_for_sync(f"an AgentRun for issue #{self.issue} to be created", probe, timeout=timeout,
+                             interval=2.0)
+
+    def wait_comment(self, timeout: float, what: str = "the gateway's comment") -> str:
+        """The first comment posted on the issue after the trigger."""
+
+        def probe() -> str | None:
+            posted = self.new_comments()
+            return posted[0] if posted else None
+
+        return wait_for_sync(f"{what} on issue #{self.issue}", probe, timeout=timeout, interval=2.0)
+
+
+def wait_phase(stack: Stack, run: str, phases: tuple[str, ...], timeout: float) -> str:
+    """Wait until AgentRun ``run`` has one of ``phases``; returns it."""
+
+    def probe() -> str | None:
+        obj = stack.kube.kubectl_json("get", AGENTRUN_RESOURCE, run)
+        phase = (obj.get("status") or {}).get("phase")
+        return phase if phase in phases else None
+
+    return wait_for_sync(f"AgentRun {run} to reach {' or '.join(phases)}", probe, timeout=timeout, interval=2.0)
+
+
+def job_env_names(kube: Kube, job: str) -> list[str]:
+    """Env var names (never values) of the Job's first container, in order (duplicates are legal; the last wins)."""
+    spec: dict[str, Any] = kube.kubectl_json("get", "job", job)["spec"]["template"]["spec"]
+    return [str(e["name"]) for e in (spec["containers"][0].get("env") or [])]

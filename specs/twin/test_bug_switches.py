@@ -1,0 +1,55 @@
+"""The stack's specs are not a suite that passes whatever the stack does: each product bug the upstream stack
+shipped, switched back on in the twin, turns the matching cluster spec red with a message that names the problem.
+
+Each case runs the cluster spec in a separate pytest process (``pytester``) against its own twin with one bug
+switched on (``--target twin --twin-bug NAME``) and checks that it failed, and why. The passing counterpart of each
+is the same spec in the main run, against a twin without bugs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes.stack.bugs import BUGS
+
+pytestmark = pytest.mark.twin
+
+ROOT = Path(__file__).resolve().parents[2]
+HAPPY = "specs/cluster/test_happy_path.py"
+SILENT = "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent"
+GATEWAY_ROLLOUT = "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout"
+
+CASES = {
+    "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
+    "job-env-missing": (HAPPY, ["AGENT_ACTOR_LOGIN appears 0 time(s) in Job"]),
+    "unstubbed-github-call": (HAPPY, ["the stack called GitHub endpoints the fake does not model (answered 501)",
+                                      "/assignees -> 501"]),
+    "legacy-no-reply-relabel": (SILENT, ["relabelled with the legacy 'produced no reply within' message"]),
+    "label-kept-after-restart": (GATEWAY_ROLLOUT, ["but never removed its ai-triage label"]),
+}
+INNER_TIMEOUT = 600.0
+"""Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""
+
+
+def test_every_bug_switch_has_a_case() -> None:
+    assert sorted(CASES) == sorted(BUGS), "a bug switch without a spec proving the suite catches it"
+    for name, (spec, _) in CASES.items():
+        assert BUGS[name].caught_by in (spec, spec.split("::")[0]), f"{name}: fakes/stack/bugs.py names another spec"
+
+
+@pytest.mark.parametrize("bug", sorted(CASES))
+@pytest.mark.timeout(INNER_TIMEOUT + 60)
+def test_bug_switch_turns_its_spec_red(pytester: pytest.Pytester, bug: str) -> None:
+    spec, expected = CASES[bug]
+    result = pytester.runpytest_subprocess(
+        str(ROOT / spec), "--target=twin", f"--twin-bug={bug}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
+        "-p", "no:cacheprovider", "-q", timeout=INNER_TIMEOUT)
+    output = result.stdout.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 1, f"with {bug} on, {spec} did not fail:\n{output[-3000:]}"
+    assert "stack target: twin" in output, f"the inner run did not say it ran against the twin:\n{output[-2000:]}"
+    assert f"bugs switched on: {bug}" in output, f"the inner twin did not run with {bug}:\n{output[-2000:]}"
+    for text in expected:
+        assert text in output, f"with {bug} on, {spec} failed without saying {text!r}:\n{output[-3000:]}"
