@@ -178,14 +178,18 @@ def _from_wire(data: dict[str, Any]) -> Verdict:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller: ship the guard's verdict to each worker, so kubectl's config is read once per session."""
-    if _cluster_specs_selectable(node.config):
+    if cluster_specs_selectable(node.config):
         node.workerinput[_WORKER_GUARD] = _to_wire(guard_verdict(node.config))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """What the cluster specs will touch, before anything runs."""
-    if not _cluster_specs_selectable(config):
+    if not cluster_specs_selectable(config):
         return ["harness: cluster specs deselected by -m; no kube context is touched"]
+    twin = target_plugin.twin_session(config)
+    if twin is not None:  # started before the first cluster spec, so it has no API server yet
+        return [f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
+                f"namespace {twin.kube.namespace!r})"]
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
@@ -198,7 +202,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-def _cluster_specs_selectable(config: pytest.Config) -> bool:
+def cluster_specs_selectable(config: pytest.Config) -> bool:
     """False when the ``-m`` expression can never select a spec marked ``cluster``."""
     expression = config.getoption("markexpr", "") or ""
     if not expression:

@@ -54,6 +54,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
+    from harness.pytest_plugin import cluster_specs_selectable
+
+    if not cluster_specs_selectable(config):  # `-m "not cluster"`: no target to choose, no kube context touched
+        return
     try:
         choice = choose_target(config.getoption("--target"), config.getoption("--kube-context"))
     except ValueError as exc:
@@ -100,6 +104,11 @@ def guard_verdict(config: pytest.Config) -> tuple[str, Any] | None:
         return "skip", config.stash[NO_TWIN]
     session = config.stash.get(TWIN, None)
     return ("ok", session.kube) if session is not None else None
+
+
+def twin_session(config: pytest.Config) -> TwinSession | None:
+    """The twin this process will start for its cluster specs (``None`` when the target is not the twin)."""
+    return config.stash.get(TWIN, None)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

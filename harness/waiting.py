@@ -260,7 +260,7 @@ async def wait_for(
     )
     explain = explain or getattr(probe, "explain", None)
     shown = progress.watch(summary)
-    start = summary._started
+    start = summary._started = time.monotonic()  # the budget starts once the wait is set up, not before
     deadline = start + timeout
     cannot_fix = 0  # consecutive attempts that failed with an error waiting cannot fix
     try:

@@ -114,7 +114,7 @@ def test_the_header_says_why_there_is_no_cluster(
     monkeypatch.setenv("HOME", str(tmp_path))
     kubectl_standin.set_current_context(None)
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest()
+    result = pytester.runpytest("--target", "cluster")  # auto would pick the stack twin when there is no cluster
     result.stdout.fnmatch_lines(
         [
             f"harness: cluster specs will be skipped: no cluster: no kubeconfig found: kubectl looked at "

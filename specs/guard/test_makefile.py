@@ -80,7 +80,7 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     calls = log.read_text()
     assert f"{good} -m venv .venv" in calls
     assert "-m pip install --quiet -e .[test]" in calls
-    assert "-m pytest specs -m not cluster -n auto" in calls
+    assert "-m pytest specs -m not cluster and not twin -n auto" in calls
     again = _make(project, "test", f"PYTHON={good}")  # now it fits: kept, and not reinstalled
     assert again.returncode == 0
     assert "rebuilding" not in again.stdout

@@ -71,7 +71,11 @@ def test_budget_too_long_for_its_timeout():
 def test_budget_that_fits():
     assert wait_for_sync("another thing", lambda: True, timeout=10.0)
 """
-NO_TWIN = "import harness.target\nharness.target.TwinSession.ensure_started = lambda self: None\n"
+NO_TWIN = (
+    "import harness.kube, harness.target\n"
+    "harness.target.TwinSession.ensure_started = lambda self: None\n"
+    "harness.kube.Kube.check_api_server = lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+)
 
 
 def test_header_and_summary_name_the_twin_and_why(pytester: pytest.Pytester, kubectl_standin) -> None:
@@ -85,6 +89,8 @@ def test_header_and_summary_name_the_twin_and_why(pytester: pytest.Pytester, kub
                          "current-context is not set)")
     assert header[-1].startswith("stack target: twin (no --kube-context")
     assert len(header) == 2
+    result.stdout.fnmatch_lines(["harness: cluster specs use the stack twin this run starts (kube context "
+                                 "'stack-twin-*', namespace 'controller-agent')"])
 
 
 def test_a_clamped_budget_fails_a_cluster_spec_against_the_twin(pytester: pytest.Pytester, kubectl_standin) -> None:
