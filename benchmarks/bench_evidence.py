@@ -33,13 +33,28 @@ import fakes.kube  # noqa: E402
 from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect  # noqa: E402
 
 FAULT = "double.stack-harness.dev/"
-MANIFEST = json.dumps({
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-             "template": {"metadata": {"labels": {"app": "web"},
-                                       "annotations": {FAULT + "crash-loop": "true", FAULT + "backoff": "0.2",
-                                                       FAULT + "logs": "starting web\npanic: no redis"}},
-                          "spec": {"containers": [{"name": "app", "image": "registry.local/web:2.0"}]}}}})
+MANIFEST = json.dumps(
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": "web"},
+                    "annotations": {
+                        FAULT + "crash-loop": "true",
+                        FAULT + "backoff": "0.2",
+                        FAULT + "logs": "starting web\npanic: no redis",
+                    },
+                },
+                "spec": {"containers": [{"name": "app", "image": "registry.local/web:2.0"}]},
+            },
+        },
+    }
+)
 
 
 def verdict(value: float, target: float) -> str:
@@ -52,8 +67,13 @@ def line(name: str, value: float, unit: str, target: float, extra: str = "") -> 
 
 def one(kd: fakes.kube.KubeHandle, workdir: Path, n: int, budget: float) -> tuple[float, dict, Path]:
     folder = workdir / f"run-{n}"
-    sources = Sources(spec=f"bench::run{n}", phase="call", failure="AssertionError: bench", kube=kd.kube(),
-                      interest=Interest(refs=["deployment/web"]))
+    sources = Sources(
+        spec=f"bench::run{n}",
+        phase="call",
+        failure="AssertionError: bench",
+        kube=kd.kube(),
+        interest=Interest(refs=["deployment/web"]),
+    )
     started = time.monotonic()
     index, _ = collect(folder, sources, budget=budget)
     return time.monotonic() - started, index.to_dict(), folder
@@ -107,8 +127,13 @@ def main() -> None:
                 cut = [s["step"] for s in data["steps"] if s["status"] == "cut"]
                 failed = [s["step"] for s in data["steps"] if s["status"] == "failed"]
                 ok = sum(1 for s in data["steps"] if s["status"] == "ok")
-                line(f"collection, slow run {n + 1}", elapsed, "s", budget + 2.0,
-                     f"({ok} ok, {len(failed)} failed, {len(cut)} cut)")
+                line(
+                    f"collection, slow run {n + 1}",
+                    elapsed,
+                    "s",
+                    budget + 2.0,
+                    f"({ok} ok, {len(failed)} failed, {len(cut)} cut)",
+                )
                 for step in cut:
                     print(f"    cut: {step}")
                 for step in failed:

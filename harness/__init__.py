@@ -89,8 +89,20 @@ if TYPE_CHECKING:
 # Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
 # otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
 _LAZY = {
-    **dict.fromkeys(("CLAUDE_LOGIN", "CLAUDE_SETUP_TOKEN", "GITHUB_LINK", "CredentialDecryptError", "CredentialError",
-                     "CredentialKeyError", "CredentialRecord", "CredentialStore", "secret_name"), "harness.credentials"),
+    **dict.fromkeys(
+        (
+            "CLAUDE_LOGIN",
+            "CLAUDE_SETUP_TOKEN",
+            "GITHUB_LINK",
+            "CredentialDecryptError",
+            "CredentialError",
+            "CredentialKeyError",
+            "CredentialRecord",
+            "CredentialStore",
+            "secret_name",
+        ),
+        "harness.credentials",
+    ),
     **dict.fromkeys(("OpenWebUIIdentity", "mint_user_jwt", "resolve_user_jwt"), "harness.openwebui_jwt"),
 }
 
@@ -101,6 +113,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
 
 __all__ = [
     "AgentRunRecord",

@@ -12,7 +12,14 @@ from typing import Any
 
 from harness.attempts import note
 from harness.kube import Kube
-from harness.timestamps import DEFAULT_GRANULARITY, DEFAULT_SKEW, created_since, creation_timestamp, object_name, window_cutoff
+from harness.timestamps import (
+    DEFAULT_GRANULARITY,
+    DEFAULT_SKEW,
+    created_since,
+    creation_timestamp,
+    object_name,
+    window_cutoff,
+)
 
 AGENTRUN_RESOURCE = "agentruns.v1alpha1.core.controller-agent.dev"
 

@@ -41,7 +41,7 @@ def read_secret_value(kube: Kube, name: str, key: str, *, timeout: float = 30.0)
     Raises :class:`SecretMissing` when the Secret has no such key (or is not valid base64),
     ``KubectlError`` / ``KubectlTimeout`` when kubectl fails (e.g. the Secret does not exist).
     """
-    data = (kube.kubectl_json("get", "secret", name, timeout=timeout).get("data") or {})
+    data = kube.kubectl_json("get", "secret", name, timeout=timeout).get("data") or {}
     if key not in data:
         keys = ", ".join(sorted(data)) or "none"
         raise SecretMissing(f"Secret {kube.namespace}/{name} has no key {key!r} (keys: {keys})")

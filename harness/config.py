@@ -42,7 +42,9 @@ def load_config(start: Path | None = None) -> HarnessConfig:
 def _from_table(table: dict, source: Path) -> HarnessConfig:
     allowed = table.get("allowed_contexts", list(DEFAULT_ALLOWED_CONTEXTS))
     if not isinstance(allowed, list) or not all(isinstance(p, str) and p for p in allowed):
-        raise ValueError(f"{source}: [tool.harness] allowed_contexts must be a list of non-empty strings, got {allowed!r}")
+        raise ValueError(
+            f"{source}: [tool.harness] allowed_contexts must be a list of non-empty strings, got {allowed!r}"
+        )
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"{source}: [tool.harness] namespace must be a non-empty string, got {namespace!r}")

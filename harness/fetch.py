@@ -168,8 +168,14 @@ async def stream_through(
 
 
 async def _bounded(
-    forward: Forward | str, method: str, path: str, consume: Callable[[httpx.Response], Awaitable[T]],
-    timeout: float, max_body: int, transport: httpx.AsyncBaseTransport | None, request: dict[str, Any],
+    forward: Forward | str,
+    method: str,
+    path: str,
+    consume: Callable[[httpx.Response], Awaitable[T]],
+    timeout: float,
+    max_body: int,
+    transport: httpx.AsyncBaseTransport | None,
+    request: dict[str, Any],
 ) -> T:
     _check_positive("timeout", timeout, float)
     _check_positive("max_body", max_body, int)
@@ -186,8 +192,9 @@ async def _bounded(
     outcome: _Done[T] | BaseException | None = None
     died = False
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False,
-                                 transport=transport) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False, transport=transport
+    ) as client:
         with anyio.CancelScope(deadline=anyio.current_time() + budget) as scope:
             async with anyio.create_task_group() as tg:
                 if fwd is not None:
@@ -260,8 +267,11 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body,
-                                       transport=transport, **request))
+    return anyio.run(
+        functools.partial(
+            fetch_through, forward, method, path, timeout=timeout, max_body=max_body, transport=transport, **request
+        )
+    )
 
 
 _REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)
@@ -321,7 +331,12 @@ class _CappedBody(httpx.AsyncByteStream):
 
 
 async def _exchange(
-    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress, max_body: int,
+    client: httpx.AsyncClient,
+    method: str,
+    path: str,
+    request: dict[str, Any],
+    progress: _Progress,
+    max_body: int,
     consume: Callable[[httpx.Response], Awaitable[T]],
 ) -> T:
     """Send, then let ``consume`` read the body (at most ``max_body`` bytes); the stream is closed on every path."""

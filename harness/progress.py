@@ -116,8 +116,10 @@ class Watch:
         s = self.summary
         done = len(s.attempts)
         running = "" if self.closed else f", attempt {done + 1}"
-        return (f"waiting for {s.describe}: {_secs(self.elapsed())} of {_secs(s.budget)}{running} "
-                f"({done} done: {s.count('hung')} hung, {s.count('failed')} failed)")
+        return (
+            f"waiting for {s.describe}: {_secs(self.elapsed())} of {_secs(s.budget)}{running} "
+            f"({done} done: {s.count('hung')} hung, {s.count('failed')} failed)"
+        )
 
     def close(self) -> None:
         """The wait ended: take it off the display (a closing line in ``lines`` mode if it printed any)."""
@@ -129,8 +131,10 @@ class Watch:
                 _active.remove(self)
             last = not _active
         if self.mode == "lines" and self.lines_printed:
-            _emit(f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
-                  f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n")
+            _emit(
+                f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
+                f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n"
+            )
         if last:
             _stop_ticker()
 

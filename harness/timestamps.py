@@ -99,9 +99,13 @@ def window_cutoff(
     run match.
     """
     if not isinstance(since, datetime):
-        raise ValueError(f"since must be an aware datetime, got {type(since).__name__} {since!r}; parse strings with parse_k8s_time()")
+        raise ValueError(
+            f"since must be an aware datetime, got {type(since).__name__} {since!r}; parse strings with parse_k8s_time()"
+        )
     if since.tzinfo is None or since.utcoffset() is None:
-        raise ValueError(f"since must be timezone-aware (got naive {since!r}); use datetime.now(timezone.utc) or Kube.server_time()")
+        raise ValueError(
+            f"since must be timezone-aware (got naive {since!r}); use datetime.now(timezone.utc) or Kube.server_time()"
+        )
     if not (0 <= granularity < math.inf and 0 <= skew < math.inf):
         raise ValueError(f"granularity and skew must be finite and >= 0 seconds, got {granularity} and {skew}")
     if granularity + skew >= min_trigger_spacing:

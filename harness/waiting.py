@@ -309,15 +309,25 @@ def wait_for_sync(
     try:
         return anyio.run(
             functools.partial(
-                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout, explain=explain
+                wait_for,
+                describe,
+                probe,
+                timeout=timeout,
+                interval=interval,
+                probe_timeout=probe_timeout,
+                explain=explain,
             )
         )
     except (WaitTimeout, StopWaiting) as exc:
         raise exc.with_traceback(None) from exc.__cause__
 
 
-def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,
-               error: BaseException, start: float) -> BaseException:
+def _explained(
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None,
+    summary: WaitSummary,
+    error: BaseException,
+    start: float,
+) -> BaseException:
     """What a failed wait raises: ``explain``'s exception (chained to ``error``), or ``error`` when there is none."""
     if explain is None:
         return error

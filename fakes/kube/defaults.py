@@ -101,8 +101,14 @@ def job_selector(obj: Obj) -> None:
     uid, name = obj["metadata"].get("uid", ""), obj["metadata"].get("name", "")
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
-    labels.update({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
-                   "controller-uid": uid, "job-name": name})
+    labels.update(
+        {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+    )
 
 
 def cronjob(obj: Obj) -> None:

@@ -175,8 +175,11 @@ def matrix_params(chosen: str) -> Iterator[object]:
         if chosen == "edges" and builds:
             picked += [b for b in (builds[0], builds[-1]) if b not in picked]
         if not picked:
-            yield pytest.param(None, id="kubectl-missing",
-                               marks=pytest.mark.skip(reason="no kubectl on PATH and no kubectl.1.NN build"))
+            yield pytest.param(
+                None,
+                id="kubectl-missing",
+                marks=pytest.mark.skip(reason="no kubectl on PATH and no kubectl.1.NN build"),
+            )
         for build in picked:
             yield pytest.param(build, id=f"kubectl-{build.label}")
         return
@@ -195,9 +198,12 @@ def matrix_params(chosen: str) -> Iterator[object]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--kubectl-matrix", dest="kubectl_matrix", choices=SELECTIONS, default=None,
+        "--kubectl-matrix",
+        dest="kubectl_matrix",
+        choices=SELECTIONS,
+        default=None,
         help="kubectl builds for specs taking `kubectl_build`: edges (installed, oldest, newest; default), all, "
-             "default",
+        "default",
     )
 
 

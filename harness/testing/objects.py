@@ -19,10 +19,21 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-STORE_NAMES = {"Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps", "ReplicaSet": "replicasets.apps",
-               "Pod": "pods", "Event": "events"}
-_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
-               "deletionGracePeriodSeconds")
+STORE_NAMES = {
+    "Deployment": "deployments.apps",
+    "StatefulSet": "statefulsets.apps",
+    "ReplicaSet": "replicasets.apps",
+    "Pod": "pods",
+    "Event": "events",
+}
+_SERVER_SET = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?Z$")
 
 

@@ -107,7 +107,8 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_progress_reaches_the_real_stderr_through_pytests_capture(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_inner="""
+    pytester.makepyfile(
+        test_inner="""
 import pytest
 from harness import progress, wait_for_sync
 
@@ -115,8 +116,13 @@ def test_waits():
     progress.configure(threshold=0.2, period=0.5)
     with pytest.raises(AssertionError):
         wait_for_sync("the slow thing", lambda: None, timeout=1.5, interval=0.1)
-""")
+"""
+    )
     result = pytester.runpytest_subprocess("--progress", "lines", "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=1)
-    result.stderr.fnmatch_lines(["waiting for the slow thing: *s of 1.5s, attempt *",
-                                 "done waiting for the slow thing after 1.*s: timeout, * attempts"])
+    result.stderr.fnmatch_lines(
+        [
+            "waiting for the slow thing: *s of 1.5s, attempt *",
+            "done waiting for the slow thing after 1.*s: timeout, * attempts",
+        ]
+    )

@@ -309,10 +309,14 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
     kubectl_standin.answer("rollout", "status", sleep=60)
     kube = Kube.connect(config=MINIKUBE_ONLY)
     with pytest.raises(RolloutFailed) as caught:
-        kube.rollout_status("agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0)  # the stand-in ignores --timeout
+        kube.rollout_status(
+            "agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0
+        )  # the stand-in ignores --timeout
     assert isinstance(caught.value.__cause__, KubectlTimeout)
     assert caught.value.__cause__.timeout == pytest.approx(1.0)
-    assert str(caught.value).startswith("deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s")
+    assert str(caught.value).startswith(
+        "deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s"
+    )
 
 
 def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_hop(

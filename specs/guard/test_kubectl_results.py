@@ -74,8 +74,9 @@ def test_a_call_is_over_when_kubectl_exits_even_if_its_child_holds_the_pipes(kub
     assert "time.sleep" in done.strays[0]
     # The child it left was sent SIGKILL with its group; the kernel needs a moment to make it go.
     group = kubectl_standin.pids()[-1]
-    assert wait_for_sync("the stray group to be gone", lambda: True if not group_alive(group) else None,
-                         timeout=10.0, interval=0.05)
+    assert wait_for_sync(
+        "the stray group to be gone", lambda: True if not group_alive(group) else None, timeout=10.0, interval=0.05
+    )
 
 
 def test_inside_a_wait_such_calls_are_answers_not_hangs(kubectl_standin: KubectlStandIn) -> None:

@@ -30,8 +30,13 @@ class Channels:
         return self._stdin.pop(0) if self._stdin else b""
 
 
-def request(command: list[str], *, stdin: bool = False, tty: bool = False, channels: Channels | None = None,
-            ) -> ExecRequest:
+def request(
+    command: list[str],
+    *,
+    stdin: bool = False,
+    tty: bool = False,
+    channels: Channels | None = None,
+) -> ExecRequest:
     req = ExecRequest("ns", "pod-1", "app", command, stdin, True, not tty, tty)
     req._channels = channels or Channels()
     return req
@@ -148,8 +153,9 @@ def test_a_missing_host_binary_is_the_runtimes_error() -> None:
     assert 'exec: "no-such-binary-here": executable file not found in $PATH' in status["message"]
 
 
-@pytest.mark.parametrize(("value", "seconds"), [(None, 30.0), ("5", 5.0), ("0", 30.0), ("nan", 30.0), ("x", 30.0),
-                                                 ("9999", 600.0)])
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 30.0), ("5", 5.0), ("0", 30.0), ("nan", 30.0), ("x", 30.0), ("9999", 600.0)]
+)
 def test_timeout_annotation_is_read_within_bounds(value: str | None, seconds: float) -> None:
     assert kexec._timeout(value) == seconds
 
