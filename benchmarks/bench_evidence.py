@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import fakes.kube  # noqa: E402
-from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect  # noqa: E402
+import fakes.kube
+from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect
 
 FAULT = "double.stack-harness.dev/"
 MANIFEST = json.dumps(

@@ -40,17 +40,17 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import anyio  # noqa: E402
+import anyio
 
-import fakes.kube  # noqa: E402
-from fakes.kube import KubeHandle, kubectl_builds  # noqa: E402
-from fakes.kube.kubectl_builds import KubectlBuild  # noqa: E402
-from harness import process  # noqa: E402
-from harness.errors import PortForwardBroken, PortForwardDied  # noqa: E402
-from harness.fetch import fetch_through  # noqa: E402
-from harness.portforward import PortForward  # noqa: E402
-from harness.testing.target import TargetServer  # noqa: E402
-from specs.kube.kube_streams import double_for, kube_for, running_pod  # noqa: E402
+import fakes.kube
+from fakes.kube import KubeHandle, kubectl_builds
+from fakes.kube.kubectl_builds import KubectlBuild
+from harness import process
+from harness.errors import PortForwardBroken, PortForwardDied
+from harness.fetch import fetch_through
+from harness.portforward import PortForward
+from harness.testing.target import TargetServer
+from specs.kube.kube_streams import double_for, kube_for, running_pod
 
 RUNS, EVENTS, LISTS, OBJECTS = 9, 200, 15, 1000
 MANIFEST = str(Path(__file__).resolve().parents[1] / "specs" / "kube" / "manifests" / "api.yaml")

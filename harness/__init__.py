@@ -26,9 +26,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
-from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
 from harness.chat import ChatError, ChatRejected, ChatStreamMalformed, ChatTurn, ToolCall, chat_turn, chat_turn_sync
+from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.errors import (
     ApiServerUnreachable,
     ContextNotAllowed,

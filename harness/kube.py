@@ -34,7 +34,7 @@ import ssl
 import time
 import warnings
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -348,7 +348,7 @@ class Kube:
                 context=self.context,
                 server=self.server_url(),
             )
-        return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
+        return email.utils.parsedate_to_datetime(date).astimezone(UTC)
 
     def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT) -> ApiServerInfo:
         """Check once that the pinned API server can be used: ``GET /version``, then the namespace.

@@ -34,7 +34,7 @@ import os
 import re
 import time
 from collections.abc import Generator, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -313,7 +313,7 @@ def since(request: pytest.FixtureRequest) -> datetime:
     verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
     if verdict == "ok" and isinstance(detail, Kube) and request.node.get_closest_marker("cluster") is not None:
         return detail.server_time()
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ def current_kube_context(timeout: float = 10.0) -> tuple[str | None, str]:
     """kubectl's current context, or ``None`` and why not (no kubectl, no kubeconfig, none set)."""
     try:
         kubectl = resolve_kubectl()
-    except Exception as exc:  # noqa: BLE001 - KubectlNotFound: the reason is what matters here
+    except Exception as exc:
         return None, str(exc)
     try:
         done = process.run_bounded([kubectl, "config", "current-context"], timeout=timeout)

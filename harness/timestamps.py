@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from harness.errors import TimestampError
@@ -43,7 +43,7 @@ def parse_k8s_time(value: str | datetime) -> datetime:
         if value.tzinfo is None or value.utcoffset() is None:
             raise TimestampError(f"naive datetime {value!r}: Kubernetes times carry a zone; pass an aware datetime")
         try:
-            return value.astimezone(timezone.utc)
+            return value.astimezone(UTC)
         except OverflowError as exc:
             raise TimestampError(f"datetime {value!r} is outside the representable UTC range ({exc})") from None
     if not isinstance(value, str):
@@ -58,7 +58,7 @@ def parse_k8s_time(value: str | datetime) -> datetime:
     if zone[1:3] > "23" or zone[4:6] > "59":
         raise TimestampError(f"offset out of range in {value!r} (RFC 3339: hours 00-23, minutes 00-59)")
     try:
-        return datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}").astimezone(timezone.utc)
+        return datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}").astimezone(UTC)
     except (ValueError, OverflowError) as exc:  # day 31 of April, hour 24, or an instant outside datetime's range
         raise TimestampError(f"not a valid RFC 3339 timestamp: {value!r} ({exc})") from None
 
@@ -113,7 +113,7 @@ def window_cutoff(
             f"a widening of {granularity + skew:.1f}s (granularity {granularity}s + skew {skew}s) is not below the "
             f"{min_trigger_spacing:.1f}s minimum spacing between triggers: the previous turn's run could match"
         )
-    return since.astimezone(timezone.utc) - timedelta(seconds=granularity + skew)
+    return since.astimezone(UTC) - timedelta(seconds=granularity + skew)
 
 
 def created_since(

@@ -29,7 +29,7 @@ from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_fou
 from fakes.kube.extensions import SubresourceContext
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
-from fakes.kube.store import clone, require_object
+from fakes.kube.store import require_object
 from fakes.kube.watch import for_version, serve_watch
 
 Obj = dict[str, Any]

@@ -26,7 +26,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 class Clock:
@@ -49,7 +49,7 @@ class Clock:
 
     def now(self) -> datetime:
         """The double's time as an aware UTC datetime (microsecond precision)."""
-        return datetime.fromtimestamp(self.time(), tz=timezone.utc)
+        return datetime.fromtimestamp(self.time(), tz=UTC)
 
     def set_offset(self, seconds: float) -> None:
         """Put the double ``seconds`` ahead of the host (negative: behind). Raises ``ValueError`` if not finite."""
@@ -79,12 +79,12 @@ class Clock:
 
 def rfc3339(epoch: float) -> str:
     """``2025-01-31T12:00:00Z``: whole seconds, truncated (what ``metav1.Time`` serialises)."""
-    return datetime.fromtimestamp(int(epoch // 1), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(epoch // 1), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_micro(epoch: float) -> str:
     """``2025-01-31T12:00:00.123456Z`` (what ``metav1.MicroTime`` serialises)."""
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_rfc3339(text: str) -> float:

@@ -122,7 +122,7 @@ class KubeDouble:
         results = asyncio.gather(*(c() for c in closers), return_exceptions=True)
         try:
             await asyncio.wait_for(results, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("fake kube: %d stream closers still running after %.1f s", len(closers), timeout)
 
     def call_on_loop(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:

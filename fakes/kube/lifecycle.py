@@ -759,7 +759,7 @@ class Kubelet:
         if pod.process is None or pod.process.exit_code is not None:
             try:
                 pod.process, pod.runner = runner.start(current), runner
-            except Exception as exc:  # noqa: BLE001 (a runner is foreign code: its failure is a failed start)
+            except Exception as exc:
                 log.warning("container runtime failed to start pod %s/%s: %r", pod.namespace, pod.name, exc)
                 self._recorder(current, c)(WARNING, "Failed", f"Error: failed to start containerd task: {exc}")
                 pod.process = None
@@ -905,7 +905,7 @@ class Kubelet:
         def poll() -> None:
             try:
                 done = process is None or process.exit_code is not None
-            except Exception:  # noqa: BLE001 (a runner that cannot answer counts as exited)
+            except Exception:
                 done = True
             if done or self.ctx.now() >= deadline:
                 self._remove(pod)

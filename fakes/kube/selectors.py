@@ -148,7 +148,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
                     value = expect("integer")
                     if not re.fullmatch(r"-?\d+", value):
                         raise bad_request(
-                            f"unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer"
+                            "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer"
                         )
                     reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
                 elif op in ("in", "notin"):

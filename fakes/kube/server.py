@@ -31,7 +31,6 @@ import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -312,7 +311,7 @@ async def _wait(request: web.Request, double: KubeDouble, seconds: float | None)
             return False
         try:
             await asyncio.wait_for(double.stopping.wait(), timeout=min(0.25, left) if left is not None else 0.25)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

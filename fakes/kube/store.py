@@ -49,9 +49,9 @@ from fakes.kube.errors import (
     already_exists,
     bad_request,
     conflict,
+    field_required,
     gone_too_old,
     invalid,
-    field_required,
     not_found,
 )
 from fakes.kube.resources import Registry, ResourceType
@@ -603,10 +603,8 @@ class Store:
         old = entry.obj
         new = clone(old)
         meta = new["metadata"]
-        if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = rfc3339(self.clock.time() + grace)
-            meta["deletionGracePeriodSeconds"] = grace
-        elif grace < int(meta.get("deletionGracePeriodSeconds") or 0):  # a shorter grace period wins
+        # the first delete sets the grace period; a later one with a shorter grace period wins
+        if not meta.get("deletionTimestamp") or grace < int(meta.get("deletionGracePeriodSeconds") or 0):
             meta["deletionTimestamp"] = rfc3339(self.clock.time() + grace)
             meta["deletionGracePeriodSeconds"] = grace
         if rt.key == "/namespaces":

@@ -37,7 +37,7 @@ class Certificates:
 
 def generate(host: str = "127.0.0.1") -> Certificates:
     """A fresh CA and a serving certificate for ``host`` (an IP address or a DNS name) and ``localhost``."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-kube-ca")])
     ca = (

@@ -189,7 +189,7 @@ def _crd(obj: Obj) -> list[Cause]:
     expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
     name = obj.get("metadata", {}).get("name")
     if names.get("plural") and spec.get("group") and name != expected:
-        out.append(field_invalid("metadata.name", name, f'must be spec.names.plural+"."+spec.group'))
+        out.append(field_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
         out.append(
             Cause(

@@ -154,7 +154,7 @@ async def serve_watch(
             wait = min(_POLL, deadline - now, max(0.0, next_bookmark - now) if bookmarks else _POLL)
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.0))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 event = None
             if event is None and double.stopping.is_set():
                 break

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 STORE_NAMES = {
@@ -44,7 +44,7 @@ def load_objects(kd: Any, objects: list[dict[str, Any]], *, end_at_now: bool = F
     if end_at_now:
         latest = max((t for obj in objects for t in _stamps(obj)), default=None)
         if latest is not None:
-            shift = datetime.now(timezone.utc) - latest
+            shift = datetime.now(UTC) - latest
             objects = [_shifted(obj, shift) for obj in objects]
     before = kd.clock.offset
     try:
@@ -66,7 +66,7 @@ def _parse(value: Any) -> datetime | None:
     match = _STAMP.match(value) if isinstance(value, str) else None
     if match is None:
         return None
-    return datetime.fromisoformat(match[1] + (match[2] or "")).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(match[1] + (match[2] or "")).replace(tzinfo=UTC)
 
 
 def _stamps(value: Any) -> Iterator[datetime]:

@@ -52,7 +52,7 @@ def exec_requests(kd: KubeHandle) -> int:
 
 
 def test_a_sweep_deletes_every_session_key_in_one_exec(kd: KubeHandle, redis: RedisPod) -> None:
-    redis.set_keys({**{k: "v" for k in AWKWARD}, **OTHERS})
+    redis.set_keys({**dict.fromkeys(AWKWARD, "v"), **OTHERS})
     result = RedisSessions(kd.kube()).sweep()
     assert result.pod == "agent-orchestrator-redis-0"
     assert sorted(result.keys) == sorted(AWKWARD)

@@ -138,7 +138,7 @@ def test_agent_runs_since_and_their_identity_secrets_are_removed(kd: Any, kube: 
 
 def test_a_naive_since_is_refused(kube: Kube) -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)  # noqa: DTZ001
+        cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)
 
 
 def test_an_unreachable_cluster_is_reported_not_raised(kd: Any, kube: Kube) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,7 +46,7 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
         stdout=agentruns(("old", "2024-05-01T14:06:55Z", "Succeeded"), ("new", "2024-05-01T14:07:05Z", None)),
     )
     kube = Kube.connect(config=MINIKUBE_ONLY)
-    runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=timezone.utc), kube=kube)
+    runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=UTC), kube=kube)
     assert [(r.name, r.phase) for r in runs] == [("new", None)]
     calls = kubectl_standin.argvs()
     assert calls[:2] == [["config", "current-context"], ["config", "get-contexts", "-o", "name"]]  # kubeconfig reads
@@ -71,7 +71,7 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
         stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")),
     )
     kube = Kube.connect(config=MINIKUBE_ONLY)
-    since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=timezone.utc)
+    since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=UTC)
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync(
             "an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1
@@ -210,7 +210,7 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
 class _DateServer(BaseHTTPRequestHandler):
     offset = 0.0
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         body = b'{"major":"1","minor":"32","gitVersion":"v1.32.0"}'
         self.send_response(200)  # adds Date from date_time_string() below
         self.send_header("Content-Type", "application/json")
@@ -219,7 +219,7 @@ class _DateServer(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def date_time_string(self, timestamp: float | None = None) -> str:
-        return format_datetime(datetime.fromtimestamp(time.time() + self.offset, timezone.utc), usegmt=True)
+        return format_datetime(datetime.fromtimestamp(time.time() + self.offset, UTC), usegmt=True)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -255,7 +255,7 @@ def test_server_time_and_clock_skew_come_from_the_api_servers_date_header(api_se
         )
         server_now = kube.server_time()
         assert server_now.tzinfo is not None
-        assert abs((datetime.now(timezone.utc) - server_now).total_seconds() - 90) < 2.5
+        assert abs((datetime.now(UTC) - server_now).total_seconds() - 90) < 2.5
         assert 87.5 < kube.clock_skew() < 92.5
         kube.close()
     finally:

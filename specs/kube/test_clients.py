@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes import client as kube_client
@@ -118,17 +118,17 @@ def test_agent_runs_since_uses_whole_second_creation_timestamps(served: KubeHand
     kube = served.kube()
     try:
         clock = served.clock
-        clock.set_time(datetime(2030, 5, 1, 14, 7, 4, 800000, tzinfo=timezone.utc))
+        clock.set_time(datetime(2030, 5, 1, 14, 7, 4, 800000, tzinfo=UTC))
         served.store.create(
             PLURAL + "." + GROUP, dict(_run("run-old"), metadata={"name": "run-old", "namespace": "controller-agent"})
         )
-        clock.set_time(datetime(2030, 5, 1, 14, 7, 30, 300000, tzinfo=timezone.utc))
+        clock.set_time(datetime(2030, 5, 1, 14, 7, 30, 300000, tzinfo=UTC))
         served.store.create(
             PLURAL + "." + GROUP, dict(_run("run-new"), metadata={"name": "run-new", "namespace": "controller-agent"})
         )
         stamped = served.store.require(PLURAL + "." + GROUP, "controller-agent", "run-new")
         assert stamped["metadata"]["creationTimestamp"] == "2030-05-01T14:07:30Z"
-        since = datetime(2030, 5, 1, 14, 7, 31, 900000, tzinfo=timezone.utc)  # within 1 s + 2 s of run-new
+        since = datetime(2030, 5, 1, 14, 7, 31, 900000, tzinfo=UTC)  # within 1 s + 2 s of run-new
         found = [r.name for r in agent_runs_since(since, kube=kube)]
         assert found == ["run-new"]
         wide = [r.name for r in agent_runs_since(since - timedelta(seconds=30), kube=kube)]

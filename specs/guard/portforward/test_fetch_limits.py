@@ -46,7 +46,7 @@ def test_endless_chunked_body_stops_at_max_body_without_buffering_it(target: Tar
 
 
 def test_default_cap_is_64_mib_and_applies_without_asking(target: TargetServer) -> None:
-    assert DEFAULT_MAX_BODY == 64 * MiB
+    assert 64 * MiB == DEFAULT_MAX_BODY
     with pytest.raises(ServiceAnswerTooLarge) as caught:
         fetch_through_sync(
             target.url, "GET", "/flood", timeout=30.0

@@ -225,9 +225,8 @@ def test_a_leader_that_exits_by_itself_takes_its_group_along(
 
 def test_exception_in_the_body_closes_the_forward(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
-    with pytest.raises(KeyboardInterrupt):
-        with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
-            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+    with pytest.raises(KeyboardInterrupt), port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
     assert fwd.exit is not None and fwd.exit.stopped_by_harness
 
 
