@@ -34,7 +34,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -394,6 +396,20 @@ def _deployment_manifest(name: str) -> dict[str, object]:
     }
 
 
+def _restarted_at(stamp: str, deployment: dict[str, Any]) -> None:
+    deployment["spec"]["template"]["metadata"].setdefault("annotations", {})["restartedAt"] = stamp
+
+
+def _rolled_out(kd: KubeHandle, name: str) -> bool:
+    pods = [p for p in kd.store.list("pods", "default")[0] if (p["metadata"].get("labels") or {}).get("app") == name]
+    return _complete(kd, name) and len(pods) == CTRL_REPLICAS
+
+
+def _pod_ready(kd: KubeHandle, name: str) -> bool:
+    status = (kd.store.get("pods", "default", name) or {}).get("status") or {}
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+
+
 def _until(
     kd: KubeHandle, keys: list[str], done: Callable[[], bool], start: Callable[[], object], timeout: float = 30.0
 ) -> float:
@@ -435,54 +451,22 @@ def controllers_main() -> None:
         available, rollout, ready = [], [], []
         for i in range(CTRL_RUNS):
             name = f"c{i}"
+            manifest = _deployment_manifest(name)
             available.append(
                 _until(
                     kd,
                     ["apps/deployments"],
-                    lambda: _complete(kd, name),
-                    lambda: kd.store.create("deployments", _deployment_manifest(name)),
+                    partial(_complete, kd, name),
+                    partial(kd.store.create, "deployments", manifest),
                 )
             )
-
-            def restart(o: dict[str, object]) -> None:
-                o["spec"]["template"]["metadata"].setdefault("annotations", {})["restartedAt"] = str(i)  # type: ignore[index]
-
-            rollout.append(
-                _until(
-                    kd,
-                    ["apps/deployments", "/pods"],
-                    lambda: (
-                        _complete(kd, name)
-                        and len(
-                            [
-                                p
-                                for p in kd.store.list("pods", "default")[0]
-                                if (p["metadata"].get("labels") or {}).get("app") == name
-                            ]
-                        )
-                        == CTRL_REPLICAS
-                    ),
-                    lambda: kd.store.mutate("deployments", "default", name, restart),
-                )
-            )
+            restart = partial(kd.store.mutate, "deployments", "default", name, partial(_restarted_at, str(i)))
+            rollout.append(_until(kd, ["apps/deployments", "/pods"], partial(_rolled_out, kd, name), restart))
             pod = {
                 "metadata": {"name": f"p{i}", "namespace": "default"},
                 "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]},
             }
-            ready.append(
-                _until(
-                    kd,
-                    ["/pods"],
-                    lambda: any(
-                        c["type"] == "Ready" and c["status"] == "True"
-                        for c in ((kd.store.get("pods", "default", f"p{i}") or {}).get("status") or {}).get(
-                            "conditions"
-                        )
-                        or []
-                    ),
-                    lambda: kd.store.create("pods", pod),
-                )
-            )
+            ready.append(_until(kd, ["/pods"], partial(_pod_ready, kd, f"p{i}"), partial(kd.store.create, "pods", pod)))
         print(f"controllers, in process ({CTRL_RUNS} runs, {CTRL_REPLICAS} replicas):")
         _line("new Deployment -> Available, p50", _pct(available, 0.5) * 1e3, 1000)
         _line("rollout restart -> rollout complete, p50", _pct(rollout, 0.5) * 1e3, 1000)

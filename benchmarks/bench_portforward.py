@@ -201,7 +201,7 @@ async def main(long: bool) -> None:
     print("5. real kubectl, API server refusing connections -> PortForwardNotReady (readiness budget 20000 ms)")
     if not chosen:
         print("   no kubectl.1.NN build installed beside the kubectl on PATH: skipped")
-    for minor, path in sorted(chosen.items()):
+    for _minor, path in sorted(chosen.items()):
         print(
             line(
                 f"kubectl {client_version(path)} ({os.path.basename(path)})",

@@ -26,7 +26,8 @@ AGENTRUN_RESOURCE = "agentruns.v1alpha1.core.controller-agent.dev"
 
 @dataclass(frozen=True)
 class AgentRunRecord:
-    """One AgentRun: ``name``, ``phase`` (``None`` until the controller has seen it), ``created`` (aware UTC), ``raw`` object."""
+    """One AgentRun: ``name``, ``phase`` (``None`` until the controller has seen it), ``created`` (aware UTC),
+    ``raw`` object."""
 
     name: str
     phase: str | None

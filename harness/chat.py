@@ -269,13 +269,15 @@ async def chat_turn(
         if allow_park and turn.status is not None and 200 <= turn.status < 300 and not turn.done:
             turn.parked = True
             return turn
-        raise _annotated(exc, turn)
+        _annotate(exc, turn)
+        raise
     except ChatError:
         turn.elapsed = time.monotonic() - started
         raise
     except HopFailure as exc:
         turn.elapsed = time.monotonic() - started
-        raise _annotated(exc, turn)
+        _annotate(exc, turn)
+        raise
     turn.elapsed = time.monotonic() - started
     return turn
 
@@ -304,11 +306,10 @@ async def _rejected(response: httpx.Response, turn: ChatTurn, where: str) -> Non
     )
 
 
-def _annotated(exc: HopFailure, turn: ChatTurn) -> HopFailure:
-    exc.partial = turn if turn.status is not None else None  # type: ignore[attr-defined]
+def _annotate(exc: HopFailure, turn: ChatTurn) -> None:
+    exc.partial = turn if turn.status is not None else None
     exc.add_note(
         f"partial chat turn: {turn.describe()}"
         if turn.status is not None
         else "partial chat turn: none (no response headers)"
     )
-    return exc

@@ -20,6 +20,7 @@ Known kubectl behaviours this guards against:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -218,10 +219,13 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if self._ready_step(deadline) is _PROBE_TCP:
-                    if self._tcp_ready_sync(deadline) and (not self.ready_path or self._http_ready_sync(deadline)):
-                        self._check_running()  # it may have died or broken during the probe
-                        break
+                if (
+                    self._ready_step(deadline) is _PROBE_TCP
+                    and self._tcp_ready_sync(deadline)
+                    and (not self.ready_path or self._http_ready_sync(deadline))
+                ):
+                    self._check_running()  # it may have died or broken during the probe
+                    break
                 self._wait_a_little(deadline)
         except BaseException:
             self.close()
@@ -233,12 +237,13 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if self._ready_step(deadline) is _PROBE_TCP:
-                    if await self._tcp_ready_async(deadline) and (
-                        not self.ready_path or await self._http_ready_async(deadline)
-                    ):
-                        self._check_running()
-                        break
+                if (
+                    self._ready_step(deadline) is _PROBE_TCP
+                    and await self._tcp_ready_async(deadline)
+                    and (not self.ready_path or await self._http_ready_async(deadline))
+                ):
+                    self._check_running()
+                    break
                 await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
         except BaseException:
             await self.aclose()
@@ -642,7 +647,5 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

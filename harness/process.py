@@ -24,6 +24,7 @@ still holds is killed and reported in :attr:`Completed.strays`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import re
@@ -89,10 +90,8 @@ def kill_group(
     if proc.returncode is None:
         _signal_group(proc.pid, first)
         if first != signal.SIGKILL and grace > 0:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
     # The leader may have exited on the first signal while descendants in its group live on.
     _signal_group(proc.pid, signal.SIGKILL)
     try:
@@ -118,10 +117,8 @@ def forget(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def group_alive(pgid: int) -> bool:
@@ -238,19 +235,15 @@ class _Watchdog:
         assert proc.stdin is not None
         with _lock:
             live = list(LIVE_CHILDREN)
-        try:
+        with contextlib.suppress(OSError):
             os.write(proc.stdin.fileno(), "".join(f"+{pgid}\n" for pgid in live).encode())
-        except OSError:
-            pass
         return proc
 
     def _after_fork_in_child(self) -> None:
         proc, self._proc, self._lock = self._proc, None, threading.Lock()
         if proc is not None and proc.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 proc.stdin.close()
-            except OSError:
-                pass
 
 
 _WATCHDOG = _Watchdog()
@@ -392,10 +385,8 @@ class _Pipes:
         self.sel.close()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
     def _open_outputs(self) -> list[int]:
         return [fd for fd in (self.out_fd, self.err_fd) if fd in self.sel.get_map()]

@@ -3,7 +3,8 @@
 A wait shorter than ``threshold`` (3 s) shows nothing. Past it, every running wait is shown:
 
 - ``live`` (a terminal, one process): one line rewritten in place about twice a second,
-  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (6 done: 1 hung, 2 failed)``, erased when the wait ends;
+  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (6 done: 1 hung, 2 failed)``, erased when the
+  wait ends;
 - ``lines`` (CI logs, pytest-xdist workers, anything that is not a terminal): the same text as a new line every
   ``period`` (30 s) of a wait, and one closing line for a wait that printed any;
 - ``off``.
@@ -17,6 +18,7 @@ the CI log) through its own descriptor, so pytest's output capture never swallow
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -222,7 +224,5 @@ def _erase_live() -> None:
 
 
 def _emit(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the terminal went away: progress is not worth failing a wait for
         _settings.write(text)
-    except (OSError, ValueError):  # the terminal went away: progress is not worth failing a wait for
-        pass

@@ -36,7 +36,8 @@ DEFAULT_BATCH = 100
 """Keys per ``redis-cli DEL``."""
 DEFAULT_TIMEOUT = 30.0
 
-# $1 pattern, $2 limit, $3 batch, $4 delete (1/0). fd 3: the real stdout; fd 4: carries the scan's exit status into $(...).
+# $1 pattern, $2 limit, $3 batch, $4 delete (1/0). fd 3: the real stdout; fd 4: carries the scan's exit status
+# into $(...).
 SWEEP_SCRIPT = r"""
 pattern=$1 limit=$2 batch=$3 delete=$4
 del_batch() {

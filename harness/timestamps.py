@@ -22,7 +22,8 @@ from harness.errors import TimestampError
 T = TypeVar("T")
 
 _RFC3339 = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?(?P<zone>[Zz]|[+-]\d{2}:\d{2})?"
+    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
+    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})?"
 )
 
 DEFAULT_GRANULARITY = 1.0
@@ -100,7 +101,8 @@ def window_cutoff(
     """
     if not isinstance(since, datetime):
         raise ValueError(
-            f"since must be an aware datetime, got {type(since).__name__} {since!r}; parse strings with parse_k8s_time()"
+            f"since must be an aware datetime, got {type(since).__name__} {since!r}; "
+            "parse strings with parse_k8s_time()"
         )
     if since.tzinfo is None or since.utcoffset() is None:
         raise ValueError(

@@ -20,6 +20,7 @@ A poller that re-checks its deadline only between attempts lets one probe that n
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -345,7 +346,7 @@ def _explained(
 
 
 def _is_async(probe: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(probe) or inspect.iscoroutinefunction(getattr(probe, "__call__", None))
+    return inspect.iscoroutinefunction(probe) or inspect.iscoroutinefunction(type(probe).__call__)
 
 
 class _AsyncRunner:
@@ -502,10 +503,8 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
     schedule = getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon
 
     def wake() -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed (trio's RunFinishedError is a RuntimeError too)
             schedule(callback)
-        except RuntimeError:  # the loop is closed (trio's RunFinishedError is a RuntimeError too)
-            pass
 
     return wake
 

@@ -20,6 +20,7 @@ clock forward fires every timer that became due, moving it back delays them. Con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import heapq
 import itertools
@@ -156,10 +157,8 @@ class Timers:
         if running is self.loop:
             self._rearm()
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # loop closed meanwhile
                 self.loop.call_soon_threadsafe(self._rearm)
-            except RuntimeError:  # loop closed meanwhile
-                pass
 
     def _rearm(self) -> None:
         if self._armed is not None:

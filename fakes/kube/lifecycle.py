@@ -52,7 +52,8 @@ Defaults, per double: ``kubelet.start_seconds`` (:data:`START_SECONDS`, 0.05) an
 for its whole default grace period).
 
 Messages and fields follow the kubelet (``pkg/kubelet/kuberuntime/kuberuntime_container.go``,
-``images/image_manager.go``, ``kubelet_pods.go``, ``status/generate.go``) and the scheduler (``pkg/scheduler/schedule_one.go``). Version details:
+``images/image_manager.go``, ``kubelet_pods.go``, ``status/generate.go``) and the scheduler
+(``pkg/scheduler/schedule_one.go``). Version details:
 ``Created container: app`` from 1.32 (``Created container app`` before), ``PodReadyToStartContainers`` from 1.29,
 ``Image size`` in ``Pulled`` from 1.30, the ImagePullBackOff message carrying the pull error from 1.31.
 """

@@ -30,6 +30,7 @@ first container and sends ``container=``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 from collections.abc import Iterable
@@ -288,10 +289,8 @@ class LogBook:
                 if ended:
                     break
                 wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), FOLLOW_POLL)
-                except TimeoutError:
-                    pass
             if not ctx.client_gone():
                 await response.write_eof()
         finally:
@@ -304,10 +303,8 @@ class LogBook:
         with self._lock:
             waiters = list(self._waiters)
         for loop, event in waiters:
-            try:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: the double stopped
                 loop.call_soon_threadsafe(event.set)
-            except RuntimeError:  # that loop is closed: the double stopped
-                pass
 
 
 async def _write(response: web.StreamResponse, chunks: list[bytes], budget: float) -> float:

@@ -24,6 +24,7 @@ the loop and joins the thread. Nothing is left: no thread, no socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import ssl
@@ -104,10 +105,8 @@ class KubeServer:
             except Exception as exc:  # a stuck shutdown: stop the loop anyway, then report if the thread stays
                 log.warning("fake kube: graceful stop failed: %r", exc)
             if not loop.is_closed():
-                try:
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(loop.stop)
-                except RuntimeError:
-                    pass
             thread.join(timeout)
             if thread.is_alive():
                 raise FakeServerError(f"fake kube: server thread still alive {timeout:.1f} s after stop was requested")
@@ -309,10 +308,8 @@ async def _wait(request: web.Request, double: KubeDouble, seconds: float | None)
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return False
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(double.stopping.wait(), timeout=min(0.25, left) if left is not None else 0.25)
-        except TimeoutError:
-            pass
 
 
 def _drop(request: web.Request, *, rst: bool) -> None:

@@ -340,7 +340,7 @@ def _cronjob_row(c: Obj, now: float) -> list[Any]:
     ]
 
 
-S, I = "string", "integer"
+S, INT = "string", "integer"
 PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     "/pods": (POD_COLUMNS, _pod_row),
     "/services": (
@@ -357,15 +357,15 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     ),
     "/endpoints": ([("Name", S, 0, "name"), ("Endpoints", S, 0, "endpoints"), ("Age", S, 0, "age")], _endpoints_row),
     "/configmaps": (
-        [("Name", S, 0, "name"), ("Data", I, 0, "keys"), ("Age", S, 0, "age")],
+        [("Name", S, 0, "name"), ("Data", INT, 0, "keys"), ("Age", S, 0, "age")],
         lambda o, now: [o["metadata"]["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}), _age(o, now)],
     ),
     "/secrets": (
-        [("Name", S, 0, "name"), ("Type", S, 0, "type"), ("Data", I, 0, "keys"), ("Age", S, 0, "age")],
+        [("Name", S, 0, "name"), ("Type", S, 0, "type"), ("Data", INT, 0, "keys"), ("Age", S, 0, "age")],
         lambda o, now: [o["metadata"]["name"], o.get("type", "Opaque"), len(o.get("data") or {}), _age(o, now)],
     ),
     "/serviceaccounts": (
-        [("Name", S, 0, "name"), ("Secrets", I, 0, "secrets"), ("Age", S, 0, "age")],
+        [("Name", S, 0, "name"), ("Secrets", INT, 0, "secrets"), ("Age", S, 0, "age")],
         lambda o, now: [o["metadata"]["name"], len(o.get("secrets") or []), _age(o, now)],
     ),
     "/namespaces": (
@@ -382,7 +382,7 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
             ("Source", S, 1, "source"),
             ("Message", S, 0, "message"),
             ("First Seen", S, 1, "first seen"),
-            ("Count", I, 1, "count"),
+            ("Count", INT, 1, "count"),
             ("Name", S, 1, "name"),
         ],
         _event_row,
@@ -391,8 +391,8 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
         [
             ("Name", S, 0, "name"),
             ("Ready", S, 0, "ready"),
-            ("Up-to-date", I, 0, "updated"),
-            ("Available", I, 0, "available"),
+            ("Up-to-date", INT, 0, "updated"),
+            ("Available", INT, 0, "available"),
             ("Age", S, 0, "age"),
             ("Containers", S, 1, "containers"),
             ("Images", S, 1, "images"),
@@ -403,9 +403,9 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     "apps/replicasets": (
         [
             ("Name", S, 0, "name"),
-            ("Desired", I, 0, "desired"),
-            ("Current", I, 0, "current"),
-            ("Ready", I, 0, "ready"),
+            ("Desired", INT, 0, "desired"),
+            ("Current", INT, 0, "current"),
+            ("Ready", INT, 0, "ready"),
             ("Age", S, 0, "age"),
             ("Containers", S, 1, "containers"),
             ("Images", S, 1, "images"),
@@ -442,7 +442,7 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
             ("Schedule", S, 0, "schedule"),
             ("Timezone", S, 0, "time zone"),
             ("Suspend", S, 0, "suspend"),
-            ("Active", I, 0, "active"),
+            ("Active", INT, 0, "active"),
             ("Last Schedule", S, 0, "last"),
             ("Age", S, 0, "age"),
             ("Containers", S, 1, "containers"),

@@ -164,10 +164,8 @@ class _QuietServer(ThreadingHTTPServer):
         with self.open_lock:
             connections = list(self.open)
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (kubectl killed at its bound) is expected here: print nothing."""

@@ -52,6 +52,7 @@ it running for long.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -273,10 +274,8 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
         pass
     finally:
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _reset(conn: socket.socket) -> None:

@@ -145,7 +145,7 @@ def test_a_failing_delete_is_a_sweep_error(kd: KubeHandle, redis: RedisPod) -> N
 def test_a_pattern_without_a_literal_prefix_is_refused_before_anything_runs(
     kd: KubeHandle, redis: RedisPod, pattern: str
 ) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="pattern"):
         RedisSessions(kd.kube()).sweep(pattern)
     assert redis.execs == []
 

@@ -221,8 +221,8 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
             f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
             f"stack-harness.dev/run={run}",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence --wait=false "
-            "--ignore-not-found",
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
+            "--wait=false --ignore-not-found",
             "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
         ]
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 import time
 
+import pytest
+
 from harness import process
 
 SLEEPER = f"{sys.executable} -c 'import time; time.sleep(60)'"
@@ -38,12 +40,9 @@ def test_large_output_and_input_pass_without_deadlock() -> None:
 
 def test_a_child_that_does_not_exit_is_killed_at_its_bound_with_what_it_said() -> None:
     started = time.monotonic()
-    try:
+    with pytest.raises(process.Timeout) as caught:
         process.run_bounded(["sh", "-c", "echo partial; exec sleep 60"], timeout=0.5)
-    except process.Timeout as exc:
-        assert exc.stdout == "partial\n"
-    else:
-        raise AssertionError("a sleeping child was not stopped at its bound")
+    assert caught.value.stdout == "partial\n"
     assert time.monotonic() - started < 5.0
 
 

@@ -210,7 +210,9 @@ def test_wait_timeout_carries_the_per_attempt_timeline() -> None:
     assert [a.outcome for a in timeline[:3]] == ["failed", "hung", "not-yet"]
     assert timeline[0].error == "ConnectionError: refused"
     assert [a.number for a in timeline] == list(range(1, len(timeline) + 1))
-    assert all(later.start >= earlier.start + earlier.duration for earlier, later in zip(timeline, timeline[1:]))
+    assert all(
+        later.start >= earlier.start + earlier.duration for earlier, later in zip(timeline, timeline[1:], strict=False)
+    )
 
 
 def test_abandoned_sync_attempts_are_daemon_threads_and_capped(release: threading.Event) -> None:

@@ -74,7 +74,9 @@ def test_budget_that_fits():
 NO_TWIN = (
     "import harness.kube, harness.target\n"
     "harness.target.TwinSession.ensure_started = lambda self: None\n"
-    "harness.kube.Kube.check_api_server = lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+    "harness.kube.Kube.check_api_server = (\n"
+    "    lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+    ")\n"
 )
 
 

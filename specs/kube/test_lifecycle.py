@@ -4,6 +4,7 @@ after SIGTERM), and an exact-path fixture."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -69,10 +70,8 @@ def test_stopping_leaves_no_thread_socket_or_file() -> None:
 
 
 def _swallow(call) -> None:
-    try:
+    with contextlib.suppress(httpx.HTTPError):
         call()
-    except httpx.HTTPError:
-        pass
 
 
 def test_the_kubeconfig_is_0600_and_merged_entries_are_removed_again(tmp_path) -> None:

@@ -15,6 +15,7 @@ plain dicts without locks. Code on other threads reaches them through :meth:`Con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,10 +96,8 @@ class ControllerContext:
         if self.on_loop_thread():
             loop.call_soon(fn)
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the double is stopping
                 loop.call_soon_threadsafe(fn)
-            except RuntimeError:  # the loop closed meanwhile: the double is stopping
-                pass
 
     def later(self, seconds: float, fn: Callable[[], None]) -> TimerHandle:
         """Run ``fn()`` on the loop ``seconds`` from now on the double's clock (``kd.clock.advance`` hurries it).

@@ -44,9 +44,8 @@ def test_impossible_forward_is_a_value_error_naming_the_argument_and_spawns_noth
 ) -> None:
     call = {"target": "svc/x", "remote_port": 80, **args}
     children = set(process.LIVE_CHILDREN)
-    with pytest.raises(ValueError, match=named):
-        with port_forward(kubectl_standin.kube(), **call):  # type: ignore[arg-type]
-            pass
+    with pytest.raises(ValueError, match=named), port_forward(kubectl_standin.kube(), **call):  # type: ignore[arg-type]
+        pass
     assert kubectl_standin.argvs() == [] and set(process.LIVE_CHILDREN) == children
 
 
