@@ -55,7 +55,9 @@ async def one_run(standin: KubectlStandIn, target: TargetServer) -> tuple[float,
     """Returns (kill -> PortForwardDied, request on the dead forward -> PortForwardGone, banner -> ready) in seconds."""
     seen = len(target.requests)
     async with PortForward(standin.kube(), "svc/fake-github", 80, ready_timeout=10.0) as fwd:
-        assert fwd.proc is not None and fwd.banner_at is not None and fwd.ready_at is not None
+        assert fwd.proc is not None
+        assert fwd.banner_at is not None
+        assert fwd.ready_at is not None
         banner_to_ready = fwd.ready_at - fwd.banner_at
         killed_at = 0.0
 

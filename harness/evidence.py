@@ -473,7 +473,8 @@ class _Collector:
     def _agent_runs(self, timeout: float) -> Outcome:
         from harness.agentruns import agent_runs_since
 
-        assert self.src.kube is not None and self.src.interest.agent_runs_since is not None
+        assert self.src.kube is not None
+        assert self.src.interest.agent_runs_since is not None
         try:
             runs = agent_runs_since(self.src.interest.agent_runs_since, kube=self.src.kube, timeout=timeout)
         except KubectlError as exc:

@@ -321,7 +321,8 @@ class PortForward:
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
         """Read stdout (banner) and stderr (errors) as they come; record the exit the moment it happens."""
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         pidfd = _pidfd(proc.pid)
         buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
         with selectors.DefaultSelector() as sel:

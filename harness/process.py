@@ -328,7 +328,8 @@ class _Pipes:
     """Reads a child's stdout and stderr (and feeds its stdin) without blocking; sees its exit without reaping it."""
 
     def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None) -> None:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         self.proc = proc
         self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         self.in_fd = proc.stdin.fileno() if proc.stdin is not None else None

@@ -159,7 +159,9 @@ class TwinSession:
                         dict(ready.get("steps") or {}), tuple(ready.get("bugs") or ()))
 
     def _read_ready(self, deadline: float) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
         buffers = {self.proc.stdout.fileno(): b"", self.proc.stderr.fileno(): b""}
         while True:
             left = deadline - time.monotonic()

@@ -445,7 +445,8 @@ class PortForwarding:
             await stream.close()
 
     async def _forward(self, tunnel: _Tunnel, pair: _Pair) -> None:
-        assert pair.error is not None and pair.data is not None
+        assert pair.error is not None
+        assert pair.data is not None
         error, data = pair.error, pair.data
         conn = _Connection(tunnel, pair)
         tunnel.total += 1

@@ -101,7 +101,8 @@ def test_a_refused_api_server_reads_cause_first_with_repeats_folded(tmp_path: Pa
     memcache = [line for line in lines if "memcache.go" in line]
     assert len(memcache) == 1  # kubectl printed it five times
     assert "5× memcache.go" in memcache[0]
-    assert "E1130" not in str(caught.value) and " | " not in str(caught.value)
+    assert "E1130" not in str(caught.value)
+    assert " | " not in str(caught.value)
     assert len(lines) <= 6
 
 

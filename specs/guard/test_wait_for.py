@@ -137,7 +137,8 @@ def test_budget_shorter_than_probe_timeout_bounds_the_single_attempt() -> None:
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync("a short budget", record_bound, timeout=0.4, interval=1.0, probe_timeout=30.0)
     assert time.monotonic() - started < 0.4 + SLACK
-    assert len(bounds) == 1 and bounds[0] <= 0.4
+    assert len(bounds) == 1
+    assert bounds[0] <= 0.4
     assert "1 hung at its 0.4s bound" in str(caught.value)
 
 
@@ -222,7 +223,8 @@ def test_abandoned_sync_attempts_are_daemon_threads_and_capped(release: threadin
         )
     summary = caught.value.summary
     probes = [t for t in threading.enumerate() if t.name.startswith("wait_for probe #")]
-    assert probes and all(t.daemon for t in probes)  # they cannot keep the interpreter from exiting
+    assert probes
+    assert all(t.daemon for t in probes)  # they cannot keep the interpreter from exiting
     assert summary.still_running == len(probes) == 32  # the cap: further attempts fail instead of piling up threads
     assert summary.count("failed") > 0
     assert "abandoned attempts of this probe are still running" in str(caught.value)

@@ -94,7 +94,8 @@ def test_the_websocket_tunnel_reassembles_spdy_cut_anywhere(kd: KubeHandle, targ
         assert got.index(SynReply(error.stream_id)) < got.index(SynReply(data.stream_id))
         assert Ping(1) in got
         body = b"".join(f.data for f in got if isinstance(f, DataFrame) and f.stream_id == data.stream_id)
-        assert body.startswith(b"HTTP/1.0 200") and body.endswith(b"ok")
+        assert body.startswith(b"HTTP/1.0 200")
+        assert body.endswith(b"ok")
         fins = [f.stream_id for f in got if isinstance(f, DataFrame) and f.fin]
         assert fins == [error.stream_id, data.stream_id]  # the error stream ends too, first (kubectl waits on it)
         assert not [f for f in got if isinstance(f, DataFrame) and f.stream_id == error.stream_id and f.data]
