@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -65,7 +66,7 @@ def line(name: str, value: float, unit: str, target: float, extra: str = "") -> 
     print(f"  {name:<46} {value:9.2f} {unit:<5} target <= {target:7.1f} {unit:<5} {verdict(value, target):<11} {extra}")
 
 
-def one(kd: fakes.kube.KubeHandle, workdir: Path, n: int, budget: float) -> tuple[float, dict, Path]:
+def one(kd: fakes.kube.KubeHandle, workdir: Path, n: int, budget: float) -> tuple[float, dict[str, Any], Path]:
     folder = workdir / f"run-{n}"
     sources = Sources(
         spec=f"bench::run{n}",

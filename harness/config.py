@@ -9,6 +9,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_ALLOWED_CONTEXTS = ("minikube",)
 DEFAULT_NAMESPACE = "controller-agent"
@@ -39,7 +40,7 @@ def load_config(start: Path | None = None) -> HarnessConfig:
     return HarnessConfig()
 
 
-def _from_table(table: dict, source: Path) -> HarnessConfig:
+def _from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     allowed = table.get("allowed_contexts", list(DEFAULT_ALLOWED_CONTEXTS))
     if not isinstance(allowed, list) or not all(isinstance(p, str) and p for p in allowed):
         raise ValueError(

@@ -32,12 +32,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from harness import artifacts, progress, report, timeline
@@ -281,7 +282,9 @@ def _add_marker_interest(item: pytest.Item, state: _SpecState) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     run = item.config.stash[_RUN]
@@ -383,9 +386,10 @@ def _find_kube(fixtures: dict[str, Any]) -> Kube | None:
     for value in fixtures.values():
         if hasattr(value, "double") and callable(getattr(value, "kube", None)):
             try:
-                return value.kube()  # a fakes.kube handle
+                kube = value.kube()  # a fakes.kube handle
             except Exception:
                 return None
+            return kube if isinstance(kube, Kube) else None
     return None
 
 

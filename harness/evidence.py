@@ -29,6 +29,7 @@ error is in the index), ``cut`` (the budget was spent before the step).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import threading
 import time
@@ -387,7 +388,7 @@ class _Collector:
             self._step(
                 f"request journal of {name}",
                 f"journal-{artifacts.safe_name(name)}.jsonl",
-                lambda _, h=handle: Outcome(content=_journal_text(h, src.started)),
+                functools.partial(_journal_outcome, handle, src.started),
                 local=True,
             )
 
@@ -500,9 +501,7 @@ class _Collector:
                     (
                         f"log of {name}/{container.name}",
                         None,
-                        lambda _, w=why, d=detail: Outcome(
-                            "not-started", error=f"the container never started ({w}{d}); it has no log"
-                        ),
+                        functools.partial(_never_started, f"{why}{detail}"),
                     )
                 )
             else:
@@ -599,6 +598,14 @@ def _forwards_text(forwards: list[Any]) -> str:
         tail = fwd.stderr_tail(50) if hasattr(fwd, "stderr_tail") else ""
         out += [f"  stderr | {line}" for line in tail.split(" | ") if line] or ["  stderr: (empty)"]
     return "\n".join(out) + "\n"
+
+
+def _journal_outcome(handle: Any, since: float, _timeout: float) -> Outcome:
+    return Outcome(content=_journal_text(handle, since))
+
+
+def _never_started(why: str, _timeout: float) -> Outcome:
+    return Outcome("not-started", error=f"the container never started ({why}); it has no log")
 
 
 def _journal_text(handle: Any, since: float) -> str:

@@ -87,7 +87,7 @@ def configure(**changes: object) -> Settings:
     if mode not in MODES:
         raise ValueError(f"progress mode must be one of {', '.join(MODES)}, got {mode!r}")
     previous = _settings
-    updated = Settings(**{**previous.__dict__, **changes})  # type: ignore[arg-type]
+    updated = Settings(**{**previous.__dict__, **changes})
     if updated.threshold < 0 or updated.period <= 0:
         raise ValueError(f"need threshold >= 0 and period > 0 seconds, got {updated.threshold} and {updated.period}")
     _settings = updated

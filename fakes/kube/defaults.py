@@ -153,7 +153,7 @@ def secret(obj: Obj) -> None:
     obj.setdefault("type", "Opaque")
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data = obj["data"] if isinstance(obj.get("data"), dict) else {}
         data.update({k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()})
         obj["data"] = data
 

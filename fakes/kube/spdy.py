@@ -570,10 +570,8 @@ class Session:
         """Encode and send ``frame`` under the send lock (header compression follows the wire order).
 
         A transport error ends the session (``ConnectionError`` and friends are swallowed: the peer is gone)."""
-        if self.closed:
-            return
         async with self._send_lock:
-            if self.closed:
+            if self.closed:  # before this send, or while it waited for the lock
                 return
             try:
                 await self._send(self._encoder.encode(frame))
