@@ -14,15 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.errors import BounceRefused as BounceRefused  # re-exported: defined in harness.errors
 from harness.kube import Kube
 from harness.waiting import wait_for_sync
 
 BOUNCE_TIMEOUT = 180.0
 """Seconds a bounce may take to give a Ready replacement (upstream's NATS/Redis bounce wait)."""
-
-
-class BounceRefused(AssertionError):
-    """The selector does not name exactly one pod; nothing was deleted."""
 
 
 @dataclass(frozen=True)

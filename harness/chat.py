@@ -36,6 +36,9 @@ from typing import Any
 import anyio
 import httpx
 
+from harness.errors import ChatError as ChatError  # re-exported: defined in harness.errors
+from harness.errors import ChatRejected as ChatRejected  # re-exported: defined in harness.errors
+from harness.errors import ChatStreamMalformed as ChatStreamMalformed  # re-exported: defined in harness.errors
 from harness.errors import HopFailure, ServiceTimeout
 from harness.fetch import DEFAULT_MAX_BODY, Forward, stream_through
 from harness.sse import SSEDecoder, SSEFrame
@@ -111,27 +114,6 @@ class ChatTurn:
         self.tool_calls.append(call)
         self.tool_calls.sort(key=lambda c: c.index)
         return call
-
-
-class ChatError(HopFailure):
-    """A chat turn the service answered, but not with a usable stream. ``partial``: the :class:`ChatTurn` so far."""
-
-    def __init__(self, message: str, *, partial: ChatTurn, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.partial = partial
-
-
-class ChatRejected(ChatError):
-    """An HTTP error status instead of a stream (``status``, ``body``), or an ``error`` event inside the stream;
-    ``error`` is the OpenAI-style ``error`` object when there is one."""
-
-    def __init__(self, message: str, *, status: int | None, body: str, error: Any, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status, self.body, self.error = status, body, error
-
-
-class ChatStreamMalformed(ChatError):
-    """A data frame that is not a JSON object (nor ``[DONE]``)."""
 
 
 def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from harness.errors import SecretMissing as SecretMissing  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 
@@ -29,10 +30,6 @@ class SecretValue:
         return f"<secret {self.where}>"
 
     __str__ = __repr__
-
-
-class SecretMissing(LookupError):
-    """The Secret or its key is not there (the message names both, never a value)."""
 
 
 def read_secret_value(kube: Kube, name: str, key: str, *, timeout: float = 30.0) -> SecretValue:

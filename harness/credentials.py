@@ -55,7 +55,9 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from harness.errors import HarnessError
+from harness.errors import CredentialDecryptError as CredentialDecryptError  # re-exported: defined in harness.errors
+from harness.errors import CredentialError as CredentialError  # re-exported: defined in harness.errors
+from harness.errors import CredentialKeyError as CredentialKeyError  # re-exported: defined in harness.errors
 from harness.kube import DEFAULT_KUBECTL_TIMEOUT, Kube
 
 KEY_BYTES = 32
@@ -108,18 +110,6 @@ CLAUDE_LOGIN = RecordType(
 )
 RECORD_TYPES: tuple[RecordType, ...] = (GITHUB_LINK, CLAUDE_SETUP_TOKEN, CLAUDE_LOGIN)
 ClaudeKind = Literal["setup-token", "login"]
-
-
-class CredentialError(HarnessError):
-    """A credential could not be read, written or decrypted: the message names the Secret (never a value)."""
-
-
-class CredentialKeyError(CredentialError):
-    """The encryption key is missing or is not 32 bytes of base64 or hex."""
-
-
-class CredentialDecryptError(CredentialError):
-    """A field is not ``iv:tag:ciphertext``, or it does not decrypt under the key (another key, or tampered)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import httpx
 
 from harness.attempts import clamp_to_attempt
 from harness.errors import (
+    BodyOverLimit,
     PortForwardBroken,
     PortForwardDied,
     PortForwardGone,
@@ -204,11 +205,11 @@ async def _bounded(
                 except Exception as exc:  # kept, classified below: raising here would wrap it in an ExceptionGroup
                     outcome = exc
                 tg.cancel_scope.cancel()
-        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (_Done, _TooLarge)):
+        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (_Done, BodyOverLimit)):
             died = True
 
     elapsed = time.monotonic() - started
-    if isinstance(outcome, _TooLarge):
+    if isinstance(outcome, BodyOverLimit):
         if fwd is not None:
             fwd.note_answer()  # the forward carried an answer: the service is the hop at fault
         raise _too_large(fwd, base_url, where, path, budget, max_body, outcome)
@@ -304,16 +305,8 @@ def _check_base_url(base_url: str) -> None:
         raise ValueError(f"fetch_through: base URL {base_url!r} has port {url.port}, outside 1..65535")
 
 
-class _TooLarge(Exception):
-    """The body passed ``max_body`` (internal: :func:`fetch_through` turns it into ``ServiceAnswerTooLarge``)."""
-
-    def __init__(self, received: int, declared: int | None, status: int) -> None:
-        super().__init__(received, declared, status)
-        self.received, self.declared, self.status = received, declared, status
-
-
 class _CappedBody(httpx.AsyncByteStream):
-    """The response's byte stream, stopped with :class:`_TooLarge` once more than ``max_body`` bytes came in."""
+    """The response's byte stream, stopped with :class:`BodyOverLimit` once more than ``max_body`` bytes came in."""
 
     def __init__(self, inner: httpx.AsyncByteStream, max_body: int, status: int) -> None:
         self._inner, self._max_body, self._status = inner, max_body, status
@@ -323,7 +316,7 @@ class _CappedBody(httpx.AsyncByteStream):
         async for chunk in self._inner:
             received += len(chunk)
             if received > self._max_body:
-                raise _TooLarge(received, None, self._status)  # httpx closes the stream on the way out
+                raise BodyOverLimit(received, None, self._status)  # httpx closes the stream on the way out
             yield chunk
 
     async def aclose(self) -> None:
@@ -345,7 +338,7 @@ async def _exchange(
         progress.status = response.status_code
         declared = _content_length(response)
         if declared is not None and declared > max_body:
-            raise _TooLarge(0, declared, response.status_code)  # refused before reading a byte of it
+            raise BodyOverLimit(0, declared, response.status_code)  # refused before reading a byte of it
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _CappedBody(response.stream, max_body, response.status_code)
 
@@ -453,7 +446,7 @@ def _service_failure(
 
 
 def _too_large(
-    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, max_body: int, too_large: _TooLarge
+    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, max_body: int, too_large: BodyOverLimit
 ) -> ServiceAnswerTooLarge:
     target = fwd.target if fwd is not None else base_url
     stderr = fwd.stderr_tail() if fwd is not None else ""

@@ -14,13 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from harness.errors import JournalUnreadable as JournalUnreadable  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 REPLY_MARKER = "<!-- agent-controller:reply -->"
-
-
-class JournalUnreadable(AssertionError):
-    """The journal route answered something other than its JSON (the message says what)."""
 
 
 @dataclass(frozen=True)

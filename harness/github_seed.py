@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cluster_secrets import SecretValue
+from harness.errors import SeedFailed as SeedFailed  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 REPO = "e2e-org/e2e-repo"
@@ -21,10 +22,6 @@ BOT = "e2e-bot"
 USER_TOKEN = "gho_e2e-seeded"
 """The token seeded for ``e2e-user`` (a fixed fake value: specs re-label issues as that user)."""
 TRIGGER_LABEL = "ai-triage"
-
-
-class SeedFailed(AssertionError):
-    """An admin call was refused; the message quotes the fake's answer."""
 
 
 def _admin(target: Forward | str, route: str, body: dict[str, Any] | None = None, *, timeout: float) -> Any:

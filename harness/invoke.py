@@ -23,7 +23,12 @@ from typing import Any, Literal
 
 import httpx
 
-from harness.errors import PortForwardGone, StopWaiting, WaitTimeout
+from harness.errors import InvocationNotFound as InvocationNotFound  # re-exported: defined in harness.errors
+from harness.errors import InvokeError as InvokeError  # re-exported: defined in harness.errors
+from harness.errors import InvokeProtocolError as InvokeProtocolError  # re-exported: defined in harness.errors
+from harness.errors import InvokeRejected as InvokeRejected  # re-exported: defined in harness.errors
+from harness.errors import InvokeTimeout as InvokeTimeout  # re-exported: defined in harness.errors
+from harness.errors import PortForwardBroken, PortForwardGone, StopWaiting, WaitTimeout
 from harness.fetch import Forward, fetch_through_sync
 from harness.waiting import wait_for_sync
 
@@ -38,34 +43,6 @@ ends the attempt rather than the attempt's bound (which can only say "hung")."""
 STATUSES = ("pending", "succeeded", "failed")
 Status = Literal["pending", "succeeded", "failed"]
 _UNSET: Any = object()
-
-
-class InvokeError(AssertionError):
-    """The orchestrator's ``/invoke`` did not keep its contract (a failure of the system under test)."""
-
-
-class InvokeProtocolError(InvokeError):
-    """A 200 answer whose JSON is not an invocation record (unknown status, malformed ``pendingToolCalls``)."""
-
-
-class InvokeRejected(InvokeError):
-    """``POST /invoke`` answered something other than 202. ``status`` and ``body`` (text, cut to 2000 chars)."""
-
-    def __init__(self, message: str, *, status: int, body: str) -> None:
-        super().__init__(message)
-        self.status, self.body = status, body
-
-
-class InvocationNotFound(InvokeError):
-    """``GET /invoke/<id>`` answered 404: the orchestrator does not hold the id (restarted, or another replica)."""
-
-
-class InvokeTimeout(WaitTimeout):
-    """The invocation was still pending when the budget ran out; ``last`` is the last record seen (or ``None``)."""
-
-    def __init__(self, message: str, summary: object, last: Invocation | None) -> None:
-        super().__init__(message, summary)
-        self.last = last
 
 
 @dataclass(frozen=True)
@@ -206,7 +183,8 @@ class InvokeClient:
 
         A 404, an error status, a body that is not JSON or a service hop failure is a failed attempt (polling goes
         on; the last one is in the message); a record that breaks the contract (:class:`InvokeProtocolError`) or a
-        port-forward that is gone (:class:`harness.PortForwardGone`) ends the wait at once with
+        port-forward that is gone or broken (:class:`harness.PortForwardGone`, :class:`harness.PortForwardBroken`: it
+        will not come back) ends the wait at once with
         :class:`harness.StopWaiting`, the cause chained. Raises :class:`InvokeTimeout` (a ``WaitTimeout``) with the last
         record seen when the budget runs out.
         """
@@ -215,7 +193,7 @@ class InvokeClient:
         def probe() -> Invocation | None:
             try:
                 record = self.fetch(invocation_id)
-            except (PortForwardGone, InvokeProtocolError) as exc:
+            except (PortForwardGone, PortForwardBroken, InvokeProtocolError) as exc:
                 raise StopWaiting(f"polling /invoke/{invocation_id} cannot go on: {exc}") from exc
             seen.append(record)
             return None if record.status == "pending" else record

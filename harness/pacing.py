@@ -22,6 +22,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from harness.errors import PacingNotRestored as PacingNotRestored  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 AGENT_RESOURCE = "agents.core.controller-agent.dev"
@@ -32,10 +33,6 @@ KNOBS = {
     "silent_for": "STUB_SILENT_FOR_MS",
     "reply_ack_retry": "AGENT_REPLY_ACK_RETRY_MS",
 }
-
-
-class PacingNotRestored(AssertionError):
-    """``spec.env`` did not read back as it was before the pacing (the message shows both)."""
 
 
 def pacing_entries(**seconds: float | None) -> dict[str, str]:

@@ -37,6 +37,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from harness.errors import ProcessTimeout
+
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
@@ -280,12 +282,8 @@ class Completed:
     strays: tuple[str, ...] = ()
 
 
-class Timeout(Exception):
-    """:func:`run_bounded` killed the child's group at its timeout. Carries what it had printed."""
-
-    def __init__(self, argv: list[str], timeout: float, stdout: str, stderr: str) -> None:
-        super().__init__(f"{argv[0]} did not finish within {timeout:.1f}s")
-        self.argv, self.timeout, self.stdout, self.stderr = argv, timeout, stdout, stderr
+Timeout = ProcessTimeout
+"""What :func:`run_bounded` raises at its bound (:class:`harness.errors.ProcessTimeout`, under its old name)."""
 
 
 def run_bounded(
@@ -299,10 +297,10 @@ def run_bounded(
     """Run ``argv`` until it exits, within ``timeout`` seconds.
 
     Completion is the child's exit. Its output is read while it runs and for at most ``drain`` seconds after;
-    anything still alive in its process group then is killed and listed in ``strays``. Raises :class:`Timeout`
-    (after killing and reaping the whole group) when the child has not exited within ``timeout``, and
-    ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other exception while waiting kills
-    the group too, then propagates.
+    anything still alive in its process group then is killed and listed in ``strays``. Raises
+    :class:`~harness.errors.ProcessTimeout` (after killing and reaping the whole group) when the child has not
+    exited within ``timeout``, and ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other
+    exception while waiting kills the group too, then propagates.
     """
     start = time.monotonic()
     proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
@@ -320,7 +318,7 @@ def run_bounded(
     pipes.close()
     out, err = pipes.text()
     if not exited:
-        raise Timeout(argv, timeout, out, err)
+        raise ProcessTimeout(argv, timeout, out, err)
     return Completed(argv, proc.returncode, out, err, time.monotonic() - start, tuple(strays))
 
 

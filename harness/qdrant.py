@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import QdrantReadError as QdrantReadError  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 DEFAULT_TIMEOUT = 10.0
@@ -34,17 +34,6 @@ PAGE_SIZE = 200
 
 CALLER_TOOLS = "caller_tools"
 STACK_COLLECTIONS: tuple[str, ...] = ("tools", "skills", "agents", CALLER_TOOLS)
-
-
-class QdrantReadError(HarnessError):
-    """Qdrant answered, but not with what a read expects: an error status, a body that is not Qdrant's envelope, a
-    scroll that does not end. ``status`` is the HTTP status (``None`` if the answer was not HTTP-level wrong) and
-    ``detail`` Qdrant's ``status.error`` text when it sent one."""
-
-    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.detail = detail
 
 
 class QdrantView:

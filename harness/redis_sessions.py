@@ -25,7 +25,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import HarnessError, KubectlError
+from harness.errors import KubectlError
+from harness.errors import RedisPodNotFound as RedisPodNotFound  # re-exported: defined in harness.errors
+from harness.errors import RedisSweepError as RedisSweepError  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 REDIS_SELECTOR = "app.kubernetes.io/name=agent-orchestrator-redis"
@@ -66,14 +68,6 @@ echo "scan-exit $scan_status"
 """
 
 _LINE = re.compile(r"^(key|deleted|del-failed|scan-exit) ?(.*)$")
-
-
-class RedisPodNotFound(HarnessError):
-    """Not exactly one Running, non-terminating pod matched the Redis selector (the message lists what matched)."""
-
-
-class RedisSweepError(HarnessError):
-    """The sweep ran but did not finish cleanly: ``redis-cli`` failed, or the output was not the script's."""
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness import process
+from harness.errors import TwinStartFailed as TwinStartFailed  # re-exported: defined in harness.errors
 from harness.kube import Kube, resolve_kubectl
 
 TARGETS = ("auto", "cluster", "twin")
@@ -38,10 +39,6 @@ TWIN_START_TIMEOUT = 180.0
 """Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
 TWIN_STOP_TIMEOUT = 30.0
 NAMESPACE = "controller-agent"
-
-
-class TwinStartFailed(RuntimeError):
-    """The twin did not come up; the message carries its own reason and the tail of its stderr."""
 
 
 @dataclass(frozen=True)
