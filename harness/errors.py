@@ -72,7 +72,7 @@ Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.chat import ChatTurn
@@ -475,7 +475,7 @@ class ChatError(ServiceFailure):
 
 class ChatRejected(ChatError):
     """An HTTP error status instead of a stream (``status``, ``body``), or an ``error`` event inside the stream;
-    ``error`` is the OpenAI-style ``error`` object when there is one."""
+    ``error`` is the OpenAI-style ``error`` object when there is one (a JSON value: usually a dict, else ``None``)."""
 
     def __init__(
         self,
@@ -483,7 +483,7 @@ class ChatRejected(ChatError):
         *,
         status: int | None,
         body: str,
-        error: object,
+        error: Any,
         partial: ChatTurn,
         target: str = "",
         path: str | None = None,

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast, overload
 
 import anyio
 import anyio.lowlevel
@@ -219,6 +219,31 @@ def _record(summary: WaitSummary) -> None:
 # --- the wait ------------------------------------------------------------------------------------------
 
 
+@overload
+async def wait_for(
+    describe: str,
+    probe: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+@overload
+async def wait_for(
+    describe: str,
+    probe: Callable[[], T | None],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+# The overloads tell a type checker that an async probe's value is what it awaits to, a sync one's what it returns.
 async def wait_for(
     describe: str,
     probe: Callable[[], Awaitable[T | None]] | Callable[[], T | None],

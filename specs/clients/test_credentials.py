@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -133,7 +134,7 @@ def store(kd: KubeHandle) -> CredentialStore:
     return CredentialStore(kd.kube(), KEY)
 
 
-def stored(kd: KubeHandle, name: str) -> dict[str, object]:
+def stored(kd: KubeHandle, name: str) -> dict[str, Any]:
     found = kd.store.get("secrets", kd.namespace, name)
     assert found is not None, f"no Secret {name}"
     return found
@@ -143,13 +144,13 @@ def test_a_seeded_link_is_stored_as_the_product_stores_it(store: CredentialStore
     before = datetime.now(UTC)
     record = store.seed_github_link("github:e2e-user", "e2e-user")
     secret = stored(kd, "identity-link-github-7d7beb89b35e7bec")
-    assert secret["metadata"]["labels"] == {  # type: ignore[index]
+    assert secret["metadata"]["labels"] == {
         "controller-agent.io/credential": "identity-link",
         "controller-agent.io/provider": "github",
         "controller-agent.io/subject": "github-e2e-user",
         "controller-agent.io/e2e-seeded": "true",
     }
-    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}  # type: ignore[union-attr]
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
     assert sorted(data) == ["_recordKey", "expiresAt", "githubLogin", "token"]
     assert data["_recordKey"] == "github:e2e-user"
     assert data["githubLogin"] == "e2e-user"
@@ -186,7 +187,7 @@ def test_keys_left_by_a_writer_that_does_not_apply_are_removed(store: Credential
     )
     record = store.seed_claude("github:e2e-user", "setup-token")
     assert sorted(record.fields) == ["createdAt", "kind", "token"]
-    assert sorted(stored(kd, name)["data"]) == ["_recordKey", "createdAt", "kind", "token"]  # type: ignore[arg-type]
+    assert sorted(stored(kd, name)["data"]) == ["_recordKey", "createdAt", "kind", "token"]
 
 
 def test_the_key_comes_from_the_gateways_secret(kd: KubeHandle) -> None:

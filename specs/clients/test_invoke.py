@@ -120,6 +120,7 @@ def test_still_pending_at_the_budget_says_what_the_last_record_carried(orchestra
     assert "last record: status pending" in str(timed_out.value)
     assert timed_out.value.last is not None
     assert timed_out.value.last.status == "pending"
+    assert timed_out.value.summary is not None
     assert timed_out.value.summary.count("not-yet") >= 1
 
 

@@ -85,16 +85,24 @@ def test_auto_picks_lines_when_the_output_is_no_terminal(screen: Screen) -> None
 def test_off_shows_nothing_and_starts_no_thread(screen: Screen) -> None:
     progress.configure(mode="off")
     seen: list[int] = []
+
+    def probe() -> None:
+        seen.append(len(ticker_threads()))
+
     with pytest.raises(AssertionError):
-        wait_for_sync("x", lambda: seen.append(len(ticker_threads())) or None, timeout=0.5, interval=0.1)
+        wait_for_sync("x", probe, timeout=0.5, interval=0.1)
     assert screen.text == ""
     assert set(seen) == {0}
 
 
 def test_no_ticker_thread_outlives_the_wait(screen: Screen) -> None:
     during: list[int] = []
+
+    def probe() -> None:
+        during.append(len(ticker_threads()))
+
     with pytest.raises(AssertionError):
-        wait_for_sync("y", lambda: during.append(len(ticker_threads())) or None, timeout=0.5, interval=0.1)
+        wait_for_sync("y", probe, timeout=0.5, interval=0.1)
     assert max(during) == 1
     assert ticker_threads() == []
 

@@ -92,7 +92,9 @@ def test_a_wait_stopped_by_the_progress_deadline_explains_itself_too(kd: Any, sh
     with pytest.raises(RolloutFailed) as caught:
         wait_for_sync("deployment/web to roll out", rollout_complete(shop, "deployment/web"), timeout=30, interval=0.2)
     assert isinstance(caught.value.__cause__, StopWaiting)
+    assert caught.value.summary is not None
     assert caught.value.summary.outcome == "stopped"
+    assert caught.value.summary is not None
     assert len(caught.value.summary.attempts) == 1
 
 

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -115,6 +116,7 @@ def test_a_cut_stream_is_service_unreachable_and_keeps_the_partial_text(fake, ki
     with pytest.raises(ServiceUnreachable) as caught:
         _chat(fake, [{"role": "user", "content": "link"}])
     partial = caught.value.partial
+    assert partial is not None
     assert partial.text == "To continue,"
     assert not partial.done
     assert "text so far: 'To continue,'" in "\n".join(caught.value.__notes__)
@@ -128,7 +130,9 @@ def test_a_stalled_stream_is_parked_only_when_allowed(fake):
     assert not parked.done
     with pytest.raises(ServiceTimeout, match="headers received") as caught:
         _chat(fake, [{"role": "user", "content": "link"}], timeout=3.0)
+    assert caught.value.partial is not None
     assert caught.value.partial.text == "To continue, link"
+    assert caught.value.partial is not None
     assert caught.value.partial.parked is False
 
 
@@ -175,7 +179,7 @@ def test_async_and_a_turn_resumed_with_the_tool_result(fake):
             transport=None if fake.served else fake.async_transport(),
         )
         call = first.tool_calls[0]
-        messages = [
+        messages: list[dict[str, Any]] = [
             *USER,
             {
                 "role": "assistant",
@@ -242,6 +246,7 @@ def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(k
                             fwd, [{"role": "user", "content": "link"}], chat_id="c", token="t", timeout=30.0
                         )
                 assert time.monotonic() - started < 20.0  # the exit ended it, not the 30 s budget
+                assert caught.value.partial is not None
                 assert caught.value.partial.text == "To continue,"
                 assert "port-forward svc/fake-openai" in str(caught.value)
 

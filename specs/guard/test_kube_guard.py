@@ -78,6 +78,7 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
         )
     assert "window: AgentRuns created at or after 2024-05-01T14:07:02+00:00" in str(caught.value)
     summary = caught.value.summary  # listed fine, nothing new: not-yet (the last attempt may hang at its clamped bound)
+    assert summary is not None
     assert summary.count("failed") == 0
     assert summary.count("not-yet") >= 1
 
@@ -201,6 +202,7 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
         wait_for_sync(
             "pods", lambda: kube.kubectl("get", "pods", timeout=30.0), timeout=1.0, interval=0.1, probe_timeout=0.5
         )
+    assert caught.value.summary is not None
     assert len(caught.value.summary.attempts) >= 2
     # Each kubectl was killed at its attempt's bound (not at its 30 s timeout), so none runs on.
     deadline = time.monotonic() + 5

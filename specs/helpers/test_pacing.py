@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,11 @@ def test_unknown_knobs_are_refused() -> None:
 
 
 def test_paced_env_keeps_everything_else_in_order() -> None:
-    env = [HOLD, {"name": "STUB_SILENT_FOR_MS", "value": "1"}, {"name": "X", "valueFrom": {"secretKeyRef": {}}}]
+    env: list[dict[str, Any]] = [
+        HOLD,
+        {"name": "STUB_SILENT_FOR_MS", "value": "1"},
+        {"name": "X", "valueFrom": {"secretKeyRef": {}}},
+    ]
     paced = paced_env(env, {"STUB_SILENT_FOR_MS": "0", "STUB_NARRATE_FOR_MS": "20000"})
     assert paced == [
         HOLD,

@@ -323,7 +323,7 @@ def test_no_object_shaped_request_crashes_the_double(
 ) -> None:
     body: dict[str, object] = {"metadata": meta if isinstance(meta, dict) else {"name": "fz"}, "spec": spec}
     if isinstance(body["metadata"], dict):
-        body["metadata"].setdefault("name", "fz")  # type: ignore[union-attr]
+        body["metadata"].setdefault("name", "fz")
     if kind:
         body["kind"] = kind
     content = json.dumps(body if method != "PATCH" or "json-patch" not in content_type else [spec]).encode()

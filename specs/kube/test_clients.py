@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from kubernetes import client as kube_client
@@ -62,23 +63,25 @@ def test_core_lists_with_selectors_and_404s(served: KubeHandle, api: kube_client
                 },
             )
     pods = core.list_namespaced_pod("controller-agent", label_selector="app.kubernetes.io/component=nats")
-    assert [p.metadata.name for p in pods.items] == ["nats-0"]
+    assert [p.metadata.name for p in pods.items if p.metadata is not None] == ["nats-0"]
+    assert pods.metadata is not None
     assert pods.metadata.resource_version
     with pytest.raises(kube_client.ApiException) as caught:
         core.read_namespaced_pod("nope", "controller-agent")
     assert caught.value.status == 404
+    assert caught.value.body is not None
     assert '"reason":"NotFound"' in caught.value.body
 
 
 def test_custom_objects_create_list_and_patch_status(served: KubeHandle, api: kube_client.ApiClient) -> None:
     custom = kube_client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, _run("run-a"))
-    listed = custom.list_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, label_selector="e2e")
+    listed: Any = custom.list_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, label_selector="e2e")
     assert "run-a" in [i["metadata"]["name"] for i in listed["items"]]
     custom.patch_namespaced_custom_object_status(
         GROUP, VERSION, "controller-agent", PLURAL, "run-a", {"status": {"phase": "Succeeded"}}
     )
-    got = custom.get_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, "run-a")
+    got: Any = custom.get_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, "run-a")
     assert got["status"] == {"phase": "Succeeded"}
     with pytest.raises(kube_client.ApiException) as dup:
         custom.create_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, _run("run-a"))

@@ -38,8 +38,8 @@ async def converse(url: str, protocol: str, send: list[bytes]) -> tuple[dict[int
     out: dict[int, bytes] = {}
     async with aiohttp.ClientSession() as session, session.ws_connect(url, protocols=(protocol,)) as ws:
         assert ws.protocol == protocol
-        for message in send:
-            await ws.send_bytes(message)
+        for chunk in send:
+            await ws.send_bytes(chunk)
         while True:
             message = await asyncio.wait_for(ws.receive(), BOUND)
             if message.type != aiohttp.WSMsgType.BINARY:

@@ -72,7 +72,7 @@ def ws_url(kd: KubeHandle, pod: str) -> str:
     return f"{kd.url}/api/v1/namespaces/{kd.namespace}/pods/{pod}/portforward".replace("http", "ws", 1)
 
 
-async def _tunnel(kd: KubeHandle, pod: str, chunk: int, exchange) -> None:  # type: ignore[no-untyped-def]
+async def _tunnel(kd: KubeHandle, pod: str, chunk: int, exchange) -> None:
     async with (
         aiohttp.ClientSession() as session,
         session.ws_connect(

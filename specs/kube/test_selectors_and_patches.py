@@ -3,6 +3,8 @@ end): the operator semantics of ``pkg/labels``, and strategic merge as ``pkg/uti
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -94,7 +96,7 @@ def test_any_selector_text_parses_or_is_a_400(text: str) -> None:
         assert code == 400
 
 
-DEPLOYMENT = {
+DEPLOYMENT: dict[str, Any] = {
     "metadata": {"name": "api", "finalizers": ["a"]},
     "spec": {
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},

@@ -15,6 +15,7 @@ from fakes.kube.spdy import (
     DICTIONARY,
     MAX_HEADER_BYTES,
     DataFrame,
+    Frame,
     FrameDecoder,
     FrameEncoder,
     GoAway,
@@ -55,7 +56,7 @@ def test_dictionary_is_byte_identical_to_the_one_inside_kubectl() -> None:
     assert binary[start : start + len(DICTIONARY)] == DICTIONARY
 
 
-ALL_FRAMES = [
+ALL_FRAMES: list[Frame] = [
     DataFrame(1, b"hello", fin=False),
     DataFrame(3, b"", fin=True),
     DataFrame(2**31 - 1, b"x" * 70_000, fin=True),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -130,7 +130,7 @@ def test_a_too_old_version_is_an_expired_error_event(served: KubeHandle) -> None
     served.reset()
     first = served.store.create("configmaps", _cm("churn"))
     for i in range(60):
-        served.store.mutate("configmaps", "default", "churn", lambda o, i=i: o.update(data={"i": str(i)}))
+        served.store.mutate("configmaps", "default", "churn", _data_i(i))
     events = _events(served, f"resourceVersion={first['metadata']['resourceVersion']}&timeoutSeconds=5", until=5)
     assert len(events) == 1
     assert events[0]["type"] == "ERROR"
@@ -203,7 +203,9 @@ def test_the_kubernetes_client_watch_ends_at_timeout_and_raises_410(served: Kube
     api = kube_config.new_client_from_config(config_file=served.kubeconfig, context=served.context)
     try:
         core = kube_client.CoreV1Api(api)
-        rv = core.list_namespaced_config_map("default").metadata.resource_version
+        listed = core.list_namespaced_config_map("default").metadata
+        assert listed is not None
+        rv = listed.resource_version
         _later(0.2, lambda: served.store.create("configmaps", _cm("seen")))
         started = time.monotonic()
         names = [
@@ -216,7 +218,7 @@ def test_the_kubernetes_client_watch_ends_at_timeout_and_raises_410(served: Kube
         assert names == ["seen"]
         assert 1.5 < elapsed < 12.0, f"a 2 s watch ended after {elapsed:.1f} s"
         for i in range(60):
-            served.store.mutate("configmaps", "default", "seen", lambda o, i=i: o.update(data={"i": str(i)}))
+            served.store.mutate("configmaps", "default", "seen", _data_i(i))
         with pytest.raises(kube_client.ApiException) as caught:
             for _ in kube_watch.Watch().stream(
                 core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
@@ -225,3 +227,12 @@ def test_the_kubernetes_client_watch_ends_at_timeout_and_raises_410(served: Kube
         assert caught.value.status == 410
     finally:
         api.close()
+
+
+def _data_i(i: int) -> Callable[[dict[str, Any]], None]:
+    """A store change that sets ``data`` to ``{"i": "<i>"}``."""
+
+    def change(obj: dict[str, Any]) -> None:
+        obj["data"] = {"i": str(i)}
+
+    return change

@@ -187,7 +187,7 @@ class _ExitingForward:
 def test_recorded_exit_ends_a_request_whose_socket_stays_open(target: TargetServer) -> None:
     fwd = _ExitingForward(target.url, exit_at=time.monotonic() + 0.3)
     with pytest.raises(PortForwardDied, match="died mid-request") as caught:
-        fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)  # type: ignore[arg-type]
+        fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)
     assert time.monotonic() - fwd.exit_at < 10.0  # only the watched exit can end it before the 60 s budget
     assert caught.value.exit_code == 1
     assert "lost connection to pod" in caught.value.stderr_tail

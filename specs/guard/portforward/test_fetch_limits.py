@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from typing import Any
 
 import h11
 import httpx
@@ -142,7 +143,7 @@ def test_malformed_base_url_is_a_value_error_not_an_unreachable_service(base_url
     ],
 )
 def test_request_httpx_refuses_is_a_value_error_with_the_cause(
-    target: TargetServer, path: str, request_args: dict[str, object], cause: type[Exception]
+    target: TargetServer, path: str, request_args: dict[str, Any], cause: type[Exception]
 ) -> None:
     with pytest.raises(ValueError, match="caller's mistake, not a failed hop") as caught:
         fetch_through_sync(target.url, "GET", path, timeout=2.0, **request_args)

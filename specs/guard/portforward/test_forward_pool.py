@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -18,13 +19,13 @@ from harness.waiting import wait_for
 
 
 @pytest.fixture
-def pool() -> ForwardPool:
+def pool() -> Iterator[ForwardPool]:
     pool = ForwardPool(backoff=0.2, max_backoff=0.4)
-    yield pool  # type: ignore[misc]
+    yield pool
     pool.close()
 
 
-def _wait_exit(fwd, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_exit(fwd, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while fwd.exit is None and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -17,7 +17,7 @@ from harness.testing.standin import KubectlStandIn
 from harness.testing.target import TargetServer
 
 
-def _poll(condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+def _poll(condition, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
@@ -123,7 +123,7 @@ def test_exit_on_the_first_probe_is_not_ready_with_lost_connection(
     assert "lost connection to pod" in caught.value.stderr_tail
 
 
-def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:
     from harness.kube import Kube
 
     kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(tmp_path / "no-kubectl"))
@@ -137,8 +137,9 @@ def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:  # type
 def test_exit_is_recorded_by_the_watcher_when_it_happens(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
-        assert fwd.exit is None
-        assert fwd.alive
+        exit_before, alive_before = fwd.exit, fwd.alive  # read once: the watcher thread changes both later
+        assert exit_before is None
+        assert alive_before
         assert fwd.proc is not None
         killed_at = time.monotonic()
         os.kill(fwd.proc.pid, signal.SIGKILL)
