@@ -1,7 +1,7 @@
 """AgentRuns (``agentruns.core.controller-agent.dev``, ``v1alpha1``) as the specs see them.
 
 The controller stamps ``metadata.creationTimestamp`` in whole seconds and sets ``status.phase``
-(``Running``, ``Succeeded``, ``Failed``) only once it has seen the run (stack-under-test.md §1).
+(``Running``, ``Succeeded``, ``Failed``) only once it has seen the run (``specs/cluster/README.md`` §1, Components).
 """
 
 from __future__ import annotations

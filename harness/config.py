@@ -1,7 +1,7 @@
 """Committed harness configuration: the ``[tool.harness]`` table of the project's ``pyproject.toml``.
 
-Only committed configuration can widen the allow-list of contexts; no environment variable can
-(stack-under-test.md §4: "an override flag would exist purely to be set by accident in CI").
+Only committed configuration can widen the allow-list of contexts; no environment variable can: an override
+flag would exist only to be set by accident in CI, and point the cluster specs at a cluster nobody chose.
 """
 
 from __future__ import annotations

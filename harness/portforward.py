@@ -6,8 +6,9 @@ Known kubectl behaviours this guards against:
   ``ready_path``) succeeded, raced against the child's exit, within a budget (default 30 s);
 - kubectl picks the local port (``:REMOTE``) and prints it (``Forwarding from 127.0.0.1:NNNNN -> R``): no
   fixed port map, no probe-and-release race; only 127.0.0.1 is used (``--address 127.0.0.1``);
-- since v1.23 kubectl exits on the first forwarding error (kubernetes PR #103526), with code 1 only since
-  PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
+- since v1.23 kubectl exits on the first forwarding error (kubernetes/kubernetes#103526), with code 1 only
+  since kubernetes/kubernetes#114460 (0 before): any exit is death, recorded the moment it happens by a watcher
+  thread (pidfd);
 - a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
   resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059), and a forward whose
   tunnel to the API server is wedged stays alive while every request hangs and kubectl prints ``error
@@ -625,7 +626,8 @@ def port_forward(
 def client_version(kubectl_path: str) -> str:
     """The kubectl client's ``gitVersion`` (``kubectl version --client -o json``, 10 s bound), or why it is unknown.
 
-    Recorded in every readiness failure: kubectl's exit semantics changed twice (PRs #103526, #114460).
+    Recorded in every readiness failure: kubectl's exit semantics changed twice (kubernetes/kubernetes#103526,
+    kubernetes/kubernetes#114460).
     """
     import json
 

@@ -2,7 +2,7 @@
 
 ``metadata.creationTimestamp`` is RFC 3339 in whole seconds, *truncated* (``metav1.Time``;
 kubernetes/kubernetes#124200). A run created at x.800 is stamped x.000, so ``created >= since`` with a
-host-clock ``since`` of x.200 excluded it forever (stack-under-test.md §9, failure mode 3: "timed out after
+host-clock ``since`` of x.200 excluded it forever (``specs/cluster/README.md`` §7, failure mode 3: "timed out after
 420000ms waiting for an AgentRun to be created (204 attempts)" while the reply was posted). Host and
 minikube clocks also drift apart (failure mode 4). :func:`created_since` therefore widens the cutoff by
 the stamp's granularity plus a skew allowance, and refuses a widening so large that the previous
@@ -38,7 +38,7 @@ def parse_k8s_time(value: str | datetime) -> datetime:
     microseconds are truncated, not rounded: Go's RFC3339Nano emits 9), and ``datetime`` objects (typed
     Kubernetes APIs return them; custom-object APIs return strings). Raises :class:`TimestampError` (a
     ``ValueError``) naming the input for garbage, or for a string or datetime without a zone: Kubernetes
-    always sends one, and a naive value is a bug waiting to compare wrongly (hjacobs/kube-downscaler PR #73).
+    always sends one, and a naive value is a bug waiting to compare wrongly (hjacobs/kube-downscaler#73).
     """
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
@@ -131,9 +131,9 @@ def created_since(
     ``granularity`` (default 1 s: ``creationTimestamp`` is truncated to the second) and ``skew`` (default
     2 s of host-vs-server clock difference) are seconds, the values upstream settled on. Items created in
     the same second are ordered by name, descending, so the order is deterministic (upstream took ``[0]``
-    of an arbitrary order: stack-under-test.md §9, item 47). Raises ``ValueError`` as :func:`window_cutoff`
-    or for a whole listing passed as ``items``, and :class:`TimestampError` for an item with a missing or
-    unreadable timestamp.
+    of an arbitrary order: ``specs/cluster/README.md`` §7, failure mode 47). Raises ``ValueError`` as
+    :func:`window_cutoff` or for a whole listing passed as ``items``, and :class:`TimestampError` for an item
+    with a missing or unreadable timestamp.
     """
     cutoff = window_cutoff(since, granularity=granularity, skew=skew, min_trigger_spacing=min_trigger_spacing)
     if isinstance(items, dict) and "items" in items:

@@ -83,7 +83,7 @@ class KubectlBuild:
 
     @property
     def lost_connection_exit_code(self) -> int:
-        """kubectl's exit code after ``lost connection to pod``: 1 since 1.27 (kubernetes PR #114460), 0 before."""
+        """Exit code after ``lost connection to pod``: 1 since 1.27, 0 before (kubernetes/kubernetes#114460)."""
         return 1 if self.minor >= 27 else 0
 
     def git_version(self) -> str:

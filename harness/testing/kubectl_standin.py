@@ -32,7 +32,8 @@ Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
 - ``no-banner``: bind, print nothing, stay alive;
 - ``exit-after``: after ``after`` connections, the next one gets kubectl's ``an error occurred forwarding ...
   connection refused`` and ``lost connection to pod`` lines and the process exits ``exit_code``
-  (kubernetes PR #103526 since v1.23; exit code 1 since PR #114460, 0 before); ``silent`` prints nothing;
+  (kubernetes/kubernetes#103526 since v1.23; exit code 1 since kubernetes/kubernetes#114460, 0 before);
+  ``silent`` prints nothing;
 - ``reset-all``: after ``after`` connections, stay alive but reset every connection, printing ``an error
   occurred forwarding`` each time (a ``svc/`` forward pinned to a dead pod, kubernetes/kubectl#686);
 - ``die-mid-request``: after ``after`` connections, the next one is relayed and the process exits 1
