@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
           m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test e2e matrix bench venv clean
+.PHONY: test lint fuzz e2e matrix bench venv clean
 
 # A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
 venv:
@@ -23,10 +23,21 @@ venv:
 	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[test]' && touch $(STAMP); \
 	fi
 
-# Cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs marked twin start
-# stack twins of their own: they belong to the main job.)
-test: venv
+# The checks, fastest first: ruff's lint and format check (line length 120), then mypy (strict for harness/ and
+# fakes/; what it checks is configured in pyproject.toml). `make test` runs them first, so CI enforces them.
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+# The checks, then the cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs
+# marked twin start stack twins of their own: they belong to the main job.)
+test: lint
 	$(PY) -m pytest specs -m "not cluster and not twin" -n auto $(PYTEST_ARGS)
+
+# The hypothesis specs at depth: fresh random inputs and many more examples than the fixed-seed runs in `make test`.
+fuzz: venv
+	FAKES_FUZZ=1 $(PY) -m pytest specs -m "fuzz and not cluster" -n auto $(PYTEST_ARGS)
 
 # Specs that run per real kubectl build (port-forward, exec, rollout) on every build present: 1.27..1.33, and the
 # newest with its WebSocket transports off. `make test` runs them on the installed default, oldest and newest only.
@@ -45,4 +56,4 @@ bench: venv
 	@for b in benchmarks/*.py; do echo "== $$b"; HARNESS_BENCH=$(if $(LONG),long,quick) $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) artifacts .hypothesis
+	rm -rf $(VENV) artifacts .hypothesis .mypy_cache .ruff_cache

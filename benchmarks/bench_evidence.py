@@ -26,20 +26,36 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import fakes.kube  # noqa: E402
-from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect  # noqa: E402
+import fakes.kube
+from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect
 
 FAULT = "double.stack-harness.dev/"
-MANIFEST = json.dumps({
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-    "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-             "template": {"metadata": {"labels": {"app": "web"},
-                                       "annotations": {FAULT + "crash-loop": "true", FAULT + "backoff": "0.2",
-                                                       FAULT + "logs": "starting web\npanic: no redis"}},
-                          "spec": {"containers": [{"name": "app", "image": "registry.local/web:2.0"}]}}}})
+MANIFEST = json.dumps(
+    {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {
+                    "labels": {"app": "web"},
+                    "annotations": {
+                        FAULT + "crash-loop": "true",
+                        FAULT + "backoff": "0.2",
+                        FAULT + "logs": "starting web\npanic: no redis",
+                    },
+                },
+                "spec": {"containers": [{"name": "app", "image": "registry.local/web:2.0"}]},
+            },
+        },
+    }
+)
 
 
 def verdict(value: float, target: float) -> str:
@@ -50,10 +66,15 @@ def line(name: str, value: float, unit: str, target: float, extra: str = "") -> 
     print(f"  {name:<46} {value:9.2f} {unit:<5} target <= {target:7.1f} {unit:<5} {verdict(value, target):<11} {extra}")
 
 
-def one(kd: fakes.kube.KubeHandle, workdir: Path, n: int, budget: float) -> tuple[float, dict, Path]:
+def one(kd: fakes.kube.KubeHandle, workdir: Path, n: int, budget: float) -> tuple[float, dict[str, Any], Path]:
     folder = workdir / f"run-{n}"
-    sources = Sources(spec=f"bench::run{n}", phase="call", failure="AssertionError: bench", kube=kd.kube(),
-                      interest=Interest(refs=["deployment/web"]))
+    sources = Sources(
+        spec=f"bench::run{n}",
+        phase="call",
+        failure="AssertionError: bench",
+        kube=kd.kube(),
+        interest=Interest(refs=["deployment/web"]),
+    )
     started = time.monotonic()
     index, _ = collect(folder, sources, budget=budget)
     return time.monotonic() - started, index.to_dict(), folder
@@ -107,8 +128,13 @@ def main() -> None:
                 cut = [s["step"] for s in data["steps"] if s["status"] == "cut"]
                 failed = [s["step"] for s in data["steps"] if s["status"] == "failed"]
                 ok = sum(1 for s in data["steps"] if s["status"] == "ok")
-                line(f"collection, slow run {n + 1}", elapsed, "s", budget + 2.0,
-                     f"({ok} ok, {len(failed)} failed, {len(cut)} cut)")
+                line(
+                    f"collection, slow run {n + 1}",
+                    elapsed,
+                    "s",
+                    budget + 2.0,
+                    f"({ok} ok, {len(failed)} failed, {len(cut)} cut)",
+                )
                 for step in cut:
                     print(f"    cut: {step}")
                 for step in failed:

@@ -34,23 +34,25 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import anyio  # noqa: E402
+import anyio
 
-import fakes.kube  # noqa: E402
-from fakes.kube import KubeHandle, kubectl_builds  # noqa: E402
-from fakes.kube.kubectl_builds import KubectlBuild  # noqa: E402
-from harness import process  # noqa: E402
-from harness.errors import PortForwardBroken, PortForwardDied  # noqa: E402
-from harness.fetch import fetch_through  # noqa: E402
-from harness.portforward import PortForward  # noqa: E402
-from harness.testing.target import TargetServer  # noqa: E402
-from specs.kube.kube_streams import double_for, kube_for, running_pod  # noqa: E402
+import fakes.kube
+from fakes.kube import KubeHandle, kubectl_builds
+from fakes.kube.kubectl_builds import KubectlBuild
+from harness import process
+from harness.errors import PortForwardBroken, PortForwardDied
+from harness.fetch import fetch_through
+from harness.portforward import PortForward
+from harness.testing.target import TargetServer
+from specs.kube.kube_streams import double_for, kube_for, running_pod
 
 RUNS, EVENTS, LISTS, OBJECTS = 9, 200, 15, 1000
 MANIFEST = str(Path(__file__).resolve().parents[1] / "specs" / "kube" / "manifests" / "api.yaml")
@@ -66,8 +68,9 @@ def _verdict(value: float, target: float) -> str:
 
 
 def _line(name: str, value_ms: float, target_ms: float, extra: str = "") -> None:
-    print(f"  {name:<44} {value_ms:9.1f} ms   target <= {target_ms:7.0f} ms   {_verdict(value_ms, target_ms):<11}"
-          f" {extra}")
+    print(
+        f"  {name:<44} {value_ms:9.1f} ms   target <= {target_ms:7.0f} ms   {_verdict(value_ms, target_ms):<11} {extra}"
+    )
 
 
 def _p50_of(run: Callable[[], object], runs: int = RUNS) -> float:
@@ -87,6 +90,7 @@ def _kubectl_verbs(kd: KubeHandle, kubectl: str, label: str) -> None:
             if done.returncode not in (0, 1):
                 raise RuntimeError(f"kubectl {' '.join(args)} exited {done.returncode}: {done.stderr}")
             return done
+
         return call
 
     floor = _p50_of(lambda: kd.kubectl("version", "--client", kubectl=kubectl, timeout=60.0))
@@ -116,8 +120,10 @@ def _watch_latency(kd: KubeHandle) -> None:
     done = threading.Event()
 
     def reader() -> None:
-        url = f"{kd.url}/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=120" \
-              f"&resourceVersion={kd.store.resource_version}"
+        url = (
+            f"{kd.url}/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=120"
+            f"&resourceVersion={kd.store.resource_version}"
+        )
         with httpx.stream("GET", url, timeout=httpx.Timeout(60.0)) as response:
             ready.set()
             for line in response.iter_lines():
@@ -146,16 +152,24 @@ def _watch_latency(kd: KubeHandle) -> None:
 
 def _list_time(kd: KubeHandle, kubectl: str) -> None:
     for i in range(OBJECTS):
-        kd.store.create("configmaps", {"metadata": {"name": f"bulk-{i:04d}", "namespace": "bulk",
-                                                    "labels": {"n": str(i % 10)}}, "data": {"k": "v" * 64}})
+        kd.store.create(
+            "configmaps",
+            {
+                "metadata": {"name": f"bulk-{i:04d}", "namespace": "bulk", "labels": {"n": str(i % 10)}},
+                "data": {"k": "v" * 64},
+            },
+        )
     with httpx.Client(base_url=kd.url, timeout=30.0) as client:
+
         def listing() -> object:
             response = client.get("/api/v1/namespaces/bulk/configmaps")
             assert len(response.json()["items"]) == OBJECTS
             return response
+
         api_p50 = _p50_of(listing, LISTS)
-    kubectl_p50 = _p50_of(lambda: kd.kubectl("get", "configmaps", "-o", "json", kubectl=kubectl, namespace="bulk",
-                                             timeout=60.0), 5)
+    kubectl_p50 = _p50_of(
+        lambda: kd.kubectl("get", "configmaps", "-o", "json", kubectl=kubectl, namespace="bulk", timeout=60.0), 5
+    )
     print(f"list of {OBJECTS} ConfigMaps:")
     _line("GET (httpx, keep-alive), p50", api_p50, 150)
     _line("kubectl get -o json, p50", kubectl_p50, 1500)
@@ -343,8 +357,10 @@ def portforward_main(which: str = "edges") -> None:
     for build in _pf_builds(which):
         print(f"port-forward through kubectl {build.label} ({build.portforward_transport}, {build.path}):")
         forwarded, direct = bench_portforward_throughput(build, PF_SIZE, PF_RUNS)
-        print(f"  {'throughput (64 MiB, median of ' + str(PF_RUNS) + ')':<44} {forwarded:9.0f} MB/s "
-              f"vs direct TCP {direct:.0f} MB/s: ratio {forwarded / direct:.3f}")
+        print(
+            f"  {'throughput (64 MiB, median of ' + str(PF_RUNS) + ')':<44} {forwarded:9.0f} MB/s "
+            f"vs direct TCP {direct:.0f} MB/s: ratio {forwarded / direct:.3f}"
+        )
         banners, firsts = bench_first_byte(build, PF_RUNS)
         _line("start -> banner line, p50", _pct(banners, 0.5) * 1e3, 1000)
         _line("start -> first forwarded byte, p50", _pct(firsts, 0.5) * 1e3, 1000)
@@ -365,14 +381,38 @@ CTRL_RUNS, CTRL_REPLICAS = 9, 3
 
 
 def _deployment_manifest(name: str) -> dict[str, object]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"replicas": CTRL_REPLICAS, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": CTRL_REPLICAS,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]},
+            },
+        },
+    }
 
 
-def _until(kd: KubeHandle, keys: list[str], done: Callable[[], bool], start: Callable[[], object],
-           timeout: float = 30.0) -> float:
+def _restarted_at(stamp: str, deployment: dict[str, Any]) -> None:
+    deployment["spec"]["template"]["metadata"].setdefault("annotations", {})["restartedAt"] = stamp
+
+
+def _rolled_out(kd: KubeHandle, name: str) -> bool:
+    pods = [p for p in kd.store.list("pods", "default")[0] if (p["metadata"].get("labels") or {}).get("app") == name]
+    return _complete(kd, name) and len(pods) == CTRL_REPLICAS
+
+
+def _pod_ready(kd: KubeHandle, name: str) -> bool:
+    status = (kd.store.get("pods", "default", name) or {}).get("status") or {}
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+
+
+def _until(
+    kd: KubeHandle, keys: list[str], done: Callable[[], bool], start: Callable[[], object], timeout: float = 30.0
+) -> float:
     """Seconds from ``start()`` until ``done()`` holds, checked on every store change of ``keys``."""
     reached = threading.Event()
 
@@ -398,9 +438,11 @@ def _complete(kd: KubeHandle, name: str) -> bool:
     status = d.get("status") or {}
     conditions = {c["type"]: c for c in status.get("conditions") or []}
     progressing = conditions.get("Progressing") or {}
-    return (status.get("observedGeneration") == d["metadata"]["generation"]
-            and status.get("updatedReplicas") == status.get("replicas") == status.get("availableReplicas")
-            == CTRL_REPLICAS and progressing.get("reason") == "NewReplicaSetAvailable")
+    return (
+        status.get("observedGeneration") == d["metadata"]["generation"]
+        and status.get("updatedReplicas") == status.get("replicas") == status.get("availableReplicas") == CTRL_REPLICAS
+        and progressing.get("reason") == "NewReplicaSetAvailable"
+    )
 
 
 def controllers_main() -> None:
@@ -409,20 +451,22 @@ def controllers_main() -> None:
         available, rollout, ready = [], [], []
         for i in range(CTRL_RUNS):
             name = f"c{i}"
-            available.append(_until(kd, ["apps/deployments"], lambda: _complete(kd, name),
-                                    lambda: kd.store.create("deployments", _deployment_manifest(name))))
-
-            def restart(o: dict[str, object]) -> None:
-                o["spec"]["template"]["metadata"].setdefault("annotations", {})["restartedAt"] = str(i)  # type: ignore[index]
-
-            rollout.append(_until(kd, ["apps/deployments", "/pods"], lambda: _complete(kd, name) and len(
-                [p for p in kd.store.list("pods", "default")[0] if (p["metadata"].get("labels") or {}).get("app") == name])
-                == CTRL_REPLICAS, lambda: kd.store.mutate("deployments", "default", name, restart)))
-            pod = {"metadata": {"name": f"p{i}", "namespace": "default"},
-                   "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]}}
-            ready.append(_until(kd, ["/pods"], lambda: any(c["type"] == "Ready" and c["status"] == "True" for c in (
-                (kd.store.get("pods", "default", f"p{i}") or {}).get("status") or {}).get("conditions") or []),
-                lambda: kd.store.create("pods", pod)))
+            manifest = _deployment_manifest(name)
+            available.append(
+                _until(
+                    kd,
+                    ["apps/deployments"],
+                    partial(_complete, kd, name),
+                    partial(kd.store.create, "deployments", manifest),
+                )
+            )
+            restart = partial(kd.store.mutate, "deployments", "default", name, partial(_restarted_at, str(i)))
+            rollout.append(_until(kd, ["apps/deployments", "/pods"], partial(_rolled_out, kd, name), restart))
+            pod = {
+                "metadata": {"name": f"p{i}", "namespace": "default"},
+                "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]},
+            }
+            ready.append(_until(kd, ["/pods"], partial(_pod_ready, kd, f"p{i}"), partial(kd.store.create, "pods", pod)))
         print(f"controllers, in process ({CTRL_RUNS} runs, {CTRL_REPLICAS} replicas):")
         _line("new Deployment -> Available, p50", _pct(available, 0.5) * 1e3, 1000)
         _line("rollout restart -> rollout complete, p50", _pct(rollout, 0.5) * 1e3, 1000)
@@ -436,8 +480,7 @@ def controllers_main() -> None:
             name = f"k{next(counter)}"
             body = json.dumps(_deployment_manifest(name))
             kd.kubectl("apply", "-f", "-", input=body, timeout=60.0)
-            return kd.kubectl("wait", "--for=condition=Available", f"deployment/{name}", "--timeout=60s",
-                              timeout=70.0)
+            return kd.kubectl("wait", "--for=condition=Available", f"deployment/{name}", "--timeout=60s", timeout=70.0)
 
         def restart_and_status() -> object:
             kd.kubectl("rollout", "restart", "deployment/c0", timeout=60.0)
@@ -445,10 +488,15 @@ def controllers_main() -> None:
 
         print(f"controllers through the installed kubectl ({installed}), p50 of {RUNS} runs:")
         _line("version --client (floor: no server)", floor, 150)
-        _line("apply + wait --for=condition=Available", _p50_of(apply_and_wait), 2 * floor + 1000,
-              "(two kubectl processes)")
-        _line("rollout restart + rollout status", _p50_of(restart_and_status), 2 * floor + 1000,
-              "(two kubectl processes)")
+        _line(
+            "apply + wait --for=condition=Available",
+            _p50_of(apply_and_wait),
+            2 * floor + 1000,
+            "(two kubectl processes)",
+        )
+        _line(
+            "rollout restart + rollout status", _p50_of(restart_and_status), 2 * floor + 1000, "(two kubectl processes)"
+        )
 
 
 if __name__ == "__main__":

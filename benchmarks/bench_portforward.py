@@ -55,7 +55,9 @@ async def one_run(standin: KubectlStandIn, target: TargetServer) -> tuple[float,
     """Returns (kill -> PortForwardDied, request on the dead forward -> PortForwardGone, banner -> ready) in seconds."""
     seen = len(target.requests)
     async with PortForward(standin.kube(), "svc/fake-github", 80, ready_timeout=10.0) as fwd:
-        assert fwd.proc is not None and fwd.banner_at is not None and fwd.ready_at is not None
+        assert fwd.proc is not None
+        assert fwd.banner_at is not None
+        assert fwd.ready_at is not None
         banner_to_ready = fwd.ready_at - fwd.banner_at
         killed_at = 0.0
 
@@ -201,7 +203,7 @@ async def main(long: bool) -> None:
     print("5. real kubectl, API server refusing connections -> PortForwardNotReady (readiness budget 20000 ms)")
     if not chosen:
         print("   no kubectl.1.NN build installed beside the kubectl on PATH: skipped")
-    for minor, path in sorted(chosen.items()):
+    for _minor, path in sorted(chosen.items()):
         print(
             line(
                 f"kubectl {client_version(path)} ({os.path.basename(path)})",

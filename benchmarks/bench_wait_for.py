@@ -20,6 +20,7 @@ Run: ``make bench`` (quick, about a minute) or ``make bench LONG=1`` / ``python 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import statistics
@@ -27,6 +28,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import tenacity
@@ -40,10 +42,16 @@ CAP_TARGET_MS = 100.0
 RATE_TARGET = {"async": 1000.0, "sync": 200.0}
 """Attempts per second with interval 0: at most 1 ms (async) and 5 ms (sync, a thread per attempt) of overhead."""
 
-PLANS = {
-    "quick": {"runs": 10, "budgets": (0.5, 2.0), "cap_runs": 5, "rate_seconds": 1.0},
-    "long": {"runs": 30, "budgets": (0.5, 2.0, 5.0), "cap_runs": 20, "rate_seconds": 2.0},
-}
+
+@dataclass(frozen=True)
+class Plan:
+    runs: int
+    budgets: tuple[float, ...]
+    cap_runs: int
+    rate_seconds: float
+
+
+PLANS = {"quick": Plan(10, (0.5, 2.0), 5, 1.0), "long": Plan(30, (0.5, 2.0, 5.0), 20, 2.0)}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -106,12 +114,15 @@ def at_the_cap(runs: int) -> list[CapRun]:
             started = time.monotonic()
             try:
                 wait_for_sync(
-                    "a blocking probe", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+                    "a blocking probe",
+                    partial(release.wait, 60),
+                    timeout=2.0,
+                    interval=0.0,
+                    probe_timeout=0.02,
                 )
             except WaitTimeout as exc:
-                results.append(
-                    CapRun((time.monotonic() - started - 2.0) * 1000, len(exc.summary.attempts), sum(spent) * 1000)
-                )
+                attempts = len(exc.summary.attempts) if exc.summary is not None else 0
+                results.append(CapRun((time.monotonic() - started - 2.0) * 1000, attempts, sum(spent) * 1000))
             release.set()  # the abandoned attempts end; their threads finish before the next run
     finally:
         gc.callbacks.remove(timer)
@@ -132,10 +143,8 @@ def harness_rate(seconds: float, kind: str) -> float:
         nonlocal count
         count += 1
 
-    try:
+    with contextlib.suppress(WaitTimeout):
         wait_for_sync("rate", async_probe if kind == "async" else sync_probe, timeout=seconds, interval=0.0)
-    except WaitTimeout:
-        pass
     return count / seconds
 
 
@@ -151,10 +160,8 @@ def tenacity_rate(seconds: float) -> float:
         nonlocal with_tenacity
         with_tenacity += 1
 
-    try:
+    with contextlib.suppress(tenacity.RetryError):
         tenacity_probe()
-    except tenacity.RetryError:
-        pass
     return with_tenacity / seconds
 
 
@@ -171,12 +178,12 @@ def main() -> None:
     overrun("async", 0.05, 1)  # warm-up: the first anyio.run pays ~100 ms of one-off imports
 
     print(
-        f"\n1. WaitTimeout overrun past the budget, never-settling probe, {plan['runs']} runs each (ms); "
+        f"\n1. WaitTimeout overrun past the budget, never-settling probe, {plan.runs} runs each (ms); "
         f"target p99 <= {OVERRUN_TARGET_MS:.0f} ms"
     )
     for kind in ("async", "sync"):
-        for budget in plan["budgets"]:
-            samples = overrun(kind, budget, plan["runs"])
+        for budget in plan.budgets:
+            samples = overrun(kind, budget, plan.runs)
             p99 = percentile(samples, 0.99)
             print(
                 f"   {kind:<5} budget {budget:>4.1f}s: median {statistics.median(samples):7.2f}  p99 {p99:7.2f}  "
@@ -185,9 +192,9 @@ def main() -> None:
 
     print(
         f"\n2. Sync wait at the abandoned-attempt cap (interval 0, 2 s budget), 2 CPU hogs, 2M-object heap, "
-        f"{plan['cap_runs']} runs; target p99 overrun <= {CAP_TARGET_MS:.0f} ms"
+        f"{plan.cap_runs} runs; target p99 overrun <= {CAP_TARGET_MS:.0f} ms"
     )
-    runs = at_the_cap(plan["cap_runs"])
+    runs = at_the_cap(plan.cap_runs)
     overruns = [r.overrun_ms for r in runs]
     p99 = percentile(overruns, 0.99)
     print(
@@ -200,10 +207,10 @@ def main() -> None:
         f"{max(r.gc_ms for r in runs):.0f} ms"
     )
 
-    theirs = tenacity_rate(plan["rate_seconds"])
+    theirs = tenacity_rate(plan.rate_seconds)
     print(f"\n3. Attempts per second, None probe, interval 0 (tenacity, same loop: {theirs:,.0f}/s)")
     for kind in ("async", "sync"):
-        ours = harness_rate(plan["rate_seconds"], kind)
+        ours = harness_rate(plan.rate_seconds, kind)
         print(
             f"   wait_for, {kind} probe{' (a daemon thread per attempt)' if kind == 'sync' else ''}: {ours:,.0f}/s, "
             f"{ours / theirs:.3f} of tenacity's; target >= {RATE_TARGET[kind]:,.0f}/s   "

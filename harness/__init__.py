@@ -20,54 +20,78 @@ Public API (see README.md for a tour):
 - diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
   finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`; evidence, progress and the HTML report come with the
   pytest plugin (:mod:`harness.diagnostics_plugin`).
+- errors: every exception the harness raises (:mod:`harness.errors` draws the tree). Catch a hop by class:
+  :class:`PortForwardFailure`, :class:`ServiceFailure`, :class:`KubectlError`, :class:`ApiServerUnusable`.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from harness.agentruns import AgentRunRecord, agent_runs_since
-from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.attempts import Attempt, clamp_to_attempt, current_attempt
-from harness.chat import ChatError, ChatRejected, ChatStreamMalformed, ChatTurn, ToolCall, chat_turn, chat_turn_sync
+from harness.chat import ChatTurn, ToolCall, chat_turn, chat_turn_sync
+from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.errors import (
+    ApiServerRejected,
     ApiServerUnreachable,
+    ApiServerUnusable,
+    ArtifactsNotWritable,
+    BounceRefused,
+    ChatError,
+    ChatRejected,
+    ChatStreamMalformed,
     ContextNotAllowed,
+    CredentialDecryptError,
+    CredentialError,
+    CredentialKeyError,
     ForwardLeak,
     HarnessError,
     HopFailure,
+    InvocationNotFound,
+    InvokeError,
+    InvokeProtocolError,
+    InvokeRejected,
+    InvokeTimeout,
+    JournalUnreadable,
     KubectlError,
     KubectlNotFound,
     KubectlTimeout,
+    KubectlUnrecoverable,
     NoKubeContext,
+    PacingNotRestored,
     PortForwardBroken,
     PortForwardDied,
+    PortForwardFailure,
     PortForwardGone,
     PortForwardNotReady,
+    ProcessTimeout,
+    QdrantReadError,
+    RedisPodNotFound,
+    RedisSweepError,
     RolloutFailed,
+    RolloutStatusFailed,
+    SecretMissing,
+    SeedFailed,
     ServiceAnswerTooLarge,
+    ServiceFailure,
     ServiceTimeout,
     ServiceUnreachable,
     StopWaiting,
+    StrayProcessWarning,
     TimestampError,
+    TwinStartFailed,
+    Unrecoverable,
+    WaitStopped,
     WaitTimeout,
 )
 from harness.fetch import fetch_through, fetch_through_sync, stream_through
 from harness.forward_pool import ForwardPool
 from harness.ids import unique_issue_number
-from harness.invoke import (
-    Invocation,
-    InvocationNotFound,
-    InvokeClient,
-    InvokeError,
-    InvokeProtocolError,
-    InvokeRejected,
-    InvokeTimeout,
-    PendingToolCall,
-)
+from harness.invoke import Invocation, InvokeClient, PendingToolCall
 from harness.kube import Kube
 from harness.portforward import ForwardExit, PortForward, port_forward
-from harness.qdrant import QdrantReadError, QdrantView
-from harness.redis_sessions import RedisPodNotFound, RedisSessions, RedisSweepError, SweepResult
+from harness.qdrant import QdrantView
+from harness.redis_sessions import RedisSessions, SweepResult
 from harness.rollout import explain_workload, rollout_complete
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
 from harness.waiting import WaitSummary, wait_for, wait_for_sync
@@ -77,9 +101,6 @@ if TYPE_CHECKING:
         CLAUDE_LOGIN,
         CLAUDE_SETUP_TOKEN,
         GITHUB_LINK,
-        CredentialDecryptError,
-        CredentialError,
-        CredentialKeyError,
         CredentialRecord,
         CredentialStore,
         secret_name,
@@ -89,8 +110,17 @@ if TYPE_CHECKING:
 # Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
 # otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
 _LAZY = {
-    **dict.fromkeys(("CLAUDE_LOGIN", "CLAUDE_SETUP_TOKEN", "GITHUB_LINK", "CredentialDecryptError", "CredentialError",
-                     "CredentialKeyError", "CredentialRecord", "CredentialStore", "secret_name"), "harness.credentials"),
+    **dict.fromkeys(
+        (
+            "CLAUDE_LOGIN",
+            "CLAUDE_SETUP_TOKEN",
+            "GITHUB_LINK",
+            "CredentialRecord",
+            "CredentialStore",
+            "secret_name",
+        ),
+        "harness.credentials",
+    ),
     **dict.fromkeys(("OpenWebUIIdentity", "mint_user_jwt", "resolve_user_jwt"), "harness.openwebui_jwt"),
 }
 
@@ -102,10 +132,15 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
 
+
 __all__ = [
     "AgentRunRecord",
+    "ApiServerRejected",
     "ApiServerUnreachable",
+    "ApiServerUnusable",
+    "ArtifactsNotWritable",
     "Attempt",
+    "BounceRefused",
     "CLAUDE_LOGIN",
     "CLAUDE_SETUP_TOKEN",
     "ChatError",
@@ -131,32 +166,45 @@ __all__ = [
     "InvokeProtocolError",
     "InvokeRejected",
     "InvokeTimeout",
+    "JournalUnreadable",
     "Kube",
     "KubectlError",
     "KubectlNotFound",
     "KubectlTimeout",
+    "KubectlUnrecoverable",
     "Ledger",
     "NoKubeContext",
     "OpenWebUIIdentity",
+    "PacingNotRestored",
     "PendingToolCall",
     "PortForward",
     "PortForwardBroken",
     "PortForwardDied",
+    "PortForwardFailure",
     "PortForwardGone",
     "PortForwardNotReady",
+    "ProcessTimeout",
     "QdrantReadError",
     "QdrantView",
     "RedisPodNotFound",
     "RedisSessions",
     "RedisSweepError",
     "RolloutFailed",
+    "RolloutStatusFailed",
+    "SecretMissing",
+    "SeedFailed",
     "ServiceAnswerTooLarge",
+    "ServiceFailure",
     "ServiceTimeout",
     "ServiceUnreachable",
     "StopWaiting",
+    "StrayProcessWarning",
     "SweepResult",
     "TimestampError",
     "ToolCall",
+    "TwinStartFailed",
+    "Unrecoverable",
+    "WaitStopped",
     "WaitSummary",
     "WaitTimeout",
     "agent_runs_since",

@@ -31,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     diagnose.add_argument("--namespace", "-n", default=None, help="namespace (default: [tool.harness] namespace)")
     diagnose.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: kubectl's)")
     diagnose.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: the one on PATH)")
-    diagnose.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
-                          help=f"seconds all reads together may take (default {DEFAULT_BUDGET:.0f})")
+    diagnose.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        help=f"seconds all reads together may take (default {DEFAULT_BUDGET:.0f})",
+    )
     args = parser.parse_args(argv)
     try:
         parse_ref(args.target)

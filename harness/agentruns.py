@@ -1,7 +1,7 @@
 """AgentRuns (``agentruns.core.controller-agent.dev``, ``v1alpha1``) as the specs see them.
 
 The controller stamps ``metadata.creationTimestamp`` in whole seconds and sets ``status.phase``
-(``Running``, ``Succeeded``, ``Failed``) only once it has seen the run (stack-under-test.md §1).
+(``Running``, ``Succeeded``, ``Failed``) only once it has seen the run (``specs/cluster/README.md`` §1, Components).
 """
 
 from __future__ import annotations
@@ -12,14 +12,22 @@ from typing import Any
 
 from harness.attempts import note
 from harness.kube import Kube
-from harness.timestamps import DEFAULT_GRANULARITY, DEFAULT_SKEW, created_since, creation_timestamp, object_name, window_cutoff
+from harness.timestamps import (
+    DEFAULT_GRANULARITY,
+    DEFAULT_SKEW,
+    created_since,
+    creation_timestamp,
+    object_name,
+    window_cutoff,
+)
 
 AGENTRUN_RESOURCE = "agentruns.v1alpha1.core.controller-agent.dev"
 
 
 @dataclass(frozen=True)
 class AgentRunRecord:
-    """One AgentRun: ``name``, ``phase`` (``None`` until the controller has seen it), ``created`` (aware UTC), ``raw`` object."""
+    """One AgentRun: ``name``, ``phase`` (``None`` until the controller has seen it), ``created`` (aware UTC),
+    ``raw`` object."""
 
     name: str
     phase: str | None

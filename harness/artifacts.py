@@ -23,16 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.errors import ArtifactsNotWritable as ArtifactsNotWritable  # re-exported: defined in harness.errors
 
 RUN_LABEL = "stack-harness.dev/run"
 ISSUE_LABEL = "stack-harness.dev/issue"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 _MAX_NAME = 120
-
-
-class ArtifactsNotWritable(HarnessError):
-    """The artifacts folder cannot be created or written (raised at session start, not at the first failure)."""
 
 
 def new_run_id() -> str:

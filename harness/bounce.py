@@ -14,15 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.errors import BounceRefused as BounceRefused  # re-exported: defined in harness.errors
 from harness.kube import Kube
 from harness.waiting import wait_for_sync
 
 BOUNCE_TIMEOUT = 180.0
 """Seconds a bounce may take to give a Ready replacement (upstream's NATS/Redis bounce wait)."""
-
-
-class BounceRefused(AssertionError):
-    """The selector does not name exactly one pod; nothing was deleted."""
 
 
 @dataclass(frozen=True)
@@ -39,16 +36,19 @@ def is_ready(pod: dict[str, Any]) -> bool:
     """Condition ``Ready=True`` and no ``deletionTimestamp``."""
     if (pod.get("metadata") or {}).get("deletionTimestamp"):
         return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def matching_pods(kube: Kube, selector: str) -> list[dict[str, Any]]:
     return list(kube.kubectl_json("get", "pods", "-l", selector).get("items") or [])
 
 
-def bounce_pod(kube: Kube, selector: str, *, timeout: float = BOUNCE_TIMEOUT, new_name: bool = False,
-               interval: float = 2.0) -> Bounce:
+def bounce_pod(
+    kube: Kube, selector: str, *, timeout: float = BOUNCE_TIMEOUT, new_name: bool = False, interval: float = 2.0
+) -> Bounce:
     """Delete the one pod ``selector`` matches and wait (``timeout`` seconds) for a Ready replacement.
 
     Raises ``ValueError`` for an empty selector, :class:`BounceRefused` when it matches zero or several pods,
@@ -59,12 +59,17 @@ def bounce_pod(kube: Kube, selector: str, *, timeout: float = BOUNCE_TIMEOUT, ne
     pods = matching_pods(kube, selector)
     names = [p["metadata"]["name"] for p in pods]
     if len(pods) != 1:
-        hint = ("a selector that matches nothing tests nothing (kubectl exits 0 all the same); check the chart's "
-                "labels, e.g. app.kubernetes.io/name rather than app" if not pods else
-                "deleting one of several tests nothing reliably; narrow it, e.g. app.kubernetes.io/component=nats "
-                "rather than name=nats, which also matches nats-box")
-        raise BounceRefused(f"selector {selector!r} matches {len(pods)} pod(s) in {kube.namespace}"
-                            f"{' (' + ', '.join(names) + ')' if names else ''}; a bounce needs exactly one: {hint}")
+        hint = (
+            "a selector that matches nothing tests nothing (kubectl exits 0 all the same); check the chart's "
+            "labels, e.g. app.kubernetes.io/name rather than app"
+            if not pods
+            else "deleting one of several tests nothing reliably; narrow it, e.g. app.kubernetes.io/component=nats "
+            "rather than name=nats, which also matches nats-box"
+        )
+        raise BounceRefused(
+            f"selector {selector!r} matches {len(pods)} pod(s) in {kube.namespace}"
+            f"{' (' + ', '.join(names) + ')' if names else ''}; a bounce needs exactly one: {hint}"
+        )
     old = pods[0]["metadata"]
     kube.kubectl("delete", "pod", old["name"], "--wait=false")
     began = time.monotonic()
@@ -78,6 +83,11 @@ def bounce_pod(kube: Kube, selector: str, *, timeout: float = BOUNCE_TIMEOUT, ne
                 return str(meta["name"])
         return None
 
-    new = wait_for_sync(f"a Ready replacement for pod {old['name']} ({selector}) without deletionTimestamp",
-                        replacement, timeout=timeout, interval=interval, probe_timeout=30.0)
+    new = wait_for_sync(
+        f"a Ready replacement for pod {old['name']} ({selector}) without deletionTimestamp",
+        replacement,
+        timeout=timeout,
+        interval=interval,
+        probe_timeout=30.0,
+    )
     return Bounce(selector, str(old["name"]), new, time.monotonic() - began)

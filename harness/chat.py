@@ -36,6 +36,9 @@ from typing import Any
 import anyio
 import httpx
 
+from harness.errors import ChatError as ChatError  # re-exported: defined in harness.errors
+from harness.errors import ChatRejected as ChatRejected  # re-exported: defined in harness.errors
+from harness.errors import ChatStreamMalformed as ChatStreamMalformed  # re-exported: defined in harness.errors
 from harness.errors import HopFailure, ServiceTimeout
 from harness.fetch import DEFAULT_MAX_BODY, Forward, stream_through
 from harness.sse import SSEDecoder, SSEFrame
@@ -63,8 +66,10 @@ class ToolCall:
         try:
             return json.loads(self.arguments) if self.arguments else {}
         except json.JSONDecodeError as exc:
-            raise ValueError(f"tool call {self.name or '?'} ({self.id or 'no id'}): arguments are not JSON "
-                             f"({exc}): {self.arguments[:200]!r}") from None
+            raise ValueError(
+                f"tool call {self.name or '?'} ({self.id or 'no id'}): arguments are not JSON "
+                f"({exc}): {self.arguments[:200]!r}"
+            ) from None
 
 
 @dataclass
@@ -95,9 +100,11 @@ class ChatTurn:
         """One line for error messages: how far the stream got and the text so far."""
         end = "[DONE]" if self.done else "parked" if self.parked else "no [DONE]"
         calls = ", ".join(f"{c.name}({c.arguments[:60]})" for c in self.tool_calls) or "none"
-        return (f"HTTP {self.status}, {self.frames} data frames ({self.role_frames} role-only, {self.keepalives} "
-                f"keep-alives), {end}, finish_reason={self.finish_reason}, tool calls: {calls}, "
-                f"text so far: {self.text[-300:]!r}")
+        return (
+            f"HTTP {self.status}, {self.frames} data frames ({self.role_frames} role-only, {self.keepalives} "
+            f"keep-alives), {end}, finish_reason={self.finish_reason}, tool calls: {calls}, "
+            f"text so far: {self.text[-300:]!r}"
+        )
 
     def _call(self, index: int) -> ToolCall:
         for call in self.tool_calls:
@@ -107,27 +114,6 @@ class ChatTurn:
         self.tool_calls.append(call)
         self.tool_calls.sort(key=lambda c: c.index)
         return call
-
-
-class ChatError(HopFailure):
-    """A chat turn the service answered, but not with a usable stream. ``partial``: the :class:`ChatTurn` so far."""
-
-    def __init__(self, message: str, *, partial: ChatTurn, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.partial = partial
-
-
-class ChatRejected(ChatError):
-    """An HTTP error status instead of a stream (``status``, ``body``), or an ``error`` event inside the stream;
-    ``error`` is the OpenAI-style ``error`` object when there is one."""
-
-    def __init__(self, message: str, *, status: int | None, body: str, error: Any, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.status, self.body, self.error = status, body, error
-
-
-class ChatStreamMalformed(ChatError):
-    """A data frame that is not a JSON object (nor ``[DONE]``)."""
 
 
 def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool:
@@ -145,13 +131,19 @@ def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool
     except json.JSONDecodeError:
         chunk = None
     if not isinstance(chunk, dict):
-        raise ChatStreamMalformed(f"{where}: data frame {turn.frames} is not a JSON object: {frame.data[:200]!r}",
-                                  partial=turn)
+        raise ChatStreamMalformed(
+            f"{where}: data frame {turn.frames} is not a JSON object: {frame.data[:200]!r}", partial=turn
+        )
     if "error" in chunk:
         error = chunk["error"]
         message = error.get("message") if isinstance(error, dict) else error
-        raise ChatRejected(f"{where}: the stream carried an error event after {turn.frames - 1} frames: {message}",
-                           partial=turn, status=turn.status, body=frame.data, error=error)
+        raise ChatRejected(
+            f"{where}: the stream carried an error event after {turn.frames - 1} frames: {message}",
+            partial=turn,
+            status=turn.status,
+            body=frame.data,
+            error=error,
+        )
     turn.completion_id = turn.completion_id or chunk.get("id")
     if isinstance(chunk.get("usage"), dict):
         turn.usage = chunk["usage"]
@@ -243,20 +235,31 @@ async def chat_turn(
         return turn
 
     try:
-        await stream_through(target, "POST", path, consume, timeout=timeout, max_body=max_body, transport=transport,
-                             content=json.dumps(body).encode(), headers=headers)
+        await stream_through(
+            target,
+            "POST",
+            path,
+            consume,
+            timeout=timeout,
+            max_body=max_body,
+            transport=transport,
+            content=json.dumps(body).encode(),
+            headers=headers,
+        )
     except ServiceTimeout as exc:
         turn.elapsed = time.monotonic() - started
         if allow_park and turn.status is not None and 200 <= turn.status < 300 and not turn.done:
             turn.parked = True
             return turn
-        raise _annotated(exc, turn)
+        _annotate(exc, turn)
+        raise
     except ChatError:
         turn.elapsed = time.monotonic() - started
         raise
     except HopFailure as exc:
         turn.elapsed = time.monotonic() - started
-        raise _annotated(exc, turn)
+        _annotate(exc, turn)
+        raise
     turn.elapsed = time.monotonic() - started
     return turn
 
@@ -274,13 +277,21 @@ async def _rejected(response: httpx.Response, turn: ChatTurn, where: str) -> Non
     except (ValueError, AttributeError):
         error = None
     detail = error.get("message") if isinstance(error, dict) else raw[:300]
-    raise ChatRejected(f"{where}: the service answered HTTP {response.status_code} instead of a stream: {detail}",
-                       partial=turn, status=response.status_code, body=raw, error=error, target=str(response.url),
-                       path=response.request.url.path)
+    raise ChatRejected(
+        f"{where}: the service answered HTTP {response.status_code} instead of a stream: {detail}",
+        partial=turn,
+        status=response.status_code,
+        body=raw,
+        error=error,
+        target=str(response.url),
+        path=response.request.url.path,
+    )
 
 
-def _annotated(exc: HopFailure, turn: ChatTurn) -> HopFailure:
-    exc.partial = turn if turn.status is not None else None  # type: ignore[attr-defined]
-    exc.add_note(f"partial chat turn: {turn.describe()}" if turn.status is not None
-                 else "partial chat turn: none (no response headers)")
-    return exc
+def _annotate(exc: HopFailure, turn: ChatTurn) -> None:
+    exc.partial = turn if turn.status is not None else None
+    exc.add_note(
+        f"partial chat turn: {turn.describe()}"
+        if turn.status is not None
+        else "partial chat turn: none (no response headers)"
+    )

@@ -91,8 +91,7 @@ def delete_refs(kube: Kube, refs: list[str], *, timeout: float = DEFAULT_DELETE_
     return result
 
 
-def cleanup_agent_runs_since(since: datetime, *, kube: Kube, timeout: float = DEFAULT_DELETE_TIMEOUT
-                             ) -> CleanupResult:
+def cleanup_agent_runs_since(since: datetime, *, kube: Kube, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
     """Delete the AgentRuns created since ``since`` (the same widened window as :func:`harness.agent_runs_since`)
     and their ``<run>-identity`` Secrets, without waiting (``--wait=false --ignore-not-found``).
 
@@ -108,10 +107,12 @@ def cleanup_agent_runs_since(since: datetime, *, kube: Kube, timeout: float = DE
     names = [run.name for run in runs]
     if not names:
         return result
-    result.extend(delete_refs(kube, [f"{AGENTRUN_RESOURCE}/{n}" for n in names],
-                              timeout=max(1.0, deadline - time.monotonic())))
-    result.extend(delete_refs(kube, [f"secret/{n}-identity" for n in names],
-                              timeout=max(1.0, deadline - time.monotonic())))
+    result.extend(
+        delete_refs(kube, [f"{AGENTRUN_RESOURCE}/{n}" for n in names], timeout=max(1.0, deadline - time.monotonic()))
+    )
+    result.extend(
+        delete_refs(kube, [f"secret/{n}-identity" for n in names], timeout=max(1.0, deadline - time.monotonic()))
+    )
     return result
 
 
@@ -169,8 +170,9 @@ class Ledger:
         for since in self.sweeps:
             left = deadline - time.monotonic()
             if left < 1.0:
-                result.failed.append((f"AgentRuns since {since.isoformat()}",
-                                      "not swept: the cleanup budget was spent"))
+                result.failed.append(
+                    (f"AgentRuns since {since.isoformat()}", "not swept: the cleanup budget was spent")
+                )
                 continue
             result.extend(cleanup_agent_runs_since(since, kube=self.kube, timeout=left))
         return result
@@ -178,8 +180,13 @@ class Ledger:
     def keep(self) -> dict[str, Any]:
         """Mark the ledger kept (nothing will be deleted) and return what was kept, as a JSON-ready dict."""
         self.closed = True
-        return {"scope": self.scope, "run": self.run_id, "refs": list(self.refs),
-                "sweeps": [s.isoformat() for s in self.sweeps], "commands": self.keep_commands()}
+        return {
+            "scope": self.scope,
+            "run": self.run_id,
+            "refs": list(self.refs),
+            "sweeps": [s.isoformat() for s in self.sweeps],
+            "commands": self.keep_commands(),
+        }
 
     def keep_commands(self) -> list[str]:
         """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace)."""
@@ -187,11 +194,13 @@ class Ledger:
         selector = f"{RUN_LABEL}={self.run_id}"
         commands = [f"{base} get all,agentruns,secrets -l {selector}"]
         if self.refs:
-            commands.append(f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false "
-                            "--ignore-not-found")
+            commands.append(
+                f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false --ignore-not-found"
+            )
         for since in self.sweeps:
-            commands.append(f"{base} get agentruns  # those created since {since.isoformat()} (and their "
-                            "<run>-identity Secrets)")
+            commands.append(
+                f"{base} get agentruns  # those created since {since.isoformat()} (and their <run>-identity Secrets)"
+            )
         return commands
 
 

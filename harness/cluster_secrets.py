@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from harness.errors import SecretMissing as SecretMissing  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 
@@ -31,17 +32,13 @@ class SecretValue:
     __str__ = __repr__
 
 
-class SecretMissing(LookupError):
-    """The Secret or its key is not there (the message names both, never a value)."""
-
-
 def read_secret_value(kube: Kube, name: str, key: str, *, timeout: float = 30.0) -> SecretValue:
     """``data[key]`` of Secret ``name`` in ``kube``'s namespace, decoded. One bounded ``kubectl get``.
 
     Raises :class:`SecretMissing` when the Secret has no such key (or is not valid base64),
     ``KubectlError`` / ``KubectlTimeout`` when kubectl fails (e.g. the Secret does not exist).
     """
-    data = (kube.kubectl_json("get", "secret", name, timeout=timeout).get("data") or {})
+    data = kube.kubectl_json("get", "secret", name, timeout=timeout).get("data") or {}
     if key not in data:
         keys = ", ".join(sorted(data)) or "none"
         raise SecretMissing(f"Secret {kube.namespace}/{name} has no key {key!r} (keys: {keys})")

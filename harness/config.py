@@ -1,7 +1,7 @@
 """Committed harness configuration: the ``[tool.harness]`` table of the project's ``pyproject.toml``.
 
-Only committed configuration can widen the allow-list of contexts; no environment variable can
-(stack-under-test.md §4: "an override flag would exist purely to be set by accident in CI").
+Only committed configuration can widen the allow-list of contexts; no environment variable can: an override
+flag would exist only to be set by accident in CI, and point the cluster specs at a cluster nobody chose.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_ALLOWED_CONTEXTS = ("minikube",)
 DEFAULT_NAMESPACE = "controller-agent"
@@ -39,10 +40,12 @@ def load_config(start: Path | None = None) -> HarnessConfig:
     return HarnessConfig()
 
 
-def _from_table(table: dict, source: Path) -> HarnessConfig:
+def _from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     allowed = table.get("allowed_contexts", list(DEFAULT_ALLOWED_CONTEXTS))
     if not isinstance(allowed, list) or not all(isinstance(p, str) and p for p in allowed):
-        raise ValueError(f"{source}: [tool.harness] allowed_contexts must be a list of non-empty strings, got {allowed!r}")
+        raise ValueError(
+            f"{source}: [tool.harness] allowed_contexts must be a list of non-empty strings, got {allowed!r}"
+        )
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"{source}: [tool.harness] namespace must be a non-empty string, got {namespace!r}")

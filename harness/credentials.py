@@ -55,7 +55,9 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from harness.errors import HarnessError
+from harness.errors import CredentialDecryptError as CredentialDecryptError  # re-exported: defined in harness.errors
+from harness.errors import CredentialError as CredentialError  # re-exported: defined in harness.errors
+from harness.errors import CredentialKeyError as CredentialKeyError  # re-exported: defined in harness.errors
 from harness.kube import DEFAULT_KUBECTL_TIMEOUT, Kube
 
 KEY_BYTES = 32
@@ -88,26 +90,26 @@ class RecordType:
     encrypts: frozenset[str]
 
 
-GITHUB_LINK = RecordType("identity-link-github", "identity-link", {"controller-agent.io/provider": "github"},
-                         frozenset({"token", "refreshToken"}))
-CLAUDE_SETUP_TOKEN = RecordType("claude-auth-setup-token", "claude-auth",
-                                {"controller-agent.io/claude-auth-kind": "setup-token"}, frozenset({"token"}))
-CLAUDE_LOGIN = RecordType("claude-auth-login", "claude-auth", {"controller-agent.io/claude-auth-kind": "login"},
-                          frozenset({"credentialsJson"}))
+GITHUB_LINK = RecordType(
+    "identity-link-github",
+    "identity-link",
+    {"controller-agent.io/provider": "github"},
+    frozenset({"token", "refreshToken"}),
+)
+CLAUDE_SETUP_TOKEN = RecordType(
+    "claude-auth-setup-token",
+    "claude-auth",
+    {"controller-agent.io/claude-auth-kind": "setup-token"},
+    frozenset({"token"}),
+)
+CLAUDE_LOGIN = RecordType(
+    "claude-auth-login",
+    "claude-auth",
+    {"controller-agent.io/claude-auth-kind": "login"},
+    frozenset({"credentialsJson"}),
+)
 RECORD_TYPES: tuple[RecordType, ...] = (GITHUB_LINK, CLAUDE_SETUP_TOKEN, CLAUDE_LOGIN)
 ClaudeKind = Literal["setup-token", "login"]
-
-
-class CredentialError(HarnessError):
-    """A credential could not be read, written or decrypted: the message names the Secret (never a value)."""
-
-
-class CredentialKeyError(CredentialError):
-    """The encryption key is missing or is not 32 bytes of base64 or hex."""
-
-
-class CredentialDecryptError(CredentialError):
-    """A field is not ``iv:tag:ciphertext``, or it does not decrypt under the key (another key, or tampered)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def js_iso(moment: datetime) -> str:
 
 # --- the field encryption ------------------------------------------------------------------------------------------
 
+
 def decode_key(text: str) -> bytes:
     """The 32-byte AES key from its text form: base64 (standard or URL-safe alphabet) or 64 hex digits, as the
     product accepts it. Raises :class:`CredentialKeyError` (naming the decoded length, never the key)."""
@@ -152,8 +155,10 @@ def decode_key(text: str) -> bytes:
         return decoded
     if re.fullmatch(r"[0-9a-fA-F]{64}", raw):
         return bytes.fromhex(raw)
-    raise CredentialKeyError(f"the credential encryption key must be {KEY_BYTES} bytes as base64 or 64 hex digits; "
-                             f"this one is {len(raw)} characters and decodes to {len(decoded)} bytes")
+    raise CredentialKeyError(
+        f"the credential encryption key must be {KEY_BYTES} bytes as base64 or 64 hex digits; "
+        f"this one is {len(raw)} characters and decodes to {len(decoded)} bytes"
+    )
 
 
 def encrypt_field(key: bytes, plaintext: str) -> str:
@@ -171,29 +176,35 @@ def decrypt_field(key: bytes, packed: str) -> str:
     _check_key(key)
     parts = packed.split(":")
     if len(parts) != 3:
-        raise CredentialDecryptError(f"an encrypted field has {len(parts)} ':'-separated parts, expected 3 "
-                                     "(iv:tag:ciphertext)")
+        raise CredentialDecryptError(
+            f"an encrypted field has {len(parts)} ':'-separated parts, expected 3 (iv:tag:ciphertext)"
+        )
     try:
         iv, tag, ciphertext = (base64.b64decode(part, validate=True) for part in parts)
     except (binascii.Error, ValueError) as exc:
         raise CredentialDecryptError(f"an encrypted field is not base64: {exc}") from None
     if len(iv) != IV_BYTES or len(tag) != TAG_BYTES:
-        raise CredentialDecryptError(f"an encrypted field has a {len(iv)}-byte IV and a {len(tag)}-byte tag, "
-                                     f"expected {IV_BYTES} and {TAG_BYTES}")
+        raise CredentialDecryptError(
+            f"an encrypted field has a {len(iv)}-byte IV and a {len(tag)}-byte tag, expected {IV_BYTES} and {TAG_BYTES}"
+        )
     try:
         return AESGCM(key).decrypt(iv, ciphertext + tag, None).decode()
     except InvalidTag:
-        raise CredentialDecryptError("an encrypted field does not authenticate under this key (written under "
-                                     "another key, or altered)") from None
+        raise CredentialDecryptError(
+            "an encrypted field does not authenticate under this key (written under another key, or altered)"
+        ) from None
 
 
 def _check_key(key: bytes) -> None:
     if not isinstance(key, bytes) or len(key) != KEY_BYTES:
-        raise CredentialKeyError(f"the credential key must be {KEY_BYTES} bytes, got "
-                                 f"{len(key) if isinstance(key, bytes) else type(key).__name__}")
+        raise CredentialKeyError(
+            f"the credential key must be {KEY_BYTES} bytes, got "
+            f"{len(key) if isinstance(key, bytes) else type(key).__name__}"
+        )
 
 
 # --- the store ---------------------------------------------------------------------------------------------------
+
 
 class CredentialStore:
     """Credential records in ``kube``'s namespace, encrypted under ``key`` (32 bytes; see :func:`decode_key`).
@@ -210,8 +221,9 @@ class CredentialStore:
         self.timeout = timeout
 
     @classmethod
-    def from_cluster(cls, kube: Kube, *, secret: str = KEY_SECRET, field: str = KEY_FIELD,
-                     timeout: float = DEFAULT_KUBECTL_TIMEOUT) -> CredentialStore:
+    def from_cluster(
+        cls, kube: Kube, *, secret: str = KEY_SECRET, field: str = KEY_FIELD, timeout: float = DEFAULT_KUBECTL_TIMEOUT
+    ) -> CredentialStore:
         """A store using the key the gateway uses, read from Secret ``secret`` key ``field`` (a locally invented
         key would give records the gateway can only fail to decrypt, which reads as "no credential linked").
         Raises :class:`CredentialKeyError` when the Secret or the key is missing or malformed."""
@@ -219,8 +231,10 @@ class CredentialStore:
         encoded = ((found or {}).get("data") or {}).get(field)
         if not encoded:
             where = "does not exist" if found is None else f"has no {field}"
-            raise CredentialKeyError(f"Secret {secret} in namespace {kube.namespace} {where}: the stack's secrets "
-                                     "were not bootstrapped (upstream's bootstrap-secrets.sh creates them)")
+            raise CredentialKeyError(
+                f"Secret {secret} in namespace {kube.namespace} {where}: the stack's secrets "
+                "were not bootstrapped (upstream's bootstrap-secrets.sh creates them)"
+            )
         return cls(kube, decode_key(_b64text(encoded, f"Secret {secret} field {field}")), timeout=timeout)
 
     # --- reading ------------------------------------------------------------------------------------------------
@@ -233,8 +247,10 @@ class CredentialStore:
     def decrypt(self, record: CredentialRecord, field_name: str) -> str:
         """The plaintext of ``record``'s encrypted ``field_name``. Raises :class:`CredentialError` if absent."""
         if field_name not in record.fields:
-            raise CredentialError(f"credential {record.name} has no field {field_name!r} "
-                                  f"(fields: {', '.join(sorted(record.fields)) or 'none'})")
+            raise CredentialError(
+                f"credential {record.name} has no field {field_name!r} "
+                f"(fields: {', '.join(sorted(record.fields)) or 'none'})"
+            )
         return decrypt_field(self.key, record.fields[field_name])
 
     def records(self, credential: str | None = None) -> list[CredentialRecord]:
@@ -247,8 +263,11 @@ class CredentialStore:
     def subjects(self, record_type: RecordType) -> list[str]:
         """The subjects (from ``_recordKey``, never reversed from the hash) holding a ``record_type`` record, sorted."""
         prefix = record_type.prefix + "-"
-        return sorted(r.subject for r in self.records(record_type.credential)
-                      if r.name.startswith(prefix) and r.subject is not None)
+        return sorted(
+            r.subject
+            for r in self.records(record_type.credential)
+            if r.name.startswith(prefix) and r.subject is not None
+        )
 
     def github_link_expiry(self, subject: str) -> datetime | None:
         """``expiresAt`` of ``subject``'s GitHub link (aware UTC), or ``None`` without a link."""
@@ -263,8 +282,9 @@ class CredentialStore:
 
     # --- seeding ------------------------------------------------------------------------------------------------
 
-    def seed(self, record_type: RecordType, subject: str, fields: Mapping[str, str], *,
-             seeded: bool = True) -> CredentialRecord:
+    def seed(
+        self, record_type: RecordType, subject: str, fields: Mapping[str, str], *, seeded: bool = True
+    ) -> CredentialRecord:
         """Store exactly ``fields`` for ``subject`` (values as given: encrypt them first with :meth:`encrypt`),
         replacing any record there, and return it as read back; ``seeded`` adds the ``e2e-seeded`` label. Raises
         :class:`CredentialError` if the read-back differs (an admission webhook or a concurrent writer changed it)."""
@@ -273,8 +293,13 @@ class CredentialStore:
         labels = {CREDENTIAL_LABEL: record_type.credential, **record_type.labels, SUBJECT_LABEL: subject_label(subject)}
         if seeded:
             labels[SEEDED_LABEL] = "true"
-        manifest = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                    "metadata": {"name": name, "labels": labels}, "data": data}
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "Opaque",
+            "metadata": {"name": name, "labels": labels},
+            "data": data,
+        }
         self.kube.kubectl("apply", "-f", "-", input=json.dumps(manifest), timeout=self.timeout)
         stored = self._get(self.kube, "secret", name, self.timeout) or {}
         stray = sorted(set(stored.get("data") or {}) - set(data))
@@ -283,24 +308,35 @@ class CredentialStore:
             self.kube.kubectl("patch", "secret", name, "--type=json", "-p", json.dumps(patch), timeout=self.timeout)
             stored = self._get(self.kube, "secret", name, self.timeout) or {}
         if (stored.get("data") or {}) != data:
-            raise CredentialError(f"credential {name} for {subject!r} did not persist as seeded: keys stored "
-                                  f"{sorted(stored.get('data') or {})}, seeded {sorted(data)}")
+            raise CredentialError(
+                f"credential {name} for {subject!r} did not persist as seeded: keys stored "
+                f"{sorted(stored.get('data') or {})}, seeded {sorted(data)}"
+            )
         return _record(stored)
 
     def encrypt(self, plaintext: str) -> str:
         """``plaintext`` packed as a stored encrypted field under this store's key."""
         return encrypt_field(self.key, plaintext)
 
-    def seed_github_link(self, subject: str, github_login: str, *, expired: bool = False,
-                         refresh_token: bool = False, token: str = SEEDED_GITHUB_TOKEN,
-                         now: datetime | None = None) -> CredentialRecord:
+    def seed_github_link(
+        self,
+        subject: str,
+        github_login: str,
+        *,
+        expired: bool = False,
+        refresh_token: bool = False,
+        token: str = SEEDED_GITHUB_TOKEN,
+        now: datetime | None = None,
+    ) -> CredentialRecord:
         """A GitHub identity link for ``subject`` carrying ``github_login``: ``expiresAt`` one year ahead, or 60 s
         in the past when ``expired``; with ``refresh_token``, a refresh token valid 180 days (omitted otherwise, so
         an expired link is dead without any refresh attempt)."""
         moment = now or datetime.now(UTC)
-        fields = {"githubLogin": github_login,
-                  "expiresAt": js_iso(moment - EXPIRED_BY if expired else moment + LINK_LIFETIME),
-                  "token": self.encrypt(token)}
+        fields = {
+            "githubLogin": github_login,
+            "expiresAt": js_iso(moment - EXPIRED_BY if expired else moment + LINK_LIFETIME),
+            "token": self.encrypt(token),
+        }
         if refresh_token:
             fields["refreshToken"] = self.encrypt(SEEDED_GITHUB_REFRESH_TOKEN)
             fields["refreshExpiresAt"] = js_iso(moment + REFRESH_LIFETIME)
@@ -311,11 +347,17 @@ class CredentialStore:
         encrypted ``credentialsJson``)."""
         created = js_iso(now or datetime.now(UTC))
         if kind == "setup-token":
-            return self.seed(CLAUDE_SETUP_TOKEN, subject, {"kind": kind, "createdAt": created,
-                                                           "token": self.encrypt(SEEDED_CLAUDE_TOKEN)})
+            return self.seed(
+                CLAUDE_SETUP_TOKEN,
+                subject,
+                {"kind": kind, "createdAt": created, "token": self.encrypt(SEEDED_CLAUDE_TOKEN)},
+            )
         if kind == "login":
-            return self.seed(CLAUDE_LOGIN, subject, {"kind": kind, "createdAt": created,
-                                                     "credentialsJson": self.encrypt(SEEDED_CLAUDE_LOGIN)})
+            return self.seed(
+                CLAUDE_LOGIN,
+                subject,
+                {"kind": kind, "createdAt": created, "credentialsJson": self.encrypt(SEEDED_CLAUDE_LOGIN)},
+            )
         raise ValueError(f"kind must be 'setup-token' or 'login', got {kind!r}")
 
     def seed_all_claude(self, subject: str) -> list[CredentialRecord]:
@@ -324,8 +366,9 @@ class CredentialStore:
 
     # --- moving and deleting ------------------------------------------------------------------------------------
 
-    def move(self, record_type: RecordType, from_subject: str, to_subject: str
-             ) -> Literal["moved", "not-found", "occupied"]:
+    def move(
+        self, record_type: RecordType, from_subject: str, to_subject: str
+    ) -> Literal["moved", "not-found", "occupied"]:
         """Move ``from_subject``'s record to ``to_subject`` in the product's order: read the source, refuse an
         occupied destination (or the same subject), write, read back, and only then delete the source."""
         if from_subject == to_subject:
@@ -341,8 +384,16 @@ class CredentialStore:
 
     def delete(self, record_type: RecordType, subject: str) -> bool:
         """Delete ``subject``'s record; ``True`` if one was there."""
-        done = self.kube.kubectl("delete", "secret", secret_name(record_type, subject), "--ignore-not-found",
-                                 "--wait=false", "-o", "name", timeout=self.timeout)
+        done = self.kube.kubectl(
+            "delete",
+            "secret",
+            secret_name(record_type, subject),
+            "--ignore-not-found",
+            "--wait=false",
+            "-o",
+            "name",
+            timeout=self.timeout,
+        )
         return bool(done.stdout.strip())
 
     def delete_all(self, credential: str | None = None, *, seeded_only: bool = False) -> list[str]:
@@ -351,8 +402,17 @@ class CredentialStore:
         selector = CREDENTIAL_LABEL if credential is None else f"{CREDENTIAL_LABEL}={credential}"
         if seeded_only:
             selector += f",{SEEDED_LABEL}=true"
-        done = self.kube.kubectl("delete", "secrets", "-l", selector, "--ignore-not-found", "--wait=false",
-                                 "-o", "name", timeout=self.timeout)
+        done = self.kube.kubectl(
+            "delete",
+            "secrets",
+            "-l",
+            selector,
+            "--ignore-not-found",
+            "--wait=false",
+            "-o",
+            "name",
+            timeout=self.timeout,
+        )
         return sorted(line.split("/", 1)[-1] for line in done.stdout.split() if line)
 
     @staticmethod

@@ -32,12 +32,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from harness import artifacts, progress, report, timeline
@@ -107,29 +108,51 @@ class EvidenceRequest:
 
 # --- options and session ----------------------------------------------------------------------------------------
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption("--artifacts", default=None, metavar="DIR",
-                    help="where evidence of failed specs and the run's report.html go (default: <rootdir>/artifacts)")
-    group.addoption("--keep-resources", action="store_true", default=False,
-                    help="never delete what the harness created in the cluster; print how to inspect and delete it")
-    group.addoption("--evidence-budget", type=float, default=DEFAULT_BUDGET, metavar="SECONDS",
-                    help=f"total time evidence collection may take per failed spec (default {DEFAULT_BUDGET:.0f})")
-    group.addoption("--progress", choices=progress.MODES, default="auto",
-                    help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal")
+    group.addoption(
+        "--artifacts",
+        default=None,
+        metavar="DIR",
+        help="where evidence of failed specs and the run's report.html go (default: <rootdir>/artifacts)",
+    )
+    group.addoption(
+        "--keep-resources",
+        action="store_true",
+        default=False,
+        help="never delete what the harness created in the cluster; print how to inspect and delete it",
+    )
+    group.addoption(
+        "--evidence-budget",
+        type=float,
+        default=DEFAULT_BUDGET,
+        metavar="SECONDS",
+        help=f"total time evidence collection may take per failed spec (default {DEFAULT_BUDGET:.0f})",
+    )
+    group.addoption(
+        "--progress",
+        choices=progress.MODES,
+        default="auto",
+        help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
-                                       "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', 'agentruns'")
+    config.addinivalue_line(
+        "markers",
+        "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
+        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', 'agentruns'",
+    )
     workerinput = getattr(config, "workerinput", None)
     run_id = (workerinput or {}).get("harness_run_id") or artifacts.new_run_id()
     base = Path(config.getoption("--artifacts") or config.rootpath / "artifacts")
     budget = config.getoption("--evidence-budget")
     if not budget or budget <= 0:
         raise pytest.UsageError(f"--evidence-budget must be a positive number of seconds, got {budget}")
-    run = _Run(run_id, base, bool(config.getoption("--keep-resources")), float(budget),
-               (workerinput or {}).get("workerid"))
+    run = _Run(
+        run_id, base, bool(config.getoption("--keep-resources")), float(budget), (workerinput or {}).get("workerid")
+    )
     config.stash[_RUN] = run
     _configure_progress(config, run)
 
@@ -143,14 +166,17 @@ def _configure_progress(config: pytest.Config, run: _Run) -> None:
     mode = config.getoption("--progress")
     terminal = os.isatty(fd) and run.worker is None
     run.progress_before = progress.configure(
-        mode=mode, write=lambda text: _write_fd(fd, text), terminal=terminal,
-        prefix=f"[{run.worker}] " if run.worker else "")
+        mode=mode,
+        write=lambda text: _write_fd(fd, text),
+        terminal=terminal,
+        prefix=f"[{run.worker}] " if run.worker else "",
+    )
 
 
 def _write_fd(fd: int, text: str) -> None:
     data = text.encode(errors="replace")
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -188,6 +214,7 @@ def harness_run_id(request: pytest.FixtureRequest) -> str:
 
 # --- fixtures ---------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> EvidenceRequest:
     """Declare what to keep if this spec fails (see :class:`EvidenceRequest`)."""
@@ -218,6 +245,7 @@ def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[
 
 
 # --- per spec ---------------------------------------------------------------------------------------------------
+
 
 def _spec_state(item: pytest.Item) -> _SpecState:
     state = item.stash.get(_SPEC, None)
@@ -254,7 +282,9 @@ def _add_marker_interest(item: pytest.Item, state: _SpecState) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     run = item.config.stash[_RUN]
@@ -306,8 +336,9 @@ def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: st
 def _note_later_failure(state: _SpecState, phase: str, report: pytest.TestReport) -> None:
     assert state.evidence is not None
     with contextlib.suppress(OSError):
-        artifacts.write_text(Path(state.evidence) / f"failure-{phase}.txt", f"also failed in {phase}\n\n"
-                                                                            f"{report.longreprtext}\n")
+        artifacts.write_text(
+            Path(state.evidence) / f"failure-{phase}.txt", f"also failed in {phase}\n\n{report.longreprtext}\n"
+        )
 
 
 def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.TestReport) -> Sources:
@@ -325,9 +356,15 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
     if wants_runs and interest.agent_runs_since is None and isinstance(since, datetime):
         interest.agent_runs_since = since
     return Sources(
-        spec=item.nodeid, phase=phase, failure=report.longreprtext, kube=kube, interest=interest, record=record,
+        spec=item.nodeid,
+        phase=phase,
+        failure=report.longreprtext,
+        kube=kube,
+        interest=interest,
+        record=record,
         fakes={name: v for name, v in state.fixtures.items() if _is_fake(v)},
-        forwards=state.forwards, started=state.started,
+        forwards=state.forwards,
+        started=state.started,
     )
 
 
@@ -349,9 +386,10 @@ def _find_kube(fixtures: dict[str, Any]) -> Kube | None:
     for value in fixtures.values():
         if hasattr(value, "double") and callable(getattr(value, "kube", None)):
             try:
-                return value.kube()  # a fakes.kube handle
+                kube = value.kube()  # a fakes.kube handle
             except Exception:
                 return None
+            return kube if isinstance(kube, Kube) else None
     return None
 
 
@@ -382,6 +420,7 @@ def _alarm_paused() -> Iterator[None]:
 
 # --- cleanup decisions ------------------------------------------------------------------------------------------
 
+
 def _settle_ledgers(item: pytest.Item, run: _Run) -> None:
     pending, run.pending = run.pending, []
     for ledger, module in pending:
@@ -393,8 +432,9 @@ def _settle_ledgers(item: pytest.Item, run: _Run) -> None:
             continue
         result = ledger.delete()
         if result.failed:
-            _append_json(run.folder / ".cleanup.jsonl", {"kind": "failed", "scope": ledger.scope,
-                                                         "failed": result.failed})
+            _append_json(
+                run.folder / ".cleanup.jsonl", {"kind": "failed", "scope": ledger.scope, "failed": result.failed}
+            )
 
 
 def _append_json(path: Path, data: dict[str, Any]) -> None:
@@ -407,6 +447,7 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 
 
 # --- the run's timeline and report ------------------------------------------------------------------------------
+
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
     spec = report.spec_entry(item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations)

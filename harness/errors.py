@@ -2,10 +2,83 @@
 
 Failures of the system under test are ``AssertionError`` subclasses (pytest reports them as failures);
 failures of the harness's own set-up (no kubectl, a refused context) are ``HarnessError``s (pytest
-reports them as errors, or the plugin turns them into a one-line skip).
+reports them as errors, or the plugin turns them into a one-line skip). A request that fails names its hop by
+class: catch :class:`PortForwardFailure` for "kubectl port-forward failed", :class:`ServiceFailure` for "the
+service behind it did", :class:`KubectlError` for a kubectl call, :class:`ApiServerUnusable` for the API server.
+
+The tree (``harness`` exports every public name; the module where each error is raised imports it from here)::
+
+    Exception
+    ├── HarnessError ··························· the harness's own set-up or infrastructure failed
+    │   ├── KubectlNotFound
+    │   ├── KubectlError ······················· the kubectl hop: a kubectl call exited non-zero
+    │   │   ├── KubectlTimeout ················· ...or was killed at its bound
+    │   │   ├── KubectlUnrecoverable ··········· ...in a way waiting cannot fix (also Unrecoverable)
+    │   │   └── RolloutStatusFailed ············ ...in `rollout status` (also a RolloutFailed)
+    │   ├── ApiServerUnusable ·················· the API server hop: the pinned context's server cannot be used
+    │   │   ├── ApiServerUnreachable ··········· no HTTP answer (refused, silent, closed, TLS, DNS)
+    │   │   └── ApiServerRejected ·············· an error status
+    │   ├── NoKubeContext
+    │   ├── ContextNotAllowed
+    │   ├── ProcessTimeout ····················· run_bounded killed a child at its bound
+    │   ├── ForwardLeak
+    │   ├── ArtifactsNotWritable
+    │   ├── TwinStartFailed
+    │   ├── CredentialError
+    │   │   ├── CredentialKeyError
+    │   │   └── CredentialDecryptError
+    │   ├── QdrantReadError
+    │   ├── RedisPodNotFound
+    │   └── RedisSweepError
+    ├── AssertionError ························· the system under test failed
+    │   ├── HopFailure ························· a request failed; the class names the hop
+    │   │   ├── PortForwardFailure ············· the port-forward hop (kubectl port-forward)
+    │   │   │   ├── PortForwardNotReady ········ not ready within its budget
+    │   │   │   ├── PortForwardGone ············ already exited or closed: refused before sending
+    │   │   │   ├── PortForwardBroken ·········· alive but broken (before sending, or while a request hung)
+    │   │   │   └── PortForwardDied ············ exited while a request was in flight
+    │   │   └── ServiceFailure ················· the service hop (the forward, if any, stayed up)
+    │   │       ├── ServiceTimeout ············· no complete answer within the budget
+    │   │       ├── ServiceUnreachable ········· refused, reset or closed without an answer
+    │   │       ├── ServiceAnswerTooLarge ······ the body passed max_body
+    │   │       ├── ChatError ·················· a chat turn answered, but not with a usable stream
+    │   │       │   ├── ChatRejected
+    │   │       │   └── ChatStreamMalformed
+    │   │       ├── InvokeError ················ /invoke broke its contract
+    │   │       │   ├── InvokeProtocolError
+    │   │       │   ├── InvokeRejected
+    │   │       │   └── InvocationNotFound
+    │   │       ├── JournalUnreadable ·········· the fake GitHub's journal answered something else
+    │   │       └── SeedFailed ················· the fake GitHub refused an admin call
+    │   ├── WaitTimeout ························ a wait ran out of budget
+    │   │   ├── RolloutFailed
+    │   │   │   └── RolloutStatusFailed
+    │   │   └── InvokeTimeout
+    │   ├── BounceRefused
+    │   └── PacingNotRestored
+    ├── StopWaiting ···························· a probe ends its wait at once
+    │   └── WaitStopped ························ the wait ended early: an error waiting cannot fix
+    ├── Unrecoverable ·························· mixin: waiting cannot fix it (wait_for stops early)
+    ├── LookupError
+    │   └── SecretMissing
+    ├── ValueError
+    │   └── TimestampError
+    └── Warning
+        └── UserWarning
+            └── StrayProcessWarning ············ kubectl left a process behind; the harness killed it
+
+Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge).
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.chat import ChatTurn
+    from harness.invoke import Invocation
+    from harness.rollout import Explanation
+    from harness.waiting import WaitSummary
 
 
 class HarnessError(Exception):
@@ -20,77 +93,10 @@ class StopWaiting(Exception):
     """
 
 
-# --- kube access and the context guard ---------------------------------------------------------------
-
-
-class KubectlNotFound(HarnessError):
-    """The ``kubectl`` binary is not on PATH (or the configured path does not exist)."""
-
-
-class KubectlError(HarnessError):
-    """``kubectl`` exited non-zero. Carries ``argv``, ``returncode``, ``cause`` and ``stderr_tail``.
-
-    The message reads cause first: kubectl's own closing line (``error: ...``, ``The connection to the server ...``,
-    ``Error from server (...)``) on the first line, then the command and exit code, then stderr with repeated
-    lines folded into one with a count (kubectl repeats its ``memcache.go`` discovery errors five times) and
-    only the last few kept. ``stderr_tail`` holds that condensed stderr, one line per distinct line.
-    """
-
-    hint: str = ""
-
-    def __init__(self, argv: list[str], returncode: int, stderr: str, *, cause: str | None = None) -> None:
-        from harness.process import condense, final_line  # errors stays importable without the rest
-
-        self.argv = argv
-        self.returncode = returncode
-        self.stderr_tail = "\n".join(condense(stderr))
-        self.cause = cause or final_line(stderr) or f"kubectl exited {returncode} without a word on stderr"
-        super().__init__(self._message(f"kubectl exited {returncode}"))
-
-    def _message(self, what: str) -> str:
-        lines = [self.cause, f"  {what}: {_command(self.argv)}"]
-        shown = self.stderr_tail.splitlines()
-        if shown and shown[-1] == self.cause:  # the cause is already the first line
-            shown.pop()
-        if shown:
-            lines.append("  stderr: " + "\n          ".join(shown))
-        if self.hint:
-            lines.append(f"  fix: {self.hint}")
-        return "\n".join(lines)
-
-
-class KubectlTimeout(KubectlError):
-    """``kubectl`` did not finish within its timeout; its whole process group was killed."""
-
-    def __init__(self, argv: list[str], timeout: float, stderr: str) -> None:
-        from harness.process import condense, final_line
-
-        self.timeout = timeout
-        self.argv = argv
-        self.returncode = -9
-        self.stderr_tail = "\n".join(condense(stderr))
-        said = final_line(stderr)
-        self.cause = f"kubectl did not finish within {timeout:.1f}s and its process group was killed" + (
-            f"; its last word: {said}" if said else ""
-        )
-        HarnessError.__init__(self, self._message("killed at its bound"))
-
-
 class Unrecoverable(Exception):
     """Mixed into errors that waiting cannot fix (a refused API server, rejected credentials, a resource type the
     server does not serve). ``wait_for`` ends early when its probe fails this way twice in a row
     (:class:`WaitStopped`), instead of spending its whole budget on identical failures."""
-
-
-class KubectlUnrecoverable(KubectlError, Unrecoverable):
-    """``kubectl`` failed in a way waiting cannot fix. ``reason`` is one of ``"api-server-refused"``,
-    ``"unauthorized"``, ``"not-served"`` (the resource type is unknown to the server), ``"tls"``, ``"dns"``;
-    ``hint`` says what to do."""
-
-    def __init__(self, argv: list[str], returncode: int, stderr: str, *, reason: str, hint: str) -> None:
-        self.reason = reason
-        self.hint = hint
-        super().__init__(argv, returncode, stderr)
 
 
 UNRECOVERABLE_API_KINDS = frozenset({"refused", "tls", "dns", "unauthorized", "forbidden", "namespace-missing"})
@@ -107,11 +113,144 @@ class StrayProcessWarning(UserWarning):
     just lingered); the harness killed it. Usually a wrapper script or an exec credential plugin that hangs."""
 
 
+# --- the harness's own set-up --------------------------------------------------------------------------
+
+
+class KubectlNotFound(HarnessError):
+    """The ``kubectl`` binary is not on PATH (or the configured path does not exist)."""
+
+
+class NoKubeContext(HarnessError):
+    """There is no kubeconfig or no current context: cluster specs are skipped with this message."""
+
+
+class ContextNotAllowed(HarnessError):
+    """The requested or current context is outside the committed allow-list: cluster specs fail, touching nothing."""
+
+
+class ProcessTimeout(HarnessError):
+    """:func:`harness.process.run_bounded` killed the child's group at its timeout (``timeout`` seconds). Carries
+    ``argv`` and what the child had printed (``stdout``, ``stderr``). Also importable as ``harness.process.Timeout``."""
+
+    def __init__(self, argv: list[str], timeout: float, stdout: str, stderr: str) -> None:
+        super().__init__(f"{argv[0]} did not finish within {timeout:.1f}s")
+        self.argv, self.timeout, self.stdout, self.stderr = argv, timeout, stdout, stderr
+
+
+class ForwardLeak(HarnessError):
+    """At the end of the session a port-forward's kubectl (or one of its group) was still alive after being stopped."""
+
+
+class ArtifactsNotWritable(HarnessError):
+    """The artifacts folder cannot be created or written (raised at session start, not at the first failure)."""
+
+
+class TwinStartFailed(HarnessError):
+    """The stack twin did not come up; the message carries its own reason and the tail of its stderr."""
+
+
+class CredentialError(HarnessError):
+    """A credential could not be read, written or decrypted: the message names the Secret (never a value)."""
+
+
+class CredentialKeyError(CredentialError):
+    """The encryption key is missing or is not 32 bytes of base64 or hex."""
+
+
+class CredentialDecryptError(CredentialError):
+    """A field is not ``iv:tag:ciphertext``, or it does not decrypt under the key (another key, or tampered)."""
+
+
+class QdrantReadError(HarnessError):
+    """Qdrant answered, but not with what a read expects: an error status, a body that is not Qdrant's envelope, a
+    scroll that does not end. ``status`` is the HTTP status (``None`` if the answer was not HTTP-level wrong) and
+    ``detail`` Qdrant's ``status.error`` text when it sent one."""
+
+    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
+
+
+class RedisPodNotFound(HarnessError):
+    """Not exactly one Running, non-terminating pod matched the Redis selector (the message lists what matched)."""
+
+
+class RedisSweepError(HarnessError):
+    """The sweep ran but did not finish cleanly: ``redis-cli`` failed, or the output was not the script's."""
+
+
+# --- the kubectl hop -------------------------------------------------------------------------------------
+
+
+class KubectlError(HarnessError):
+    """``kubectl`` exited non-zero. Carries ``argv``, ``returncode``, ``cause`` and ``stderr_tail``.
+
+    The message reads cause first: kubectl's own closing line (``error: ...``, ``The connection to the server ...``,
+    ``Error from server (...)``) on the first line, then the command and exit code, then stderr with repeated
+    lines folded into one with a count (kubectl repeats its ``memcache.go`` discovery errors five times) and
+    only the last few kept. ``stderr_tail`` holds that condensed stderr, one line per distinct line.
+    """
+
+    hint: str = ""
+
+    def __init__(
+        self, argv: list[str], returncode: int, stderr: str, *, cause: str | None = None, what: str | None = None
+    ) -> None:
+        from harness.process import condense, final_line  # errors stays importable without the rest
+
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr_tail = "\n".join(condense(stderr))
+        self.cause = cause or final_line(stderr) or f"kubectl exited {returncode} without a word on stderr"
+        super().__init__(self._message(what or f"kubectl exited {returncode}"))
+
+    def _message(self, what: str) -> str:
+        lines = [self.cause, f"  {what}: {_command(self.argv)}"]
+        shown = self.stderr_tail.splitlines()
+        if shown and shown[-1] == self.cause:  # the cause is already the first line
+            shown.pop()
+        if shown:
+            lines.append("  stderr: " + "\n          ".join(shown))
+        if self.hint:
+            lines.append(f"  fix: {self.hint}")
+        return "\n".join(lines)
+
+
+class KubectlTimeout(KubectlError):
+    """``kubectl`` did not finish within ``timeout`` seconds; its whole process group was killed (``returncode``
+    -9)."""
+
+    def __init__(self, argv: list[str], timeout: float, stderr: str) -> None:
+        from harness.process import final_line
+
+        self.timeout = timeout
+        said = final_line(stderr)
+        cause = f"kubectl did not finish within {timeout:.1f}s and its process group was killed" + (
+            f"; its last word: {said}" if said else ""
+        )
+        super().__init__(argv, -9, stderr, cause=cause, what="killed at its bound")
+
+
+class KubectlUnrecoverable(KubectlError, Unrecoverable):
+    """``kubectl`` failed in a way waiting cannot fix. ``reason`` is one of ``"api-server-refused"``,
+    ``"unauthorized"``, ``"not-served"`` (the resource type is unknown to the server), ``"tls"``, ``"dns"``;
+    ``hint`` says what to do."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str, *, reason: str, hint: str) -> None:
+        self.reason = reason
+        self.hint = hint
+        super().__init__(argv, returncode, stderr)
+
+
 def _command(argv: list[str]) -> str:
     """``argv`` for a message: the program's base name, then its arguments."""
     if not argv:
         return "(no command)"
     return " ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]])
+
+
+# --- the API server hop ----------------------------------------------------------------------------------
 
 
 class ApiServerUnusable(HarnessError):
@@ -141,21 +280,14 @@ class ApiServerRejected(ApiServerUnusable):
     """The API server answered, with an error status (``status``): 401 unauthorized, 403, 404 on ``/version``, ..."""
 
 
-class NoKubeContext(HarnessError):
-    """There is no kubeconfig or no current context: cluster specs are skipped with this message."""
-
-
-class ContextNotAllowed(HarnessError):
-    """The requested or current context is outside the committed allow-list: cluster specs fail, touching nothing."""
-
-
-# --- waiting -----------------------------------------------------------------------------------------
+# --- waiting -----------------------------------------------------------------------------------------------
 
 
 class WaitTimeout(AssertionError):
-    """A ``wait_for`` ran out of budget. ``summary`` holds the data (a :class:`harness.waiting.WaitSummary`)."""
+    """A wait ran out of budget. ``summary`` holds what the ``wait_for`` did (a :class:`harness.waiting.WaitSummary`;
+    ``None`` only for :class:`RolloutStatusFailed`, where kubectl did the waiting)."""
 
-    def __init__(self, message: str, summary: object) -> None:
+    def __init__(self, message: str, summary: WaitSummary | None) -> None:
         super().__init__(message)
         self.summary = summary
 
@@ -165,7 +297,7 @@ class WaitStopped(StopWaiting):
     can fix (:func:`waiting_cannot_fix`). ``error`` is that error (its text is in the message), ``summary`` the
     wait's data."""
 
-    def __init__(self, message: str, summary: object, error: BaseException) -> None:
+    def __init__(self, message: str, summary: WaitSummary, error: BaseException) -> None:
         super().__init__(message)
         self.summary = summary
         self.error = error
@@ -177,38 +309,42 @@ class RolloutFailed(WaitTimeout):
     themselves; ``explanation`` holds the data (a :class:`harness.rollout.Explanation`), ``summary`` the wait's
     :class:`harness.waiting.WaitSummary` (``None`` for ``rollout_status``). The original failure is ``__cause__``."""
 
-    def __init__(self, message: str, *, explanation: object, summary: object = None) -> None:
+    def __init__(self, message: str, *, explanation: Explanation, summary: WaitSummary | None = None) -> None:
         super().__init__(message, summary)
         self.explanation = explanation
 
 
 class RolloutStatusFailed(RolloutFailed, KubectlError):
     """``Kube.rollout_status`` gave up: a :class:`RolloutFailed` that is also the :class:`KubectlError` it explains
-    (``argv``, ``returncode``, ``stderr_tail`` of kubectl's exit; ``returncode`` -9 when it was killed at its bound),
-    so code that caught ``KubectlError`` from ``rollout_status`` still does."""
+    (``argv``, ``returncode``, ``cause``, ``stderr_tail`` of kubectl's exit; ``returncode`` -9 when it was killed at
+    its bound), so code that caught ``KubectlError`` from ``rollout_status`` still does."""
 
-    def __init__(self, message: str, *, explanation: object, kubectl_error: KubectlError) -> None:
+    def __init__(self, message: str, *, explanation: Explanation, kubectl_error: KubectlError) -> None:
         RolloutFailed.__init__(self, message, explanation=explanation)
         self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
-        self.stderr_tail = kubectl_error.stderr_tail
+        self.cause, self.stderr_tail = kubectl_error.cause, kubectl_error.stderr_tail
 
 
 class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 
 
-# --- port-forwards and fetch_through --------------------------------------------------------------
+# --- requests: the port-forward hop and the service hop ---------------------------------------------------
 
 
 class HopFailure(AssertionError):
-    """A request or a port-forward failed; ``hop`` says where: ``"port-forward"`` (kubectl) or ``"service"``.
+    """A request or a port-forward failed. The subclass names the hop: :class:`PortForwardFailure` (kubectl
+    port-forward) or :class:`ServiceFailure` (the service); ``hop`` holds the same as text (``"port-forward"`` or
+    ``"service"``) for messages.
 
     Common attributes: ``target`` (``svc/x`` or the base URL), ``path`` (``None`` outside a request),
-    ``budget`` in seconds (or ``None``), ``exit_code`` (``None`` while kubectl lives) and ``stderr_tail``
-    (kubectl's last stderr lines, ``""`` without a forward).
+    ``budget`` in seconds (or ``None``), ``exit_code`` (``None`` while kubectl lives), ``stderr_tail``
+    (kubectl's last stderr lines, ``""`` without a forward) and ``partial`` (raised by :func:`harness.chat_turn`:
+    the :class:`harness.chat.ChatTurn` so far, ``None`` before response headers; ``None`` otherwise).
     """
 
     hop = "service"
+    partial: ChatTurn | None = None
 
     def __init__(
         self,
@@ -225,56 +361,189 @@ class HopFailure(AssertionError):
         self.exit_code, self.stderr_tail = exit_code, stderr_tail
 
 
-class PortForwardNotReady(HopFailure):
+class PortForwardFailure(HopFailure):
+    """The port-forward is the hop that failed: kubectl never became ready, exited, or reported the tunnel broken."""
+
+    hop = "port-forward"
+
+
+class PortForwardNotReady(PortForwardFailure):
     """A port-forward did not become ready within its budget (no banner, no TCP answer, or kubectl exited).
 
     Its process group was killed first. Extra attribute: ``kubectl_version`` (client gitVersion or a note).
     """
 
-    hop = "port-forward"
-
-    def __init__(self, message: str, *, kubectl_version: str = "unknown", **kw: object) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        message: str,
+        *,
+        kubectl_version: str = "unknown",
+        target: str = "",
+        budget: float | None = None,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, target=target, budget=budget, exit_code=exit_code, stderr_tail=stderr_tail)
         self.kubectl_version = kubectl_version
 
 
-class PortForwardGone(HopFailure):
+class PortForwardGone(PortForwardFailure):
     """``fetch_through`` refused at once: the forward had already exited (or was closed) before the request."""
 
-    hop = "port-forward"
 
-
-class PortForwardBroken(PortForwardGone):
+class PortForwardBroken(PortForwardFailure):
     """The forward's kubectl is alive but reported ``an error occurred forwarding`` / ``lost connection to pod``,
-    or several requests in a row were reset: it will never recover (kubernetes/kubectl#686). Reopen it."""
+    or several requests in a row were reset: it will never recover (kubernetes/kubectl#686). Reopen it.
+
+    Raised before sending when the forward is already known broken, and while a request hangs when kubectl reports
+    the tunnel broken then (``path`` and ``budget`` say which request)."""
 
 
-class PortForwardDied(HopFailure):
+class PortForwardDied(PortForwardFailure):
     """kubectl exited while a request was in flight (raised within about 200 ms of the exit, not at the timeout)."""
 
-    hop = "port-forward"
+
+class ServiceFailure(HopFailure):
+    """The service is the hop that failed: the forward (if any) stayed up, and the service did not answer within
+    the budget, refused or dropped the connection, or answered outside its contract."""
+
+    hop = "service"
 
 
-class ServiceTimeout(HopFailure):
+class ServiceTimeout(ServiceFailure):
     """The forward (if any) is alive, but the service did not finish answering within the request's total budget."""
 
 
-class ServiceUnreachable(HopFailure):
+class ServiceUnreachable(ServiceFailure):
     """The connection was refused, reset or closed without an answer while the forward (if any) stayed alive."""
 
 
-class ServiceAnswerTooLarge(HopFailure):
+class ServiceAnswerTooLarge(ServiceFailure):
     """The service's answer body passed ``fetch_through``'s ``max_body`` bytes; reading stopped there, so a
     service streaming without end cannot exhaust memory (one pushed a probe to 1 GB in 3 s). Extra attributes:
     ``max_body``, ``received`` (bytes read before stopping), ``declared`` (its ``Content-Length``, or ``None``),
     ``status``."""
 
     def __init__(
-        self, message: str, *, max_body: int, received: int, declared: int | None, status: int | None, **kw: object
+        self,
+        message: str,
+        *,
+        max_body: int,
+        received: int,
+        declared: int | None,
+        status: int | None,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        stderr_tail: str = "",
     ) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
+        super().__init__(message, target=target, path=path, budget=budget, stderr_tail=stderr_tail)
         self.max_body, self.received, self.declared, self.status = max_body, received, declared, status
 
 
-class ForwardLeak(HarnessError):
-    """At the end of the session a port-forward's kubectl (or one of its group) was still alive after being stopped."""
+class BodyOverLimit(Exception):
+    """Internal: an answer's body passed ``max_body`` (``received`` bytes read, ``declared`` Content-Length or
+    ``None``, ``status``). Raised inside :func:`harness.fetch_through`, which turns it into
+    :class:`ServiceAnswerTooLarge`; it never reaches a caller."""
+
+    def __init__(self, received: int, declared: int | None, status: int) -> None:
+        super().__init__(received, declared, status)
+        self.received, self.declared, self.status = received, declared, status
+
+
+# --- the service hop: answers outside their contract --------------------------------------------------------
+
+
+class ChatError(ServiceFailure):
+    """A chat turn the service answered, but not with a usable stream. ``partial``: the :class:`ChatTurn` so far."""
+
+    partial: ChatTurn
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: ChatTurn,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, target=target, path=path, budget=budget, stderr_tail=stderr_tail)
+        self.partial = partial
+
+
+class ChatRejected(ChatError):
+    """An HTTP error status instead of a stream (``status``, ``body``), or an ``error`` event inside the stream;
+    ``error`` is the OpenAI-style ``error`` object when there is one (a JSON value: usually a dict, else ``None``)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None,
+        body: str,
+        error: Any,
+        partial: ChatTurn,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, partial=partial, target=target, path=path, budget=budget, stderr_tail=stderr_tail)
+        self.status, self.body, self.error = status, body, error
+
+
+class ChatStreamMalformed(ChatError):
+    """A data frame that is not a JSON object (nor ``[DONE]``)."""
+
+
+class InvokeError(ServiceFailure):
+    """The orchestrator's ``/invoke`` did not keep its contract (a failure of the system under test)."""
+
+
+class InvokeProtocolError(InvokeError):
+    """A 200 answer whose JSON is not an invocation record (unknown status, malformed ``pendingToolCalls``)."""
+
+
+class InvokeRejected(InvokeError):
+    """``POST /invoke`` answered something other than 202. ``status`` and ``body`` (text, cut to 2000 chars)."""
+
+    def __init__(self, message: str, *, status: int, body: str) -> None:
+        super().__init__(message)
+        self.status, self.body = status, body
+
+
+class InvocationNotFound(InvokeError):
+    """``GET /invoke/<id>`` answered 404: the orchestrator does not hold the id (restarted, or another replica)."""
+
+
+class InvokeTimeout(WaitTimeout):
+    """The invocation was still pending when the budget ran out; ``last`` is the last record seen (or ``None``)."""
+
+    def __init__(self, message: str, summary: WaitSummary | None, last: Invocation | None) -> None:
+        super().__init__(message, summary)
+        self.last = last
+
+
+class JournalUnreadable(ServiceFailure):
+    """The fake GitHub's journal route answered something other than its JSON (the message says what)."""
+
+
+class SeedFailed(ServiceFailure):
+    """The fake GitHub refused an admin (seeding) call; the message quotes its answer."""
+
+
+# --- specs' own helpers --------------------------------------------------------------------------------------
+
+
+class BounceRefused(AssertionError):
+    """The selector does not name exactly one pod; nothing was deleted."""
+
+
+class PacingNotRestored(AssertionError):
+    """``spec.env`` did not read back as it was before the pacing (the message shows both)."""
+
+
+class SecretMissing(LookupError):
+    """The Secret or its key is not there (the message names both, never a value)."""

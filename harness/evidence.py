@@ -29,6 +29,7 @@ error is in the index), ``cut`` (the budget was spent before the step).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import json
 import threading
 import time
@@ -155,8 +156,15 @@ class Index:
         return sum(1 for s in self.steps if s.status == status)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"spec": self.spec, "phase": self.phase, "budget": self.budget, "elapsed": round(self.elapsed(), 3),
-                "finished": self.finished, "notes": self.notes, "steps": [asdict(s) for s in self.steps]}
+        return {
+            "spec": self.spec,
+            "phase": self.phase,
+            "budget": self.budget,
+            "elapsed": round(self.elapsed(), 3),
+            "finished": self.finished,
+            "notes": self.notes,
+            "steps": [asdict(s) for s in self.steps],
+        }
 
     def _write(self) -> None:
         try:
@@ -167,9 +175,12 @@ class Index:
 
     def text(self) -> str:
         state = "complete" if self.finished else "IN PROGRESS (or cut short)"
-        lines = [f"evidence of {self.spec} (failed in {self.phase}): {state}, {self.elapsed():.1f}s of a "
-                 f"{self.budget:.0f}s budget", *(f"note: {n}" for n in self.notes),
-                 f"{'status':<12}{'seconds':>8}  {'file':<44} step"]
+        lines = [
+            f"evidence of {self.spec} (failed in {self.phase}): {state}, {self.elapsed():.1f}s of a "
+            f"{self.budget:.0f}s budget",
+            *(f"note: {n}" for n in self.notes),
+            f"{'status':<12}{'seconds':>8}  {'file':<44} step",
+        ]
         for s in self.steps:
             secs = f"{s.seconds:.2f}" if s.seconds is not None else "-"
             line = f"{s.status:<12}{secs:>8}  {s.file or '-':<44} {s.step}"
@@ -179,9 +190,15 @@ class Index:
         return "\n".join(lines) + "\n"
 
 
-def collect(folder: Path, sources: Sources, *, budget: float = DEFAULT_BUDGET,
-            step_timeout: float = DEFAULT_STEP_TIMEOUT, log_lines: int = DEFAULT_LOG_LINES,
-            log_bytes: int = DEFAULT_LOG_BYTES) -> tuple[Index, list[Explanation]]:
+def collect(
+    folder: Path,
+    sources: Sources,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    step_timeout: float = DEFAULT_STEP_TIMEOUT,
+    log_lines: int = DEFAULT_LOG_LINES,
+    log_bytes: int = DEFAULT_LOG_BYTES,
+) -> tuple[Index, list[Explanation]]:
     """Fill ``folder`` (created if missing) with the evidence of ``sources``; see the module docstring.
 
     Returns the index and the explanations made (one per deployment or statefulset of interest). Never raises but
@@ -193,8 +210,9 @@ def collect(folder: Path, sources: Sources, *, budget: float = DEFAULT_BUDGET,
     except OSError as exc:
         index.notes.append(f"could not create {folder}: {exc}")
         return index, []
-    collector = _Collector(folder, sources, index, budget=budget, step_timeout=step_timeout,
-                           log_lines=log_lines, log_bytes=log_bytes)
+    collector = _Collector(
+        folder, sources, index, budget=budget, step_timeout=step_timeout, log_lines=log_lines, log_bytes=log_bytes
+    )
     try:
         collector.run()
     except Exception as exc:  # a bug here must not turn a spec's failure into a collection error
@@ -205,8 +223,17 @@ def collect(folder: Path, sources: Sources, *, budget: float = DEFAULT_BUDGET,
 
 
 class _Collector:
-    def __init__(self, folder: Path, sources: Sources, index: Index, *, budget: float, step_timeout: float,
-                 log_lines: int, log_bytes: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        sources: Sources,
+        index: Index,
+        *,
+        budget: float,
+        step_timeout: float,
+        log_lines: int,
+        log_bytes: int,
+    ) -> None:
         self.folder, self.src, self.index = folder, sources, index
         self.deadline = time.monotonic() + budget
         self.step_timeout, self.log_lines, self.log_bytes = step_timeout, log_lines, log_bytes
@@ -227,12 +254,14 @@ class _Collector:
             return
         workloads, others = self._split_refs()
         first: list[tuple[str, str | None, Callable[[float], Outcome]]] = [
-            ("events of the namespace, by time", "events.txt", self._events)]
+            ("events of the namespace, by time", "events.txt", self._events)
+        ]
         for ref in workloads:
             first.append((f"read {ref} with its ReplicaSets and pods", f"{_file(ref)}.yaml", self._reader(ref)))
         for selector in self.src.interest.pod_selectors:
-            first.append((f"pods -l {selector}", f"pods-{artifacts.safe_name(selector)}.yaml",
-                          self._selector(selector)))
+            first.append(
+                (f"pods -l {selector}", f"pods-{artifacts.safe_name(selector)}.yaml", self._selector(selector))
+            )
         for ref in workloads + others:
             first.append((f"kubectl describe {ref}", f"{_file(ref)}.describe.txt", self._describe(ref)))
         for ref in others:
@@ -243,8 +272,13 @@ class _Collector:
         second: list[tuple[str, str | None, Callable[[float], Outcome]]] = []
         for name, pod in self.pods.items():
             if f"pod/{name}" not in others:
-                second.append((f"kubectl describe pod/{name}", f"pod-{artifacts.safe_name(name)}.describe.txt",
-                               self._describe(f"pod/{name}")))
+                second.append(
+                    (
+                        f"kubectl describe pod/{name}",
+                        f"pod-{artifacts.safe_name(name)}.describe.txt",
+                        self._describe(f"pod/{name}"),
+                    )
+                )
             second += self._log_steps(pod)
         self._wave(second)
         for ref in workloads:
@@ -275,8 +309,15 @@ class _Collector:
 
     # --- one step ---------------------------------------------------------------------------------------------
 
-    def _step(self, name: str, file: str | None, fn: Callable[[float], Outcome], command: str | None = None, *,
-              local: bool = False) -> Any:
+    def _step(
+        self,
+        name: str,
+        file: str | None,
+        fn: Callable[[float], Outcome],
+        command: str | None = None,
+        *,
+        local: bool = False,
+    ) -> Any:
         """Run one step within the budget (``local`` steps read only memory and always run)."""
         left = self.deadline - time.monotonic()
         if left < MIN_STEP and not local:
@@ -299,8 +340,17 @@ class _Collector:
             except OSError as exc:
                 outcome.status, outcome.error = "failed", f"could not write {file}: {exc}"
         written = file if outcome.content is not None else None
-        self.index.add(Step(name, outcome.status, written, round(time.monotonic() - began, 3),
-                            command or getattr(fn, "command", None), outcome.error, size))
+        self.index.add(
+            Step(
+                name,
+                outcome.status,
+                written,
+                round(time.monotonic() - began, 3),
+                command or getattr(fn, "command", None),
+                outcome.error,
+                size,
+            )
+        )
         return outcome.value
 
     def _kubectl(self, timeout: float, *args: str) -> Outcome:
@@ -324,17 +374,23 @@ class _Collector:
         self._local_step("the failure", "failure.txt", failure)
         if src.record.waits:
             self._local_step("waits, per attempt", "waits.txt", _waits_text(src.record))
-            self._local_step("waits, as data", "waits.json",
-                             json.dumps([w.to_dict() for w in src.record.waits], indent=1))
+            self._local_step(
+                "waits, as data", "waits.json", json.dumps([w.to_dict() for w in src.record.waits], indent=1)
+            )
         failed = [r.explanation for r in src.record.rollouts if r.explanation is not None]
         if failed:
-            self._local_step("rollouts that failed during the spec", "rollouts.txt",
-                             "\n\n".join(e.text() for e in failed) + "\n")
+            self._local_step(
+                "rollouts that failed during the spec", "rollouts.txt", "\n\n".join(e.text() for e in failed) + "\n"
+            )
         if src.forwards:
             self._local_step("port-forwards and kubectl's stderr", "port-forwards.txt", _forwards_text(src.forwards))
         for name, handle in src.fakes.items():
-            self._step(f"request journal of {name}", f"journal-{artifacts.safe_name(name)}.jsonl",
-                       lambda _, h=handle: Outcome(content=_journal_text(h, src.started)), local=True)
+            self._step(
+                f"request journal of {name}",
+                f"journal-{artifacts.safe_name(name)}.jsonl",
+                functools.partial(_journal_outcome, handle, src.started),
+                local=True,
+            )
 
     def _local_step(self, name: str, file: str, content: str) -> None:
         """A step that writes what memory holds: it runs whatever is left of the budget."""
@@ -370,7 +426,8 @@ class _Collector:
             return Outcome("ok", content=yaml.safe_dump_all(objects, sort_keys=False), error=error)
 
         read.command = (  # type: ignore[attr-defined]
-            f"kubectl get {ref} -o json; kubectl get replicasets,pods -l <its selector> -o json")
+            f"kubectl get {ref} -o json; kubectl get replicasets,pods -l <its selector> -o json"
+        )
         return read
 
     def _selector(self, selector: str) -> Callable[[float], Outcome]:
@@ -417,7 +474,8 @@ class _Collector:
     def _agent_runs(self, timeout: float) -> Outcome:
         from harness.agentruns import agent_runs_since
 
-        assert self.src.kube is not None and self.src.interest.agent_runs_since is not None
+        assert self.src.kube is not None
+        assert self.src.interest.agent_runs_since is not None
         try:
             runs = agent_runs_since(self.src.interest.agent_runs_since, kube=self.src.kube, timeout=timeout)
         except KubectlError as exc:
@@ -433,20 +491,31 @@ class _Collector:
         steps: list[tuple[str, str | None, Callable[[float], Outcome]]] = []
         for container in facts.containers:
             base = f"pod-{artifacts.safe_name(name)}.{artifacts.safe_name(container.name)}"
-            never_ran = container.state in ("waiting", "unknown") and not container.restarts \
-                and container.last_reason is None
+            never_ran = (
+                container.state in ("waiting", "unknown") and not container.restarts and container.last_reason is None
+            )
             if never_ran:
                 why = container.reason or facts.phase
                 detail = f": {container.message}" if container.message else ""
-                steps.append((f"log of {name}/{container.name}", None,
-                              lambda _, w=why, d=detail: Outcome("not-started", error=f"the container never started "
-                                                                                     f"({w}{d}); it has no log")))
+                steps.append(
+                    (
+                        f"log of {name}/{container.name}",
+                        None,
+                        functools.partial(_never_started, f"{why}{detail}"),
+                    )
+                )
             else:
-                steps.append((f"log of {name}/{container.name}", f"{base}.log",
-                              self._logs(name, container.name, False)))
+                steps.append(
+                    (f"log of {name}/{container.name}", f"{base}.log", self._logs(name, container.name, False))
+                )
             if container.restarts:
-                steps.append((f"previous log of {name}/{container.name}", f"{base}.previous.log",
-                              self._logs(name, container.name, True)))
+                steps.append(
+                    (
+                        f"previous log of {name}/{container.name}",
+                        f"{base}.previous.log",
+                        self._logs(name, container.name, True),
+                    )
+                )
         return steps
 
     def _logs(self, pod: str, container: str, previous: bool) -> Callable[[float], Outcome]:
@@ -478,6 +547,7 @@ class _Collector:
 
 # --- formatting -----------------------------------------------------------------------------------------------
 
+
 def _file(ref: str) -> str:
     return artifacts.safe_name(ref.replace("/", "-"))
 
@@ -506,8 +576,10 @@ def _involved(event: Obj) -> str:
 def _waits_text(record: SpecRecord) -> str:
     out = []
     for w in record.waits:
-        out.append(f"{w.describe}: {w.outcome} after {w.elapsed:.2f}s of {w.budget:.1f}s "
-                   f"(interval {w.interval}s, probe bound {w.probe_timeout}s)")
+        out.append(
+            f"{w.describe}: {w.outcome} after {w.elapsed:.2f}s of {w.budget:.1f}s "
+            f"(interval {w.interval}s, probe bound {w.probe_timeout}s)"
+        )
         for a in w.attempts:
             error = f"  {a.error}" if a.error else ""
             out.append(f"  #{a.number:<4} t+{a.start:8.3f}s  {a.duration:7.3f}s of {a.bound:.1f}s  {a.outcome}{error}")
@@ -519,11 +591,21 @@ def _forwards_text(forwards: list[Any]) -> str:
     out = []
     for fwd in forwards:
         exit_ = getattr(fwd, "exit", None)
-        out.append(f"{getattr(fwd, 'target', '?')} :{getattr(fwd, 'remote_port', '?')} -> local "
-                   f"{getattr(fwd, 'local_port', None)}: {exit_.how() if exit_ else 'still running'}")
+        out.append(
+            f"{getattr(fwd, 'target', '?')} :{getattr(fwd, 'remote_port', '?')} -> local "
+            f"{getattr(fwd, 'local_port', None)}: {exit_.how() if exit_ else 'still running'}"
+        )
         tail = fwd.stderr_tail(50) if hasattr(fwd, "stderr_tail") else ""
         out += [f"  stderr | {line}" for line in tail.split(" | ") if line] or ["  stderr: (empty)"]
     return "\n".join(out) + "\n"
+
+
+def _journal_outcome(handle: Any, since: float, _timeout: float) -> Outcome:
+    return Outcome(content=_journal_text(handle, since))
+
+
+def _never_started(why: str, _timeout: float) -> Outcome:
+    return Outcome("not-started", error=f"the container never started ({why}); it has no log")
 
 
 def _journal_text(handle: Any, since: float) -> str:

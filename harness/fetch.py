@@ -30,6 +30,7 @@ import httpx
 
 from harness.attempts import clamp_to_attempt
 from harness.errors import (
+    BodyOverLimit,
     PortForwardBroken,
     PortForwardDied,
     PortForwardGone,
@@ -168,8 +169,14 @@ async def stream_through(
 
 
 async def _bounded(
-    forward: Forward | str, method: str, path: str, consume: Callable[[httpx.Response], Awaitable[T]],
-    timeout: float, max_body: int, transport: httpx.AsyncBaseTransport | None, request: dict[str, Any],
+    forward: Forward | str,
+    method: str,
+    path: str,
+    consume: Callable[[httpx.Response], Awaitable[T]],
+    timeout: float,
+    max_body: int,
+    transport: httpx.AsyncBaseTransport | None,
+    request: dict[str, Any],
 ) -> T:
     _check_positive("timeout", timeout, float)
     _check_positive("max_body", max_body, int)
@@ -186,8 +193,9 @@ async def _bounded(
     outcome: _Done[T] | BaseException | None = None
     died = False
     started = time.monotonic()
-    async with httpx.AsyncClient(base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False,
-                                 transport=transport) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, timeout=httpx.Timeout(budget), trust_env=False, transport=transport
+    ) as client:
         with anyio.CancelScope(deadline=anyio.current_time() + budget) as scope:
             async with anyio.create_task_group() as tg:
                 if fwd is not None:
@@ -197,11 +205,11 @@ async def _bounded(
                 except Exception as exc:  # kept, classified below: raising here would wrap it in an ExceptionGroup
                     outcome = exc
                 tg.cancel_scope.cancel()
-        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (_Done, _TooLarge)):
+        if fwd is not None and fwd.exit_summary() is not None and not isinstance(outcome, (_Done, BodyOverLimit)):
             died = True
 
     elapsed = time.monotonic() - started
-    if isinstance(outcome, _TooLarge):
+    if isinstance(outcome, BodyOverLimit):
         if fwd is not None:
             fwd.note_answer()  # the forward carried an answer: the service is the hop at fault
         raise _too_large(fwd, base_url, where, path, budget, max_body, outcome)
@@ -260,8 +268,11 @@ def fetch_through_sync(
     still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
     await :func:`fetch_through` there instead.
     """
-    return anyio.run(functools.partial(fetch_through, forward, method, path, timeout=timeout, max_body=max_body,
-                                       transport=transport, **request))
+    return anyio.run(
+        functools.partial(
+            fetch_through, forward, method, path, timeout=timeout, max_body=max_body, transport=transport, **request
+        )
+    )
 
 
 _REFUSED_BY_HTTPX = (httpx.InvalidURL, httpx.UnsupportedProtocol, httpx.LocalProtocolError, h11.LocalProtocolError)
@@ -294,16 +305,8 @@ def _check_base_url(base_url: str) -> None:
         raise ValueError(f"fetch_through: base URL {base_url!r} has port {url.port}, outside 1..65535")
 
 
-class _TooLarge(Exception):
-    """The body passed ``max_body`` (internal: :func:`fetch_through` turns it into ``ServiceAnswerTooLarge``)."""
-
-    def __init__(self, received: int, declared: int | None, status: int) -> None:
-        super().__init__(received, declared, status)
-        self.received, self.declared, self.status = received, declared, status
-
-
 class _CappedBody(httpx.AsyncByteStream):
-    """The response's byte stream, stopped with :class:`_TooLarge` once more than ``max_body`` bytes came in."""
+    """The response's byte stream, stopped with :class:`BodyOverLimit` once more than ``max_body`` bytes came in."""
 
     def __init__(self, inner: httpx.AsyncByteStream, max_body: int, status: int) -> None:
         self._inner, self._max_body, self._status = inner, max_body, status
@@ -313,7 +316,7 @@ class _CappedBody(httpx.AsyncByteStream):
         async for chunk in self._inner:
             received += len(chunk)
             if received > self._max_body:
-                raise _TooLarge(received, None, self._status)  # httpx closes the stream on the way out
+                raise BodyOverLimit(received, None, self._status)  # httpx closes the stream on the way out
             yield chunk
 
     async def aclose(self) -> None:
@@ -321,7 +324,12 @@ class _CappedBody(httpx.AsyncByteStream):
 
 
 async def _exchange(
-    client: httpx.AsyncClient, method: str, path: str, request: dict[str, Any], progress: _Progress, max_body: int,
+    client: httpx.AsyncClient,
+    method: str,
+    path: str,
+    request: dict[str, Any],
+    progress: _Progress,
+    max_body: int,
     consume: Callable[[httpx.Response], Awaitable[T]],
 ) -> T:
     """Send, then let ``consume`` read the body (at most ``max_body`` bytes); the stream is closed on every path."""
@@ -330,7 +338,7 @@ async def _exchange(
         progress.status = response.status_code
         declared = _content_length(response)
         if declared is not None and declared > max_body:
-            raise _TooLarge(0, declared, response.status_code)  # refused before reading a byte of it
+            raise BodyOverLimit(0, declared, response.status_code)  # refused before reading a byte of it
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _CappedBody(response.stream, max_body, response.status_code)
 
@@ -438,7 +446,7 @@ def _service_failure(
 
 
 def _too_large(
-    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, max_body: int, too_large: _TooLarge
+    fwd: Forward | None, base_url: str, where: str, path: str, budget: float, max_body: int, too_large: BodyOverLimit
 ) -> ServiceAnswerTooLarge:
     target = fwd.target if fwd is not None else base_url
     stderr = fwd.stderr_tail() if fwd is not None else ""

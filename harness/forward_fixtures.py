@@ -1,4 +1,4 @@
-"""Pytest fixtures for port-forwards (issue #3): the session pool ``forwards`` and the ``kubectl_standin``.
+"""Pytest fixtures for port-forwards: the session pool ``forwards`` and the ``kubectl_standin``.
 
 Registered by the harness plugin (``pytest_plugins``), or in a conftest with
 ``pytest_plugins = ["harness.forward_fixtures"]``.

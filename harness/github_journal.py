@@ -14,13 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from harness.errors import JournalUnreadable as JournalUnreadable  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 REPLY_MARKER = "<!-- agent-controller:reply -->"
-
-
-class JournalUnreadable(AssertionError):
-    """The journal route answered something other than its JSON (the message says what)."""
 
 
 @dataclass(frozen=True)
@@ -52,40 +49,63 @@ class GitHubJournal:
         self.target = target
         self.timeout = timeout
 
-    def calls(self, *, path_prefix: str | None = None, since: float | None = None,
-              method: str | None = None) -> list[GitHubCall]:
+    def calls(
+        self, *, path_prefix: str | None = None, since: float | None = None, method: str | None = None
+    ) -> list[GitHubCall]:
         """Journaled requests, oldest first, filtered by the fake (``since``: epoch seconds).
 
         Raises :class:`JournalUnreadable` for a non-200 or non-JSON answer, and the hop failures of
         :func:`harness.fetch_through_sync`.
         """
-        params = {k: str(v) for k, v in (("path_prefix", path_prefix), ("since", since), ("method", method))
-                  if v is not None}
+        params = {
+            k: str(v) for k, v in (("path_prefix", path_prefix), ("since", since), ("method", method)) if v is not None
+        }
         answer = fetch_through_sync(self.target, "GET", "/_fake/requests", params=params, timeout=self.timeout)
         try:
             entries = answer.json()["requests"] if answer.status_code == 200 else None
         except (ValueError, KeyError, TypeError):
             entries = None
         if not isinstance(entries, list):
-            raise JournalUnreadable(f"GET /_fake/requests answered {answer.status_code}: {answer.text[:300]!r} "
-                                    "(is this the harness's fake GitHub?)")
-        return [GitHubCall(int(e.get("seq", 0)), float(e.get("time", 0.0)), str(e.get("method", "")),
-                           str(e.get("path", "")), e.get("status"), e.get("body")) for e in entries]
+            raise JournalUnreadable(
+                f"GET /_fake/requests answered {answer.status_code}: {answer.text[:300]!r} "
+                "(is this the harness's fake GitHub?)"
+            )
+        return [
+            GitHubCall(
+                int(e.get("seq", 0)),
+                float(e.get("time", 0.0)),
+                str(e.get("method", "")),
+                str(e.get("path", "")),
+                e.get("status"),
+                e.get("body"),
+            )
+            for e in entries
+        ]
 
     def comments(self, owner: str, repo: str, number: int, *, since: float | None = None) -> list[str]:
         """Bodies of the comments created on issue ``number`` (``POST .../comments`` answered 201), oldest first."""
         path = f"/repos/{owner}/{repo}/issues/{number}/comments"
-        return [str((call.json() or {}).get("body", "")) for call in self.calls(path_prefix=path, since=since,
-                                                                                method="POST")
-                if call.path == path and call.status == 201]
+        return [
+            str((call.json() or {}).get("body", ""))
+            for call in self.calls(path_prefix=path, since=since, method="POST")
+            if call.path == path and call.status == 201
+        ]
 
-    def label_removals(self, owner: str, repo: str, number: int, label: str, *,
-                       since: float | None = None) -> list[GitHubCall]:
+    def label_removals(
+        self, owner: str, repo: str, number: int, label: str, *, since: float | None = None
+    ) -> list[GitHubCall]:
         """``DELETE .../issues/<n>/labels/<label>`` calls (the gateway counts a 404 as done, so any status)."""
-        paths = {f"/repos/{owner}/{repo}/issues/{number}/labels/{label}",
-                 f"/repos/{owner}/{repo}/issues/{number}/labels/{quote(label, safe='')}"}
-        return [call for call in self.calls(path_prefix=f"/repos/{owner}/{repo}/issues/{number}/labels/",
-                                            since=since, method="DELETE") if call.path in paths]
+        paths = {
+            f"/repos/{owner}/{repo}/issues/{number}/labels/{label}",
+            f"/repos/{owner}/{repo}/issues/{number}/labels/{quote(label, safe='')}",
+        }
+        return [
+            call
+            for call in self.calls(
+                path_prefix=f"/repos/{owner}/{repo}/issues/{number}/labels/", since=since, method="DELETE"
+            )
+            if call.path in paths
+        ]
 
     def unstubbed(self, *, since: float | None = None) -> list[GitHubCall]:
         """Calls the fake answered 501: endpoints it does not model (outside its own ``/_fake/`` routes)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.cluster_secrets import SecretValue
+from harness.errors import SeedFailed as SeedFailed  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 REPO = "e2e-org/e2e-repo"
@@ -21,10 +22,6 @@ BOT = "e2e-bot"
 USER_TOKEN = "gho_e2e-seeded"
 """The token seeded for ``e2e-user`` (a fixed fake value: specs re-label issues as that user)."""
 TRIGGER_LABEL = "ai-triage"
-
-
-class SeedFailed(AssertionError):
-    """An admin call was refused; the message quotes the fake's answer."""
 
 
 def _admin(target: Forward | str, route: str, body: dict[str, Any] | None = None, *, timeout: float) -> Any:
@@ -48,29 +45,52 @@ def seed_world(target: Forward | str, *, bot_token: SecretValue, timeout: float 
     _admin(target, "labels", {"repo": REPO, "name": TRIGGER_LABEL}, timeout=timeout)
 
 
-def open_issue(target: Forward | str, number: int, *, title: str, body: str | None = None,
-               labels: tuple[str, ...] = (TRIGGER_LABEL,), user: str = USERS[0], repo: str = REPO,
-               timeout: float = 20.0) -> dict[str, Any]:
+def open_issue(
+    target: Forward | str,
+    number: int,
+    *,
+    title: str,
+    body: str | None = None,
+    labels: tuple[str, ...] = (TRIGGER_LABEL,),
+    user: str = USERS[0],
+    repo: str = REPO,
+    timeout: float = 20.0,
+) -> dict[str, Any]:
     """Open issue ``number`` (never reused) with ``labels``; returns the fake's issue object."""
-    issue: dict[str, Any] = _admin(target, "issues", {"repo": repo, "number": number, "title": title, "body": body,
-                                                      "user": user, "labels": list(labels)}, timeout=timeout)
+    issue: dict[str, Any] = _admin(
+        target,
+        "issues",
+        {"repo": repo, "number": number, "title": title, "body": body, "user": user, "labels": list(labels)},
+        timeout=timeout,
+    )
     return issue
 
 
-def add_label(target: Forward | str, number: int, label: str = TRIGGER_LABEL, *, repo: str = REPO,
-              timeout: float = 20.0) -> None:
+def add_label(
+    target: Forward | str, number: int, label: str = TRIGGER_LABEL, *, repo: str = REPO, timeout: float = 20.0
+) -> None:
     """Put ``label`` back on an issue as ``e2e-user`` would (REST ``POST .../labels``), before a re-trigger."""
-    answer = fetch_through_sync(target, "POST", f"/repos/{repo}/issues/{number}/labels", json={"labels": [label]},
-                                headers={"authorization": f"Bearer {USER_TOKEN}",
-                                         "accept": "application/vnd.github+json"}, timeout=timeout)
+    answer = fetch_through_sync(
+        target,
+        "POST",
+        f"/repos/{repo}/issues/{number}/labels",
+        json={"labels": [label]},
+        headers={"authorization": f"Bearer {USER_TOKEN}", "accept": "application/vnd.github+json"},
+        timeout=timeout,
+    )
     if answer.status_code != 200:
         raise SeedFailed(f"labelling {repo}#{number} with {label} answered {answer.status_code}: {answer.text[:300]}")
 
 
 def issue_labels(target: Forward | str, number: int, *, repo: str = REPO, timeout: float = 20.0) -> list[str]:
     """The issue's current label names (REST ``GET .../issues/<n>`` as ``e2e-user``)."""
-    answer = fetch_through_sync(target, "GET", f"/repos/{repo}/issues/{number}",
-                                headers={"authorization": f"Bearer {USER_TOKEN}"}, timeout=timeout)
+    answer = fetch_through_sync(
+        target,
+        "GET",
+        f"/repos/{repo}/issues/{number}",
+        headers={"authorization": f"Bearer {USER_TOKEN}"},
+        timeout=timeout,
+    )
     if answer.status_code != 200:
         raise SeedFailed(f"GET {repo}#{number} answered {answer.status_code}: {answer.text[:300]}")
     return [str(label["name"]) for label in answer.json().get("labels") or []]

@@ -23,7 +23,12 @@ from typing import Any, Literal
 
 import httpx
 
-from harness.errors import PortForwardGone, StopWaiting, WaitTimeout
+from harness.errors import InvocationNotFound as InvocationNotFound  # re-exported: defined in harness.errors
+from harness.errors import InvokeError as InvokeError  # re-exported: defined in harness.errors
+from harness.errors import InvokeProtocolError as InvokeProtocolError  # re-exported: defined in harness.errors
+from harness.errors import InvokeRejected as InvokeRejected  # re-exported: defined in harness.errors
+from harness.errors import InvokeTimeout as InvokeTimeout  # re-exported: defined in harness.errors
+from harness.errors import PortForwardBroken, PortForwardGone, StopWaiting, WaitTimeout
 from harness.fetch import Forward, fetch_through_sync
 from harness.waiting import wait_for_sync
 
@@ -38,34 +43,6 @@ ends the attempt rather than the attempt's bound (which can only say "hung")."""
 STATUSES = ("pending", "succeeded", "failed")
 Status = Literal["pending", "succeeded", "failed"]
 _UNSET: Any = object()
-
-
-class InvokeError(AssertionError):
-    """The orchestrator's ``/invoke`` did not keep its contract (a failure of the system under test)."""
-
-
-class InvokeProtocolError(InvokeError):
-    """A 200 answer whose JSON is not an invocation record (unknown status, malformed ``pendingToolCalls``)."""
-
-
-class InvokeRejected(InvokeError):
-    """``POST /invoke`` answered something other than 202. ``status`` and ``body`` (text, cut to 2000 chars)."""
-
-    def __init__(self, message: str, *, status: int, body: str) -> None:
-        super().__init__(message)
-        self.status, self.body = status, body
-
-
-class InvocationNotFound(InvokeError):
-    """``GET /invoke/<id>`` answered 404: the orchestrator does not hold the id (restarted, or another replica)."""
-
-
-class InvokeTimeout(WaitTimeout):
-    """The invocation was still pending when the budget ran out; ``last`` is the last record seen (or ``None``)."""
-
-    def __init__(self, message: str, summary: object, last: Invocation | None) -> None:
-        super().__init__(message, summary)
-        self.last = last
 
 
 @dataclass(frozen=True)
@@ -97,10 +74,19 @@ class Invocation:
             raise InvokeProtocolError(f"GET /invoke answered a JSON {type(body).__name__}, not a record object")
         status = body.get("status")
         if status not in STATUSES:
-            raise InvokeProtocolError(f"GET /invoke answered status {status!r}; the contract allows {', '.join(STATUSES)}")
+            raise InvokeProtocolError(
+                f"GET /invoke answered status {status!r}; the contract allows {', '.join(STATUSES)}"
+            )
         error = body.get("error")
-        return cls(id=str(body.get("id", "")), status=status, result=body.get("result"), has_result="result" in body,
-                   error=error if isinstance(error, str) else None, pending_tool_calls=_tool_calls(body), raw=body)
+        return cls(
+            id=str(body.get("id", "")),
+            status=status,
+            result=body.get("result"),
+            has_result="result" in body,
+            error=error if isinstance(error, str) else None,
+            pending_tool_calls=_tool_calls(body),
+            raw=body,
+        )
 
     def describe(self) -> str:
         """One line for messages: status and which fields the record carries (never their values)."""
@@ -120,11 +106,24 @@ class InvokeClient:
     def post(self, body: Any) -> httpx.Response:
         """``POST /invoke`` with ``body`` serialised as JSON, whatever the answer (for specs asserting a rejection,
         e.g. a 400 for an invalid tool name). Raises only the hop failures of ``fetch_through``."""
-        return fetch_through_sync(self.target, "POST", "/invoke", timeout=self.timeout, headers=self._headers(),
-                                  content=json.dumps(body).encode())
+        return fetch_through_sync(
+            self.target,
+            "POST",
+            "/invoke",
+            timeout=self.timeout,
+            headers=self._headers(),
+            content=json.dumps(body).encode(),
+        )
 
-    def submit(self, request: str, *, tools: list[Any] | None = None, tool_choice: Any = _UNSET,
-               session_id: str | None = None, extra: dict[str, Any] | None = None) -> str:
+    def submit(
+        self,
+        request: str,
+        *,
+        tools: list[Any] | None = None,
+        tool_choice: Any = _UNSET,
+        session_id: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
         """Start a turn; returns its id. Raises :class:`InvokeRejected` unless the answer is 202 with an id."""
         body: dict[str, Any] = {"request": request, **(extra or {})}
         if session_id is not None:
@@ -135,39 +134,57 @@ class InvokeClient:
             body["tool_choice"] = tool_choice
         response = self.post(body)
         if response.status_code != 202:
-            raise InvokeRejected(f"POST /invoke via {self._where()} answered HTTP {response.status_code}, not 202 "
-                                 f"(a rejected body never becomes an invocation): {response.text[:300]!r}",
-                                 status=response.status_code, body=response.text[:2000])
+            raise InvokeRejected(
+                f"POST /invoke via {self._where()} answered HTTP {response.status_code}, not 202 "
+                f"(a rejected body never becomes an invocation): {response.text[:300]!r}",
+                status=response.status_code,
+                body=response.text[:2000],
+            )
         parsed = _json(response)
         invocation_id = parsed.get("id") if isinstance(parsed, dict) else None
         if not isinstance(invocation_id, str) or not invocation_id:
-            raise InvokeRejected(f"POST /invoke via {self._where()} answered 202 without an id: "
-                                 f"{response.text[:300]!r}", status=202, body=response.text[:2000])
+            raise InvokeRejected(
+                f"POST /invoke via {self._where()} answered 202 without an id: {response.text[:300]!r}",
+                status=202,
+                body=response.text[:2000],
+            )
         return invocation_id
 
     def fetch(self, invocation_id: str) -> Invocation:
         """One ``GET /invoke/<id>``. Raises :class:`InvocationNotFound` on 404, :class:`InvokeError` on any other
         status or a body that is not a record."""
-        response = fetch_through_sync(self.target, "GET", f"/invoke/{invocation_id}", timeout=self.timeout,
-                                      headers=self._headers())
+        response = fetch_through_sync(
+            self.target, "GET", f"/invoke/{invocation_id}", timeout=self.timeout, headers=self._headers()
+        )
         if response.status_code == 404:
-            raise InvocationNotFound(f"GET /invoke/{invocation_id} via {self._where()} answered 404: the orchestrator "
-                                     "does not hold this id (records live in its memory: restarted since, or "
-                                     "another replica answered)")
+            raise InvocationNotFound(
+                f"GET /invoke/{invocation_id} via {self._where()} answered 404: the orchestrator "
+                "does not hold this id (records live in its memory: restarted since, or "
+                "another replica answered)"
+            )
         if response.status_code != 200:
-            raise InvokeError(f"GET /invoke/{invocation_id} via {self._where()} answered HTTP "
-                              f"{response.status_code}: {response.text[:300]!r}")
+            raise InvokeError(
+                f"GET /invoke/{invocation_id} via {self._where()} answered HTTP "
+                f"{response.status_code}: {response.text[:300]!r}"
+            )
         return Invocation.from_json(_json(response))
 
-    def wait(self, invocation_id: str, *, timeout: float = POLL_BUDGET, interval: float = POLL_INTERVAL,
-             probe_timeout: float | None = None) -> Invocation:
+    def wait(
+        self,
+        invocation_id: str,
+        *,
+        timeout: float = POLL_BUDGET,
+        interval: float = POLL_INTERVAL,
+        probe_timeout: float | None = None,
+    ) -> Invocation:
         """Poll until the invocation is ``succeeded`` or ``failed`` and return that record (a ``failed`` one is a
         result to assert on, not an exception). Every ``interval`` seconds, up to ``timeout``; each poll is bounded
         by ``probe_timeout`` (default: the per-exchange timeout plus :data:`PROBE_GRACE`).
 
         A 404, an error status, a body that is not JSON or a service hop failure is a failed attempt (polling goes
         on; the last one is in the message); a record that breaks the contract (:class:`InvokeProtocolError`) or a
-        port-forward that is gone (:class:`harness.PortForwardGone`) ends the wait at once with
+        port-forward that is gone or broken (:class:`harness.PortForwardGone`, :class:`harness.PortForwardBroken`: it
+        will not come back) ends the wait at once with
         :class:`harness.StopWaiting`, the cause chained. Raises :class:`InvokeTimeout` (a ``WaitTimeout``) with the last
         record seen when the budget runs out.
         """
@@ -176,23 +193,29 @@ class InvokeClient:
         def probe() -> Invocation | None:
             try:
                 record = self.fetch(invocation_id)
-            except (PortForwardGone, InvokeProtocolError) as exc:
+            except (PortForwardGone, PortForwardBroken, InvokeProtocolError) as exc:
                 raise StopWaiting(f"polling /invoke/{invocation_id} cannot go on: {exc}") from exc
             seen.append(record)
             return None if record.status == "pending" else record
 
         describe = f"/invoke/{invocation_id} via {self._where()} to settle (succeeded or failed)"
         try:
-            result: Invocation = wait_for_sync(describe, probe, timeout=timeout, interval=interval,
-                                               probe_timeout=probe_timeout or self.timeout + PROBE_GRACE)
+            result: Invocation = wait_for_sync(
+                describe,
+                probe,
+                timeout=timeout,
+                interval=interval,
+                probe_timeout=probe_timeout or self.timeout + PROBE_GRACE,
+            )
         except WaitTimeout as exc:
             last = seen[-1] if seen else None
             note = f"\n  last record: {last.describe()}" if last else "\n  no record was read"
             raise InvokeTimeout(f"{exc}{note}", exc.summary, last) from exc
         return result
 
-    def turn(self, request: str, *, timeout: float = POLL_BUDGET, interval: float = POLL_INTERVAL,
-             **submit: Any) -> Invocation:
+    def turn(
+        self, request: str, *, timeout: float = POLL_BUDGET, interval: float = POLL_INTERVAL, **submit: Any
+    ) -> Invocation:
         """:meth:`submit` then :meth:`wait`: one whole turn; returns the settled record."""
         return self.wait(self.submit(request, **submit), timeout=timeout, interval=interval)
 
@@ -207,8 +230,10 @@ def _json(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
-        raise InvokeError(f"{response.request.method} {response.request.url.path} answered HTTP "
-                          f"{response.status_code} with a body that is not JSON: {response.text[:300]!r}") from None
+        raise InvokeError(
+            f"{response.request.method} {response.request.url.path} answered HTTP "
+            f"{response.status_code} with a body that is not JSON: {response.text[:300]!r}"
+        ) from None
 
 
 def _tool_calls(body: dict[str, Any]) -> tuple[PendingToolCall, ...]:
@@ -220,6 +245,8 @@ def _tool_calls(body: dict[str, Any]) -> tuple[PendingToolCall, ...]:
     out = []
     for index, call in enumerate(calls):
         if not isinstance(call, dict) or not all(isinstance(call.get(k), str) for k in ("id", "name", "arguments")):
-            raise InvokeProtocolError(f"pendingToolCalls[{index}] is not {{id, name, arguments}} strings: {call!r:.200}")
+            raise InvokeProtocolError(
+                f"pendingToolCalls[{index}] is not {{id, name, arguments}} strings: {call!r:.200}"
+            )
         out.append(PendingToolCall(call["id"], call["name"], call["arguments"]))
     return tuple(out)

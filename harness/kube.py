@@ -34,7 +34,7 @@ import ssl
 import time
 import warnings
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -159,7 +159,11 @@ class Kube:
         """
         self.guard()
         return Kube(
-            self.context, namespace, allowed=self.allowed, kubectl_path=self.kubectl_path, kubeconfig=self.kubeconfig,
+            self.context,
+            namespace,
+            allowed=self.allowed,
+            kubectl_path=self.kubectl_path,
+            kubeconfig=self.kubeconfig,
             cache_dir=self.cache_dir,
         )
 
@@ -251,8 +255,9 @@ class Kube:
         __tracebackhide__ = True
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
-    def rollout_status(self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0,
-                       explain_budget: float | None = None) -> str:
+    def rollout_status(
+        self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0, explain_budget: float | None = None
+    ) -> str:
         """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
 
         ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds (finite, > 0) go to kubectl's own
@@ -275,8 +280,9 @@ class Kube:
         try:
             done = self.kubectl("rollout", "status", ref, flag, timeout=timeout + grace)
         except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
-            raise rollout.rollout_failure(self, ref, cause=str(exc), started=started, budget=explain_budget,
-                                          kubectl_error=exc) from exc
+            raise rollout.rollout_failure(
+                self, ref, cause=str(exc), started=started, budget=explain_budget, kubectl_error=exc
+            ) from exc
         rollout.rollout_succeeded(self, ref, started)
         return process.tail(done.stdout, 1)
 
@@ -342,7 +348,7 @@ class Kube:
                 context=self.context,
                 server=self.server_url(),
             )
-        return email.utils.parsedate_to_datetime(date).astimezone(timezone.utc)
+        return email.utils.parsedate_to_datetime(date).astimezone(UTC)
 
     def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT) -> ApiServerInfo:
         """Check once that the pinned API server can be used: ``GET /version``, then the namespace.

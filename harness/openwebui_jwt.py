@@ -47,8 +47,13 @@ HEADER = "x-openwebui-user-jwt"
 
 _ID_CLAIMS = ("id", "sub", "email")
 _SKIP_CLAIM_CHECKS: Options = {  # the claim checks are jose's, done by _claims_valid; PyJWT checks the signature
-    "verify_exp": False, "verify_nbf": False, "verify_iat": False, "verify_aud": False,
-    "verify_iss": False, "verify_sub": False, "verify_jti": False,
+    "verify_exp": False,
+    "verify_nbf": False,
+    "verify_iat": False,
+    "verify_aud": False,
+    "verify_iss": False,
+    "verify_sub": False,
+    "verify_jti": False,
 }
 
 
@@ -61,8 +66,9 @@ class OpenWebUIIdentity:
     per_user: bool = True
 
 
-def mint_user_jwt(secret: str, user_id: str, *, role: str = "user", expires_in: float | None = None,
-                  now: float | None = None) -> str:
+def mint_user_jwt(
+    secret: str, user_id: str, *, role: str = "user", expires_in: float | None = None, now: float | None = None
+) -> str:
     """An HS256 JWT as Open WebUI forwards it: payload ``{"id": user_id, "role": role}``, plus
     ``exp = floor(now + expires_in)`` when ``expires_in`` (seconds, may be negative for an already expired token)
     is given. ``now`` is epoch seconds (default: the host clock).
@@ -80,8 +86,9 @@ def mint_user_jwt(secret: str, user_id: str, *, role: str = "user", expires_in: 
     return jwt.encode(payload, secret, algorithm=ALGORITHM)
 
 
-def resolve_user_jwt(token: str | None, secret: str, *, roles: tuple[str, ...] = E2E_ROLES,
-                     now: float | None = None) -> OpenWebUIIdentity | None:
+def resolve_user_jwt(
+    token: str | None, secret: str, *, roles: tuple[str, ...] = E2E_ROLES, now: float | None = None
+) -> OpenWebUIIdentity | None:
     """The identity the orchestrator resolves from ``token`` verified with ``secret``, or ``None`` when it would
     resolve none (empty or malformed token, another algorithm, a wrong signature, an expired or not-yet-valid
     token, a claim of the wrong type, no usable id). ``now`` is epoch seconds (default: the host clock).

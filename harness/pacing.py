@@ -22,16 +22,17 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from harness.errors import PacingNotRestored as PacingNotRestored  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 AGENT_RESOURCE = "agents.core.controller-agent.dev"
 STUB_AGENT = "stub-agent"
-KNOBS = {"narrate_for": "STUB_NARRATE_FOR_MS", "narrate_every": "STUB_NARRATE_EVERY_MS",
-         "silent_for": "STUB_SILENT_FOR_MS", "reply_ack_retry": "AGENT_REPLY_ACK_RETRY_MS"}
-
-
-class PacingNotRestored(AssertionError):
-    """``spec.env`` did not read back as it was before the pacing (the message shows both)."""
+KNOBS = {
+    "narrate_for": "STUB_NARRATE_FOR_MS",
+    "narrate_every": "STUB_NARRATE_EVERY_MS",
+    "silent_for": "STUB_SILENT_FOR_MS",
+    "reply_ack_retry": "AGENT_REPLY_ACK_RETRY_MS",
+}
 
 
 def pacing_entries(**seconds: float | None) -> dict[str, str]:
@@ -77,24 +78,37 @@ def _patch(kube: Kube, agent: str, operations: list[dict[str, Any]]) -> None:
 
 
 @contextlib.contextmanager
-def pace_stub_agent(kube: Kube, *, agent: str = STUB_AGENT, narrate_for: float | None = None,
-                    narrate_every: float | None = None, silent_for: float | None = None,
-                    reply_ack_retry: float | None = None) -> Iterator[list[dict[str, Any]]]:
+def pace_stub_agent(
+    kube: Kube,
+    *,
+    agent: str = STUB_AGENT,
+    narrate_for: float | None = None,
+    narrate_every: float | None = None,
+    silent_for: float | None = None,
+    reply_ack_retry: float | None = None,
+) -> Iterator[list[dict[str, Any]]]:
     """Pace the stub agent for the ``with`` block (seconds); yields the paced ``spec.env``.
 
     Raises ``ValueError`` for bad values, ``KubectlError`` when the patch is refused (also when ``spec.env``
     changed between the read and the patch: the JSON patch's ``test`` fails), and :class:`PacingNotRestored` at
     exit when the env does not read back exactly as before.
     """
-    entries = pacing_entries(narrate_for=narrate_for, narrate_every=narrate_every, silent_for=silent_for,
-                             reply_ack_retry=reply_ack_retry)
+    entries = pacing_entries(
+        narrate_for=narrate_for, narrate_every=narrate_every, silent_for=silent_for, reply_ack_retry=reply_ack_retry
+    )
     before = read_env(kube, agent)
     paced = paced_env(before, entries)
     if before is None:
         _patch(kube, agent, [{"op": "add", "path": "/spec/env", "value": paced}])
     else:
-        _patch(kube, agent, [{"op": "test", "path": "/spec/env", "value": before},
-                             {"op": "replace", "path": "/spec/env", "value": paced}])
+        _patch(
+            kube,
+            agent,
+            [
+                {"op": "test", "path": "/spec/env", "value": before},
+                {"op": "replace", "path": "/spec/env", "value": paced},
+            ],
+        )
     try:
         yield paced
     finally:
@@ -110,5 +124,6 @@ def restore_env(kube: Kube, before: list[dict[str, Any]] | None, *, agent: str =
         _patch(kube, agent, [{"op": "replace", "path": "/spec/env", "value": before}])
     after = read_env(kube, agent)
     if after != before:
-        raise PacingNotRestored(f"Agent {agent} spec.env after restoring the pacing is {after!r}, "
-                                f"not what it was before: {before!r}")
+        raise PacingNotRestored(
+            f"Agent {agent} spec.env after restoring the pacing is {after!r}, not what it was before: {before!r}"
+        )

@@ -29,8 +29,15 @@ from harness.timestamps import parse_k8s_time
 Obj = dict[str, Any]
 
 #: Waiting reasons that mean the container will not start without a change (ranked first in explanations).
-STUCK_REASONS = ("CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
-                 "CreateContainerError", "InvalidImageName", "RunContainerError")
+STUCK_REASONS = (
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "RunContainerError",
+)
 
 
 def when(value: Any) -> datetime | None:
@@ -56,8 +63,13 @@ def event_time(event: Obj) -> datetime | None:
     """When ``event`` last happened: ``lastTimestamp``, else ``series.lastObservedTime``, else ``eventTime``, else
     ``firstTimestamp``, else ``metadata.creationTimestamp`` (the first one set)."""
     series = event.get("series") or {}
-    for value in (event.get("lastTimestamp"), series.get("lastObservedTime"), event.get("eventTime"),
-                  event.get("firstTimestamp"), meta(event).get("creationTimestamp")):
+    for value in (
+        event.get("lastTimestamp"),
+        series.get("lastObservedTime"),
+        event.get("eventTime"),
+        event.get("firstTimestamp"),
+        meta(event).get("creationTimestamp"),
+    ):
         parsed = when(value)
         if parsed is not None:
             return parsed
@@ -198,8 +210,13 @@ class PodFacts:
 
     def lifecycle(self) -> list[tuple[datetime, str]]:
         """The pod's steps that happened, in order: created, scheduled, started, ready, deleted."""
-        steps = [(self.created, "created"), (self.scheduled, "scheduled"), (self.started, "started"),
-                 (self.ready_at, "ready"), (self.deleted, "deleted")]
+        steps = [
+            (self.created, "created"),
+            (self.scheduled, "scheduled"),
+            (self.started, "started"),
+            (self.ready_at, "ready"),
+            (self.deleted, "deleted"),
+        ]
         happened = [(at, what) for at, what in steps if at is not None]
         return sorted(happened, key=lambda step: step[0])  # stable: steps within one second keep their order
 
@@ -212,8 +229,10 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
     containers = [container_facts(s, init=True) for s in status.get("initContainerStatuses") or []]
     containers += [container_facts(s, init=False) for s in status.get("containerStatuses") or []]
     if not containers:  # never scheduled or never started: the spec's containers, all waiting
-        containers = [ContainerFacts(str(c.get("name") or "?"), False, False, 0, "waiting", reason=None)
-                      for c in (pod.get("spec") or {}).get("containers") or []]
+        containers = [
+            ContainerFacts(str(c.get("name") or "?"), False, False, 0, "waiting", reason=None)
+            for c in (pod.get("spec") or {}).get("containers") or []
+        ]
     ready = (conditions.get("Ready") or {}).get("status") == "True"
     scheduled = conditions.get("PodScheduled") or {}
     owner = next((ref.get("name") for ref in metadata.get("ownerReferences") or [] if ref.get("controller")), None)

@@ -6,8 +6,9 @@ Known kubectl behaviours this guards against:
   ``ready_path``) succeeded, raced against the child's exit, within a budget (default 30 s);
 - kubectl picks the local port (``:REMOTE``) and prints it (``Forwarding from 127.0.0.1:NNNNN -> R``): no
   fixed port map, no probe-and-release race; only 127.0.0.1 is used (``--address 127.0.0.1``);
-- since v1.23 kubectl exits on the first forwarding error (kubernetes PR #103526), with code 1 only since
-  PR #114460 (0 before): any exit is death, recorded the moment it happens by a watcher thread (pidfd);
+- since v1.23 kubectl exits on the first forwarding error (kubernetes/kubernetes#103526), with code 1 only
+  since kubernetes/kubernetes#114460 (0 before): any exit is death, recorded the moment it happens by a watcher
+  thread (pidfd);
 - a ``svc/`` forward stays pinned to the pod it resolved at start and, after that pod dies, may stay alive
   resetting every connection (kubernetes/kubectl#686, kubernetes/kubernetes#67059), and a forward whose
   tunnel to the API server is wedged stays alive while every request hangs and kubectl prints ``error
@@ -20,6 +21,7 @@ Known kubectl behaviours this guards against:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -218,10 +220,13 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if self._ready_step(deadline) is _PROBE_TCP:
-                    if self._tcp_ready_sync(deadline) and (not self.ready_path or self._http_ready_sync(deadline)):
-                        self._check_running()  # it may have died or broken during the probe
-                        break
+                if (
+                    self._ready_step(deadline) is _PROBE_TCP
+                    and self._tcp_ready_sync(deadline)
+                    and (not self.ready_path or self._http_ready_sync(deadline))
+                ):
+                    self._check_running()  # it may have died or broken during the probe
+                    break
                 self._wait_a_little(deadline)
         except BaseException:
             self.close()
@@ -233,12 +238,13 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if self._ready_step(deadline) is _PROBE_TCP:
-                    if await self._tcp_ready_async(deadline) and (
-                        not self.ready_path or await self._http_ready_async(deadline)
-                    ):
-                        self._check_running()
-                        break
+                if (
+                    self._ready_step(deadline) is _PROBE_TCP
+                    and await self._tcp_ready_async(deadline)
+                    and (not self.ready_path or await self._http_ready_async(deadline))
+                ):
+                    self._check_running()
+                    break
                 await anyio.sleep(min(READY_POLL, max(0.0, deadline - time.monotonic())))
         except BaseException:
             await self.aclose()
@@ -316,7 +322,8 @@ class PortForward:
 
     def _watch(self, proc: subprocess.Popen[bytes]) -> None:
         """Read stdout (banner) and stderr (errors) as they come; record the exit the moment it happens."""
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         pidfd = _pidfd(proc.pid)
         buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
         with selectors.DefaultSelector() as sel:
@@ -619,7 +626,8 @@ def port_forward(
 def client_version(kubectl_path: str) -> str:
     """The kubectl client's ``gitVersion`` (``kubectl version --client -o json``, 10 s bound), or why it is unknown.
 
-    Recorded in every readiness failure: kubectl's exit semantics changed twice (PRs #103526, #114460).
+    Recorded in every readiness failure: kubectl's exit semantics changed twice (kubernetes/kubernetes#103526,
+    kubernetes/kubernetes#114460).
     """
     import json
 
@@ -642,7 +650,5 @@ def _pidfd(pid: int) -> int | None:
 
 
 def _signal(proc: subprocess.Popen[bytes], sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -24,6 +24,7 @@ still holds is killed and reported in :attr:`Completed.strays`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import re
@@ -35,6 +36,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+
+from harness.errors import ProcessTimeout
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -89,10 +92,8 @@ def kill_group(
     if proc.returncode is None:
         _signal_group(proc.pid, first)
         if first != signal.SIGKILL and grace > 0:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
     # The leader may have exited on the first signal while descendants in its group live on.
     _signal_group(proc.pid, signal.SIGKILL)
     try:
@@ -118,10 +119,8 @@ def forget(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def group_alive(pgid: int) -> bool:
@@ -238,19 +237,15 @@ class _Watchdog:
         assert proc.stdin is not None
         with _lock:
             live = list(LIVE_CHILDREN)
-        try:
+        with contextlib.suppress(OSError):
             os.write(proc.stdin.fileno(), "".join(f"+{pgid}\n" for pgid in live).encode())
-        except OSError:
-            pass
         return proc
 
     def _after_fork_in_child(self) -> None:
         proc, self._proc, self._lock = self._proc, None, threading.Lock()
         if proc is not None and proc.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 proc.stdin.close()
-            except OSError:
-                pass
 
 
 _WATCHDOG = _Watchdog()
@@ -287,12 +282,8 @@ class Completed:
     strays: tuple[str, ...] = ()
 
 
-class Timeout(Exception):
-    """:func:`run_bounded` killed the child's group at its timeout. Carries what it had printed."""
-
-    def __init__(self, argv: list[str], timeout: float, stdout: str, stderr: str) -> None:
-        super().__init__(f"{argv[0]} did not finish within {timeout:.1f}s")
-        self.argv, self.timeout, self.stdout, self.stderr = argv, timeout, stdout, stderr
+Timeout = ProcessTimeout
+"""What :func:`run_bounded` raises at its bound (:class:`harness.errors.ProcessTimeout`, under its old name)."""
 
 
 def run_bounded(
@@ -306,10 +297,10 @@ def run_bounded(
     """Run ``argv`` until it exits, within ``timeout`` seconds.
 
     Completion is the child's exit. Its output is read while it runs and for at most ``drain`` seconds after;
-    anything still alive in its process group then is killed and listed in ``strays``. Raises :class:`Timeout`
-    (after killing and reaping the whole group) when the child has not exited within ``timeout``, and
-    ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other exception while waiting kills
-    the group too, then propagates.
+    anything still alive in its process group then is killed and listed in ``strays``. Raises
+    :class:`~harness.errors.ProcessTimeout` (after killing and reaping the whole group) when the child has not
+    exited within ``timeout``, and ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other
+    exception while waiting kills the group too, then propagates.
     """
     start = time.monotonic()
     proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
@@ -327,7 +318,7 @@ def run_bounded(
     pipes.close()
     out, err = pipes.text()
     if not exited:
-        raise Timeout(argv, timeout, out, err)
+        raise ProcessTimeout(argv, timeout, out, err)
     return Completed(argv, proc.returncode, out, err, time.monotonic() - start, tuple(strays))
 
 
@@ -335,7 +326,8 @@ class _Pipes:
     """Reads a child's stdout and stderr (and feeds its stdin) without blocking; sees its exit without reaping it."""
 
     def __init__(self, proc: subprocess.Popen[bytes], input: bytes | None) -> None:
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         self.proc = proc
         self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
         self.in_fd = proc.stdin.fileno() if proc.stdin is not None else None
@@ -392,10 +384,8 @@ class _Pipes:
         self.sel.close()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
     def _open_outputs(self) -> list[int]:
         return [fd for fd in (self.out_fd, self.err_fd) if fd in self.sel.get_map()]

@@ -3,7 +3,8 @@
 A wait shorter than ``threshold`` (3 s) shows nothing. Past it, every running wait is shown:
 
 - ``live`` (a terminal, one process): one line rewritten in place about twice a second,
-  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (6 done: 1 hung, 2 failed)``, erased when the wait ends;
+  ``waiting for deployment/web to roll out: 12s of 120s, attempt 7 (6 done: 1 hung, 2 failed)``, erased when the
+  wait ends;
 - ``lines`` (CI logs, pytest-xdist workers, anything that is not a terminal): the same text as a new line every
   ``period`` (30 s) of a wait, and one closing line for a wait that printed any;
 - ``off``.
@@ -17,6 +18,7 @@ the CI log) through its own descriptor, so pytest's output capture never swallow
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
@@ -85,7 +87,7 @@ def configure(**changes: object) -> Settings:
     if mode not in MODES:
         raise ValueError(f"progress mode must be one of {', '.join(MODES)}, got {mode!r}")
     previous = _settings
-    updated = Settings(**{**previous.__dict__, **changes})  # type: ignore[arg-type]
+    updated = Settings(**{**previous.__dict__, **changes})
     if updated.threshold < 0 or updated.period <= 0:
         raise ValueError(f"need threshold >= 0 and period > 0 seconds, got {updated.threshold} and {updated.period}")
     _settings = updated
@@ -116,8 +118,10 @@ class Watch:
         s = self.summary
         done = len(s.attempts)
         running = "" if self.closed else f", attempt {done + 1}"
-        return (f"waiting for {s.describe}: {_secs(self.elapsed())} of {_secs(s.budget)}{running} "
-                f"({done} done: {s.count('hung')} hung, {s.count('failed')} failed)")
+        return (
+            f"waiting for {s.describe}: {_secs(self.elapsed())} of {_secs(s.budget)}{running} "
+            f"({done} done: {s.count('hung')} hung, {s.count('failed')} failed)"
+        )
 
     def close(self) -> None:
         """The wait ended: take it off the display (a closing line in ``lines`` mode if it printed any)."""
@@ -129,8 +133,10 @@ class Watch:
                 _active.remove(self)
             last = not _active
         if self.mode == "lines" and self.lines_printed:
-            _emit(f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
-                  f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n")
+            _emit(
+                f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
+                f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n"
+            )
         if last:
             _stop_ticker()
 
@@ -218,7 +224,5 @@ def _erase_live() -> None:
 
 
 def _emit(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):  # the terminal went away: progress is not worth failing a wait for
         _settings.write(text)
-    except (OSError, ValueError):  # the terminal went away: progress is not worth failing a wait for
-        pass

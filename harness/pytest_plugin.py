@@ -34,7 +34,7 @@ import os
 import re
 import time
 from collections.abc import Generator, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -188,8 +188,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         return ["harness: cluster specs deselected by -m; no kube context is touched"]
     twin = target_plugin.twin_session(config)
     if twin is not None:  # started before the first cluster spec, so it has no API server yet
-        return [f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
-                f"namespace {twin.kube.namespace!r})"]
+        return [
+            f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
+            f"namespace {twin.kube.namespace!r})"
+        ]
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
@@ -311,7 +313,7 @@ def since(request: pytest.FixtureRequest) -> datetime:
     verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
     if verdict == "ok" and isinstance(detail, Kube) and request.node.get_closest_marker("cluster") is not None:
         return detail.server_time()
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @pytest.fixture
@@ -448,8 +450,9 @@ def _harness_leak_audit() -> Iterator[None]:
     before the session began are not its own (an in-process pytester session inside another one) and are left alone."""
     before = set(process.LIVE_CHILDREN)
     yield
-    survivors = {pid: argv for pid, argv in list(process.LIVE_CHILDREN.items())
-                 if pid not in before and process.group_alive(pid)}
+    survivors = {
+        pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if pid not in before and process.group_alive(pid)
+    }
     for pid in survivors:
         process.kill_pid_group(pid)
     if survivors:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import QdrantReadError as QdrantReadError  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
 
 DEFAULT_TIMEOUT = 10.0
@@ -34,17 +34,6 @@ PAGE_SIZE = 200
 
 CALLER_TOOLS = "caller_tools"
 STACK_COLLECTIONS: tuple[str, ...] = ("tools", "skills", "agents", CALLER_TOOLS)
-
-
-class QdrantReadError(HarnessError):
-    """Qdrant answered, but not with what a read expects: an error status, a body that is not Qdrant's envelope, a
-    scroll that does not end. ``status`` is the HTTP status (``None`` if the answer was not HTTP-level wrong) and
-    ``detail`` Qdrant's ``status.error`` text when it sent one."""
-
-    def __init__(self, message: str, *, status: int | None = None, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.detail = detail
 
 
 class QdrantView:
@@ -88,13 +77,15 @@ class QdrantView:
         turn against."""
         return {name: self.point_count(name) for name in collections}
 
-    def payload_values(self, collection: str, key: str = "name", *, filter: dict[str, Any] | None = None,
-                       deadline: float = 60.0) -> list[Any] | None:
+    def payload_values(
+        self, collection: str, key: str = "name", *, filter: dict[str, Any] | None = None, deadline: float = 60.0
+    ) -> list[Any] | None:
         """The ``key`` payload value of every point that has one, in Qdrant's id order (a whole scroll with only
         ``key`` in the payload and no vectors), or ``None`` when the collection was never created."""
         try:
-            points = self.scroll_all(collection, filter=filter, with_payload=[key], with_vector=False,
-                                     deadline=deadline)
+            points = self.scroll_all(
+                collection, filter=filter, with_payload=[key], with_vector=False, deadline=deadline
+            )
         except QdrantReadError as exc:
             if _never_created(exc):
                 return None
@@ -114,9 +105,17 @@ class QdrantView:
             body["filter"] = filter
         return int(self._call("POST", f"/collections/{collection}/points/count", json=body)["count"])
 
-    def scroll_all(self, collection: str, *, filter: dict[str, Any] | None = None, with_payload: bool | list[str] = True,
-                   with_vector: bool = False, page_size: int = PAGE_SIZE, deadline: float = 60.0,
-                   max_points: int = 100_000) -> list[dict[str, Any]]:
+    def scroll_all(
+        self,
+        collection: str,
+        *,
+        filter: dict[str, Any] | None = None,
+        with_payload: bool | list[str] = True,
+        with_vector: bool = False,
+        page_size: int = PAGE_SIZE,
+        deadline: float = 60.0,
+        max_points: int = 100_000,
+    ) -> list[dict[str, Any]]:
         """Every matching point as Qdrant's record dicts (``id``, ``payload``, ``vector``), in Qdrant's id order.
 
         Follows ``next_page_offset`` until ``null``. Raises :class:`QdrantReadError` if the whole scroll takes more
@@ -129,22 +128,27 @@ class QdrantView:
         while True:
             left = ends_at - time.monotonic()
             if left <= 0:
-                raise QdrantReadError(f"qdrant {self._where()}: scroll of `{collection}` not finished within "
-                                      f"{deadline:.1f} s ({len(points)} points read)")
+                raise QdrantReadError(
+                    f"qdrant {self._where()}: scroll of `{collection}` not finished within "
+                    f"{deadline:.1f} s ({len(points)} points read)"
+                )
             body: dict[str, Any] = {"limit": page_size, "with_payload": with_payload, "with_vector": with_vector}
             if filter is not None:
                 body["filter"] = filter
             if offset is not None:
                 body["offset"] = offset
-            page = self._call("POST", f"/collections/{collection}/points/scroll", json=body,
-                              timeout=min(self.timeout, left))
+            page = self._call(
+                "POST", f"/collections/{collection}/points/scroll", json=body, timeout=min(self.timeout, left)
+            )
             points.extend(page["points"])
             offset = page.get("next_page_offset")
             if offset is None:
                 return points
             if str(offset) in seen or len(points) > max_points:
-                raise QdrantReadError(f"qdrant {self._where()}: scroll of `{collection}` does not end (offset "
-                                      f"{offset!r} again or over {max_points} points)")
+                raise QdrantReadError(
+                    f"qdrant {self._where()}: scroll of `{collection}` does not end (offset "
+                    f"{offset!r} again or over {max_points} points)"
+                )
             seen.add(str(offset))
 
     def points_where(self, collection: str, key: str, value: Any, **scroll: Any) -> list[dict[str, Any]]:
@@ -156,20 +160,31 @@ class QdrantView:
         return self.target if isinstance(self.target, str) else getattr(self.target, "target", repr(self.target))
 
     def _call(self, method: str, path: str, *, timeout: float | None = None, **request: Any) -> Any:
-        response = fetch_through_sync(self.target, method, path, timeout=timeout or self.timeout,
-                                      headers=self._headers, **request)
+        response = fetch_through_sync(
+            self.target, method, path, timeout=timeout or self.timeout, headers=self._headers, **request
+        )
         try:
             body = response.json()
         except ValueError:
             body = None
-        error = body.get("status", {}).get("error") if isinstance(body, dict) and isinstance(body.get("status"),
-                                                                                              dict) else None
+        error = (
+            body.get("status", {}).get("error")
+            if isinstance(body, dict) and isinstance(body.get("status"), dict)
+            else None
+        )
         if response.status_code != 200:
-            raise QdrantReadError(f"qdrant {self._where()}: {method} {path} answered HTTP {response.status_code}: "
-                                  f"{error or response.text[:300]!r}", status=response.status_code, detail=error)
+            raise QdrantReadError(
+                f"qdrant {self._where()}: {method} {path} answered HTTP {response.status_code}: "
+                f"{error or response.text[:300]!r}",
+                status=response.status_code,
+                detail=error,
+            )
         if not isinstance(body, dict) or "result" not in body:
-            raise QdrantReadError(f"qdrant {self._where()}: {method} {path} answered 200 without Qdrant's "
-                                  f"{{result, status, time}} envelope: {response.text[:300]!r}", status=200)
+            raise QdrantReadError(
+                f"qdrant {self._where()}: {method} {path} answered 200 without Qdrant's "
+                f"{{result, status, time}} envelope: {response.text[:300]!r}",
+                status=200,
+            )
         return body["result"]
 
 

@@ -64,6 +64,6 @@ def missing(needed: Iterable[Triple], granted: Iterable[Triple]) -> list[str]:
     grants = list(granted)
 
     def covered(triple: Triple) -> bool:
-        return any(all(g in ("*", n) for g, n in zip(grant, triple)) for grant in grants)
+        return any(all(g in ("*", n) for g, n in zip(grant, triple, strict=True)) for grant in grants)
 
     return sorted(f"{g}/{r}:{v}" for g, r, v in needed if not covered((g, r, v)))

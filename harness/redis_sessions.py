@@ -25,7 +25,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import HarnessError, KubectlError
+from harness.errors import KubectlError
+from harness.errors import RedisPodNotFound as RedisPodNotFound  # re-exported: defined in harness.errors
+from harness.errors import RedisSweepError as RedisSweepError  # re-exported: defined in harness.errors
 from harness.kube import Kube
 
 REDIS_SELECTOR = "app.kubernetes.io/name=agent-orchestrator-redis"
@@ -36,7 +38,8 @@ DEFAULT_BATCH = 100
 """Keys per ``redis-cli DEL``."""
 DEFAULT_TIMEOUT = 30.0
 
-# $1 pattern, $2 limit, $3 batch, $4 delete (1/0). fd 3: the real stdout; fd 4: carries the scan's exit status into $(...).
+# $1 pattern, $2 limit, $3 batch, $4 delete (1/0). fd 3: the real stdout; fd 4: carries the scan's exit status
+# into $(...).
 SWEEP_SCRIPT = r"""
 pattern=$1 limit=$2 batch=$3 delete=$4
 del_batch() {
@@ -67,14 +70,6 @@ echo "scan-exit $scan_status"
 _LINE = re.compile(r"^(key|deleted|del-failed|scan-exit) ?(.*)$")
 
 
-class RedisPodNotFound(HarnessError):
-    """Not exactly one Running, non-terminating pod matched the Redis selector (the message lists what matched)."""
-
-
-class RedisSweepError(HarnessError):
-    """The sweep ran but did not finish cleanly: ``redis-cli`` failed, or the output was not the script's."""
-
-
 @dataclass(frozen=True)
 class SweepResult:
     """One sweep: the ``pod`` used, ``keys`` seen (in scan order, at most ``limit``), ``deleted`` (Redis's own count
@@ -90,8 +85,14 @@ class SweepResult:
 class RedisSessions:
     """Sweeps of the orchestrator's Redis through ``kube`` (pinned context and namespace)."""
 
-    def __init__(self, kube: Kube, *, selector: str = REDIS_SELECTOR, container: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        selector: str = REDIS_SELECTOR,
+        container: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
         self.kube = kube
         self.selector = selector
         self.container = container
@@ -106,12 +107,15 @@ class RedisSessions:
             return running[0]
         seen = ", ".join(f"{p['metadata']['name']} ({_state(p)})" for p in items) or "none"
         reason = "no Running pod" if not running else f"{len(running)} Running pods"
-        raise RedisPodNotFound(f"{reason} matches -l {self.selector} in namespace {self.kube.namespace} "
-                               f"(matched: {seen}); a sweep needs exactly one (a rollout in progress, or a wrong "
-                               "selector: the chart labels app.kubernetes.io/name, and app= matches nothing)")
+        raise RedisPodNotFound(
+            f"{reason} matches -l {self.selector} in namespace {self.kube.namespace} "
+            f"(matched: {seen}); a sweep needs exactly one (a rollout in progress, or a wrong "
+            "selector: the chart labels app.kubernetes.io/name, and app= matches nothing)"
+        )
 
-    def sweep(self, pattern: str = SESSION_PATTERN, *, limit: int = DEFAULT_LIMIT,
-              batch: int = DEFAULT_BATCH) -> SweepResult:
+    def sweep(
+        self, pattern: str = SESSION_PATTERN, *, limit: int = DEFAULT_LIMIT, batch: int = DEFAULT_BATCH
+    ) -> SweepResult:
         """Delete the keys matching ``pattern`` (a Redis glob), at most ``limit`` of them, in one exec.
 
         Raises ``ValueError`` for a pattern without a literal prefix (``*`` would empty the whole Redis) or a
@@ -131,8 +135,20 @@ class RedisSessions:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         pod = self.pod()
         container = ["-c", self.container] if self.container else []
-        args = ["exec", pod, *container, "--", "sh", "-c", SWEEP_SCRIPT, "sh", pattern, str(limit), str(batch),
-                "1" if delete else "0"]
+        args = [
+            "exec",
+            pod,
+            *container,
+            "--",
+            "sh",
+            "-c",
+            SWEEP_SCRIPT,
+            "sh",
+            pattern,
+            str(limit),
+            str(batch),
+            "1" if delete else "0",
+        ]
         done = self.kube.kubectl(*args, timeout=self.timeout, check=False)
         shown = self.kube.argv(*("<sweep script>" if a is SWEEP_SCRIPT else a for a in args))
         return _parse(pod, done.stdout, done.returncode, done.stderr, limit, argv=shown)
@@ -164,14 +180,17 @@ def _parse(pod: str, stdout: str, returncode: int, stderr: str, limit: int, *, a
     if scan_exit is None:
         if returncode != 0:
             raise KubectlError(argv, returncode, " | ".join(tail))
-        raise RedisSweepError(f"the sweep in pod {pod} printed no scan status; its output was not the sweep "
-                              f"script's: {stdout[-300:]!r}")
+        raise RedisSweepError(
+            f"the sweep in pod {pod} printed no scan status; its output was not the sweep script's: {stdout[-300:]!r}"
+        )
     if scan_exit != 0 and not truncated:  # after a truncation the scan dies of SIGPIPE, as expected
         failures.insert(0, f"redis-cli --scan exited {scan_exit}")
     if failures or returncode != 0:
         said = "; ".join(failures) or f"the exec exited {returncode}"
-        raise RedisSweepError(f"the Redis sweep in pod {pod} failed: {said} ({len(keys)} keys seen, {deleted} "
-                              f"deleted; stderr: {' | '.join(tail) or '(empty)'})")
+        raise RedisSweepError(
+            f"the Redis sweep in pod {pod} failed: {said} ({len(keys)} keys seen, {deleted} "
+            f"deleted; stderr: {' | '.join(tail) or '(empty)'})"
+        )
     return SweepResult(pod, keys[:limit], deleted, truncated)
 
 
@@ -179,8 +198,10 @@ def _check_pattern(pattern: str) -> None:
     if not isinstance(pattern, str) or not pattern or "\n" in pattern:
         raise ValueError(f"pattern must be a non-empty one-line Redis glob, got {pattern!r}")
     if pattern[0] in "*?[\\":
-        raise ValueError(f"pattern {pattern!r} has no literal prefix: a sweep would touch every key in Redis; "
-                         "name the key family, e.g. 'sess:*'")
+        raise ValueError(
+            f"pattern {pattern!r} has no literal prefix: a sweep would touch every key in Redis; "
+            "name the key family, e.g. 'sess:*'"
+        )
 
 
 def _running(pod: dict[str, Any]) -> bool:
@@ -190,4 +211,3 @@ def _running(pod: dict[str, Any]) -> bool:
 def _state(pod: dict[str, Any]) -> str:
     phase = (pod.get("status") or {}).get("phase", "no phase")
     return f"{phase}, terminating" if pod["metadata"].get("deletionTimestamp") else str(phase)
-

@@ -26,27 +26,54 @@ from harness.timeline import SpecRecord
 
 MAX_ATTEMPTS = 400
 COLOURS = {
-    "passed": "#3c9a5f", "failed": "#d64545", "error": "#a23b72", "skipped": "#b8b8b8",
-    "ok": "#3c9a5f", "not-yet": "#9fb3c8", "hung": "#f0a202", "stopped": "#7b61c4", "interrupted": "#555",
-    "timeout": "#d64545", "pending": "#d9d9d9", "scheduled": "#9fb3c8", "started": "#f2c94c", "ready": "#3c9a5f",
-    "deleted": "#777", "forward": "#5b8def", "forward-ready": "#2f6fd6",
+    "passed": "#3c9a5f",
+    "failed": "#d64545",
+    "error": "#a23b72",
+    "skipped": "#b8b8b8",
+    "ok": "#3c9a5f",
+    "not-yet": "#9fb3c8",
+    "hung": "#f0a202",
+    "stopped": "#7b61c4",
+    "interrupted": "#555",
+    "timeout": "#d64545",
+    "pending": "#d9d9d9",
+    "scheduled": "#9fb3c8",
+    "started": "#f2c94c",
+    "ready": "#3c9a5f",
+    "deleted": "#777",
+    "forward": "#5b8def",
+    "forward-ready": "#2f6fd6",
 }
 
 
 # --- the per-spec record --------------------------------------------------------------------------------------------
 
-def spec_entry(nodeid: str, phases: dict[str, tuple[float, float, str]], evidence: str | None, record: SpecRecord,
-               forwards: list[Any], explanations: list[Explanation]) -> dict[str, Any]:
+
+def spec_entry(
+    nodeid: str,
+    phases: dict[str, tuple[float, float, str]],
+    evidence: str | None,
+    record: SpecRecord,
+    forwards: list[Any],
+    explanations: list[Explanation],
+) -> dict[str, Any]:
     """One spec as the report needs it (JSON-ready). ``phases``: when -> (start, stop, outcome), epoch seconds."""
     now = time.time()
     start = min((p[0] for p in phases.values()), default=now)
     end = max((p[1] for p in phases.values()), default=now)
     rollouts = [_rollout(r.ref, r.started, r.ended, r.outcome, r.explanation) for r in record.rollouts]
     explained = {r.ref for r in record.rollouts if r.explanation is not None}
-    rollouts += [_rollout(f"{e.ref} (when the spec failed)", None, end, "ok" if e.healthy else "failed", e)
-                 for e in explanations if e.ref not in explained]
+    rollouts += [
+        _rollout(f"{e.ref} (when the spec failed)", None, end, "ok" if e.healthy else "failed", e)
+        for e in explanations
+        if e.ref not in explained
+    ]
     return {
-        "nodeid": nodeid, "outcome": _outcome(phases), "start": start, "end": end, "evidence": evidence,
+        "nodeid": nodeid,
+        "outcome": _outcome(phases),
+        "start": start,
+        "end": end,
+        "evidence": evidence,
         "phases": {when: list(p) for when, p in phases.items()},
         "waits": [_wait(w) for w in record.waits],
         "rollouts": rollouts,
@@ -69,20 +96,34 @@ def _wait(summary: Any) -> dict[str, Any]:
     attempts = [[a.start, a.duration, a.outcome, a.error] for a in summary.attempts]
     elided = max(0, len(attempts) - MAX_ATTEMPTS)
     if elided:
-        attempts = attempts[: MAX_ATTEMPTS // 2] + attempts[-MAX_ATTEMPTS // 2:]
-    return {"what": summary.describe, "start": summary.started_at, "elapsed": summary.elapsed,
-            "budget": summary.budget, "outcome": summary.outcome, "attempts": attempts, "elided": elided}
+        attempts = attempts[: MAX_ATTEMPTS // 2] + attempts[-MAX_ATTEMPTS // 2 :]
+    return {
+        "what": summary.describe,
+        "start": summary.started_at,
+        "elapsed": summary.elapsed,
+        "budget": summary.budget,
+        "outcome": summary.outcome,
+        "attempts": attempts,
+        "elided": elided,
+    }
 
 
-def _rollout(ref: str, started: float | None, ended: float, outcome: str, explanation: Explanation | None
-             ) -> dict[str, Any]:
+def _rollout(
+    ref: str, started: float | None, ended: float, outcome: str, explanation: Explanation | None
+) -> dict[str, Any]:
     pods = []
     for pod in explanation.pods if explanation else []:
         points = {what: at.timestamp() for at, what in pod.lifecycle()}
         new = explanation is not None and explanation.new_revision is not None and pod.owner == explanation.new_revision
         pods.append({"name": pod.name, "points": points, "state": pod.summary(), "new": new})
-    return {"ref": ref, "start": started, "end": ended, "outcome": outcome, "pods": pods,
-            "headline": explanation.headline if explanation else None}
+    return {
+        "ref": ref,
+        "start": started,
+        "end": ended,
+        "outcome": outcome,
+        "pods": pods,
+        "headline": explanation.headline if explanation else None,
+    }
 
 
 def _forward(fwd: Any, spec_start: float, spec_end: float) -> dict[str, Any] | None:
@@ -98,14 +139,19 @@ def _forward(fwd: Any, spec_start: float, spec_end: float) -> dict[str, Any] | N
     if start > spec_end or (end is not None and end < spec_start):
         return None
     ready = getattr(fwd, "ready_at", None)
-    return {"target": f"{getattr(fwd, 'target', '?')} :{getattr(fwd, 'remote_port', '?')}", "start": start,
-            "ready": ready + to_wall if ready else None, "end": end,
-            "how": exit_.how() if exit_ is not None else "still running",
-            "died": exit_ is not None and not exit_.stopped_by_harness,
-            "stderr": fwd.stderr_tail(5) if hasattr(fwd, "stderr_tail") else ""}
+    return {
+        "target": f"{getattr(fwd, 'target', '?')} :{getattr(fwd, 'remote_port', '?')}",
+        "start": start,
+        "ready": ready + to_wall if ready else None,
+        "end": end,
+        "how": exit_.how() if exit_ is not None else "still running",
+        "died": exit_ is not None and not exit_.stopped_by_harness,
+        "stderr": fwd.stderr_tail(5) if hasattr(fwd, "stderr_tail") else "",
+    }
 
 
 # --- the page ----------------------------------------------------------------------------------------------------
+
 
 def load(folder: Path) -> list[dict[str, Any]]:
     """Every spec record of the run in ``folder`` (all processes), ordered by start."""
@@ -134,9 +180,12 @@ def render(specs: list[dict[str, Any]], run_id: str, folder: Path) -> str:
     for spec in specs:
         counts[spec["outcome"]] = counts.get(spec["outcome"], 0) + 1
     tally = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no specs"
-    body = [f'<header><h1>stack-harness run {_e(run_id)}</h1><p class="meta">{_e(tally)}; '
-            f'{_clock(t0)} to {_clock(t1)} UTC ({t1 - t0:.1f}s)</p>{_legend()}</header>',
-            f'<main data-run="{_e(run_id)}" data-start="{t0:.3f}" data-end="{t1:.3f}">', axis.ruler()]
+    body = [
+        f'<header><h1>stack-harness run {_e(run_id)}</h1><p class="meta">{_e(tally)}; '
+        f"{_clock(t0)} to {_clock(t1)} UTC ({t1 - t0:.1f}s)</p>{_legend()}</header>",
+        f'<main data-run="{_e(run_id)}" data-start="{t0:.3f}" data-end="{t1:.3f}">',
+        axis.ruler(),
+    ]
     body += [_spec_block(spec, axis, folder) for spec in specs]
     body.append("</main>")
     return _PAGE.format(title=_e(f"stack-harness {run_id}"), style=_STYLE, body="\n".join(body))
@@ -166,25 +215,32 @@ class _Axis:
     def x(self, t: float) -> float:
         return max(0.0, min(100.0, (t - self.t0) / (self.t1 - self.t0) * 100.0))
 
-    def bar(self, start: float, end: float, colour: str, title: str, kind: str, outcome: str,
-            y: int = 2, height: int = 12) -> str:
+    def bar(
+        self, start: float, end: float, colour: str, title: str, kind: str, outcome: str, y: int = 2, height: int = 12
+    ) -> str:
         left = self.x(start)
         width = max(0.08, self.x(end) - left)
-        return (f'<rect x="{left:.3f}" y="{y}" width="{width:.3f}" height="{height}" fill="{colour}" '
-                f'data-kind="{_e(kind)}" data-outcome="{_e(outcome)}"><title>{_e(title)}</title></rect>')
+        return (
+            f'<rect x="{left:.3f}" y="{y}" width="{width:.3f}" height="{height}" fill="{colour}" '
+            f'data-kind="{_e(kind)}" data-outcome="{_e(outcome)}"><title>{_e(title)}</title></rect>'
+        )
 
     def mark(self, t: float, colour: str, title: str, kind: str) -> str:
         left = self.x(t)
-        return (f'<rect x="{max(0.0, left - 0.15):.3f}" y="0" width="0.3" height="16" fill="{colour}" '
-                f'data-kind="{_e(kind)}"><title>{_e(title)}</title></rect>')
+        return (
+            f'<rect x="{max(0.0, left - 0.15):.3f}" y="0" width="0.3" height="16" fill="{colour}" '
+            f'data-kind="{_e(kind)}"><title>{_e(title)}</title></rect>'
+        )
 
     def ruler(self) -> str:
         ticks = []
         for i in range(11):
             t = self.t0 + (self.t1 - self.t0) * i / 10
             ticks.append(f'<span class="tick" style="left:{i * 10}%">{_clock(t)}<br>+{t - self.t0:.1f}s</span>')
-        return (f'<div class="row axis"><div class="label">time (UTC)</div>'
-                f'<div class="track ruler">{"".join(ticks)}</div></div>')
+        return (
+            f'<div class="row axis"><div class="label">time (UTC)</div>'
+            f'<div class="track ruler">{"".join(ticks)}</div></div>'
+        )
 
 
 def _svg(content: list[str]) -> str:
@@ -192,14 +248,18 @@ def _svg(content: list[str]) -> str:
 
 
 def _row(label: str, svg: str, kind: str, extra: str = "") -> str:
-    return (f'<div class="row {kind}" data-kind="{kind}"><div class="label" title="{_e(label)}">{_e(label)}{extra}'
-            f'</div><div class="track">{svg}</div></div>')
+    return (
+        f'<div class="row {kind}" data-kind="{kind}"><div class="label" title="{_e(label)}">{_e(label)}{extra}'
+        f'</div><div class="track">{svg}</div></div>'
+    )
 
 
 def _spec_block(spec: dict[str, Any], axis: _Axis, folder: Path) -> str:
     outcome = spec["outcome"]
-    bars = [axis.bar(p[0], p[1], COLOURS.get(p[2], "#999"), f"{when}: {p[2]} ({p[1] - p[0]:.2f}s)", "phase", p[2])
-            for when, p in spec.get("phases", {}).items()]
+    bars = [
+        axis.bar(p[0], p[1], COLOURS.get(p[2], "#999"), f"{when}: {p[2]} ({p[1] - p[0]:.2f}s)", "phase", p[2])
+        for when, p in spec.get("phases", {}).items()
+    ]
     link = ""
     if spec.get("evidence"):
         relative = _relative(Path(spec["evidence"]), folder)
@@ -211,18 +271,31 @@ def _spec_block(spec: dict[str, Any], axis: _Axis, folder: Path) -> str:
     rows += [_forward_row(f, axis) for f in spec.get("forwards", [])]
     opened = " open" if outcome in ("failed", "error") or rows else ""
     inner = "\n".join(rows) if rows else '<div class="empty">no waits, rollouts or port-forwards</div>'
-    return (f'<details class="spec {outcome}" data-spec="{_e(spec["nodeid"])}" data-outcome="{outcome}"{opened}>'
-            f'<summary>{head}</summary>{inner}</details>')
+    return (
+        f'<details class="spec {outcome}" data-spec="{_e(spec["nodeid"])}" data-outcome="{outcome}"{opened}>'
+        f"<summary>{head}</summary>{inner}</details>"
+    )
 
 
 def _wait_row(wait: dict[str, Any], axis: _Axis) -> str:
     start = wait["start"]
-    parts = [axis.bar(start, start + wait["elapsed"], "#eef2f6", f"budget {wait['budget']:.1f}s", "wait-span",
-                      wait["outcome"], y=4, height=8)]
+    parts = [
+        axis.bar(
+            start,
+            start + wait["elapsed"],
+            "#eef2f6",
+            f"budget {wait['budget']:.1f}s",
+            "wait-span",
+            wait["outcome"],
+            y=4,
+            height=8,
+        )
+    ]
     for offset, duration, outcome, error in wait["attempts"]:
         title = f"attempt at t+{offset:.2f}s: {outcome} after {duration:.2f}s" + (f": {error}" if error else "")
-        parts.append(axis.bar(start + offset, start + offset + duration, COLOURS.get(outcome, "#999"), title,
-                              "attempt", outcome))
+        parts.append(
+            axis.bar(start + offset, start + offset + duration, COLOURS.get(outcome, "#999"), title, "attempt", outcome)
+        )
     label = f"wait: {wait['what']} ({wait['outcome']}, {wait['elapsed']:.1f}s, {len(wait['attempts'])} attempts)"
     return _row(label, _svg(parts), "wait")
 
@@ -231,13 +304,23 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
     label = f"rollout: {rollout['ref']} ({rollout['outcome']})"
     head = []
     if rollout.get("start"):
-        head.append(axis.bar(rollout["start"], rollout["end"], COLOURS["forward"] if rollout["outcome"] == "ok"
-                             else COLOURS["failed"], rollout.get("headline") or label, "rollout", rollout["outcome"]))
+        head.append(
+            axis.bar(
+                rollout["start"],
+                rollout["end"],
+                COLOURS["forward"] if rollout["outcome"] == "ok" else COLOURS["failed"],
+                rollout.get("headline") or label,
+                "rollout",
+                rollout["outcome"],
+            )
+        )
     rows = [_row(label, _svg(head), "rollout", f' <span class="headline">{_e(rollout.get("headline") or "")}</span>')]
     order = ["created", "scheduled", "started", "ready", "deleted"]
     for pod in rollout.get("pods", []):
-        points = sorted(((t, what) for what, t in pod["points"].items() if what in order),
-                        key=lambda point: (point[0], order.index(point[1])))  # one second may hold several steps
+        points = sorted(
+            ((t, what) for what, t in pod["points"].items() if what in order),
+            key=lambda point: (point[0], order.index(point[1])),
+        )  # one second may hold several steps
         parts = []
         for i, (t, what) in enumerate(points):
             until = points[i + 1][0] if i + 1 < len(points) else rollout["end"]
@@ -245,8 +328,9 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
             if what == "deleted":
                 parts.append(axis.mark(t, COLOURS["deleted"], f"deletion requested {_clock(t)}", "pod-deleted"))
                 continue
-            parts.append(axis.bar(t, max(until, t), COLOURS[phase], f"{pod['name']} {what} at {_clock(t)}",
-                                  "pod-phase", phase))
+            parts.append(
+                axis.bar(t, max(until, t), COLOURS[phase], f"{pod['name']} {what} at {_clock(t)}", "pod-phase", phase)
+            )
         revision = "new" if pod.get("new") else "old"
         rows.append(_row(f"  pod {pod['name']} ({revision}): {pod['state']}", _svg(parts), "pod"))
     return rows
@@ -254,24 +338,47 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
 
 def _forward_row(fwd: dict[str, Any], axis: _Axis) -> str:
     end = fwd["end"] or axis.t1
-    parts = [axis.bar(fwd["start"], end, COLOURS["forward"], f"{fwd['target']}: {fwd['how']}", "forward",
-                      "died" if fwd["died"] else "ok", y=4, height=8)]
+    parts = [
+        axis.bar(
+            fwd["start"],
+            end,
+            COLOURS["forward"],
+            f"{fwd['target']}: {fwd['how']}",
+            "forward",
+            "died" if fwd["died"] else "ok",
+            y=4,
+            height=8,
+        )
+    ]
     if fwd.get("ready"):
-        parts.append(axis.mark(fwd["ready"], COLOURS["forward-ready"], f"ready at {_clock(fwd['ready'])}",
-                               "forward-ready"))
+        parts.append(
+            axis.mark(fwd["ready"], COLOURS["forward-ready"], f"ready at {_clock(fwd['ready'])}", "forward-ready")
+        )
     if fwd["died"]:
-        parts.append(axis.mark(end, COLOURS["failed"], f"died: {fwd['how']} {fwd.get('stderr') or ''}",
-                               "forward-died"))
+        parts.append(axis.mark(end, COLOURS["failed"], f"died: {fwd['how']} {fwd.get('stderr') or ''}", "forward-died"))
     return _row(f"port-forward {fwd['target']}: {fwd['how']}", _svg(parts), "forward")
 
 
 def _legend() -> str:
-    keys = [("passed", "spec passed"), ("failed", "failed"), ("error", "error (set-up/teardown)"),
-            ("ok", "attempt ready"), ("not-yet", "not yet"), ("hung", "hung"), ("stopped", "stopped"),
-            ("pending", "pod pending"), ("scheduled", "scheduled"), ("started", "started, not ready"),
-            ("ready", "ready"), ("forward", "port-forward")]
-    return '<p class="legend">' + "".join(f'<span><i style="background:{COLOURS[k]}"></i>{_e(text)}</span>'
-                                          for k, text in keys) + "</p>"
+    keys = [
+        ("passed", "spec passed"),
+        ("failed", "failed"),
+        ("error", "error (set-up/teardown)"),
+        ("ok", "attempt ready"),
+        ("not-yet", "not yet"),
+        ("hung", "hung"),
+        ("stopped", "stopped"),
+        ("pending", "pod pending"),
+        ("scheduled", "scheduled"),
+        ("started", "started, not ready"),
+        ("ready", "ready"),
+        ("forward", "port-forward"),
+    ]
+    return (
+        '<p class="legend">'
+        + "".join(f'<span><i style="background:{COLOURS[k]}"></i>{_e(text)}</span>' for k, text in keys)
+        + "</p>"
+    )
 
 
 def _relative(path: Path, folder: Path) -> str:

@@ -36,19 +36,26 @@ from typing import TYPE_CHECKING, Any
 from harness import timeline as spec_timeline
 from harness.attempts import note
 from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, StopWaiting
-from harness.podfacts import (Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts,
-                              sort_events)
+from harness.podfacts import Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts, sort_events
 
 if TYPE_CHECKING:
     from harness.kube import Kube
     from harness.waiting import WaitSummary
 
 KINDS = {
-    "deployment": "deployment", "deployments": "deployment", "deploy": "deployment", "deployments.apps": "deployment",
+    "deployment": "deployment",
+    "deployments": "deployment",
+    "deploy": "deployment",
+    "deployments.apps": "deployment",
     "deployment.apps": "deployment",
-    "statefulset": "statefulset", "statefulsets": "statefulset", "sts": "statefulset",
-    "statefulsets.apps": "statefulset", "statefulset.apps": "statefulset",
-    "pod": "pod", "pods": "pod", "po": "pod",
+    "statefulset": "statefulset",
+    "statefulsets": "statefulset",
+    "sts": "statefulset",
+    "statefulsets.apps": "statefulset",
+    "statefulset.apps": "statefulset",
+    "pod": "pod",
+    "pods": "pod",
+    "po": "pod",
 }
 REVISION = "deployment.kubernetes.io/revision"
 DEFAULT_BUDGET = 15.0
@@ -71,6 +78,7 @@ def parse_ref(ref: str) -> tuple[str, str]:
 
 
 # --- kubectl's verdict -------------------------------------------------------------------------------------
+
 
 def workload_status(kind: str, obj: Obj) -> tuple[bool, str, bool]:
     """``(done, message, fatal)`` for a deployment or statefulset object, as ``kubectl rollout status`` decides.
@@ -99,14 +107,26 @@ def _deployment_status(dep: Obj) -> tuple[bool, str, bool]:
     updated, total = int(status.get("updatedReplicas") or 0), int(status.get("replicas") or 0)
     available = int(status.get("availableReplicas") or 0)
     if updated < desired:
-        return False, f'Waiting for deployment "{name}" rollout to finish: {updated} out of {desired} new replicas ' \
-                      "have been updated...", False
+        return (
+            False,
+            f'Waiting for deployment "{name}" rollout to finish: {updated} out of {desired} new replicas '
+            "have been updated...",
+            False,
+        )
     if total > updated:
-        return False, f'Waiting for deployment "{name}" rollout to finish: {total - updated} old replicas are ' \
-                      "pending termination...", False
+        return (
+            False,
+            f'Waiting for deployment "{name}" rollout to finish: {total - updated} old replicas are '
+            "pending termination...",
+            False,
+        )
     if available < updated:
-        return False, f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} updated ' \
-                      "replicas are available...", False
+        return (
+            False,
+            f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} updated '
+            "replicas are available...",
+            False,
+        )
     return True, f'deployment "{name}" successfully rolled out', False
 
 
@@ -125,14 +145,23 @@ def _statefulset_status(sts: Obj) -> tuple[bool, str]:
     if partition is not None:
         updated = int(status.get("updatedReplicas") or 0)
         if updated < desired - partition:
-            return False, f"Waiting for partitioned roll out to finish: {updated} out of {desired - partition} " \
-                          "new pods have been updated..."
+            return (
+                False,
+                f"Waiting for partitioned roll out to finish: {updated} out of {desired - partition} "
+                "new pods have been updated...",
+            )
         return True, f"partitioned roll out complete: {updated} new pods have been updated..."
     if status.get("updateRevision") != status.get("currentRevision"):
-        return False, f"waiting for statefulset rolling update to complete {status.get('updatedReplicas') or 0} " \
-                      f"pods at revision {status.get('updateRevision')}..."
-    return True, f"statefulset rolling update complete {status.get('currentReplicas') or 0} pods at revision " \
-                 f"{status.get('currentRevision')}..."
+        return (
+            False,
+            f"waiting for statefulset rolling update to complete {status.get('updatedReplicas') or 0} "
+            f"pods at revision {status.get('updateRevision')}...",
+        )
+    return (
+        True,
+        f"statefulset rolling update complete {status.get('currentReplicas') or 0} pods at revision "
+        f"{status.get('currentRevision')}...",
+    )
 
 
 def _condition(status: Obj, kind: str) -> Obj:
@@ -140,6 +169,7 @@ def _condition(status: Obj, kind: str) -> Obj:
 
 
 # --- what was read -------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Snapshot:
@@ -185,6 +215,7 @@ class Explanation:
 
 # --- the explanation (pure) ------------------------------------------------------------------------------------
 
+
 def explain(snap: Snapshot) -> Explanation:
     """What blocks (or blocked) the rollout of ``snap``'s workload; see the module docstring for the shape."""
     if snap.workload is None:
@@ -203,8 +234,9 @@ def explain(snap: Snapshot) -> Explanation:
     details += _group_lines(snap, facts, new, old)
     details += [f"could not read: {p}" for p in snap.problems]
     healthy = done and not any(facts[n].phase in ("Running", "Pending") for n in old)
-    return Explanation(snap.ref, healthy, headline, details, _timeline(snap, facts), list(facts.values()),
-                       _new_revision(snap))
+    return Explanation(
+        snap.ref, healthy, headline, details, _timeline(snap, facts), list(facts.values()), _new_revision(snap)
+    )
 
 
 def _explain_pod(snap: Snapshot) -> Explanation:
@@ -226,8 +258,14 @@ def _new_revision(snap: Snapshot) -> str | None:
 
 def _owned(snap: Snapshot, objs: list[Obj]) -> list[Obj]:
     uid = meta(snap.workload or {}).get("uid")
-    return [o for o in objs if any(ref.get("uid") == uid or (ref.get("name") == snap.name and ref.get("controller"))
-                                   for ref in meta(o).get("ownerReferences") or [])]
+    return [
+        o
+        for o in objs
+        if any(
+            ref.get("uid") == uid or (ref.get("name") == snap.name and ref.get("controller"))
+            for ref in meta(o).get("ownerReferences") or []
+        )
+    ]
 
 
 def _new_replicaset(snap: Snapshot) -> Obj | None:
@@ -267,8 +305,10 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
     leaving = [p for p in old if p.terminating]
     if done and (serving or leaving):
         ready = sum(1 for p in serving + leaving if p.ready)
-        causes.append(f"but {len(serving) + len(leaving)} old pod(s) still exist ({ready} ready, "
-                      f"{len(leaving)} terminating): requests may still reach the old revision")
+        causes.append(
+            f"but {len(serving) + len(leaving)} old pod(s) still exist ({ready} ready, "
+            f"{len(leaving)} terminating): requests may still reach the old revision"
+        )
     if not done and not new and not causes:
         causes.append("no pod of the new revision exists yet")
     return causes
@@ -294,14 +334,20 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
         out.append(f"{_count(len(pods_hit), total, label)} {verb} ({detail})")
     unschedulable = [p for p in pods if p.unschedulable]
     if unschedulable:
-        out.append(f"{_count(len(unschedulable), total, label)} cannot be scheduled "
-                   f"({_clip(unschedulable[-1].unschedulable)})")
-    quiet = [p for p in pods if not p.stuck() and not p.unschedulable and p.phase == "Running" and not p.ready
-             and not p.terminating]
+        out.append(
+            f"{_count(len(unschedulable), total, label)} cannot be scheduled ({_clip(unschedulable[-1].unschedulable)})"
+        )
+    quiet = [
+        p
+        for p in pods
+        if not p.stuck() and not p.unschedulable and p.phase == "Running" and not p.ready and not p.terminating
+    ]
     if quiet and not done:
         probe = _last_message(quiet, "Unhealthy")
-        out.append(f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready"
-                   + (f" ({_clip(probe)})" if probe else ""))
+        out.append(
+            f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready"
+            + (f" ({_clip(probe)})" if probe else "")
+        )
     oom = [p for p in pods if any(c.last_reason == "OOMKilled" for c in p.containers)]
     if oom and "OOMKilled" not in " ".join(out):
         out.append(f"{_count(len(oom), total, label)} {'was' if total == 1 else 'were'} OOMKilled")
@@ -344,22 +390,29 @@ def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old
     lines: list[str] = []
     if snap.kind == "deployment":
         new_rs = _new_replicaset(snap)
-        groups = [(new_rs, new, "new")] + [(rs, [n for n in old if facts[n].owner == name_of(rs)], "old")
-                                          for rs in _owned(snap, snap.replicasets) if rs is not new_rs]
+        groups = [(new_rs, new, "new")] + [
+            (rs, [n for n in old if facts[n].owner == name_of(rs)], "old")
+            for rs in _owned(snap, snap.replicasets)
+            if rs is not new_rs
+        ]
         for rs, names, label in groups:
             if rs is None or (label == "old" and not names and not (rs.get("spec") or {}).get("replicas")):
                 continue
             spec, status = rs.get("spec") or {}, rs.get("status") or {}
             revision = (meta(rs).get("annotations") or {}).get(REVISION, "?")
-            lines.append(f"{label} ReplicaSet {name_of(rs)} (revision {revision}, {spec.get('replicas', 0)} desired, "
-                         f"{status.get('readyReplicas') or 0} ready)")
+            lines.append(
+                f"{label} ReplicaSet {name_of(rs)} (revision {revision}, {spec.get('replicas', 0)} desired, "
+                f"{status.get('readyReplicas') or 0} ready)"
+            )
             lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
             rs_events = [e for e in events_for(snap.events, "ReplicaSet", name_of(rs)) if e.get("type") == "Warning"]
             lines += [f"  {event_line(e)}" for e in rs_events[-EVENTS_PER_POD:]]
     else:
         status = (snap.workload or {}).get("status") or {}
-        for label, names, revision in (("new", new, status.get("updateRevision")),
-                                       ("old", old, status.get("currentRevision"))):
+        for label, names, revision in (
+            ("new", new, status.get("updateRevision")),
+            ("old", old, status.get("currentRevision")),
+        ):
             if names:
                 lines.append(f"{label} revision {revision}: {len(names)} pod(s)")
                 lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
@@ -386,8 +439,11 @@ def _notable(events: list[Obj]) -> list[Obj]:
     """A pod's last :data:`EVENTS_PER_POD` events, Warnings first in choosing (``BackOff`` over yet another
     ``Pulled``), shown oldest first."""
     warnings = [e for e in events if e.get("type") == "Warning"][-EVENTS_PER_POD:]
-    others = [e for e in events if e.get("type") != "Warning"][-(EVENTS_PER_POD - len(warnings)):] \
-        if len(warnings) < EVENTS_PER_POD else []
+    others = (
+        [e for e in events if e.get("type") != "Warning"][-(EVENTS_PER_POD - len(warnings)) :]
+        if len(warnings) < EVENTS_PER_POD
+        else []
+    )
     chosen = {id(e) for e in warnings + others}
     return [e for e in events if id(e) in chosen]
 
@@ -401,15 +457,20 @@ def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime
         target = event.get("involvedObject") or event.get("regarding") or {}
         stamp = event_time(event)
         if (target.get("kind"), target.get("name")) in owners and stamp is not None:
-            entries.append((stamp, f"{target.get('kind')} {target.get('name')} {event.get('reason')}: "
-                                   f"{_clip(event.get('message'), 160)}"))
+            entries.append(
+                (
+                    stamp,
+                    f"{target.get('kind')} {target.get('name')} {event.get('reason')}: "
+                    f"{_clip(event.get('message'), 160)}",
+                )
+            )
     return sorted(entries, key=lambda entry: entry[0])
 
 
 # --- reading a snapshot (bounded) -------------------------------------------------------------------------------
 
-def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool = True, logs: bool = True
-           ) -> Snapshot:
+
+def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool = True, logs: bool = True) -> Snapshot:
     """Read ``ref``'s workload, ReplicaSets, pods, the namespace's events and previous logs of crash-looping
     containers with bounded kubectl calls, all within ``budget`` seconds. Never raises for a cluster-side
     failure: what could not be read is listed in ``Snapshot.problems``. Raises ``ValueError`` for a bad ``ref``."""
@@ -440,13 +501,23 @@ def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool
 def _read_previous_logs(reader: _Reader, snap: Snapshot) -> None:
     wanted = [(name_of(p), c.name) for p in snap.pods for c in pod_facts(p).containers if c.crash_looping]
     for pod, container in wanted[:MAX_PREVIOUS_LOGS]:
-        text = reader.text(f"previous log of {pod}/{container}", "logs", pod, "-c", container, "--previous",
-                           f"--tail={LOG_LINES}", "--limit-bytes=16384")
+        text = reader.text(
+            f"previous log of {pod}/{container}",
+            "logs",
+            pod,
+            "-c",
+            container,
+            "--previous",
+            f"--tail={LOG_LINES}",
+            "--limit-bytes=16384",
+        )
         if text is not None:
             snap.previous_logs[(pod, container)] = text
     if len(wanted) > MAX_PREVIOUS_LOGS:
-        snap.problems.append(f"previous logs of {len(wanted) - MAX_PREVIOUS_LOGS} more container(s) not read "
-                             f"(at most {MAX_PREVIOUS_LOGS} per explanation)")
+        snap.problems.append(
+            f"previous logs of {len(wanted) - MAX_PREVIOUS_LOGS} more container(s) not read "
+            f"(at most {MAX_PREVIOUS_LOGS} per explanation)"
+        )
 
 
 class _Reader:
@@ -498,21 +569,35 @@ def selector_string(selector: Obj) -> str:
     parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr.get("key"), expr.get("operator"), ",".join(expr.get("values") or [])
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": f"{key}",
-                      "DoesNotExist": f"!{key}"}.get(str(op), f"{key}"))
+        parts.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": f"{key}",
+                "DoesNotExist": f"!{key}",
+            }.get(str(op), f"{key}")
+        )
     return ",".join(parts)
 
 
 # --- for callers --------------------------------------------------------------------------------------------------
+
 
 def explain_workload(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET) -> Explanation:
     """:func:`gather` then :func:`explain` (what ``python -m harness diagnose`` prints)."""
     return explain(gather(kube, ref, budget=budget))
 
 
-def rollout_failure(kube: Kube, ref: str, *, cause: str, summary: WaitSummary | None = None,
-                    started: float | None = None, budget: float | None = None,
-                    kubectl_error: KubectlError | None = None) -> RolloutFailed:
+def rollout_failure(
+    kube: Kube,
+    ref: str,
+    *,
+    cause: str,
+    summary: WaitSummary | None = None,
+    started: float | None = None,
+    budget: float | None = None,
+    kubectl_error: KubectlError | None = None,
+) -> RolloutFailed:
     """The :class:`RolloutFailed` for ``ref``: the explanation's headline first, then ``cause`` (what gave up:
     kubectl's exit, or the wait's timeout message), then the details and timeline. ``budget`` (seconds, default
     15 s, shortened to what is left of the running test) bounds the reads; never raises for a cluster failure.
@@ -520,16 +605,18 @@ def rollout_failure(kube: Kube, ref: str, *, cause: str, summary: WaitSummary | 
     budget = _budget(budget)
     spec_timeline.note_touched(kube, ref)
     if budget < 0.5:
-        explanation = Explanation(ref, False, f"{ref} did not roll out (not explained: no time left before the "
-                                              "test's pytest-timeout)")
+        explanation = Explanation(
+            ref, False, f"{ref} did not roll out (not explained: no time left before the test's pytest-timeout)"
+        )
     else:
         explanation = explain_workload(kube, ref, budget=budget)
     lines = explanation.text().splitlines()
     if explanation.pods or "not found" in lines[0] or "not explained" in lines[0]:
         message = "\n".join([lines[0], f"  gave up: {_clip(cause, 600)}", *lines[1:]])
     else:  # nothing read that could explain it: the giving-up is the news
-        message = "\n".join([f"{ref} did not roll out: {_clip(cause, 600)}", f"  not explained: {lines[0]}",
-                             *lines[1:]])
+        message = "\n".join(
+            [f"{ref} did not roll out: {_clip(cause, 600)}", f"  not explained: {lines[0]}", *lines[1:]]
+        )
     spec_timeline.note_rollout(ref, kube.namespace, started, "failed", explanation)
     if kubectl_error is not None:
         return RolloutStatusFailed(message, explanation=explanation, kubectl_error=kubectl_error)
@@ -568,8 +655,14 @@ class RolloutProbe:
         return message if done else None
 
     def explain(self, summary: WaitSummary, error: BaseException) -> BaseException:
-        return rollout_failure(self.kube, self.ref, cause=str(error).splitlines()[0], summary=summary,
-                               started=self.started, budget=self.explain_budget)
+        return rollout_failure(
+            self.kube,
+            self.ref,
+            cause=str(error).splitlines()[0],
+            summary=summary,
+            started=self.started,
+            budget=self.explain_budget,
+        )
 
 
 def rollout_complete(kube: Kube, ref: str, *, explain_budget: float | None = None) -> RolloutProbe:

@@ -66,7 +66,7 @@ class SSEDecoder:
         if self._buffer[i] == "\r" and i + 1 == len(self._buffer):
             return None  # CR at the end of what we have: maybe the first half of CRLF
         skip = 2 if self._buffer[i] == "\r" and self._buffer[i + 1] == "\n" else 1
-        line, self._buffer = self._buffer[:i], self._buffer[i + skip:]
+        line, self._buffer = self._buffer[:i], self._buffer[i + skip :]
         return line
 
     def _line(self, line: str) -> SSEFrame | None:

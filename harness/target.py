@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness import process
+from harness.errors import TwinStartFailed as TwinStartFailed  # re-exported: defined in harness.errors
 from harness.kube import Kube, resolve_kubectl
 
 TARGETS = ("auto", "cluster", "twin")
@@ -38,10 +39,6 @@ TWIN_START_TIMEOUT = 180.0
 """Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
 TWIN_STOP_TIMEOUT = 30.0
 NAMESPACE = "controller-agent"
-
-
-class TwinStartFailed(RuntimeError):
-    """The twin did not come up; the message carries its own reason and the tail of its stderr."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +56,7 @@ def current_kube_context(timeout: float = 10.0) -> tuple[str | None, str]:
     """kubectl's current context, or ``None`` and why not (no kubectl, no kubeconfig, none set)."""
     try:
         kubectl = resolve_kubectl()
-    except Exception as exc:  # noqa: BLE001 - KubectlNotFound: the reason is what matters here
+    except Exception as exc:
         return None, str(exc)
     try:
         done = process.run_bounded([kubectl, "config", "current-context"], timeout=timeout)
@@ -159,7 +156,9 @@ class TwinSession:
                         dict(ready.get("steps") or {}), tuple(ready.get("bugs") or ()))
 
     def _read_ready(self, deadline: float) -> dict[str, Any]:
-        assert self.proc is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
         buffers = {self.proc.stdout.fileno(): b"", self.proc.stderr.fileno(): b""}
         while True:
             left = deadline - time.monotonic()

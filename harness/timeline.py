@@ -57,8 +57,9 @@ def note_wait(summary: WaitSummary) -> None:
         _waits.append(summary)
 
 
-def note_rollout(ref: str, namespace: str, started: float | None, outcome: str,
-                 explanation: Explanation | None = None) -> None:
+def note_rollout(
+    ref: str, namespace: str, started: float | None, outcome: str, explanation: Explanation | None = None
+) -> None:
     """A rollout wait ended (``Kube.rollout_status`` or a rollout probe's wait)."""
     with _lock:
         _rollouts.append(RolloutRecord(ref, namespace, started, time.time(), outcome, explanation))

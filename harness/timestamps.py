@@ -2,7 +2,7 @@
 
 ``metadata.creationTimestamp`` is RFC 3339 in whole seconds, *truncated* (``metav1.Time``;
 kubernetes/kubernetes#124200). A run created at x.800 is stamped x.000, so ``created >= since`` with a
-host-clock ``since`` of x.200 excluded it forever (stack-under-test.md §9, failure mode 3: "timed out after
+host-clock ``since`` of x.200 excluded it forever (``specs/cluster/README.md`` §7, failure mode 3: "timed out after
 420000ms waiting for an AgentRun to be created (204 attempts)" while the reply was posted). Host and
 minikube clocks also drift apart (failure mode 4). :func:`created_since` therefore widens the cutoff by
 the stamp's granularity plus a skew allowance, and refuses a widening so large that the previous
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from harness.errors import TimestampError
@@ -22,7 +22,8 @@ from harness.errors import TimestampError
 T = TypeVar("T")
 
 _RFC3339 = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?(?P<zone>[Zz]|[+-]\d{2}:\d{2})?"
+    r"(?P<date>\d{4}-\d{2}-\d{2})[Tt ](?P<time>\d{2}:\d{2}:\d{2})(?:\.(?P<frac>\d{1,9}))?"
+    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})?"
 )
 
 DEFAULT_GRANULARITY = 1.0
@@ -37,13 +38,13 @@ def parse_k8s_time(value: str | datetime) -> datetime:
     microseconds are truncated, not rounded: Go's RFC3339Nano emits 9), and ``datetime`` objects (typed
     Kubernetes APIs return them; custom-object APIs return strings). Raises :class:`TimestampError` (a
     ``ValueError``) naming the input for garbage, or for a string or datetime without a zone: Kubernetes
-    always sends one, and a naive value is a bug waiting to compare wrongly (hjacobs/kube-downscaler PR #73).
+    always sends one, and a naive value is a bug waiting to compare wrongly (hjacobs/kube-downscaler#73).
     """
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise TimestampError(f"naive datetime {value!r}: Kubernetes times carry a zone; pass an aware datetime")
         try:
-            return value.astimezone(timezone.utc)
+            return value.astimezone(UTC)
         except OverflowError as exc:
             raise TimestampError(f"datetime {value!r} is outside the representable UTC range ({exc})") from None
     if not isinstance(value, str):
@@ -58,7 +59,7 @@ def parse_k8s_time(value: str | datetime) -> datetime:
     if zone[1:3] > "23" or zone[4:6] > "59":
         raise TimestampError(f"offset out of range in {value!r} (RFC 3339: hours 00-23, minutes 00-59)")
     try:
-        return datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}").astimezone(timezone.utc)
+        return datetime.fromisoformat(f"{match['date']}T{match['time']}.{micro}{zone}").astimezone(UTC)
     except (ValueError, OverflowError) as exc:  # day 31 of April, hour 24, or an instant outside datetime's range
         raise TimestampError(f"not a valid RFC 3339 timestamp: {value!r} ({exc})") from None
 
@@ -99,9 +100,14 @@ def window_cutoff(
     run match.
     """
     if not isinstance(since, datetime):
-        raise ValueError(f"since must be an aware datetime, got {type(since).__name__} {since!r}; parse strings with parse_k8s_time()")
+        raise ValueError(
+            f"since must be an aware datetime, got {type(since).__name__} {since!r}; "
+            "parse strings with parse_k8s_time()"
+        )
     if since.tzinfo is None or since.utcoffset() is None:
-        raise ValueError(f"since must be timezone-aware (got naive {since!r}); use datetime.now(timezone.utc) or Kube.server_time()")
+        raise ValueError(
+            f"since must be timezone-aware (got naive {since!r}); use datetime.now(timezone.utc) or Kube.server_time()"
+        )
     if not (0 <= granularity < math.inf and 0 <= skew < math.inf):
         raise ValueError(f"granularity and skew must be finite and >= 0 seconds, got {granularity} and {skew}")
     if granularity + skew >= min_trigger_spacing:
@@ -109,7 +115,7 @@ def window_cutoff(
             f"a widening of {granularity + skew:.1f}s (granularity {granularity}s + skew {skew}s) is not below the "
             f"{min_trigger_spacing:.1f}s minimum spacing between triggers: the previous turn's run could match"
         )
-    return since.astimezone(timezone.utc) - timedelta(seconds=granularity + skew)
+    return since.astimezone(UTC) - timedelta(seconds=granularity + skew)
 
 
 def created_since(
@@ -125,9 +131,9 @@ def created_since(
     ``granularity`` (default 1 s: ``creationTimestamp`` is truncated to the second) and ``skew`` (default
     2 s of host-vs-server clock difference) are seconds, the values upstream settled on. Items created in
     the same second are ordered by name, descending, so the order is deterministic (upstream took ``[0]``
-    of an arbitrary order: stack-under-test.md §9, item 47). Raises ``ValueError`` as :func:`window_cutoff`
-    or for a whole listing passed as ``items``, and :class:`TimestampError` for an item with a missing or
-    unreadable timestamp.
+    of an arbitrary order: ``specs/cluster/README.md`` §7, failure mode 47). Raises ``ValueError`` as
+    :func:`window_cutoff` or for a whole listing passed as ``items``, and :class:`TimestampError` for an item
+    with a missing or unreadable timestamp.
     """
     cutoff = window_cutoff(since, granularity=granularity, skew=skew, min_trigger_spacing=min_trigger_spacing)
     if isinstance(items, dict) and "items" in items:

@@ -20,6 +20,7 @@ A poller that re-checks its deadline only between attempts lets one probe that n
 from __future__ import annotations
 
 import collections
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -28,7 +29,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast, overload
 
 import anyio
 import anyio.lowlevel
@@ -218,6 +219,31 @@ def _record(summary: WaitSummary) -> None:
 # --- the wait ------------------------------------------------------------------------------------------
 
 
+@overload
+async def wait_for(
+    describe: str,
+    probe: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+@overload
+async def wait_for(
+    describe: str,
+    probe: Callable[[], T | None],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+# The overloads tell a type checker that an async probe's value is what it awaits to, a sync one's what it returns.
 async def wait_for(
     describe: str,
     probe: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
@@ -309,15 +335,25 @@ def wait_for_sync(
     try:
         return anyio.run(
             functools.partial(
-                wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout, explain=explain
+                wait_for,
+                describe,
+                probe,
+                timeout=timeout,
+                interval=interval,
+                probe_timeout=probe_timeout,
+                explain=explain,
             )
         )
     except (WaitTimeout, StopWaiting) as exc:
         raise exc.with_traceback(None) from exc.__cause__
 
 
-def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | None] | None, summary: WaitSummary,
-               error: BaseException, start: float) -> BaseException:
+def _explained(
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None,
+    summary: WaitSummary,
+    error: BaseException,
+    start: float,
+) -> BaseException:
     """What a failed wait raises: ``explain``'s exception (chained to ``error``), or ``error`` when there is none."""
     if explain is None:
         return error
@@ -335,7 +371,7 @@ def _explained(explain: Callable[[WaitSummary, BaseException], BaseException | N
 
 
 def _is_async(probe: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(probe) or inspect.iscoroutinefunction(getattr(probe, "__call__", None))
+    return inspect.iscoroutinefunction(probe) or inspect.iscoroutinefunction(type(probe).__call__)
 
 
 class _AsyncRunner:
@@ -492,10 +528,8 @@ def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -
     schedule = getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon
 
     def wake() -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop is closed (trio's RunFinishedError is a RuntimeError too)
             schedule(callback)
-        except RuntimeError:  # the loop is closed (trio's RunFinishedError is a RuntimeError too)
-            pass
 
     return wake
 

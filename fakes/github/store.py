@@ -214,7 +214,9 @@ class GitHubStore:
         with self.lock:
             repo = self.repo(full_name)
             if number is not None and (number < 1 or number in repo.issues):
-                raise ValueError(f"issue number {number} is {'taken' if number >= 1 else 'not positive'} in {full_name}")
+                raise ValueError(
+                    f"issue number {number} is {'taken' if number >= 1 else 'not positive'} in {full_name}"
+                )
             for other in [*([parent] if parent is not None else []), *blocked_by]:
                 if other not in repo.issues:
                     raise KeyError(f"no issue #{other} in {repo.full_name} to relate issue {title!r} to")

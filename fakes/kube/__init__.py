@@ -115,6 +115,7 @@ class KubeHandle:
         ``.kubelet.set_faults(...)``, ``.logs.append(...)``, ``.events``). Raises ``RuntimeError`` for a double
         served with ``controllers=False``."""
         from fakes.kube.controllers import of
+
         return of(self.double)
 
     @property
@@ -127,19 +128,18 @@ class KubeHandle:
 
     # --- the shared fake machinery ------------------------------------------------------------------------
 
-    def requests(self, *, path_prefix: str | None = None, since: Any = None, method: str | None = None
-                 ) -> list[JournalEntry]:
+    def requests(
+        self, *, path_prefix: str | None = None, since: Any = None, method: str | None = None
+    ) -> list[JournalEntry]:
         """Journal entries, oldest first (``Authorization`` redacted); filters as ``FakeHandle.requests``."""
         return self.runtime.journal.entries(path_prefix=path_prefix, since=since, method=method)
 
-    def fault(self, kind: str, path: str = "*", *, method: str = "*", times: int | None = None, **params: Any
-              ) -> Fault:
+    def fault(self, kind: str, path: str = "*", *, method: str = "*", times: int | None = None, **params: Any) -> Fault:
         """Add a fault (``fakes.faults``): ``fault("status", "/api/v1/namespaces/*/pods", status=503, times=1)``,
         ``fault("hang", "/apis/apps/v1/*")``, ``fault("latency", delay=2.0)``, ``fault("reset", times=1)``.
         A status fault without ``body`` answers a real ``Status`` (429: ``Retry-After: 1`` unless given).
         Raises ``fakes.faults.FaultSpecError`` on a bad kind or parameter."""
-        return self.runtime.faults.add(Fault.from_dict(dict(params, kind=kind, path=path, method=method,
-                                                            times=times)))
+        return self.runtime.faults.add(Fault.from_dict(dict(params, kind=kind, path=path, method=method, times=times)))
 
     def clear_faults(self, fault_id: str | None = None) -> None:
         self.runtime.faults.clear(fault_id)
@@ -161,15 +161,22 @@ class KubeHandle:
             argv += ["-n", namespace]
         return argv + list(args)
 
-    def kubectl(self, *args: str, timeout: float = 30.0, input: str | None = None, kubectl: str = "kubectl",
-                namespace: str | None = None) -> Any:
+    def kubectl(
+        self,
+        *args: str,
+        timeout: float = 30.0,
+        input: str | None = None,
+        kubectl: str = "kubectl",
+        namespace: str | None = None,
+    ) -> Any:
         """Run a real kubectl against the double within ``timeout`` seconds; returns ``harness.process.Completed``
         (exit code not checked). Raises ``harness.process.Timeout`` (process group killed) on overrun."""
         from harness import process
 
         argv = self.kubectl_argv(*args, kubectl=kubectl, namespace=namespace)
-        return process.run_bounded(argv, timeout=timeout, input=input.encode() if input is not None else None,
-                                   env=self.env())
+        return process.run_bounded(
+            argv, timeout=timeout, input=input.encode() if input is not None else None, env=self.env()
+        )
 
     def env(self) -> dict[str, str]:
         """An environment for kubectl children: this double's ``KUBECONFIG`` and ``KUBECACHEDIR``."""
@@ -182,19 +189,36 @@ class KubeHandle:
         """A ``harness.Kube`` pinned to this double's context (allowed for it alone), kubeconfig and cache dir."""
         from harness.kube import Kube, resolve_kubectl
 
-        return Kube(self.context, namespace or self.namespace, allowed=(self.context,),
-                    kubectl_path=resolve_kubectl(kubectl), kubeconfig=self.kubeconfig, cache_dir=self.cache_dir)
+        return Kube(
+            self.context,
+            namespace or self.namespace,
+            allowed=(self.context,),
+            kubectl_path=resolve_kubectl(kubectl),
+            kubeconfig=self.kubeconfig,
+            cache_dir=self.cache_dir,
+        )
 
     def __repr__(self) -> str:
         return f"KubeHandle(url={self.url!r}, context={self.context!r}, git_version={self.git_version!r})"
 
 
 @contextlib.contextmanager
-def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAULT_CONTEXT,
-          namespace: str = "default", kubectl_version: str = DEFAULT_KUBECTL_VERSION, *,
-          host: str = "127.0.0.1", port: int = 0, token: str | None = None, clock_offset: float = 0.0,
-          history_size: int = 1000, tls: bool = False, start_timeout: float = 10.0, stop_timeout: float = 10.0,
-          controllers: bool = True) -> Iterator[KubeHandle]:
+def serve(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str = DEFAULT_CONTEXT,
+    namespace: str = "default",
+    kubectl_version: str = DEFAULT_KUBECTL_VERSION,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    clock_offset: float = 0.0,
+    history_size: int = 1000,
+    tls: bool = False,
+    start_timeout: float = 10.0,
+    stop_timeout: float = 10.0,
+    controllers: bool = True,
+) -> Iterator[KubeHandle]:
     """Serve a fresh double; yields a :class:`KubeHandle`. Everything is gone when the ``with`` ends: the thread,
     the socket, the temporary directory (cache, and the kubeconfig when no path was given), and the double's
     kubeconfig entries (a file it created is deleted; entries merged into an existing file are removed).
@@ -213,17 +237,24 @@ def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAU
     path = os.fspath(kubeconfig) if kubeconfig is not None else os.path.join(workdir, "kubeconfig")
     server: KubeServer | None = None
     try:
-        double = KubeDouble(git_version=kubectl_version, token=token or secrets.token_urlsafe(32),
-                            history_size=history_size, clock_offset=clock_offset, namespace=namespace)
+        double = KubeDouble(
+            git_version=kubectl_version,
+            token=token or secrets.token_urlsafe(32),
+            history_size=history_size,
+            clock_offset=clock_offset,
+            namespace=namespace,
+        )
         certs = tls_certs.generate(host) if tls else None
         double.require_token = tls
         server = KubeServer(double, host, port, ssl_context=tls_certs.ssl_context(certs) if certs else None)
         server.start(start_timeout)
         if controllers:
             from fakes.kube.controllers import install
+
             install(double)
-        created = kubeconfig_file.write(path, server.url, double.token, context, namespace,
-                                        ca_pem=certs.ca_pem if certs else None)
+        created = kubeconfig_file.write(
+            path, server.url, double.token, context, namespace, ca_pem=certs.ca_pem if certs else None
+        )
         cache_dir = os.path.join(workdir, "cache")
         os.makedirs(cache_dir, exist_ok=True)
         yield KubeHandle(server, path, context, namespace, cache_dir)

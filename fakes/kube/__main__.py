@@ -22,12 +22,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", required=True, help="kubeconfig to write (created, or merged into)")
     parser.add_argument("--context", default=fakes.kube.DEFAULT_CONTEXT, help="context/cluster/user name")
     parser.add_argument("--namespace", default="default", help="the context's namespace (created if missing)")
-    parser.add_argument("--kubectl-version", default=fakes.kube.DEFAULT_KUBECTL_VERSION,
-                        help="gitVersion /version reports (the kubectl dispatcher picks its build from it)")
+    parser.add_argument(
+        "--kubectl-version",
+        default=fakes.kube.DEFAULT_KUBECTL_VERSION,
+        help="gitVersion /version reports (the kubectl dispatcher picks its build from it)",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 lets the OS choose")
-    parser.add_argument("--tls", action="store_true",
-                        help="serve https and require the token (over http kubectl never sends it)")
+    parser.add_argument(
+        "--tls", action="store_true", help="serve https and require the token (over http kubectl never sends it)"
+    )
     return parser
 
 
@@ -36,9 +40,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with fakes.kube.serve(kubeconfig=args.kubeconfig, context=args.context, namespace=args.namespace,
-                              kubectl_version=args.kubectl_version, host=args.host, port=args.port,
-                              tls=args.tls) as kd:
+        with fakes.kube.serve(
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            namespace=args.namespace,
+            kubectl_version=args.kubectl_version,
+            host=args.host,
+            port=args.port,
+            tls=args.tls,
+        ) as kd:
             print(f"fake kube listening on {kd.url}", flush=True)
             print(f"kubectl --kubeconfig {kd.kubeconfig} --context {kd.context} get pods", flush=True)
             while not stop.wait(0.5):

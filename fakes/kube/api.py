@@ -29,7 +29,7 @@ from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_fou
 from fakes.kube.extensions import SubresourceContext
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
-from fakes.kube.store import clone, require_object
+from fakes.kube.store import require_object
 from fakes.kube.watch import for_version, serve_watch
 
 Obj = dict[str, Any]
@@ -65,9 +65,17 @@ class Target:
 
 def version_info(git_version: str) -> Obj:
     major, minor = (git_version.lstrip("v").split(".") + ["0"])[:2]
-    return {"major": major, "minor": minor, "gitVersion": git_version, "gitCommit": "0" * 40,
-            "gitTreeState": "clean", "buildDate": "2025-04-22T16:00:00Z", "goVersion": "go1.23.8",
-            "compiler": "gc", "platform": "linux/amd64"}
+    return {
+        "major": major,
+        "minor": minor,
+        "gitVersion": git_version,
+        "gitCommit": "0" * 40,
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-22T16:00:00Z",
+        "goVersion": "go1.23.8",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
 
 
 async def handle(request: web.Request, double: Any, body: bytes) -> web.StreamResponse:
@@ -90,14 +98,17 @@ async def handle(request: web.Request, double: Any, body: bytes) -> web.StreamRe
 
 # --- discovery and OpenAPI --------------------------------------------------------------------------------
 
+
 def _discovery(request: web.Request, double: Any) -> web.StreamResponse | None:
     path = request.path.rstrip("/") or "/"
     registry = double.registry
     if path in ("/api", "/apis"):
         version = discovery.negotiate(request.headers.get("Accept"))
         if version is not None:
-            return json_response(discovery.aggregated(registry, legacy=path == "/api", version=version),
-                                 content_type=discovery.AGGREGATED.format(version=version))
+            return json_response(
+                discovery.aggregated(registry, legacy=path == "/api", version=version),
+                content_type=discovery.AGGREGATED.format(version=version),
+            )
         if path == "/api":
             return json_response(discovery.api_versions(request.host))
         return json_response(discovery.api_group_list(registry))
@@ -122,7 +133,7 @@ def _openapi(request: web.Request, double: Any) -> web.StreamResponse:
         return json_response(openapi.v2_json(double.git_version))
     if path == "/openapi/v3":
         return json_response(openapi.root_document(double.registry, double.git_version))
-    parts = path[len("/openapi/v3/"):].split("/") if path.startswith("/openapi/v3/") else []
+    parts = path[len("/openapi/v3/") :].split("/") if path.startswith("/openapi/v3/") else []
     doc = None
     if len(parts) == 2 and parts[0] == "api":
         doc = openapi.group_version_document(double.registry, "", parts[1], double.git_version)
@@ -134,6 +145,7 @@ def _openapi(request: web.Request, double: Any) -> web.StreamResponse:
 
 
 # --- routing ----------------------------------------------------------------------------------------------
+
 
 def parse_target(double: Any, path: str) -> Target | None:
     """The resource a path names, or ``None`` when it names nothing the double serves (a 404)."""
@@ -194,6 +206,7 @@ async def _dispatch(request: web.Request, double: Any, target: Target, body: byt
 
 # --- bodies -----------------------------------------------------------------------------------------------
 
+
 def parse_body(request: web.Request, body: bytes) -> Any:
     """The request body as JSON (or YAML when the content type says so); 400 with the parser's complaint."""
     content_type = request.headers.get("Content-Type", JSON_TYPE).split(";")[0].strip().lower()
@@ -204,8 +217,9 @@ def parse_body(request: web.Request, body: bytes) -> Any:
     if content_type == protobuf.MEDIA_TYPE:
         return protobuf.decode(body)
     if content_type.startswith("application/vnd.kubernetes.protobuf") or content_type == "application/cbor":
-        raise ApiError(415, "UnsupportedMediaType", f"the double accepts JSON, YAML and protobuf bodies, not "
-                       f"{content_type}")
+        raise ApiError(
+            415, "UnsupportedMediaType", f"the double accepts JSON, YAML and protobuf bodies, not {content_type}"
+        )
     try:
         return FakeRequest("POST", "/", body=body).json()
     except BadJson as exc:
@@ -229,8 +243,9 @@ def parse_yaml(body: bytes) -> Any:
 def _check_type(rt: ResourceType, obj: Obj) -> None:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
     if api_version is not None and api_version != rt.api_version:
-        raise bad_request(f"the API version in the data ({api_version}) does not match the expected API version "
-                          f"({rt.api_version})")
+        raise bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API version ({rt.api_version})"
+        )
     if kind is not None and kind != rt.kind:
         raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
     meta = obj.get("metadata")
@@ -248,14 +263,13 @@ def _dry_run(request: web.Request) -> bool:
 
 # --- reads ------------------------------------------------------------------------------------------------
 
-def _answer_object(request: web.Request, double: Any, rt: ResourceType, obj: Obj, status: int = 200
-                   ) -> web.Response:
+
+def _answer_object(request: web.Request, double: Any, rt: ResourceType, obj: Obj, status: int = 200) -> web.Response:
     obj = for_version(obj, rt)
     if tables.wants_table(request.headers.get("Accept")):
         include = request.query.get("includeObject", "Metadata")
         meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
-        return json_response(tables.table(rt, [obj], now=double.clock.time(), include=include, list_meta=meta),
-                             status)
+        return json_response(tables.table(rt, [obj], now=double.clock.time(), include=include, list_meta=meta), status)
     return json_response(obj, status)
 
 
@@ -321,6 +335,7 @@ async def _watch(request: web.Request, double: Any, target: Target) -> web.Strea
 
 # --- writes -----------------------------------------------------------------------------------------------
 
+
 def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
     shapes.check_object(rt.key, rt.kind, obj, custom=rt.custom)
     _check_type(rt, obj)
@@ -349,7 +364,7 @@ def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> 
     obj = _prepare_new(rt, target, require_object(parse_body(request, body)))
     sent_name = obj["metadata"].get("name")
     if sent_name != target.name:
-        raise bad_request(f'the name of the object ({sent_name}) does not match the name on the URL ({target.name})')
+        raise bad_request(f"the name of the object ({sent_name}) does not match the name on the URL ({target.name})")
     old = double.store.require(rt, target.namespace, target.name or "")
     _carry_allocated(rt, old, obj)
     validation.validate(rt, obj, old)
@@ -367,15 +382,18 @@ def _carry_allocated(rt: ResourceType, old: Obj, new: Obj) -> None:
             new_spec.setdefault("clusterIPs", old_spec.get("clusterIPs", [old_spec["clusterIP"]]))
 
 
-def _patch(request: web.Request, double: Any, target: Target, body: bytes, subresource: str | None = None
-           ) -> web.Response:
+def _patch(
+    request: web.Request, double: Any, target: Target, body: bytes, subresource: str | None = None
+) -> web.Response:
     rt = target.rt
     content_type = request.headers.get("Content-Type", "")
     media = content_type.split(";")[0].strip().lower()
     if media not in patch.PATCH_TYPES:
         from fakes.kube.errors import unsupported_media_type
-        raise unsupported_media_type([patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_YAML]
-                                     if rt.custom else list(patch.PATCH_TYPES))
+
+        raise unsupported_media_type(
+            [patch.JSON_PATCH, patch.MERGE_PATCH, patch.APPLY_YAML] if rt.custom else list(patch.PATCH_TYPES)
+        )
     sent = parse_body(request, body)
     manager = request.query.get("fieldManager") or ""
     if media == patch.APPLY_YAML:
@@ -389,8 +407,9 @@ def _patch(request: web.Request, double: Any, target: Target, body: bytes, subre
     _record_manager(double, result, manager or _default_manager(request), "Update", current)
     if result.get("metadata", {}).get("resourceVersion") == current["metadata"].get("resourceVersion"):
         result["metadata"].pop("resourceVersion", None)  # patches apply to the latest version
-    updated = double.store.update(rt, result, namespace=target.namespace, subresource=subresource,
-                                  dry_run=_dry_run(request))
+    updated = double.store.update(
+        rt, result, namespace=target.namespace, subresource=subresource, dry_run=_dry_run(request)
+    )
     return _answer_object(request, double, rt, updated)
 
 
@@ -399,14 +418,16 @@ def _check_identity(rt: ResourceType, target: Target, obj: Obj) -> None:
     if not isinstance(meta, dict):
         raise bad_request("metadata must be an object")
     if meta.get("name") != target.name:
-        raise bad_request(f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                          f"({target.name})")
+        raise bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on the URL ({target.name})"
+        )
     if rt.namespaced and meta.get("namespace") not in (None, target.namespace):
         raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
 
 
-def _server_side_apply(request: web.Request, double: Any, target: Target, applied: Obj, manager: str,
-                       subresource: str | None) -> web.Response:
+def _server_side_apply(
+    request: web.Request, double: Any, target: Target, applied: Obj, manager: str, subresource: str | None
+) -> web.Response:
     rt = target.rt
     if not manager:
         raise bad_request("PATCH request must use fieldManager query parameter when applying")
@@ -446,10 +467,21 @@ def _default_manager(request: web.Request) -> str:
 def _record_manager(double: Any, obj: Obj, manager: str, operation: str, old: Obj | None = None) -> None:
     """One ``managedFields`` entry per (manager, operation), replacing its previous one (no field sets)."""
     meta = obj.setdefault("metadata", {})
-    entries = [e for e in (old or {}).get("metadata", {}).get("managedFields") or meta.get("managedFields") or []
-               if isinstance(e, dict) and not (e.get("manager") == manager and e.get("operation") == operation)]
-    entries.append({"manager": manager, "operation": operation, "apiVersion": obj.get("apiVersion", ""),
-                    "time": rfc3339(double.clock.time()), "fieldsType": "FieldsV1", "fieldsV1": {}})
+    entries = [
+        e
+        for e in (old or {}).get("metadata", {}).get("managedFields") or meta.get("managedFields") or []
+        if isinstance(e, dict) and not (e.get("manager") == manager and e.get("operation") == operation)
+    ]
+    entries.append(
+        {
+            "manager": manager,
+            "operation": operation,
+            "apiVersion": obj.get("apiVersion", ""),
+            "time": rfc3339(double.clock.time()),
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {},
+        }
+    )
     meta["managedFields"] = entries
 
 
@@ -471,8 +503,7 @@ def _delete_options(request: web.Request, body: bytes) -> tuple[int | None, str,
         raise bad_request("gracePeriodSeconds must be an integer")
     propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
     if propagation not in ("Background", "Foreground", "Orphan"):
-        raise bad_request(f'Unsupported value: "{propagation}": supported values: "Background", "Foreground", '
-                          '"Orphan"')
+        raise bad_request(f'Unsupported value: "{propagation}": supported values: "Background", "Foreground", "Orphan"')
     return grace, str(propagation), options.get("preconditions") or {}
 
 
@@ -482,16 +513,23 @@ def _delete(request: web.Request, double: Any, target: Target, body: bytes) -> w
     if _dry_run(request):
         obj = double.store.require(rt, target.namespace, target.name or "")
         return _answer_object(request, double, rt, obj)
-    obj, gone = double.store.delete(rt, target.namespace, target.name or "", grace_seconds=grace,
-                                    propagation=propagation, precondition_uid=pre.get("uid"),
-                                    precondition_rv=pre.get("resourceVersion"))
+    obj, gone = double.store.delete(
+        rt,
+        target.namespace,
+        target.name or "",
+        grace_seconds=grace,
+        propagation=propagation,
+        precondition_uid=pre.get("uid"),
+        precondition_rv=pre.get("resourceVersion"),
+    )
     if not gone or rt.key in RETURNS_OBJECT or rt.custom:
         return _answer_object(request, double, rt, obj)
     details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"].get("uid", "")}
     if rt.group:
         details["group"] = rt.group
-    return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                          "details": details})
+    return json_response(
+        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+    )
 
 
 def _delete_collection(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
@@ -506,18 +544,30 @@ def _delete_collection(request: web.Request, double: Any, target: Target, body: 
         if not (labels.matches(obj["metadata"].get("labels")) and fields.matches(obj, rt.key)):
             continue
         try:
-            last, _gone = double.store.delete(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"],
-                                              grace_seconds=grace, propagation=propagation)
+            last, _gone = double.store.delete(
+                rt,
+                obj["metadata"].get("namespace"),
+                obj["metadata"]["name"],
+                grace_seconds=grace,
+                propagation=propagation,
+            )
         except ApiError as exc:
             if exc.code == 404:
                 continue
             raise
         deleted.append(for_version(last, rt))
-    return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                          "metadata": {"resourceVersion": str(double.store.resource_version)}, "items": deleted})
+    return json_response(
+        {
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(double.store.resource_version)},
+            "items": deleted,
+        }
+    )
 
 
 # --- subresources -----------------------------------------------------------------------------------------
+
 
 async def _subresource(request: web.Request, double: Any, target: Target, body: bytes) -> web.StreamResponse:
     rt, sub = target.rt, target.subresource or ""
@@ -533,10 +583,10 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
             return _answer_object(request, double, rt, obj)
         if method == "PUT":
             sent = _prepare_new(rt, target, require_object(parse_body(request, body)))
-            _record_manager(double, sent, request.query.get("fieldManager") or _default_manager(request),
-                            "Update", obj)
-            updated = double.store.update(rt, sent, namespace=target.namespace, subresource="status",
-                                          dry_run=_dry_run(request))
+            _record_manager(double, sent, request.query.get("fieldManager") or _default_manager(request), "Update", obj)
+            updated = double.store.update(
+                rt, sent, namespace=target.namespace, subresource="status", dry_run=_dry_run(request)
+            )
             return _answer_object(request, double, rt, updated)
         if method == "PATCH":
             return _patch(request, double, target, body, subresource="status")
@@ -546,8 +596,10 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     if sub == "token" and rt.key == "/serviceaccounts" and method == "POST":
         return _token(request, double, target, body)
     if sub == "log":
-        raise bad_request(f'container logs are not served for pod "{target.name}": the double has no log source '
-                          f"registered for pods/log")
+        raise bad_request(
+            f'container logs are not served for pod "{target.name}": the double has no log source '
+            f"registered for pods/log"
+        )
     raise ApiError(400, "BadRequest", f'the double serves no handler for {rt.plural}/{sub} (of "{target.name}")')
 
 
@@ -560,28 +612,46 @@ def _token(request: web.Request, double: Any, target: Target, body: bytes) -> we
     seconds = spec.get("expirationSeconds") or 3600
     if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 600:
         from fakes.kube.errors import field_invalid, invalid
-        raise invalid("TokenRequest", "authentication.k8s.io", target.name or "",
-                      [field_invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 "
-                                     "minutes")])
+
+        raise invalid(
+            "TokenRequest",
+            "authentication.k8s.io",
+            target.name or "",
+            [field_invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes")],
+        )
     import secrets as _secrets
+
     now = double.clock.time()
-    return json_response({"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1",
-                          "metadata": {"name": target.name, "namespace": target.namespace,
-                                       "creationTimestamp": None},
-                          "spec": {"audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
-                                   "expirationSeconds": seconds, "boundObjectRef": None},
-                          "status": {"token": "fake-kube." + _secrets.token_urlsafe(24),
-                                     "expirationTimestamp": rfc3339(now + seconds)}}, 201)
+    return json_response(
+        {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"name": target.name, "namespace": target.namespace, "creationTimestamp": None},
+            "spec": {
+                "audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
+                "expirationSeconds": seconds,
+                "boundObjectRef": None,
+            },
+            "status": {
+                "token": "fake-kube." + _secrets.token_urlsafe(24),
+                "expirationTimestamp": rfc3339(now + seconds),
+            },
+        },
+        201,
+    )
 
 
 def scale_of(rt: ResourceType, obj: Obj) -> Obj:
     meta = obj["metadata"]
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     out_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
-    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": out_meta,
-            "spec": {"replicas": spec.get("replicas", 0)},
-            "status": {"replicas": status.get("replicas", 0),
-                       "selector": label_selector_string(spec.get("selector"))}}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": out_meta,
+        "spec": {"replicas": spec.get("replicas", 0)},
+        "status": {"replicas": status.get("replicas", 0), "selector": label_selector_string(spec.get("selector"))},
+    }
 
 
 def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: bytes) -> web.Response:
@@ -603,11 +673,17 @@ def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: by
     replicas = (wanted.get("spec") or {}).get("replicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         from fakes.kube.errors import field_invalid, invalid
-        raise invalid("Scale", "autoscaling", target.name or "",
-                      [field_invalid("spec.replicas", replicas, "must be greater than or equal to 0")])
+
+        raise invalid(
+            "Scale",
+            "autoscaling",
+            target.name or "",
+            [field_invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+        )
     sent_rv = (wanted.get("metadata") or {}).get("resourceVersion")
     if method == "PUT" and sent_rv and sent_rv != obj["metadata"]["resourceVersion"]:
         from fakes.kube.errors import STALE, conflict
+
         raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
     def set_replicas(o: Obj) -> None:

@@ -20,13 +20,14 @@ clock forward fires every timer that became due, moving it back delays them. Con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import heapq
 import itertools
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 class Clock:
@@ -49,7 +50,7 @@ class Clock:
 
     def now(self) -> datetime:
         """The double's time as an aware UTC datetime (microsecond precision)."""
-        return datetime.fromtimestamp(self.time(), tz=timezone.utc)
+        return datetime.fromtimestamp(self.time(), tz=UTC)
 
     def set_offset(self, seconds: float) -> None:
         """Put the double ``seconds`` ahead of the host (negative: behind). Raises ``ValueError`` if not finite."""
@@ -79,12 +80,12 @@ class Clock:
 
 def rfc3339(epoch: float) -> str:
     """``2025-01-31T12:00:00Z``: whole seconds, truncated (what ``metav1.Time`` serialises)."""
-    return datetime.fromtimestamp(int(epoch // 1), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.fromtimestamp(int(epoch // 1), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_micro(epoch: float) -> str:
     """``2025-01-31T12:00:00.123456Z`` (what ``metav1.MicroTime`` serialises)."""
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_rfc3339(text: str) -> float:
@@ -156,10 +157,8 @@ class Timers:
         if running is self.loop:
             self._rearm()
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # loop closed meanwhile
                 self.loop.call_soon_threadsafe(self._rearm)
-            except RuntimeError:  # loop closed meanwhile
-                pass
 
     def _rearm(self) -> None:
         if self._armed is not None:

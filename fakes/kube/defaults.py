@@ -101,8 +101,14 @@ def job_selector(obj: Obj) -> None:
     uid, name = obj["metadata"].get("uid", ""), obj["metadata"].get("name", "")
     spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
     labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
-    labels.update({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
-                   "controller-uid": uid, "job-name": name})
+    labels.update(
+        {
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+    )
 
 
 def cronjob(obj: Obj) -> None:
@@ -147,7 +153,7 @@ def secret(obj: Obj) -> None:
     obj.setdefault("type", "Opaque")
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict) and string_data:
-        data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+        data = obj["data"] if isinstance(obj.get("data"), dict) else {}
         data.update({k: base64.b64encode(str(v).encode()).decode() for k, v in string_data.items()})
         obj["data"] = data
 

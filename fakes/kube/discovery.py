@@ -24,8 +24,12 @@ def negotiate(accept: str | None) -> str | None:
         fields = [f.strip() for f in part.split(";")]
         media = fields[0].lower()
         params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
-        if media == "application/json" and params.get("g") == "apidiscovery.k8s.io" \
-                and params.get("as") == "APIGroupDiscoveryList" and params.get("v") in ("v2", "v2beta1"):
+        if (
+            media == "application/json"
+            and params.get("g") == "apidiscovery.k8s.io"
+            and params.get("as") == "APIGroupDiscoveryList"
+            and params.get("v") in ("v2", "v2beta1")
+        ):
             return params["v"]
         if media in ("application/json", "*/*", "application/*") and not params.get("as"):
             return None
@@ -50,9 +54,11 @@ def _aggregated_resource(rt: ResourceType) -> dict[str, Any]:
         out["categories"] = list(rt.categories)
     if rt.subresources:
         out["subresources"] = [
-            {"subresource": s.name,
-             "responseKind": _kind_ref(s.group or rt.group, s.version or rt.version, s.kind),
-             "verbs": list(s.verbs)}
+            {
+                "subresource": s.name,
+                "responseKind": _kind_ref(s.group or rt.group, s.version or rt.version, s.kind),
+                "verbs": list(s.verbs),
+            }
             for s in rt.subresources
         ]
     return out
@@ -64,20 +70,34 @@ def aggregated(registry: Registry, *, legacy: bool, version: str) -> dict[str, A
     for group, versions in registry.groups():
         if (group == "") != legacy:
             continue
-        items.append({
-            "metadata": {"name": group, "creationTimestamp": None},
-            "versions": [{"version": v, "freshness": "Current",
-                          "resources": [_aggregated_resource(t) for t in registry.in_group_version(group, v)]}
-                         for v in versions],
-        })
-    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}", "metadata": {},
-            "items": items}
+        items.append(
+            {
+                "metadata": {"name": group, "creationTimestamp": None},
+                "versions": [
+                    {
+                        "version": v,
+                        "freshness": "Current",
+                        "resources": [_aggregated_resource(t) for t in registry.in_group_version(group, v)],
+                    }
+                    for v in versions
+                ],
+            }
+        )
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": items,
+    }
 
 
 def api_versions(server_address: str) -> dict[str, Any]:
     """Legacy ``GET /api``."""
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
 
 
 def _group(group: str, versions: list[str]) -> dict[str, Any]:
@@ -87,8 +107,7 @@ def _group(group: str, versions: list[str]) -> dict[str, Any]:
 
 def api_group_list(registry: Registry) -> dict[str, Any]:
     """Legacy ``GET /apis``."""
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [_group(g, vs) for g, vs in registry.groups() if g]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g, vs) for g, vs in registry.groups() if g]}
 
 
 def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
@@ -106,16 +125,26 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
         return None
     resources: list[dict[str, Any]] = []
     for t in types:
-        entry: dict[str, Any] = {"name": t.plural, "singularName": t.singular_name, "namespaced": t.namespaced,
-                                 "kind": t.kind, "verbs": list(t.verbs)}
+        entry: dict[str, Any] = {
+            "name": t.plural,
+            "singularName": t.singular_name,
+            "namespaced": t.namespaced,
+            "kind": t.kind,
+            "verbs": list(t.verbs),
+        }
         if t.short_names:
             entry["shortNames"] = list(t.short_names)
         if t.categories:
             entry["categories"] = list(t.categories)
         resources.append(entry)
         for s in t.subresources:
-            sub: dict[str, Any] = {"name": f"{t.plural}/{s.name}", "singularName": "", "namespaced": t.namespaced,
-                                   "kind": s.kind, "verbs": list(s.verbs)}
+            sub: dict[str, Any] = {
+                "name": f"{t.plural}/{s.name}",
+                "singularName": "",
+                "namespaced": t.namespaced,
+                "kind": s.kind,
+                "verbs": list(s.verbs),
+            }
             if s.group:
                 sub.update(group=s.group, version=s.version)
             resources.append(sub)

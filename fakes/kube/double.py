@@ -39,8 +39,15 @@ class KubeDouble:
     name = "kube"
     unrecorded_paths = HEALTH_PATHS
 
-    def __init__(self, *, git_version: str = "v1.32.4", token: str = "", history_size: int = 1000,
-                 clock_offset: float = 0.0, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        git_version: str = "v1.32.4",
+        token: str = "",
+        history_size: int = 1000,
+        clock_offset: float = 0.0,
+        namespace: str | None = None,
+    ) -> None:
         self.git_version = git_version if git_version.startswith("v") else f"v{git_version}"
         self.token = token
         #: True (https): a request without the token is a 401. False (plain http, where client-go never sends
@@ -115,7 +122,7 @@ class KubeDouble:
         results = asyncio.gather(*(c() for c in closers), return_exceptions=True)
         try:
             await asyncio.wait_for(results, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("fake kube: %d stream closers still running after %.1f s", len(closers), timeout)
 
     def call_on_loop(self, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
@@ -154,7 +161,7 @@ class KubeDouble:
         return FakeResponse.json(status, error.status_body(), headers)
 
     def admin(self, request: FakeRequest) -> FakeResponse | None:
-        route = request.path[len("/_fake"):].rstrip("/")
+        route = request.path[len("/_fake") :].rstrip("/")
         method = request.method.upper()
         try:
             if route == "/clock":
@@ -179,7 +186,7 @@ class KubeDouble:
         if method == "POST":
             body = request.json() or {}
             if not isinstance(body, dict):
-                return FakeResponse.json(400, {"error": "send {\"offset\": s}, {\"advance\": s} or {\"now\": ts}"})
+                return FakeResponse.json(400, {"error": 'send {"offset": s}, {"advance": s} or {"now": ts}'})
             try:
                 if "offset" in body:
                     self.clock.set_offset(float(body["offset"]))
@@ -187,10 +194,12 @@ class KubeDouble:
                     self.clock.advance(float(body["advance"]))
                 elif "now" in body:
                     from fakes.kube.clock import parse_rfc3339
+
                     self.clock.set_time(parse_rfc3339(str(body["now"])))
                 else:
-                    return FakeResponse.json(400, {"error": "send {\"offset\": s}, {\"advance\": s} or "
-                                                            "{\"now\": \"<RFC 3339>\"}"})
+                    return FakeResponse.json(
+                        400, {"error": 'send {"offset": s}, {"advance": s} or {"now": "<RFC 3339>"}'}
+                    )
             except (TypeError, ValueError) as exc:
                 return FakeResponse.json(400, {"error": f"bad clock value: {exc}"})
         return FakeResponse.json(200, {"offset": self.clock.offset, "now": rfc3339_micro(self.clock.time())})

@@ -48,8 +48,15 @@ class ApiError(Exception):
 
     def status_body(self) -> dict[str, Any]:
         """The ``Status`` object for this error."""
-        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                "message": self.message, "reason": self.reason, "code": self.code}
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
         details: dict[str, Any] = {}
         if self.name:
             details["name"] = self.name
@@ -74,18 +81,31 @@ def qualified(resource: str, group: str) -> str:
 
 
 def not_found(resource: str, group: str, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{qualified(resource, group)} "{name}" not found', name=name, group=group,
-                    kind=resource)
+    return ApiError(
+        404, "NotFound", f'{qualified(resource, group)} "{name}" not found', name=name, group=group, kind=resource
+    )
 
 
 def already_exists(resource: str, group: str, name: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", f'{qualified(resource, group)} "{name}" already exists', name=name,
-                    group=group, kind=resource)
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified(resource, group)} "{name}" already exists',
+        name=name,
+        group=group,
+        kind=resource,
+    )
 
 
 def conflict(resource: str, group: str, name: str, detail: str) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": '
-                    f"{detail}", name=name, group=group, kind=resource)
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {detail}',
+        name=name,
+        group=group,
+        kind=resource,
+    )
 
 
 STALE = "the object has been modified; please apply your changes to the latest version and try again"
@@ -110,8 +130,15 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> ApiError:
     if len(causes) > 1:
         shown = f"[{shown}]"
     qualified_kind = f"{kind}.{group}" if group else kind
-    return ApiError(422, "Invalid", f'{qualified_kind} "{name}" is invalid: {shown}', name=name, group=group,
-                    kind=kind, causes=causes)
+    return ApiError(
+        422,
+        "Invalid",
+        f'{qualified_kind} "{name}" is invalid: {shown}',
+        name=name,
+        group=group,
+        kind=kind,
+        causes=causes,
+    )
 
 
 def field_invalid(path: str, value: Any, detail: str) -> Cause:
@@ -124,14 +151,22 @@ def field_required(path: str, detail: str = "") -> Cause:
 
 
 def method_not_allowed(verb: str, resource: str, group: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource",
-                    kind=resource, group=group)
+    return ApiError(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+        kind=resource,
+        group=group,
+    )
 
 
 def unsupported_media_type(accepted: list[str]) -> ApiError:
     """415, as for a strategic merge patch on a custom resource (which has no Go struct to read merge keys from)."""
-    return ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media "
-                    f"types include: {', '.join(accepted)}")
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: {', '.join(accepted)}",
+    )
 
 
 def page_not_found() -> ApiError:
@@ -158,8 +193,11 @@ def for_status(code: int) -> ApiError:
     if code == 503:
         return ApiError(503, "ServiceUnavailable", "The server is currently unable to handle the request")
     if code == 504:
-        return ApiError(504, "Timeout", "The server was unable to return a response in the time allotted, but may "
-                        "still be processing the request")
+        return ApiError(
+            504,
+            "Timeout",
+            "The server was unable to return a response in the time allotted, but may still be processing the request",
+        )
     if code >= 500:
         return ApiError(code, "InternalError", "Internal error occurred: injected fault")
     if code == 401:

@@ -138,7 +138,10 @@ def exit_status(code: int, command: list[str]) -> dict[str, Any]:
     if code == 0:
         return success_status()
     return {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
         "message": f"command terminated with non-zero exit code: command '{' '.join(command)}' exited with {code}: ",
         "reason": "NonZeroExitCode",
         "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
@@ -148,9 +151,14 @@ def exit_status(code: int, command: list[str]) -> dict[str, Any]:
 def internal_status(cause: str) -> dict[str, Any]:
     """An ``InternalError`` (kubectl prints ``error: Internal error occurred: <cause>`` and exits 1)."""
     return {
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": f"Internal error occurred: {cause}", "reason": "InternalError",
-        "details": {"causes": [{"message": cause}]}, "code": 500,
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"Internal error occurred: {cause}",
+        "reason": "InternalError",
+        "details": {"causes": [{"message": cause}]},
+        "code": 500,
     }
 
 
@@ -176,14 +184,20 @@ class Exec:
         if upgrade == "websocket":
             offered = _tokens(ctx.request.headers.getall("Sec-WebSocket-Protocol", []))
             if not offered & set(WS_PROTOCOLS):
-                raise bad_request(f"unable to upgrade connection: none of the WebSocket subprotocols "
-                                  f"{list(WS_PROTOCOLS)} was offered (got {sorted(offered) or 'none'})")
+                raise bad_request(
+                    f"unable to upgrade connection: none of the WebSocket subprotocols "
+                    f"{list(WS_PROTOCOLS)} was offered (got {sorted(offered) or 'none'})"
+                )
             return await self._serve_websocket(ctx, request)
         if upgrade.startswith("spdy/3.1"):
             offered = _tokens(ctx.request.headers.getall("X-Stream-Protocol-Version", []))
             if SPDY_PROTOCOL not in offered:
-                raise ApiError(403, "Forbidden", f"unable to upgrade: unable to negotiate protocol: client supports "
-                                                 f"{sorted(offered)}, server accepts [{SPDY_PROTOCOL}]")
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f"unable to upgrade: unable to negotiate protocol: client supports "
+                    f"{sorted(offered)}, server accepts [{SPDY_PROTOCOL}]",
+                )
             return await self._serve_spdy(ctx, request)
         raise bad_request("Upgrade request required")
 
@@ -198,15 +212,25 @@ class Exec:
         container = query.get("container", "")
         if not container:
             if len(names) != 1:
-                raise bad_request(f"a container name must be specified for pod {ctx.name}, choose one of: "
-                                  f"[{' '.join(names)}]")
+                raise bad_request(
+                    f"a container name must be specified for pod {ctx.name}, choose one of: [{' '.join(names)}]"
+                )
             container = names[0]
         if container not in names + [str(c.get("name")) for c in spec.get("ephemeralContainers") or []]:
             raise bad_request(f"container {container} is not valid for pod {ctx.name}")
         flags = {name: query.get(name, "").lower() in ("1", "true") for name in ("stdin", "stdout", "stderr", "tty")}
         tty = flags["tty"]
-        request = ExecRequest(ctx.namespace, ctx.name, container, list(command), flags["stdin"], flags["stdout"],
-                              flags["stderr"] and not tty, tty, ctx.object)
+        request = ExecRequest(
+            ctx.namespace,
+            ctx.name,
+            container,
+            list(command),
+            flags["stdin"],
+            flags["stdout"],
+            flags["stderr"] and not tty,
+            tty,
+            ctx.object,
+        )
         if not (request.stdin or request.stdout or request.stderr):
             raise bad_request("you must specify at least 1 of stdin, stdout, stderr")
         return request
@@ -275,8 +299,9 @@ class Exec:
 
     # --- running the command ----------------------------------------------------------------------------------
 
-    async def _run(self, request: ExecRequest, channels: _Channels, ctx: SubresourceContext,
-                   gone: asyncio.Future[Any]) -> dict[str, Any]:
+    async def _run(
+        self, request: ExecRequest, channels: _Channels, ctx: SubresourceContext, gone: asyncio.Future[Any]
+    ) -> dict[str, Any]:
         """Run what is registered for the pod; the status to send. The command is cancelled (a host command's
         process group killed) when the client goes away (``gone`` completes) or the double stops."""
         request._channels = channels
@@ -292,7 +317,8 @@ class Exec:
                 f"error executing command in container: the Kubernetes API double has no exec handler for pod "
                 f"{request.namespace}/{request.pod} (container {request.container}, command {request.command}): "
                 f"register one from Python (double.exec_handlers.set({request.namespace!r}, {request.pod!r}, handler)) "
-                f"or annotate the pod {EXEC_ANNOTATION}: host to run the command on the host")
+                f"or annotate the pod {EXEC_ANNOTATION}: host to run the command on the host"
+            )
         running = asyncio.ensure_future(work)
         stopping = asyncio.ensure_future(ctx.stopping.wait())
         try:
@@ -321,12 +347,12 @@ async def _call_handler(handler: Handler, request: ExecRequest, timeout: float) 
             if inspect.isawaitable(result):
                 result = await asyncio.wait_for(result, timeout)
     except TimeoutError:
-        return internal_status(f"error executing command in container: the {where} did not finish within "
-                               f"{timeout:.1f}s")
+        return internal_status(
+            f"error executing command in container: the {where} did not finish within {timeout:.1f}s"
+        )
     except Exception as exc:  # the handler's bug is reported to kubectl, not as a traceback
         log.exception("%s failed", where)
-        return internal_status(f"error executing command in container: the {where} raised "
-                               f"{type(exc).__name__}: {exc}")
+        return internal_status(f"error executing command in container: the {where} raised {type(exc).__name__}: {exc}")
     return await _send_result(request, result)
 
 
@@ -334,8 +360,10 @@ async def _send_result(request: ExecRequest, result: object) -> dict[str, Any]:
     if result is None:
         return success_status()
     if isinstance(result, bool) or not isinstance(result, (int, ExecResult)):
-        return internal_status(f"error executing command in container: the exec handler for pod {request.namespace}/"
-                               f"{request.pod} returned {result!r}; return an ExecResult, an int exit code or None")
+        return internal_status(
+            f"error executing command in container: the exec handler for pod {request.namespace}/"
+            f"{request.pod} returned {result!r}; return an ExecResult, an int exit code or None"
+        )
     if isinstance(result, int):
         return exit_status(result, request.command)
     if result.stdout:
@@ -357,17 +385,28 @@ async def _collect_stdin(request: ExecRequest) -> bytes:
 
 async def _run_on_host(request: ExecRequest, timeout: float) -> dict[str, Any]:
     """Run ``request.command`` on the host: own process group, streamed output, killed (group) at ``timeout``."""
-    env = {**os.environ, "HOSTNAME": request.pod, "KUBE_DOUBLE_POD": request.pod,
-           "KUBE_DOUBLE_NAMESPACE": request.namespace, "KUBE_DOUBLE_CONTAINER": request.container}
+    env = {
+        **os.environ,
+        "HOSTNAME": request.pod,
+        "KUBE_DOUBLE_POD": request.pod,
+        "KUBE_DOUBLE_NAMESPACE": request.namespace,
+        "KUBE_DOUBLE_CONTAINER": request.container,
+    }
     try:
         proc = await asyncio.create_subprocess_exec(
-            *request.command, stdin=subprocess.PIPE if request.stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+            *request.command,
+            stdin=subprocess.PIPE if request.stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
     except OSError as exc:
         reason = "executable file not found in $PATH" if isinstance(exc, FileNotFoundError) else str(exc)
         return internal_status(
             f"error executing command in container: failed to exec in container: OCI runtime exec failed: exec "
-            f"failed: unable to start container process: exec: \"{request.command[0]}\": {reason}: unknown")
+            f'failed: unable to start container process: exec: "{request.command[0]}": {reason}: unknown'
+        )
 
     async def copy(stream: asyncio.StreamReader | None, write: Callable[[bytes], Awaitable[None]]) -> None:
         while stream is not None and (chunk := await stream.read(READ_CHUNK)):
@@ -382,14 +421,18 @@ async def _run_on_host(request: ExecRequest, timeout: float) -> dict[str, Any]:
                 await proc.stdin.drain()
         proc.stdin.close()
 
-    pumps = [asyncio.ensure_future(copy(proc.stdout, request.write_stdout)),
-             asyncio.ensure_future(copy(proc.stderr, request.write_stderr)),
-             asyncio.ensure_future(feed_stdin())]
+    pumps = [
+        asyncio.ensure_future(copy(proc.stdout, request.write_stdout)),
+        asyncio.ensure_future(copy(proc.stderr, request.write_stderr)),
+        asyncio.ensure_future(feed_stdin()),
+    ]
     try:
         await asyncio.wait_for(asyncio.gather(proc.wait(), *pumps[:2]), timeout)
     except TimeoutError:
-        return internal_status(f"error executing command in container: the host command {request.command} did not "
-                               f"finish within {timeout:.1f}s ({TIMEOUT_ANNOTATION}); its process group was killed")
+        return internal_status(
+            f"error executing command in container: the host command {request.command} did not "
+            f"finish within {timeout:.1f}s ({TIMEOUT_ANNOTATION}); its process group was killed"
+        )
     finally:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -487,8 +530,13 @@ class _SpdyChannels:
         try:
             await asyncio.wait_for(all_there(), STREAMS_TIMEOUT)
         except TimeoutError:
-            log.warning("exec %s/%s: the client opened %s of the streams %s", self.request.namespace,
-                        self.request.pod, sorted(self.streams), sorted(self.wanted))
+            log.warning(
+                "exec %s/%s: the client opened %s of the streams %s",
+                self.request.namespace,
+                self.request.pod,
+                sorted(self.streams),
+                sorted(self.wanted),
+            )
             return False
         return not session.closed
 

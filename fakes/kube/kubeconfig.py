@@ -62,8 +62,9 @@ def _load(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def write(path: str | os.PathLike[str], url: str, token: str, context: str, namespace: str, *,
-          ca_pem: bytes | None = None) -> bool:
+def write(
+    path: str | os.PathLike[str], url: str, token: str, context: str, namespace: str, *, ca_pem: bytes | None = None
+) -> bool:
     """Write or merge the double's entries into ``path``; True when the file was created (delete it at stop).
 
     Raises ``ValueError`` when ``path`` exists but is not a kubeconfig.
@@ -98,8 +99,9 @@ def remove_entries(path: str | os.PathLike[str], context: str, *, created: bool)
     except ValueError:
         return  # someone rewrote it meanwhile: leave their file alone
     for section in ("clusters", "users", "contexts"):
-        config[section] = [e for e in config.get(section) or [] if not (isinstance(e, dict)
-                                                                        and e.get("name") == context)]
+        config[section] = [
+            e for e in config.get(section) or [] if not (isinstance(e, dict) and e.get("name") == context)
+        ]
     if config.get("current-context") == context:
         config["current-context"] = ""
     _write(target, config)

@@ -83,7 +83,7 @@ class KubectlBuild:
 
     @property
     def lost_connection_exit_code(self) -> int:
-        """kubectl's exit code after ``lost connection to pod``: 1 since 1.27 (kubernetes PR #114460), 0 before."""
+        """Exit code after ``lost connection to pod``: 1 since 1.27, 0 before (kubernetes/kubernetes#114460)."""
         return 1 if self.minor >= 27 else 0
 
     def git_version(self) -> str:
@@ -175,8 +175,11 @@ def matrix_params(chosen: str) -> Iterator[object]:
         if chosen == "edges" and builds:
             picked += [b for b in (builds[0], builds[-1]) if b not in picked]
         if not picked:
-            yield pytest.param(None, id="kubectl-missing",
-                               marks=pytest.mark.skip(reason="no kubectl on PATH and no kubectl.1.NN build"))
+            yield pytest.param(
+                None,
+                id="kubectl-missing",
+                marks=pytest.mark.skip(reason="no kubectl on PATH and no kubectl.1.NN build"),
+            )
         for build in picked:
             yield pytest.param(build, id=f"kubectl-{build.label}")
         return
@@ -195,9 +198,12 @@ def matrix_params(chosen: str) -> Iterator[object]:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--kubectl-matrix", dest="kubectl_matrix", choices=SELECTIONS, default=None,
+        "--kubectl-matrix",
+        dest="kubectl_matrix",
+        choices=SELECTIONS,
+        default=None,
         help="kubectl builds for specs taking `kubectl_build`: edges (installed, oldest, newest; default), all, "
-             "default",
+        "default",
     )
 
 

@@ -52,7 +52,8 @@ Defaults, per double: ``kubelet.start_seconds`` (:data:`START_SECONDS`, 0.05) an
 for its whole default grace period).
 
 Messages and fields follow the kubelet (``pkg/kubelet/kuberuntime/kuberuntime_container.go``,
-``images/image_manager.go``, ``kubelet_pods.go``, ``status/generate.go``) and the scheduler (``pkg/scheduler/schedule_one.go``). Version details:
+``images/image_manager.go``, ``kubelet_pods.go``, ``status/generate.go``) and the scheduler
+(``pkg/scheduler/schedule_one.go``). Version details:
 ``Created container: app`` from 1.32 (``Created container app`` before), ``PodReadyToStartContainers`` from 1.29,
 ``Image size`` in ``Pulled`` from 1.30, the ImagePullBackOff message carrying the pull error from 1.31.
 """
@@ -111,14 +112,17 @@ BACKOFF_MAX = 300.0
 UNSCHEDULABLE_RETRY = 30.0
 POLL_SECONDS = 0.05
 """How often a container runtime's process is asked whether it is ready or has exited."""
-DEFAULT_UNSCHEDULABLE = ("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: "
-                         "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
+DEFAULT_UNSCHEDULABLE = (
+    "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: "
+    "0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+)
 DEFAULT_UNHEALTHY = "HTTP probe failed with statuscode: 503"
 TRUE = frozenset({"true", "yes", "1", "on"})
 FALSE = frozenset({"false", "no", "0", "off", ""})
 
 
 # --- faults ---------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PodFaults:
@@ -156,7 +160,7 @@ def parse_annotations(annotations: Mapping[str, Any]) -> tuple[dict[str, Any], l
     for key, raw in annotations.items():
         if not key.startswith(PREFIX):
             continue
-        name, text = key[len(PREFIX):], str(raw)
+        name, text = key[len(PREFIX) :], str(raw)
         if name == "logs" or name.startswith("logs."):
             logs[name[5:] or "*"] = tuple(text.splitlines())
             continue
@@ -191,8 +195,10 @@ def _parse_one(name: str, text: str) -> dict[str, Any] | None:
         return {key: "" if lowered in TRUE else text.strip()}
     if name.startswith("port-") or name in ("exec", "exec-on-host"):
         return None  # the port-forward and exec modules' annotations
-    raise ValueError("is not a fault this double knows (start-delay, ready-delay, never-ready, crash-loop, "
-                     "run-seconds, exit-code, backoff, image-pull-error, terminate-delay, unschedulable, logs)")
+    raise ValueError(
+        "is not a fault this double knows (start-delay, ready-delay, never-ready, crash-loop, "
+        "run-seconds, exit-code, backoff, image-pull-error, terminate-delay, unschedulable, logs)"
+    )
 
 
 def _seconds(text: str) -> float:
@@ -235,6 +241,7 @@ class FaultRule:
 
 
 # --- container runtimes (real processes as a pod's containers) -------------------------------------------------
+
 
 class PodProcess(Protocol):
     """What a runner's ``start`` returns: the pod's process(es). Every method is called on the double's loop and
@@ -299,6 +306,7 @@ def _image_glob(pattern: str) -> Callable[[Obj], bool]:
 
 
 # --- per-pod state --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class _Container:
@@ -377,6 +385,7 @@ class _Replaced(Exception):
 
 # --- the kubelet --------------------------------------------------------------------------------------------------
 
+
 class Kubelet:
     """The simulated scheduler and kubelet of one double (see the module docstring). Installed by
     :func:`fakes.kube.controllers.install`; reach it as ``kd.controllers.kubelet``."""
@@ -411,8 +420,14 @@ class Kubelet:
 
     # --- the Python API (any thread) ---------------------------------------------------------------------------
 
-    def set_faults(self, *, namespace: str | None = None, name: str | None = None,
-                   selector: Mapping[str, str] | str | None = None, **values: Any) -> FaultRule:
+    def set_faults(
+        self,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        selector: Mapping[str, str] | str | None = None,
+        **values: Any,
+    ) -> FaultRule:
         """Faults for pods matching ``namespace``, ``name`` (glob) and ``selector`` (``{"app": "api"}`` or
         ``"app=api,tier!=db"``), e.g. ``set_faults(selector={"app": "api"}, crash_loop=True, backoff=0.5)``.
         Fields are :class:`PodFaults`'s. They apply from the next step of each matching pod (a running container
@@ -420,8 +435,13 @@ class Kubelet:
         unknown = set(values) - FAULT_FIELDS
         if unknown:
             raise TypeError(f"unknown pod fault(s) {sorted(unknown)}; known: {sorted(FAULT_FIELDS)}")
-        parsed = parse_label_selector(selector) if isinstance(selector, str) else \
-            from_label_selector({"matchLabels": dict(selector)}) if selector is not None else None
+        parsed = (
+            parse_label_selector(selector)
+            if isinstance(selector, str)
+            else from_label_selector({"matchLabels": dict(selector)})
+            if selector is not None
+            else None
+        )
         rule = FaultRule(dict(values), namespace, name, parsed)
         with self._rules_lock:
             self._rules.append(rule)
@@ -443,10 +463,18 @@ class Kubelet:
             faults = faults.with_overrides(rule.values)
         return faults
 
-    def kill(self, namespace: str, name: str, container: str | None = None, exit_code: int = 137,
-             reason: str = "Error", timeout: float = 10.0) -> None:
+    def kill(
+        self,
+        namespace: str,
+        name: str,
+        container: str | None = None,
+        exit_code: int = 137,
+        reason: str = "Error",
+        timeout: float = 10.0,
+    ) -> None:
         """Make the pod's running containers (or one) exit now with ``exit_code`` (restarted per
         ``restartPolicy``). Raises ``KeyError`` when the kubelet does not run that pod."""
+
         def act() -> None:
             pod = self._find(namespace, name)
             for c in pod.main():
@@ -455,10 +483,12 @@ class Kubelet:
 
         self.ctx.on_loop(act, timeout)
 
-    def set_ready(self, namespace: str, name: str, ready: bool | None, container: str | None = None,
-                  timeout: float = 10.0) -> None:
+    def set_ready(
+        self, namespace: str, name: str, ready: bool | None, container: str | None = None, timeout: float = 10.0
+    ) -> None:
         """Force a running container's readiness (``None``: back to the simulation's). Raises ``KeyError`` when
         the kubelet does not run that pod."""
+
         def act() -> None:
             pod = self._find(namespace, name)
             for c in pod.main():
@@ -503,8 +533,7 @@ class Kubelet:
         current = self.ctx.store.get(PODS, event.namespace, event.name)
         if current is None or meta(current).get("uid") != meta(event.object).get("uid"):
             return None
-        pod = _Pod(str(meta(current)["uid"]), event.namespace, event.name, _pristine(status(current)),
-                   status(current))
+        pod = _Pod(str(meta(current)["uid"]), event.namespace, event.name, _pristine(status(current)), status(current))
         self._pods[pod.uid] = pod
         if pod.managed and not deleting(current):
             if spec(current).get("nodeName"):
@@ -538,9 +567,14 @@ class Kubelet:
             bound = self.ctx.store.mutate(PODS, pod.namespace, pod.name, bind)
         except (ApiError, _Replaced):
             return
-        self.ctx.recorder.record_new_api(bound, NORMAL, "Scheduled",
-                                         f"Successfully assigned {pod.namespace}/{pod.name} to {NODE}",
-                                         action="Binding", instance=f"default-scheduler-{NODE}")
+        self.ctx.recorder.record_new_api(
+            bound,
+            NORMAL,
+            "Scheduled",
+            f"Successfully assigned {pod.namespace}/{pod.name} to {NODE}",
+            action="Binding",
+            instance=f"default-scheduler-{NODE}",
+        )
         self._accept(pod)
 
     def _retry_unschedulable(self) -> None:
@@ -561,9 +595,15 @@ class Kubelet:
         for init, key in ((True, "initContainers"), (False, "containers")):
             for c in pod_spec.get(key) or []:
                 waiting = "PodInitializing" if (has_init and not init) else "ContainerCreating"
-                pod.containers.append(_Container(str(c.get("name", "")), str(c.get("image", "")), init,
-                                                 str(c.get("imagePullPolicy", "IfNotPresent")),
-                                                 state={"waiting": {"reason": waiting}}))
+                pod.containers.append(
+                    _Container(
+                        str(c.get("name", "")),
+                        str(c.get("image", "")),
+                        init,
+                        str(c.get("imagePullPolicy", "IfNotPresent")),
+                        state={"waiting": {"reason": waiting}},
+                    )
+                )
         self._warn_invalid(pod, current)
         self._write(pod)
         first = pod.inits()[:1] or pod.main()
@@ -605,8 +645,10 @@ class Kubelet:
             return
         record = self._recorder(current, c)
         ref = normalize_image(c.image)
-        error = faults.image_pull_error or (f'rpc error: code = NotFound desc = failed to pull and unpack image '
-                                            f'"{ref}": failed to resolve reference "{ref}": {ref}: not found')
+        error = faults.image_pull_error or (
+            f"rpc error: code = NotFound desc = failed to pull and unpack image "
+            f'"{ref}": failed to resolve reference "{ref}": {ref}: not found'
+        )
         record(WARNING, "Failed", f'Failed to pull image "{c.image}": {error}')
         record(WARNING, "Failed", "Error: ErrImagePull")
         c.state = {"waiting": {"reason": "ErrImagePull", "message": error}}
@@ -642,8 +684,9 @@ class Kubelet:
         else:
             record(NORMAL, "Pulled", f'Container image "{c.image}" already present on machine')
         self._images.add(c.image)
-        record(NORMAL, "Created", f"Created container: {c.name}" if self.ctx.minor >= 32 else
-               f"Created container {c.name}")
+        record(
+            NORMAL, "Created", f"Created container: {c.name}" if self.ctx.minor >= 32 else f"Created container {c.name}"
+        )
         record(NORMAL, "Started", f"Started container {c.name}")
         self._mark_running(pod, c, current)
         if c.init:
@@ -660,8 +703,9 @@ class Kubelet:
 
     def _mark_running(self, pod: _Pod, c: _Container, current: Obj) -> None:
         now = self.ctx.now()
-        c.container_id = "containerd://" + hashlib.sha256(f"{pod.uid}/{c.name}/{c.restart_count}/{now}".encode()
-                                                          ).hexdigest()
+        c.container_id = (
+            "containerd://" + hashlib.sha256(f"{pod.uid}/{c.name}/{c.restart_count}/{now}".encode()).hexdigest()
+        )
         c.image_ref = normalize_image(c.image)
         c.image_id = f"{image_repository(c.image_ref)}@sha256:{hashlib.sha256(c.image_ref.encode()).hexdigest()}"
         c.state = {"running": {"startedAt": rfc3339(now)}}
@@ -716,7 +760,7 @@ class Kubelet:
         if pod.process is None or pod.process.exit_code is not None:
             try:
                 pod.process, pod.runner = runner.start(current), runner
-            except Exception as exc:  # noqa: BLE001 (a runner is foreign code: its failure is a failed start)
+            except Exception as exc:
                 log.warning("container runtime failed to start pod %s/%s: %r", pod.namespace, pod.name, exc)
                 self._recorder(current, c)(WARNING, "Failed", f"Error: failed to start containerd task: {exc}")
                 pod.process = None
@@ -763,9 +807,15 @@ class Kubelet:
             return
         c.cancel()
         started = c.state["running"].get("startedAt")
-        c.state = {"terminated": {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                                  "startedAt": started, "finishedAt": rfc3339(self.ctx.now()),
-                                  "containerID": c.container_id}}
+        c.state = {
+            "terminated": {
+                "exitCode": code,
+                "reason": reason or ("Completed" if code == 0 else "Error"),
+                "startedAt": started,
+                "finishedAt": rfc3339(self.ctx.now()),
+                "containerID": c.container_id,
+            }
+        }
         c.ready = False
         c.started = False
         self.logs.end_run(pod.uid, c.name, c.container_id)
@@ -784,7 +834,7 @@ class Kubelet:
 
     def _next_after_init(self, pod: _Pod, done: _Container) -> None:
         inits = pod.inits()
-        following = inits[inits.index(done) + 1:]
+        following = inits[inits.index(done) + 1 :]
         for c in following[:1] or pod.main():
             if c.init or "waiting" in c.state:
                 c.state = {"waiting": {"reason": "ContainerCreating" if not following else "PodInitializing"}}
@@ -803,11 +853,18 @@ class Kubelet:
             return
         wait = c.backoff
         c.last_state = {"terminated": c.state["terminated"]}
-        c.state = {"waiting": {"reason": "CrashLoopBackOff",
-                               "message": f"back-off {go_duration(wait)} restarting failed container={c.name} "
-                                          f"pod={pod.name}_{pod.namespace}({pod.uid})"}}
-        self._recorder(current, c)(WARNING, "BackOff", f"Back-off restarting failed container {c.name} in pod "
-                                                       f"{pod.name}_{pod.namespace}({pod.uid})")
+        c.state = {
+            "waiting": {
+                "reason": "CrashLoopBackOff",
+                "message": f"back-off {go_duration(wait)} restarting failed container={c.name} "
+                f"pod={pod.name}_{pod.namespace}({pod.uid})",
+            }
+        }
+        self._recorder(current, c)(
+            WARNING,
+            "BackOff",
+            f"Back-off restarting failed container {c.name} in pod {pod.name}_{pod.namespace}({pod.uid})",
+        )
         self._write(pod)
         c.backoff = min(c.backoff * 2, BACKOFF_MAX)
         c.backoff_until = now + wait
@@ -849,7 +906,7 @@ class Kubelet:
         def poll() -> None:
             try:
                 done = process is None or process.exit_code is not None
-            except Exception:  # noqa: BLE001 (a runner that cannot answer counts as exited)
+            except Exception:
                 done = True
             if done or self.ctx.now() >= deadline:
                 self._remove(pod)
@@ -961,8 +1018,15 @@ class Kubelet:
             conds.append(self._cond(old, "PodReadyToStartContainers", "True" if sandbox else "False"))
         pending_init = [c.name for c in pod.inits() if (c.state.get("terminated") or {}).get("exitCode") != 0]
         if pending_init and phase != "Succeeded":
-            conds.append(self._cond(old, "Initialized", "False", "ContainersNotInitialized",
-                                    f"containers with incomplete status: [{' '.join(pending_init)}]"))
+            conds.append(
+                self._cond(
+                    old,
+                    "Initialized",
+                    "False",
+                    "ContainersNotInitialized",
+                    f"containers with incomplete status: [{' '.join(pending_init)}]",
+                )
+            )
         else:
             conds.append(self._cond(old, "Initialized", "True"))
         unready = [c.name for c in main if not self._ready(c)]
@@ -988,8 +1052,12 @@ class Kubelet:
     def _cond(self, old: Obj, kind: str, state: str, reason: str | None = None, message: str | None = None) -> Obj:
         previous = next((c for c in old.get("conditions") or [] if c.get("type") == kind), None)
         since = previous.get("lastTransitionTime") if previous and previous.get("status") == state else None
-        cond: Obj = {"type": kind, "status": state, "lastProbeTime": None,
-                     "lastTransitionTime": since or rfc3339(self.ctx.now())}
+        cond: Obj = {
+            "type": kind,
+            "status": state,
+            "lastProbeTime": None,
+            "lastTransitionTime": since or rfc3339(self.ctx.now()),
+        }
         if reason:
             cond["reason"] = reason
         if message:
@@ -997,8 +1065,15 @@ class Kubelet:
         return cond
 
     def _container_status(self, c: _Container) -> Obj:
-        out: Obj = {"name": c.name, "state": c.state, "lastState": c.last_state, "ready": self._ready(c),
-                    "restartCount": c.restart_count, "image": c.image_ref or c.image, "imageID": c.image_id}
+        out: Obj = {
+            "name": c.name,
+            "state": c.state,
+            "lastState": c.last_state,
+            "ready": self._ready(c),
+            "restartCount": c.restart_count,
+            "image": c.image_ref or c.image,
+            "imageID": c.image_id,
+        }
         if c.container_id and "waiting" not in c.state or c.container_id and c.last_state:
             out["containerID"] = c.container_id
         out["started"] = c.started
@@ -1014,8 +1089,9 @@ class Kubelet:
 
     def _recorder(self, current: Obj, c: _Container) -> Callable[[str, str, str], None]:
         def record(type_: str, reason: str, message: str) -> None:
-            self.ctx.recorder.record(current, type_, reason, message, component="kubelet", host=NODE,
-                                     field_path=c.field_path)
+            self.ctx.recorder.record(
+                current, type_, reason, message, component="kubelet", host=NODE, field_path=c.field_path
+            )
 
         return record
 
@@ -1025,6 +1101,7 @@ class Kubelet:
 
     def _later_c(self, c: _Container, seconds: float, fn: Callable[[], None]) -> None:
         """A container's own step (cancelled when it exits or its pod goes)."""
+
         def run() -> None:
             try:
                 fn()
@@ -1048,8 +1125,10 @@ class Kubelet:
 
 def _pristine(pod_status: Obj) -> bool:
     """A status nobody has written yet: what the API server sets on create."""
-    return not ({k for k, v in pod_status.items() if v} - {"phase", "qosClass"}) and \
-        pod_status.get("phase", "Pending") == "Pending"
+    return (
+        not ({k for k, v in pod_status.items() if v} - {"phase", "qosClass"})
+        and pod_status.get("phase", "Pending") == "Pending"
+    )
 
 
 def normalize_image(image: str) -> str:

@@ -30,6 +30,7 @@ first container and sends ``container=``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 from collections.abc import Iterable
@@ -82,24 +83,31 @@ class LogOptions:
     @classmethod
     def parse(cls, query: Any, pod_name: str) -> LogOptions:
         """From the request query; 400 for unparsable values, 422 for values the API rejects."""
-        opts = cls(container=str(query.get("container", "")), follow=_bool(query, "follow"),
-                   previous=_bool(query, "previous"), timestamps=_bool(query, "timestamps"),
-                   since_seconds=_int(query, "sinceSeconds"), tail_lines=_int(query, "tailLines"),
-                   limit_bytes=_int(query, "limitBytes"))
+        opts = cls(
+            container=str(query.get("container", "")),
+            follow=_bool(query, "follow"),
+            previous=_bool(query, "previous"),
+            timestamps=_bool(query, "timestamps"),
+            since_seconds=_int(query, "sinceSeconds"),
+            tail_lines=_int(query, "tailLines"),
+            limit_bytes=_int(query, "limitBytes"),
+        )
         if query.get("sinceTime"):
             try:
                 opts.since_time = parse_rfc3339(str(query["sinceTime"]))
             except ValueError:
-                raise bad_request(f'parsing time "{query["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": cannot '
-                                  f"parse as RFC 3339") from None
+                raise bad_request(
+                    f'parsing time "{query["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": cannot parse as RFC 3339'
+                ) from None
         causes = []
         if opts.tail_lines is not None and opts.tail_lines < 0:
             causes.append(field_invalid("tailLines", opts.tail_lines, "must be greater than or equal to 0"))
         if opts.limit_bytes is not None and opts.limit_bytes < 1:
             causes.append(field_invalid("limitBytes", opts.limit_bytes, "must be greater than 0"))
         if opts.since_seconds is not None and opts.since_time is not None:
-            causes.append(Cause("FieldValueForbidden",
-                                "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"))
+            causes.append(
+                Cause("FieldValueForbidden", "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified")
+            )
         elif opts.since_seconds is not None and opts.since_seconds < 1:
             causes.append(field_invalid("sinceSeconds", opts.since_seconds, "must be greater than 0"))
         if causes:
@@ -195,8 +203,9 @@ class LogBook:
         stamped = [(now, line) for text in lines for line in str(text).splitlines() or [""]]
         with self._lock:
             if "running" in (state.get("state") or {}):
-                run = self._runs.setdefault((uid, name), {}).setdefault(str(state.get("containerID", "")),
-                                                                        _Run(str(state.get("containerID", ""))))
+                run = self._runs.setdefault((uid, name), {}).setdefault(
+                    str(state.get("containerID", "")), _Run(str(state.get("containerID", "")))
+                )
                 run.lines.extend(stamped)
             else:
                 self._pending.setdefault((uid, name), []).extend(stamped)
@@ -240,7 +249,7 @@ class LogBook:
         if since is not None:
             lines = [entry for entry in lines if entry[0] >= since]
         if opts.tail_lines is not None:
-            lines = lines[len(lines) - opts.tail_lines:] if opts.tail_lines else []
+            lines = lines[len(lines) - opts.tail_lines :] if opts.tail_lines else []
         return [_format(entry, opts.timestamps) for entry in lines]
 
     def _ended(self, uid: str, container: str, container_id: str) -> bool:
@@ -248,8 +257,9 @@ class LogBook:
             run = self._runs.get((uid, container), {}).get(container_id)
             return run is None or run.ended
 
-    async def _follow(self, ctx: SubresourceContext, run_key: tuple[str, str, str], first: list[bytes], sent: int,
-                      opts: LogOptions) -> web.StreamResponse:
+    async def _follow(
+        self, ctx: SubresourceContext, run_key: tuple[str, str, str], first: list[bytes], sent: int, opts: LogOptions
+    ) -> web.StreamResponse:
         """Stream ``first``, then each new line of the run, until it ends (or the client or the double goes)."""
         uid, container, container_id = run_key
         response = web.StreamResponse(headers={"Content-Type": "text/plain"})
@@ -279,10 +289,8 @@ class LogBook:
                 if ended:
                     break
                 wake.clear()
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), FOLLOW_POLL)
-                except TimeoutError:
-                    pass
             if not ctx.client_gone():
                 await response.write_eof()
         finally:
@@ -295,17 +303,15 @@ class LogBook:
         with self._lock:
             waiters = list(self._waiters)
         for loop, event in waiters:
-            try:
+            with contextlib.suppress(RuntimeError):  # that loop is closed: the double stopped
                 loop.call_soon_threadsafe(event.set)
-            except RuntimeError:  # that loop is closed: the double stopped
-                pass
 
 
 async def _write(response: web.StreamResponse, chunks: list[bytes], budget: float) -> float:
     for chunk in chunks:
         if budget <= 0:
             break
-        piece = chunk if len(chunk) <= budget else chunk[:int(budget)]
+        piece = chunk if len(chunk) <= budget else chunk[: int(budget)]
         await response.write(piece)
         budget -= len(piece)
     return budget
@@ -334,6 +340,7 @@ def rfc3339_nano(epoch: float) -> str:
 
 
 # --- the API server's and kubelet's choices ----------------------------------------------------------------------
+
 
 def container_names(pod: Obj, *, init: bool = True) -> list[str]:
     keys = ("containers", "initContainers", "ephemeralContainers") if init else ("containers",)
@@ -403,8 +410,9 @@ def kubelet_container_id(pod: Obj, container: str, previous: bool) -> str:
     if reason == "ErrImagePull":
         raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: image can\'t be pulled')
     if reason == "ImagePullBackOff":
-        raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: trying and failing to '
-                          f"pull image")
+        raise bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: trying and failing to pull image'
+        )
     if reason:
         raise bad_request(f'container "{container}" in pod "{name}" is waiting to start: {reason}')
     raise bad_request(f'container "{container}" in pod "{name}" is waiting to start - no logs yet')

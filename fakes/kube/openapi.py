@@ -26,22 +26,41 @@ from fakes.kube.resources import Registry, ResourceType
 V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 
 _PATCH_PARAMETERS = [
-    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": True},
-     "description": "When present, indicates that modifications should not be persisted."},
-    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": True},
-     "description": "fieldManager is a name associated with the actor or entity that is making these changes."},
-    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": True},
-     "description": "fieldValidation instructs the server on how to handle objects in the request containing "
-                    "unknown or duplicate fields: Ignore, Warn or Strict."},
-    {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": True},
-     "description": "Force is going to \"force\" Apply requests."},
+    {
+        "name": "dryRun",
+        "in": "query",
+        "schema": {"type": "string", "uniqueItems": True},
+        "description": "When present, indicates that modifications should not be persisted.",
+    },
+    {
+        "name": "fieldManager",
+        "in": "query",
+        "schema": {"type": "string", "uniqueItems": True},
+        "description": "fieldManager is a name associated with the actor or entity that is making these changes.",
+    },
+    {
+        "name": "fieldValidation",
+        "in": "query",
+        "schema": {"type": "string", "uniqueItems": True},
+        "description": "fieldValidation instructs the server on how to handle objects in the request containing "
+        "unknown or duplicate fields: Ignore, Warn or Strict.",
+    },
+    {
+        "name": "force",
+        "in": "query",
+        "schema": {"type": "boolean", "uniqueItems": True},
+        "description": 'Force is going to "force" Apply requests.',
+    },
 ]
 
 
 def _patch_bodies(rt: ResourceType) -> dict[str, Any]:
     ref = {"schema": {"type": "object"}}
-    return {"application/json-patch+json": ref, "application/merge-patch+json": ref,
-            "application/apply-patch+yaml": ref}
+    return {
+        "application/json-patch+json": ref,
+        "application/merge-patch+json": ref,
+        "application/apply-patch+yaml": ref,
+    }
 
 
 def _item_path(rt: ResourceType) -> str:
@@ -64,17 +83,28 @@ def group_version_document(registry: Registry, group: str, version: str, git_ver
     paths: dict[str, Any] = {}
     for rt in types:
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-        base = {"x-kubernetes-group-version-kind": gvk,
-                "responses": {"200": {"description": "OK", "content": {"application/json": {
-                    "schema": {"type": "object"}}}}}}
+        base = {
+            "x-kubernetes-group-version-kind": gvk,
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}
+            },
+        }
         paths[_item_path(rt)] = {
             "get": {**base, "operationId": _operation_id("read", rt), "x-kubernetes-action": "get"},
-            "patch": {**base, "operationId": _operation_id("patch", rt), "x-kubernetes-action": "patch",
-                      "parameters": _PATCH_PARAMETERS, "requestBody": {"content": _patch_bodies(rt),
-                                                                        "required": True}},
+            "patch": {
+                **base,
+                "operationId": _operation_id("patch", rt),
+                "x-kubernetes-action": "patch",
+                "parameters": _PATCH_PARAMETERS,
+                "requestBody": {"content": _patch_bodies(rt), "required": True},
+            },
         }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": paths,
-            "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": git_version},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 def _hash(document: dict[str, Any]) -> str:
@@ -95,5 +125,4 @@ def root_document(registry: Registry, git_version: str) -> dict[str, Any]:
 
 
 def v2_json(git_version: str) -> dict[str, Any]:
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": {},
-            "definitions": {}}
+    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": git_version}, "paths": {}, "definitions": {}}

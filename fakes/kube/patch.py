@@ -66,26 +66,39 @@ def _merge(key: str, item: Shape = EMPTY, retain: bool = False) -> Shape:
 
 
 _VOLUME_SOURCE = Shape(retain_keys=True)
-_CONTAINER = _map(ports=_merge("containerPort"), env=_merge("name"), volumeMounts=_merge("mountPath"),
-                  volumeDevices=_merge("devicePath"), resizePolicy=_merge("resourceName"))
-_POD_SPEC = _map(containers=_merge("name", _CONTAINER), initContainers=_merge("name", _CONTAINER),
-                 ephemeralContainers=_merge("name", _CONTAINER), volumes=_merge("name", _VOLUME_SOURCE, retain=True),
-                 imagePullSecrets=_merge("name"), hostAliases=_merge("ip"),
-                 topologySpreadConstraints=_merge("topologyKey"), resourceClaims=_merge("name"),
-                 schedulingGates=_merge("name"))
+_CONTAINER = _map(
+    ports=_merge("containerPort"),
+    env=_merge("name"),
+    volumeMounts=_merge("mountPath"),
+    volumeDevices=_merge("devicePath"),
+    resizePolicy=_merge("resourceName"),
+)
+_POD_SPEC = _map(
+    containers=_merge("name", _CONTAINER),
+    initContainers=_merge("name", _CONTAINER),
+    ephemeralContainers=_merge("name", _CONTAINER),
+    volumes=_merge("name", _VOLUME_SOURCE, retain=True),
+    imagePullSecrets=_merge("name"),
+    hostAliases=_merge("ip"),
+    topologySpreadConstraints=_merge("topologyKey"),
+    resourceClaims=_merge("name"),
+    schedulingGates=_merge("name"),
+)
 _META = _map(finalizers=Shape(primitive_merge=True), ownerReferences=_merge("uid"))
 _TEMPLATE = _map(metadata=_META, spec=_POD_SPEC)
 _CONDITIONS = _merge("type")
 _WORKLOAD_STATUS = _map(conditions=_CONDITIONS)
 
 SHAPES: dict[str, Shape] = {
-    "/pods": _map(metadata=_META, spec=_POD_SPEC,
-                  status=_map(conditions=_CONDITIONS, podIPs=_merge("ip"), hostIPs=_merge("ip"))),
+    "/pods": _map(
+        metadata=_META, spec=_POD_SPEC, status=_map(conditions=_CONDITIONS, podIPs=_merge("ip"), hostIPs=_merge("ip"))
+    ),
     "/services": _map(metadata=_META, spec=_map(ports=_merge("port"))),
     "/namespaces": _map(metadata=_META, status=_map(conditions=_CONDITIONS)),
     "/serviceaccounts": _map(metadata=_META, secrets=_merge("name"), imagePullSecrets=_merge("name")),
-    "apps/deployments": _map(metadata=_META, spec=_map(template=_TEMPLATE, strategy=Shape(retain_keys=True)),
-                             status=_WORKLOAD_STATUS),
+    "apps/deployments": _map(
+        metadata=_META, spec=_map(template=_TEMPLATE, strategy=Shape(retain_keys=True)), status=_WORKLOAD_STATUS
+    ),
     "apps/replicasets": _map(metadata=_META, spec=_map(template=_TEMPLATE), status=_WORKLOAD_STATUS),
     "apps/statefulsets": _map(metadata=_META, spec=_map(template=_TEMPLATE), status=_WORKLOAD_STATUS),
     "batch/jobs": _map(metadata=_META, spec=_map(template=_TEMPLATE), status=_WORKLOAD_STATUS),
@@ -99,6 +112,7 @@ def shape_for(resource_key: str) -> Shape:
 
 
 # --- JSON merge patch (RFC 7386) -----------------------------------------------------------------------------
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, ``null`` deletes, anything else (lists included) replaces."""
@@ -115,12 +129,14 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 # --- JSON patch (RFC 6902) -----------------------------------------------------------------------------------
 
+
 def _pointer(path: str) -> list[str]:
     if path == "":
         return []
     if not path.startswith("/"):
-        raise bad_request(f'the server rejected our request due to an error in our request: path "{path}" must '
-                          'start with "/"')
+        raise bad_request(
+            f'the server rejected our request due to an error in our request: path "{path}" must start with "/"'
+        )
     return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
 
 
@@ -131,8 +147,12 @@ def _walk(doc: Any, parts: list[str], path: str) -> Any:
         elif isinstance(doc, list) and part.isdigit() and int(part) < len(doc):
             doc = doc[int(part)]
         else:
-            raise ApiError(422, "Invalid", f'the server rejected our request due to an error in our request: '
-                           f'doc is missing path: "{path}": missing value')
+            raise ApiError(
+                422,
+                "Invalid",
+                f"the server rejected our request due to an error in our request: "
+                f'doc is missing path: "{path}": missing value',
+            )
     return doc
 
 
@@ -143,8 +163,12 @@ def _add(doc: Any, parts: list[str], value: Any, path: str, *, replace: bool = F
     last = parts[-1]
     if isinstance(parent, dict):
         if replace and last not in parent:
-            raise ApiError(422, "Invalid", f'the server rejected our request due to an error in our request: '
-                           f'replace operation does not apply: doc is missing key: {path}: missing value')
+            raise ApiError(
+                422,
+                "Invalid",
+                f"the server rejected our request due to an error in our request: "
+                f"replace operation does not apply: doc is missing key: {path}: missing value",
+            )
         parent[last] = clone(value)
     elif isinstance(parent, list):
         if last == "-" and not replace:
@@ -155,11 +179,19 @@ def _add(doc: Any, parts: list[str], value: Any, path: str, *, replace: bool = F
             else:
                 parent.insert(int(last), clone(value))
         else:
-            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                           f"add operation does not apply: doc is missing path: \"{path}\": missing value")
+            raise ApiError(
+                422,
+                "Invalid",
+                f"the server rejected our request due to an error in our request: "
+                f'add operation does not apply: doc is missing path: "{path}": missing value',
+            )
     else:
-        raise ApiError(422, "Invalid", f'the server rejected our request due to an error in our request: doc is '
-                       f'missing path: "{path}": missing value')
+        raise ApiError(
+            422,
+            "Invalid",
+            f"the server rejected our request due to an error in our request: doc is "
+            f'missing path: "{path}": missing value',
+        )
     return doc
 
 
@@ -173,26 +205,35 @@ def _remove(doc: Any, parts: list[str], path: str) -> Any:
     elif isinstance(parent, list) and last.isdigit() and int(last) < len(parent):
         del parent[int(last)]
     else:
-        raise ApiError(422, "Invalid", f'the server rejected our request due to an error in our request: '
-                       f'remove operation does not apply: doc is missing path: "{path}": missing value')
+        raise ApiError(
+            422,
+            "Invalid",
+            f"the server rejected our request due to an error in our request: "
+            f'remove operation does not apply: doc is missing path: "{path}": missing value',
+        )
     return doc
 
 
 def json_patch(target: Any, operations: Any) -> Any:
     """Apply RFC 6902 ``operations`` to a copy of ``target``; errors are the real server's 422/400 wording."""
     if not isinstance(operations, list):
-        raise bad_request("the server rejected our request due to an error in our request: json: cannot unmarshal "
-                          "object into Go value of type jsonpatch.Patch")
+        raise bad_request(
+            "the server rejected our request due to an error in our request: json: cannot unmarshal "
+            "object into Go value of type jsonpatch.Patch"
+        )
     doc = clone(target)
     for op in operations:
         if not isinstance(op, dict) or not isinstance(op.get("op"), str) or not isinstance(op.get("path", ""), str):
-            raise bad_request("the server rejected our request due to an error in our request: each operation must "
-                              "be an object with string 'op' and 'path'")
+            raise bad_request(
+                "the server rejected our request due to an error in our request: each operation must "
+                "be an object with string 'op' and 'path'"
+            )
         kind, path = op["op"], op.get("path", "")
         parts = _pointer(path)
         if kind in ("add", "replace") and "value" not in op:
-            raise bad_request(f"the server rejected our request due to an error in our request: {kind} operation "
-                              "has no value")
+            raise bad_request(
+                f"the server rejected our request due to an error in our request: {kind} operation has no value"
+            )
         if kind == "add":
             doc = _add(doc, parts, op["value"], path)
         elif kind == "replace":
@@ -202,23 +243,30 @@ def json_patch(target: Any, operations: Any) -> Any:
         elif kind in ("move", "copy"):
             source = op.get("from")
             if not isinstance(source, str):
-                raise bad_request(f"the server rejected our request due to an error in our request: {kind} "
-                                  "operation has no 'from'")
+                raise bad_request(
+                    f"the server rejected our request due to an error in our request: {kind} operation has no 'from'"
+                )
             value = clone(_walk(doc, _pointer(source), source))
             if kind == "move":
                 doc = _remove(doc, _pointer(source), source)
             doc = _add(doc, parts, value, path)
         elif kind == "test":
             if _walk(doc, parts, path) != op.get("value"):
-                raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                               f"testing value {path} failed: test failed")
+                raise ApiError(
+                    422,
+                    "Invalid",
+                    f"the server rejected our request due to an error in our request: "
+                    f"testing value {path} failed: test failed",
+                )
         else:
-            raise bad_request(f"the server rejected our request due to an error in our request: Unexpected kind: "
-                              f"{kind}")
+            raise bad_request(
+                f"the server rejected our request due to an error in our request: Unexpected kind: {kind}"
+            )
     return doc
 
 
 # --- strategic merge patch -----------------------------------------------------------------------------------
+
 
 def strategic_merge(original: Any, patch: Any, shape: Shape) -> Any:
     """Apply a strategic merge ``patch`` to a copy of ``original`` using the field ``shape``s."""
@@ -272,8 +320,12 @@ def _merge_list(original: Any, patch: list[Any], shape: Shape) -> list[Any]:
     element_shape = Shape(fields=shape.fields, retain_keys=shape.retain_keys)
     for item in patch:
         if not isinstance(item, dict) or key not in item:
-            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: map: "
-                           f"{json.dumps(item)} does not contain declared merge key: {key}")
+            raise ApiError(
+                422,
+                "Invalid",
+                f"the server rejected our request due to an error in our request: map: "
+                f"{json.dumps(item)} does not contain declared merge key: {key}",
+            )
         index = next((i for i, v in enumerate(out) if isinstance(v, dict) and v.get(key) == item[key]), None)
         if item.get("$patch") == "delete":
             if index is not None:
@@ -301,8 +353,10 @@ def _reorder(items: list[Any], order: list[Any], shape: Shape) -> list[Any]:
 
 # --- dispatch ------------------------------------------------------------------------------------------------
 
-def apply_patch(content_type: str, original: dict[str, Any], patch: Any, *, resource_key: str,
-                custom: bool) -> dict[str, Any]:
+
+def apply_patch(
+    content_type: str, original: dict[str, Any], patch: Any, *, resource_key: str, custom: bool
+) -> dict[str, Any]:
     """The object after a PATCH of ``content_type``. Raises :class:`ApiError`: 415 for an unknown type or a
     strategic merge patch on a custom resource, 400/422 for a malformed patch."""
     media = content_type.split(";")[0].strip().lower()
@@ -323,6 +377,8 @@ def apply_patch(content_type: str, original: dict[str, Any], patch: Any, *, reso
 
 def require_map(patch: Any) -> dict[str, Any]:
     if not isinstance(patch, dict):
-        raise bad_request("the server rejected our request due to an error in our request: json: cannot unmarshal "
-                          f"{type(patch).__name__} into Go value of type map[string]interface {{}}")
+        raise bad_request(
+            "the server rejected our request due to an error in our request: json: cannot unmarshal "
+            f"{type(patch).__name__} into Go value of type map[string]interface {{}}"
+        )
     return patch

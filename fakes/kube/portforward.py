@@ -198,8 +198,16 @@ class _Tunnel:
 
     def info(self) -> TunnelInfo:
         ignored = len(self.session.ignored_streams) if self.session is not None else 0
-        return TunnelInfo(self.namespace, self.pod_name, self.pod_uid, self.transport, len(self.connections),
-                          self.total, ignored, self.opened_at)
+        return TunnelInfo(
+            self.namespace,
+            self.pod_name,
+            self.pod_uid,
+            self.transport,
+            len(self.connections),
+            self.total,
+            ignored,
+            self.opened_at,
+        )
 
     def error_text(self, port: int, cause: str) -> str:
         return f"error forwarding port {port} to pod {self.sandbox}, uid : {cause}"
@@ -274,15 +282,20 @@ class PortForwarding:
     def tunnels(self, namespace: str | None = None, pod: str | None = None) -> list[TunnelInfo]:
         """Snapshots of the open tunnels (to one pod, or all)."""
         with self._lock:
-            return [t.info() for t in self._tunnels
-                    if (namespace is None or t.namespace == namespace) and (pod is None or t.pod_name == pod)]
+            return [
+                t.info()
+                for t in self._tunnels
+                if (namespace is None or t.namespace == namespace) and (pod is None or t.pod_name == pod)
+            ]
 
     def wait_connections(self, namespace: str, pod: str, count: int = 1, timeout: float = 5.0) -> bool:
         """Block until at least ``count`` connections to ``pod`` are relaying; False after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while sum(t.info().connections for t in self._tunnels
-                      if t.namespace == namespace and t.pod_name == pod) < count:
+            while (
+                sum(t.info().connections for t in self._tunnels if t.namespace == namespace and t.pod_name == pod)
+                < count
+            ):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -302,14 +315,20 @@ class PortForwarding:
         if upgrade == "websocket":
             offered = _tokens(request.headers.getall("Sec-WebSocket-Protocol", []))
             if TUNNEL_PROTOCOL not in offered:
-                raise bad_request(f"unable to upgrade connection: the WebSocket subprotocol {TUNNEL_PROTOCOL} was not "
-                                  f"offered (got {sorted(offered) or 'none'})")
+                raise bad_request(
+                    f"unable to upgrade connection: the WebSocket subprotocol {TUNNEL_PROTOCOL} was not "
+                    f"offered (got {sorted(offered) or 'none'})"
+                )
             return await self._serve_websocket(ctx)
         if upgrade.startswith("spdy/3.1"):
             offered = _tokens(request.headers.getall("X-Stream-Protocol-Version", []))
             if STREAM_PROTOCOL not in offered:
-                raise ApiError(403, "Forbidden", f"unable to upgrade: unable to negotiate protocol: client supports "
-                                                 f"{sorted(offered)}, server accepts [{STREAM_PROTOCOL}]")
+                raise ApiError(
+                    403,
+                    "Forbidden",
+                    f"unable to upgrade: unable to negotiate protocol: client supports "
+                    f"{sorted(offered)}, server accepts [{STREAM_PROTOCOL}]",
+                )
             return await self._serve_spdy(ctx)
         raise bad_request("Upgrade request required")
 
@@ -348,9 +367,14 @@ class PortForwarding:
         await self._run(ctx, tunnel, upgraded.send, pump, upgraded.close)
         return upgraded.response
 
-    async def _run(self, ctx: SubresourceContext, tunnel: _Tunnel, send: spdy.Send,
-                   pump: Callable[[spdy.Session], Awaitable[None]], close_transport: Callable[[], Awaitable[None]],
-                   ) -> None:
+    async def _run(
+        self,
+        ctx: SubresourceContext,
+        tunnel: _Tunnel,
+        send: spdy.Send,
+        pump: Callable[[spdy.Session], Awaitable[None]],
+        close_transport: Callable[[], Awaitable[None]],
+    ) -> None:
         """Run one tunnel until the client goes, the double stops, or a protocol error; always clean up."""
         name = f"port-forward {tunnel.namespace}/{tunnel.pod_name} ({tunnel.transport})"
         session = spdy.Session(send, lambda stream: self._on_stream(tunnel, stream), name=name)
@@ -421,7 +445,8 @@ class PortForwarding:
             await stream.close()
 
     async def _forward(self, tunnel: _Tunnel, pair: _Pair) -> None:
-        assert pair.error is not None and pair.data is not None
+        assert pair.error is not None
+        assert pair.data is not None
         error, data = pair.error, pair.data
         conn = _Connection(tunnel, pair)
         tunnel.total += 1
@@ -436,11 +461,13 @@ class PortForwarding:
     async def _relay(self, tunnel: _Tunnel, conn: _Connection, error: spdy.Stream, data: spdy.Stream) -> None:
         port = conn.pair.port
         if not 0 < port < 65536:
-            return await _fail(error, data, tunnel.error_text(port, f'strconv.ParseUint: parsing "{port}": invalid '
-                                                                     "port number"))
+            return await _fail(
+                error, data, tunnel.error_text(port, f'strconv.ParseUint: parsing "{port}": invalid port number')
+            )
         if tunnel.pod_gone:
-            return await _fail(error, data, tunnel.error_text(
-                port, f'failed to find sandbox "{tunnel.sandbox}" in store: not found'))
+            return await _fail(
+                error, data, tunnel.error_text(port, f'failed to find sandbox "{tunnel.sandbox}" in store: not found')
+            )
         armed = self._take_failure(tunnel)
         if armed is not None:
             # The request's first bytes arrive, then the stream fails under them.
@@ -624,9 +651,11 @@ def _reset_cause(port: int) -> str:
 
 
 def _refused_cause(tunnel: _Tunnel, port: int) -> str:
-    return (f'failed to execute portforward in network namespace "{netns_path(tunnel.pod_uid)}": failed to connect to '
-            f'localhost:{port} inside namespace "{tunnel.sandbox}", IPv4: dial tcp4 127.0.0.1:{port}: connect: '
-            f"connection refused IPv6 dial tcp6 [::1]:{port}: connect: connection refused ")
+    return (
+        f'failed to execute portforward in network namespace "{netns_path(tunnel.pod_uid)}": failed to connect to '
+        f'localhost:{port} inside namespace "{tunnel.sandbox}", IPv4: dial tcp4 127.0.0.1:{port}: connect: '
+        f"connection refused IPv6 dial tcp6 [::1]:{port}: connect: connection refused "
+    )
 
 
 def _tokens(values: list[str]) -> set[str]:

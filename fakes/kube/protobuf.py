@@ -29,71 +29,171 @@ MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
 # y (bytes, base64 in JSON), map (map<string,string>), ymap (map<string,bytes>), qmap (map<string,Quantity>),
 # or a message name (Time, IntOrString and Quantity become strings or numbers as in JSON); a leading "[" makes it
 # repeated, a trailing "!" keeps zero values.
-_META = {1: "name", 2: "generateName", 3: "namespace", 4: "selfLink", 5: "uid", 6: "resourceVersion",
-         7: "generation:i", 8: "creationTimestamp:Time", 9: "deletionTimestamp:Time",
-         10: "deletionGracePeriodSeconds:i!", 11: "labels:map", 12: "annotations:map",
-         13: "ownerReferences:[OwnerReference", 14: "finalizers:[s"}
+_META = {
+    1: "name",
+    2: "generateName",
+    3: "namespace",
+    4: "selfLink",
+    5: "uid",
+    6: "resourceVersion",
+    7: "generation:i",
+    8: "creationTimestamp:Time",
+    9: "deletionTimestamp:Time",
+    10: "deletionGracePeriodSeconds:i!",
+    11: "labels:map",
+    12: "annotations:map",
+    13: "ownerReferences:[OwnerReference",
+    14: "finalizers:[s",
+}
 SCHEMA: dict[str, dict[int, str]] = {
     "Unknown": {1: "typeMeta:TypeMeta", 2: "raw:y", 3: "contentEncoding", 4: "contentType"},
     "TypeMeta": {1: "apiVersion", 2: "kind"},
     "ObjectMeta": _META,
     "Time": {1: "seconds:i", 2: "nanos:i"},
-    "OwnerReference": {1: "kind", 2: "name", 3: "uid", 4: "controller:b!", 5: "apiVersion",
-                       6: "blockOwnerDeletion:b!"},
+    "OwnerReference": {1: "kind", 2: "name", 3: "uid", 4: "controller:b!", 5: "apiVersion", 6: "blockOwnerDeletion:b!"},
     "LabelSelector": {1: "matchLabels:map", 2: "matchExpressions:[LabelSelectorRequirement"},
     "LabelSelectorRequirement": {1: "key", 2: "operator", 3: "values:[s"},
-    "ObjectReference": {1: "kind", 2: "namespace", 3: "name", 4: "uid", 5: "apiVersion", 6: "resourceVersion",
-                        7: "fieldPath"},
+    "ObjectReference": {
+        1: "kind",
+        2: "namespace",
+        3: "name",
+        4: "uid",
+        5: "apiVersion",
+        6: "resourceVersion",
+        7: "fieldPath",
+    },
     "LocalObjectReference": {1: "name"},
     "Namespace": {1: "metadata:ObjectMeta", 2: "spec:NamespaceSpec", 3: "status:NamespaceStatus"},
     "NamespaceSpec": {1: "finalizers:[s"},
     "NamespaceStatus": {1: "phase"},
     "ConfigMap": {1: "metadata:ObjectMeta", 2: "data:map", 3: "binaryData:ymap", 4: "immutable:b!"},
     "Secret": {1: "metadata:ObjectMeta", 2: "data:ymap", 3: "type", 4: "stringData:map", 5: "immutable:b!"},
-    "ServiceAccount": {1: "metadata:ObjectMeta", 2: "secrets:[ObjectReference",
-                       3: "imagePullSecrets:[LocalObjectReference", 4: "automountServiceAccountToken:b!"},
+    "ServiceAccount": {
+        1: "metadata:ObjectMeta",
+        2: "secrets:[ObjectReference",
+        3: "imagePullSecrets:[LocalObjectReference",
+        4: "automountServiceAccountToken:b!",
+    },
     "Service": {1: "metadata:ObjectMeta", 2: "spec:ServiceSpec", 3: "status:ServiceStatus"},
-    "ServiceSpec": {1: "ports:[ServicePort", 2: "selector:map", 3: "clusterIP", 4: "type", 5: "externalIPs:[s",
-                    7: "sessionAffinity", 8: "loadBalancerIP", 10: "externalName", 11: "externalTrafficPolicy",
-                    12: "healthCheckNodePort:i", 13: "publishNotReadyAddresses:b"},
-    "ServicePort": {1: "name", 2: "protocol", 3: "port:i!", 4: "targetPort:IntOrString", 5: "nodePort:i",
-                    6: "appProtocol"},
+    "ServiceSpec": {
+        1: "ports:[ServicePort",
+        2: "selector:map",
+        3: "clusterIP",
+        4: "type",
+        5: "externalIPs:[s",
+        7: "sessionAffinity",
+        8: "loadBalancerIP",
+        10: "externalName",
+        11: "externalTrafficPolicy",
+        12: "healthCheckNodePort:i",
+        13: "publishNotReadyAddresses:b",
+    },
+    "ServicePort": {
+        1: "name",
+        2: "protocol",
+        3: "port:i!",
+        4: "targetPort:IntOrString",
+        5: "nodePort:i",
+        6: "appProtocol",
+    },
     "ServiceStatus": {1: "loadBalancer:LoadBalancerStatus"},
     "LoadBalancerStatus": {},
     "IntOrString": {1: "type:i", 2: "intVal:i", 3: "strVal"},
     "Quantity": {1: "string"},
     "Deployment": {1: "metadata:ObjectMeta", 2: "spec:DeploymentSpec", 3: "status:DeploymentStatus"},
-    "DeploymentSpec": {1: "replicas:i!", 2: "selector:LabelSelector", 3: "template:PodTemplateSpec",
-                       4: "strategy:DeploymentStrategy", 5: "minReadySeconds:i", 6: "revisionHistoryLimit:i!",
-                       7: "paused:b", 9: "progressDeadlineSeconds:i!"},
+    "DeploymentSpec": {
+        1: "replicas:i!",
+        2: "selector:LabelSelector",
+        3: "template:PodTemplateSpec",
+        4: "strategy:DeploymentStrategy",
+        5: "minReadySeconds:i",
+        6: "revisionHistoryLimit:i!",
+        7: "paused:b",
+        9: "progressDeadlineSeconds:i!",
+    },
     "DeploymentStrategy": {1: "type", 2: "rollingUpdate:RollingUpdateDeployment"},
     "RollingUpdateDeployment": {1: "maxUnavailable:IntOrString", 2: "maxSurge:IntOrString"},
-    "DeploymentStatus": {1: "observedGeneration:i", 2: "replicas:i", 3: "updatedReplicas:i",
-                         4: "availableReplicas:i", 5: "unavailableReplicas:i", 7: "readyReplicas:i",
-                         8: "collisionCount:i"},
+    "DeploymentStatus": {
+        1: "observedGeneration:i",
+        2: "replicas:i",
+        3: "updatedReplicas:i",
+        4: "availableReplicas:i",
+        5: "unavailableReplicas:i",
+        7: "readyReplicas:i",
+        8: "collisionCount:i",
+    },
     "PodTemplateSpec": {1: "metadata:ObjectMeta", 2: "spec:PodSpec"},
-    "PodSpec": {2: "containers:[Container", 3: "restartPolicy", 4: "terminationGracePeriodSeconds:i!",
-                5: "activeDeadlineSeconds:i!", 6: "dnsPolicy", 7: "nodeSelector:map", 8: "serviceAccountName",
-                9: "serviceAccount", 10: "nodeName", 11: "hostNetwork:b", 12: "hostPID:b", 13: "hostIPC:b",
-                15: "imagePullSecrets:[LocalObjectReference", 16: "hostname", 17: "subdomain",
-                19: "schedulerName", 20: "initContainers:[Container", 24: "priorityClassName"},
-    "Container": {1: "name", 2: "image", 3: "command:[s", 4: "args:[s", 5: "workingDir",
-                  6: "ports:[ContainerPort", 7: "env:[EnvVar", 8: "resources:ResourceRequirements",
-                  13: "terminationMessagePath", 14: "imagePullPolicy", 16: "stdin:b", 17: "stdinOnce:b",
-                  18: "tty:b", 20: "terminationMessagePolicy"},
+    "PodSpec": {
+        2: "containers:[Container",
+        3: "restartPolicy",
+        4: "terminationGracePeriodSeconds:i!",
+        5: "activeDeadlineSeconds:i!",
+        6: "dnsPolicy",
+        7: "nodeSelector:map",
+        8: "serviceAccountName",
+        9: "serviceAccount",
+        10: "nodeName",
+        11: "hostNetwork:b",
+        12: "hostPID:b",
+        13: "hostIPC:b",
+        15: "imagePullSecrets:[LocalObjectReference",
+        16: "hostname",
+        17: "subdomain",
+        19: "schedulerName",
+        20: "initContainers:[Container",
+        24: "priorityClassName",
+    },
+    "Container": {
+        1: "name",
+        2: "image",
+        3: "command:[s",
+        4: "args:[s",
+        5: "workingDir",
+        6: "ports:[ContainerPort",
+        7: "env:[EnvVar",
+        8: "resources:ResourceRequirements",
+        13: "terminationMessagePath",
+        14: "imagePullPolicy",
+        16: "stdin:b",
+        17: "stdinOnce:b",
+        18: "tty:b",
+        20: "terminationMessagePolicy",
+    },
     "ContainerPort": {1: "name", 2: "hostPort:i", 3: "containerPort:i!", 4: "protocol", 5: "hostIP"},
     "EnvVar": {1: "name", 2: "value"},
     "ResourceRequirements": {1: "limits:qmap", 2: "requests:qmap"},
     "Job": {1: "metadata:ObjectMeta", 2: "spec:JobSpec", 3: "status:JobStatus"},
-    "JobSpec": {1: "parallelism:i!", 2: "completions:i!", 3: "activeDeadlineSeconds:i!", 4: "selector:LabelSelector",
-                5: "manualSelector:b!", 6: "template:PodTemplateSpec", 7: "backoffLimit:i!",
-                8: "ttlSecondsAfterFinished:i!", 9: "completionMode", 10: "suspend:b!"},
-    "JobStatus": {2: "startTime:Time", 3: "completionTime:Time", 4: "active:i", 5: "succeeded:i", 6: "failed:i",
-                  7: "completedIndexes"},
+    "JobSpec": {
+        1: "parallelism:i!",
+        2: "completions:i!",
+        3: "activeDeadlineSeconds:i!",
+        4: "selector:LabelSelector",
+        5: "manualSelector:b!",
+        6: "template:PodTemplateSpec",
+        7: "backoffLimit:i!",
+        8: "ttlSecondsAfterFinished:i!",
+        9: "completionMode",
+        10: "suspend:b!",
+    },
+    "JobStatus": {
+        2: "startTime:Time",
+        3: "completionTime:Time",
+        4: "active:i",
+        5: "succeeded:i",
+        6: "failed:i",
+        7: "completedIndexes",
+    },
     "CronJob": {1: "metadata:ObjectMeta", 2: "spec:CronJobSpec", 3: "status:CronJobStatus"},
-    "CronJobSpec": {1: "schedule", 2: "startingDeadlineSeconds:i!", 3: "concurrencyPolicy", 4: "suspend:b!",
-                    5: "jobTemplate:JobTemplateSpec", 6: "successfulJobsHistoryLimit:i!",
-                    7: "failedJobsHistoryLimit:i!", 8: "timeZone"},
+    "CronJobSpec": {
+        1: "schedule",
+        2: "startingDeadlineSeconds:i!",
+        3: "concurrencyPolicy",
+        4: "suspend:b!",
+        5: "jobTemplate:JobTemplateSpec",
+        6: "successfulJobsHistoryLimit:i!",
+        7: "failedJobsHistoryLimit:i!",
+        8: "timeZone",
+    },
     "JobTemplateSpec": {1: "metadata:ObjectMeta", 2: "spec:JobSpec"},
     "CronJobStatus": {4: "lastScheduleTime:Time", 5: "lastSuccessfulTime:Time"},
     "TokenRequest": {1: "metadata:ObjectMeta", 2: "spec:TokenRequestSpec", 3: "status:TokenRequestStatus"},
@@ -101,9 +201,17 @@ SCHEMA: dict[str, dict[int, str]] = {
     "TokenRequestStatus": {1: "token", 2: "expirationTimestamp:Time"},
 }
 #: The top-level message for each ``apiVersion``/``kind`` the double reads as protobuf.
-KINDS = {("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Secret"), ("v1", "ServiceAccount"), ("v1", "Service"),
-         ("apps/v1", "Deployment"), ("batch/v1", "Job"), ("batch/v1", "CronJob"),
-         ("authentication.k8s.io/v1", "TokenRequest")}
+KINDS = {
+    ("v1", "Namespace"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "ServiceAccount"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
+}
 
 
 def _unreadable(detail: str) -> ApiError:
@@ -141,7 +249,7 @@ def _fields(data: bytes) -> list[tuple[int, int, Any]]:
             size, pos = _varint(data, pos)
             if pos + size > len(data):
                 raise _unreadable("length-delimited field runs past the end of its message")
-            out.append((number, 2, data[pos:pos + size]))
+            out.append((number, 2, data[pos : pos + size]))
             pos += size
         elif wire == 1:
             pos += 8
@@ -222,8 +330,12 @@ def _message_dict(schema: dict[int, str], name: str, data: bytes, depth: int) ->
         if text is None:
             if (wire == 0 and raw == 0) or (wire == 2 and raw == b""):
                 continue  # a zero value Go always writes: nothing lost by skipping it
-            raise ApiError(415, "UnsupportedMediaType", f"the double cannot read protobuf field {number} of "
-                           f"{name}; send the object as JSON (kubectl: -o json | kubectl create -f -)")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the double cannot read protobuf field {number} of "
+                f"{name}; send the object as JSON (kubectl: -o json | kubectl create -f -)",
+            )
         field, kind, repeated, keep_zero = _spec(text)
         if kind in ("map", "ymap", "qmap"):
             key, value = _map_entry(kind, raw, where)
@@ -252,12 +364,16 @@ def decode(body: bytes) -> dict[str, Any]:
     """
     if not body.startswith(MAGIC):
         raise _unreadable("missing the k8s\\0 prefix")
-    envelope = _message("Unknown", body[len(MAGIC):])
+    envelope = _message("Unknown", body[len(MAGIC) :])
     meta = envelope.get("typeMeta") or {}
     api_version, kind = meta.get("apiVersion", ""), meta.get("kind", "")
     if (api_version, kind) not in KINDS:
-        raise ApiError(415, "UnsupportedMediaType", f"the double cannot read {kind or 'an object'} "
-                       f"({api_version or 'no apiVersion'}) as protobuf; send it as JSON")
+        raise ApiError(
+            415,
+            "UnsupportedMediaType",
+            f"the double cannot read {kind or 'an object'} "
+            f"({api_version or 'no apiVersion'}) as protobuf; send it as JSON",
+        )
     raw = base64.b64decode(envelope.get("raw", ""))
     obj = _message(kind, raw)
     return {"apiVersion": api_version, "kind": kind, **obj}

@@ -108,45 +108,134 @@ def _scale() -> Subresource:
 
 
 def _connect(name: str, verbs: tuple[str, ...] = ("create", "get")) -> Subresource:
-    return Subresource(name, "PodExecOptions" if name in ("exec", "attach") else
-                       "PodPortForwardOptions" if name == "portforward" else
-                       "Pod" if name == "log" else "PodProxyOptions", verbs)
+    return Subresource(
+        name,
+        "PodExecOptions"
+        if name in ("exec", "attach")
+        else "PodPortForwardOptions"
+        if name == "portforward"
+        else "Pod"
+        if name == "log"
+        else "PodProxyOptions",
+        verbs,
+    )
 
 
 _CORE_NS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 BUILTINS: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "namespaces", "Namespace", False, short_names=("ns",), verbs=_CORE_NS,
-                 subresources=(Subresource("finalize", "Namespace", ("update",)), _status("Namespace"))),
-    ResourceType("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
-                 subresources=(_connect("attach"), Subresource("binding", "Binding", ("create",)),
-                               Subresource("ephemeralcontainers", "Pod", STATUS_VERBS),
-                               Subresource("eviction", "Eviction", ("create",)), _connect("exec"),
-                               Subresource("log", "Pod", ("get",)), _connect("portforward"),
-                               _connect("proxy", ("create", "delete", "get", "patch", "update")),
-                               Subresource("resize", "Pod", STATUS_VERBS), _status("Pod"))),
-    ResourceType("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
-                 subresources=(_connect("proxy", ("create", "delete", "get", "patch", "update")),
-                               _status("Service"))),
+    ResourceType(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        False,
+        short_names=("ns",),
+        verbs=_CORE_NS,
+        subresources=(Subresource("finalize", "Namespace", ("update",)), _status("Namespace")),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        short_names=("po",),
+        categories=("all",),
+        subresources=(
+            _connect("attach"),
+            Subresource("binding", "Binding", ("create",)),
+            Subresource("ephemeralcontainers", "Pod", STATUS_VERBS),
+            Subresource("eviction", "Eviction", ("create",)),
+            _connect("exec"),
+            Subresource("log", "Pod", ("get",)),
+            _connect("portforward"),
+            _connect("proxy", ("create", "delete", "get", "patch", "update")),
+            Subresource("resize", "Pod", STATUS_VERBS),
+            _status("Pod"),
+        ),
+    ),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        short_names=("svc",),
+        categories=("all",),
+        subresources=(_connect("proxy", ("create", "delete", "get", "patch", "update")), _status("Service")),
+    ),
     ResourceType("", "v1", "endpoints", "Endpoints", True, singular="endpoints", short_names=("ep",)),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",)),
     ResourceType("", "v1", "secrets", "Secret", True),
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",),
-                 subresources=(Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),)),
+    ResourceType(
+        "",
+        "v1",
+        "serviceaccounts",
+        "ServiceAccount",
+        True,
+        short_names=("sa",),
+        subresources=(Subresource("token", "TokenRequest", ("create",), "authentication.k8s.io", "v1"),),
+    ),
     ResourceType("", "v1", "events", "Event", True, short_names=("ev",)),
-    ResourceType("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",), categories=("all",),
-                 subresources=(_scale(), _status("Deployment")), has_generation=True),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",), categories=("all",),
-                 subresources=(_scale(), _status("ReplicaSet")), has_generation=True),
-    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",), categories=("all",),
-                 subresources=(_scale(), _status("StatefulSet")), has_generation=True),
-    ResourceType("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=(_status("Job"),),
-                 has_generation=True),
-    ResourceType("batch", "v1", "cronjobs", "CronJob", True, short_names=("cj",), categories=("all",),
-                 subresources=(_status("CronJob"),), has_generation=True),
-    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
-                 short_names=("crd", "crds"), categories=("api-extensions",),
-                 subresources=(_status("CustomResourceDefinition"),), has_generation=True),
+    ResourceType(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        True,
+        short_names=("deploy",),
+        categories=("all",),
+        subresources=(_scale(), _status("Deployment")),
+        has_generation=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        True,
+        short_names=("rs",),
+        categories=("all",),
+        subresources=(_scale(), _status("ReplicaSet")),
+        has_generation=True,
+    ),
+    ResourceType(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        True,
+        short_names=("sts",),
+        categories=("all",),
+        subresources=(_scale(), _status("StatefulSet")),
+        has_generation=True,
+    ),
+    ResourceType(
+        "batch", "v1", "jobs", "Job", True, categories=("all",), subresources=(_status("Job"),), has_generation=True
+    ),
+    ResourceType(
+        "batch",
+        "v1",
+        "cronjobs",
+        "CronJob",
+        True,
+        short_names=("cj",),
+        categories=("all",),
+        subresources=(_status("CronJob"),),
+        has_generation=True,
+    ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        short_names=("crd", "crds"),
+        categories=("api-extensions",),
+        subresources=(_status("CustomResourceDefinition"),),
+        has_generation=True,
+    ),
 )
 
 #: Preferred order of groups in discovery (core first, as a real server lists them).
@@ -184,8 +273,7 @@ class Registry:
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The type served at ``/apis/<group>/<version>/.../<plural>`` (``group`` ``""`` = ``/api/v1``)."""
-        return next((t for t in self.all() if t.group == group and t.version == version and t.plural == plural),
-                    None)
+        return next((t for t in self.all() if t.group == group and t.version == version and t.plural == plural), None)
 
     def by_key(self, key: str) -> ResourceType | None:
         """The preferred (first served) version of the collection ``key`` (``"apps/deployments"``)."""
@@ -248,12 +336,21 @@ def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
             subs.append(Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1"))
         if "status" in declared:
             subs.append(Subresource("status", names.get("kind", ""), STATUS_VERBS))
-        out.append(ResourceType(
-            group=spec.get("group", ""), version=v.get("name", ""), plural=names.get("plural", ""),
-            kind=names.get("kind", ""), namespaced=spec.get("scope", "Namespaced") == "Namespaced",
-            singular=names.get("singular", ""), short_names=tuple(names.get("shortNames") or ()),
-            categories=tuple(names.get("categories") or ()), subresources=tuple(subs), has_generation=True,
-            custom=True, printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
-            schema=(v.get("schema") or {}).get("openAPIV3Schema"),
-        ))
+        out.append(
+            ResourceType(
+                group=spec.get("group", ""),
+                version=v.get("name", ""),
+                plural=names.get("plural", ""),
+                kind=names.get("kind", ""),
+                namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+                singular=names.get("singular", ""),
+                short_names=tuple(names.get("shortNames") or ()),
+                categories=tuple(names.get("categories") or ()),
+                subresources=tuple(subs),
+                has_generation=True,
+                custom=True,
+                printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
+                schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+            )
+        )
     return out

@@ -19,8 +19,10 @@ from typing import Any
 
 from fakes.kube.errors import ApiError, bad_request
 
-_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                  r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
@@ -87,16 +89,20 @@ def _tokens(text: str) -> list[str]:
 def _check_key(key: str) -> None:
     name = key.rpartition("/")[2]
     if not _KEY.match(key) or len(name) > 63 or len(key.rpartition("/")[0]) > 253:
-        raise bad_request(f"unable to parse requirement: values[0][{key}]: Invalid value: \"{key}\": name part must "
-                          "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                          "alphanumeric character")
+        raise bad_request(
+            f'unable to parse requirement: values[0][{key}]: Invalid value: "{key}": name part must '
+            "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+            "alphanumeric character"
+        )
 
 
 def _check_value(value: str) -> None:
     if len(value) > 63 or not _VALUE.match(value):
-        raise bad_request(f"unable to parse requirement: values[0][]: Invalid value: \"{value}\": a valid label must "
-                          "be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
-                          "and end with an alphanumeric character")
+        raise bad_request(
+            f'unable to parse requirement: values[0][]: Invalid value: "{value}": a valid label must '
+            "be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start "
+            "and end with an alphanumeric character"
+        )
 
 
 def parse_label_selector(text: str | None) -> LabelSelector:
@@ -124,8 +130,9 @@ def parse_label_selector(text: str | None) -> LabelSelector:
         else:
             key = tok
             if key in ("(", ")", ",", "=", "==", "!=", ">", "<"):
-                raise bad_request(f"unable to parse requirement: found '{key}', expected: !, identifier, or 'end of "
-                                  "string'")
+                raise bad_request(
+                    f"unable to parse requirement: found '{key}', expected: !, identifier, or 'end of string'"
+                )
             _check_key(key)
             if i >= len(toks) or toks[i] == ",":
                 reqs.append(Requirement(key, "exists"))
@@ -140,8 +147,9 @@ def parse_label_selector(text: str | None) -> LabelSelector:
                 elif op in (">", "<"):
                     value = expect("integer")
                     if not re.fullmatch(r"-?\d+", value):
-                        raise bad_request(f"unable to parse requirement: for 'Gt', 'Lt' operators, the value must be "
-                                          f"an integer")
+                        raise bad_request(
+                            "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer"
+                        )
                     reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
                 elif op in ("in", "notin"):
                     if expect("'('") != "(":
@@ -156,12 +164,14 @@ def parse_label_selector(text: str | None) -> LabelSelector:
                         _check_value(item)
                         values.append(item)
                     if not values and op == "in":
-                        raise bad_request("unable to parse requirement: for 'in', 'notin' operators, values set "
-                                          "can't be empty")
+                        raise bad_request(
+                            "unable to parse requirement: for 'in', 'notin' operators, values set can't be empty"
+                        )
                     reqs.append(Requirement(key, op, tuple(values)))
                 else:
-                    raise bad_request(f"unable to parse requirement: found '{op}', expected: in, notin, =, ==, !=, "
-                                      "gt, lt")
+                    raise bad_request(
+                        f"unable to parse requirement: found '{op}', expected: in, notin, =, ==, !=, gt, lt"
+                    )
         if i < len(toks):
             sep = expect("','")
             if sep != ",":
@@ -191,29 +201,49 @@ def label_selector_string(selector: Mapping[str, Any] | None) -> str:
     parts = [f"{k}={v}" for k, v in sorted(((selector or {}).get("matchLabels") or {}).items())]
     for expr in (selector or {}).get("matchExpressions") or []:
         op, key, values = expr.get("operator"), expr.get("key"), ",".join(expr.get("values") or ())
-        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})", "Exists": str(key),
-                      "DoesNotExist": f"!{key}"}.get(str(op), ""))
+        parts.append(
+            {
+                "In": f"{key} in ({values})",
+                "NotIn": f"{key} notin ({values})",
+                "Exists": str(key),
+                "DoesNotExist": f"!{key}",
+            }.get(str(op), "")
+        )
     return ",".join(p for p in parts if p)
 
 
 # --- field selectors ------------------------------------------------------------------------------------------
 
+
 def _pod_fields(obj: Mapping[str, Any]) -> dict[str, str]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    return {"spec.nodeName": spec.get("nodeName", ""), "spec.restartPolicy": spec.get("restartPolicy", ""),
-            "spec.schedulerName": spec.get("schedulerName", ""),
-            "spec.serviceAccountName": spec.get("serviceAccountName", ""),
-            "spec.hostNetwork": str(bool(spec.get("hostNetwork"))).lower(), "status.phase": status.get("phase", ""),
-            "status.podIP": status.get("podIP", ""), "status.nominatedNodeName": status.get("nominatedNodeName", "")}
+    return {
+        "spec.nodeName": spec.get("nodeName", ""),
+        "spec.restartPolicy": spec.get("restartPolicy", ""),
+        "spec.schedulerName": spec.get("schedulerName", ""),
+        "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+        "spec.hostNetwork": str(bool(spec.get("hostNetwork"))).lower(),
+        "status.phase": status.get("phase", ""),
+        "status.podIP": status.get("podIP", ""),
+        "status.nominatedNodeName": status.get("nominatedNodeName", ""),
+    }
 
 
 def _event_fields(obj: Mapping[str, Any]) -> dict[str, str]:
     inv = obj.get("involvedObject") or {}
     source = obj.get("source") or {}
-    out = {f"involvedObject.{k}": str(inv.get(k, "")) for k in
-           ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")}
-    out.update({"reason": obj.get("reason", ""), "reportingComponent": obj.get("reportingComponent", ""),
-                "source": source.get("component", ""), "type": obj.get("type", "")})
+    out = {
+        f"involvedObject.{k}": str(inv.get(k, ""))
+        for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
+    }
+    out.update(
+        {
+            "reason": obj.get("reason", ""),
+            "reportingComponent": obj.get("reportingComponent", ""),
+            "source": source.get("component", ""),
+            "type": obj.get("type", ""),
+        }
+    )
     return out
 
 
@@ -275,8 +305,7 @@ def parse_field_selector(text: str | None, resource_key: str, *, custom: bool = 
         name, op, value = m.group(1), m.group(2), m.group(3)
         if name not in known:
             if custom:
-                raise bad_request(f'"{name}" is not a known field selector: only "metadata.name", '
-                                  '"metadata.namespace"')
+                raise bad_request(f'"{name}" is not a known field selector: only "metadata.name", "metadata.namespace"')
             raise bad_request(f"field label not supported: {name}")
         reqs.append((name, "!=" if op == "!=" else "=", value.replace("\\,", ",").replace("\\=", "=")))
     return FieldSelector(tuple(reqs))

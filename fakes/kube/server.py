@@ -24,6 +24,7 @@ the loop and joins the thread. Nothing is left: no thread, no socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import ssl
@@ -31,7 +32,6 @@ import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 
@@ -56,8 +56,15 @@ RUNTIME_KEY = web.AppKey("runtime", FakeRuntime)
 class KubeServer:
     """One double served on one socket in one thread. Use :func:`fakes.kube.serve` rather than this directly."""
 
-    def __init__(self, double: KubeDouble, host: str = "127.0.0.1", port: int = 0, *,
-                 shutdown_grace: float = 1.0, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        double: KubeDouble,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        shutdown_grace: float = 1.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.double = double
         self.runtime = FakeRuntime(double)
         self.sock = bind(host, port)
@@ -74,8 +81,7 @@ class KubeServer:
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve in a daemon thread. Raises :class:`FakeServerError` if not serving within ``timeout`` seconds."""
-        self._thread = threading.Thread(target=self._main, name=f"fake-kube-{self.sock.getsockname()[1]}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._main, name=f"fake-kube-{self.sock.getsockname()[1]}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._ready.wait(0.05) and self._thread.is_alive() and time.monotonic() < deadline:
@@ -83,8 +89,9 @@ class KubeServer:
         if not self._ready.is_set():
             detail = f" ({self._errors[0]!r})" if self._errors else ""
             self.stop(timeout=5.0)
-            raise FakeServerError(f"fake kube: aiohttp did not start serving on {self.url} within {timeout:.1f} s"
-                                  f"{detail}")
+            raise FakeServerError(
+                f"fake kube: aiohttp did not start serving on {self.url} within {timeout:.1f} s{detail}"
+            )
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving; raises :class:`FakeServerError` if the thread is still alive after ``timeout`` seconds."""
@@ -98,10 +105,8 @@ class KubeServer:
             except Exception as exc:  # a stuck shutdown: stop the loop anyway, then report if the thread stays
                 log.warning("fake kube: graceful stop failed: %r", exc)
             if not loop.is_closed():
-                try:
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(loop.stop)
-                except RuntimeError:
-                    pass
             thread.join(timeout)
             if thread.is_alive():
                 raise FakeServerError(f"fake kube: server thread still alive {timeout:.1f} s after stop was requested")
@@ -138,8 +143,9 @@ class KubeServer:
         app[RUNTIME_KEY] = self.runtime
         app.router.add_route("*", "/{tail:.*}", entry)
         app.on_response_prepare.append(_stamp_headers)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True,
-                                     shutdown_timeout=self.shutdown_grace)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, handler_cancellation=True, shutdown_timeout=self.shutdown_grace
+        )
         await self._runner.setup()
         site = web.SockSite(self._runner, self.sock, ssl_context=self.ssl_context)
         await site.start()
@@ -153,6 +159,7 @@ class KubeServer:
 
 # --- the request pipeline --------------------------------------------------------------------------------------
 
+
 async def _stamp_headers(request: web.Request, response: web.StreamResponse) -> None:
     double: KubeDouble = request.app[DOUBLE_KEY]
     response.headers["Date"] = http_date(double.clock.time())
@@ -161,9 +168,15 @@ async def _stamp_headers(request: web.Request, response: web.StreamResponse) -> 
 
 def _fake_request(request: web.Request, body: bytes) -> FakeRequest:
     headers = {k.lower(): v for k, v in request.headers.items()}
-    return FakeRequest(method=request.method, path=request.path, query=request.query_string, headers=headers,
-                       body=body, base_url=f"{request.scheme}://{request.host}",
-                       raw_path=request.raw_path.split("?", 1)[0])
+    return FakeRequest(
+        method=request.method,
+        path=request.path,
+        query=request.query_string,
+        headers=headers,
+        body=body,
+        base_url=f"{request.scheme}://{request.host}",
+        raw_path=request.raw_path.split("?", 1)[0],
+    )
 
 
 def _from_fake(response: FakeResponse) -> web.Response:
@@ -244,8 +257,9 @@ def _dropped(request: web.Request) -> bool:
     return transport is None or transport.is_closing()
 
 
-async def _with_fault(request: web.Request, double: KubeDouble, runtime: FakeRuntime, fault: Fault, body: bytes
-                      ) -> web.StreamResponse | None:
+async def _with_fault(
+    request: web.Request, double: KubeDouble, runtime: FakeRuntime, fault: Fault, body: bytes
+) -> web.StreamResponse | None:
     kind = fault.kind
     if kind in ("hang", "reset", "status") and fault.apply:
         await _answer(request, double, body)
@@ -269,8 +283,9 @@ async def _with_fault(request: web.Request, double: KubeDouble, runtime: FakeRun
     return await _drip(request, double, response, fault.interval)
 
 
-async def _drip(request: web.Request, double: KubeDouble, response: web.Response, interval: float
-                ) -> web.StreamResponse | None:
+async def _drip(
+    request: web.Request, double: KubeDouble, response: web.Response, interval: float
+) -> web.StreamResponse | None:
     payload = bytes(response.body or b"")  # type: ignore[arg-type]
     stream = web.StreamResponse(status=response.status, headers=response.headers)
     stream.content_length = len(payload)
@@ -279,7 +294,7 @@ async def _drip(request: web.Request, double: KubeDouble, response: web.Response
         if await _wait(request, double, interval):
             _drop(request, rst=False)
             return None
-        await stream.write(payload[i:i + 1])
+        await stream.write(payload[i : i + 1])
     await stream.write_eof()
     return stream
 
@@ -293,10 +308,8 @@ async def _wait(request: web.Request, double: KubeDouble, seconds: float | None)
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return False
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(double.stopping.wait(), timeout=min(0.25, left) if left is not None else 0.25)
-        except asyncio.TimeoutError:
-            pass
 
 
 def _drop(request: web.Request, *, rst: bool) -> None:

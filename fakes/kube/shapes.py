@@ -19,92 +19,235 @@ Shape = Any
 
 _STR_MAP = ("map", "string")
 META: dict[str, Shape] = {
-    "name": "string", "generateName": "string", "namespace": "string", "uid": "string",
-    "resourceVersion": "string", "generation": "int", "creationTimestamp": "any", "deletionTimestamp": "any",
-    "deletionGracePeriodSeconds": "int", "labels": _STR_MAP, "annotations": _STR_MAP,
+    "name": "string",
+    "generateName": "string",
+    "namespace": "string",
+    "uid": "string",
+    "resourceVersion": "string",
+    "generation": "int",
+    "creationTimestamp": "any",
+    "deletionTimestamp": "any",
+    "deletionGracePeriodSeconds": "int",
+    "labels": _STR_MAP,
+    "annotations": _STR_MAP,
     "finalizers": ("list", "string"),
-    "ownerReferences": ("list", {"apiVersion": "string", "kind": "string", "name": "string", "uid": "string",
-                                 "controller": "bool", "blockOwnerDeletion": "bool"}),
+    "ownerReferences": (
+        "list",
+        {
+            "apiVersion": "string",
+            "kind": "string",
+            "name": "string",
+            "uid": "string",
+            "controller": "bool",
+            "blockOwnerDeletion": "bool",
+        },
+    ),
     "managedFields": ("list", "object"),
 }
-_SELECTOR: dict[str, Shape] = {"matchLabels": _STR_MAP, "matchExpressions": ("list", {
-    "key": "string", "operator": "string", "values": ("list", "string")})}
+_SELECTOR: dict[str, Shape] = {
+    "matchLabels": _STR_MAP,
+    "matchExpressions": ("list", {"key": "string", "operator": "string", "values": ("list", "string")}),
+}
 _CONTAINER: dict[str, Shape] = {
-    "name": "string", "image": "string", "command": ("list", "string"), "args": ("list", "string"),
+    "name": "string",
+    "image": "string",
+    "command": ("list", "string"),
+    "args": ("list", "string"),
     "ports": ("list", {"name": "string", "containerPort": "int", "protocol": "string", "hostPort": "int"}),
     "env": ("list", {"name": "string", "value": "string", "valueFrom": "object"}),
-    "resources": "object", "imagePullPolicy": "string", "volumeMounts": ("list", "object"),
+    "resources": "object",
+    "imagePullPolicy": "string",
+    "volumeMounts": ("list", "object"),
 }
 _POD_SPEC: dict[str, Shape] = {
-    "containers": ("list", _CONTAINER), "initContainers": ("list", _CONTAINER), "restartPolicy": "string",
-    "terminationGracePeriodSeconds": "int", "nodeName": "string", "serviceAccountName": "string",
-    "volumes": ("list", {"name": "string"}), "readinessGates": ("list", {"conditionType": "string"}),
+    "containers": ("list", _CONTAINER),
+    "initContainers": ("list", _CONTAINER),
+    "restartPolicy": "string",
+    "terminationGracePeriodSeconds": "int",
+    "nodeName": "string",
+    "serviceAccountName": "string",
+    "volumes": ("list", {"name": "string"}),
+    "readinessGates": ("list", {"conditionType": "string"}),
     "hostNetwork": "bool",
 }
 _CONDITIONS = ("list", {"type": "string", "status": "string", "reason": "string", "message": "string"})
 _TEMPLATE: dict[str, Shape] = {"metadata": META, "spec": _POD_SPEC}
-_WORKLOAD_STATUS: dict[str, Shape] = {"replicas": "int", "readyReplicas": "int", "availableReplicas": "int",
-                                      "updatedReplicas": "int", "observedGeneration": "int",
-                                      "conditions": _CONDITIONS}
-_CONTAINER_STATUS = ("list", {"name": "string", "ready": "bool", "restartCount": "int", "state": "object",
-                              "lastState": "object"})
+_WORKLOAD_STATUS: dict[str, Shape] = {
+    "replicas": "int",
+    "readyReplicas": "int",
+    "availableReplicas": "int",
+    "updatedReplicas": "int",
+    "observedGeneration": "int",
+    "conditions": _CONDITIONS,
+}
+_CONTAINER_STATUS = (
+    "list",
+    {"name": "string", "ready": "bool", "restartCount": "int", "state": "object", "lastState": "object"},
+)
 
 SHAPES: dict[str, dict[str, Shape]] = {
-    "/pods": {"spec": _POD_SPEC, "status": {"phase": "string", "podIP": "string", "conditions": _CONDITIONS,
-                                            "containerStatuses": _CONTAINER_STATUS,
-                                            "initContainerStatuses": _CONTAINER_STATUS}},
-    "/services": {"spec": {"type": "string", "clusterIP": "string", "selector": _STR_MAP,
-                           "ports": ("list", {"name": "string", "port": "int", "protocol": "string",
-                                              "targetPort": "int-or-string", "nodePort": "int"}),
-                           "externalIPs": ("list", "string")},
-                  "status": "object"},
-    "/endpoints": {"subsets": ("list", {"addresses": ("list", {"ip": "string"}),
-                                        "ports": ("list", {"port": "int", "name": "string"})})},
+    "/pods": {
+        "spec": _POD_SPEC,
+        "status": {
+            "phase": "string",
+            "podIP": "string",
+            "conditions": _CONDITIONS,
+            "containerStatuses": _CONTAINER_STATUS,
+            "initContainerStatuses": _CONTAINER_STATUS,
+        },
+    },
+    "/services": {
+        "spec": {
+            "type": "string",
+            "clusterIP": "string",
+            "selector": _STR_MAP,
+            "ports": (
+                "list",
+                {
+                    "name": "string",
+                    "port": "int",
+                    "protocol": "string",
+                    "targetPort": "int-or-string",
+                    "nodePort": "int",
+                },
+            ),
+            "externalIPs": ("list", "string"),
+        },
+        "status": "object",
+    },
+    "/endpoints": {
+        "subsets": (
+            "list",
+            {"addresses": ("list", {"ip": "string"}), "ports": ("list", {"port": "int", "name": "string"})},
+        )
+    },
     "/configmaps": {"data": _STR_MAP, "binaryData": _STR_MAP, "immutable": "bool"},
     "/secrets": {"data": _STR_MAP, "stringData": _STR_MAP, "type": "string", "immutable": "bool"},
     "/serviceaccounts": {"secrets": ("list", "object"), "imagePullSecrets": ("list", "object")},
     "/namespaces": {"spec": {"finalizers": ("list", "string")}, "status": {"phase": "string"}},
-    "/events": {"involvedObject": {"kind": "string", "name": "string", "namespace": "string", "uid": "string",
-                                   "fieldPath": "string", "apiVersion": "string"},
-                "reason": "string", "message": "string", "type": "string", "count": "int",
-                "source": {"component": "string", "host": "string"}, "firstTimestamp": "any",
-                "lastTimestamp": "any", "eventTime": "any", "reportingComponent": "string"},
-    "apps/deployments": {"spec": {"replicas": "int", "selector": _SELECTOR, "template": _TEMPLATE,
-                                  "strategy": {"type": "string", "rollingUpdate": {
-                                      "maxSurge": "int-or-string", "maxUnavailable": "int-or-string"}},
-                                  "progressDeadlineSeconds": "int", "revisionHistoryLimit": "int",
-                                  "minReadySeconds": "int", "paused": "bool"},
-                         "status": _WORKLOAD_STATUS},
-    "apps/replicasets": {"spec": {"replicas": "int", "selector": _SELECTOR, "template": _TEMPLATE},
-                         "status": _WORKLOAD_STATUS},
-    "apps/statefulsets": {"spec": {"replicas": "int", "selector": _SELECTOR, "template": _TEMPLATE,
-                                   "serviceName": "string", "podManagementPolicy": "string",
-                                   "updateStrategy": "object"},
-                          "status": _WORKLOAD_STATUS},
-    "batch/jobs": {"spec": {"parallelism": "int", "completions": "int", "backoffLimit": "int",
-                            "selector": _SELECTOR, "template": _TEMPLATE, "suspend": "bool",
-                            "manualSelector": "bool"},
-                   "status": {"active": "int", "succeeded": "int", "failed": "int", "conditions": _CONDITIONS,
-                              "startTime": "any", "completionTime": "any"}},
-    "batch/cronjobs": {"spec": {"schedule": "string", "suspend": "bool", "timeZone": "string",
-                                "jobTemplate": {"metadata": META, "spec": {"template": _TEMPLATE,
-                                                                           "selector": _SELECTOR}}},
-                       "status": {"active": ("list", "object"), "lastScheduleTime": "any"}},
+    "/events": {
+        "involvedObject": {
+            "kind": "string",
+            "name": "string",
+            "namespace": "string",
+            "uid": "string",
+            "fieldPath": "string",
+            "apiVersion": "string",
+        },
+        "reason": "string",
+        "message": "string",
+        "type": "string",
+        "count": "int",
+        "source": {"component": "string", "host": "string"},
+        "firstTimestamp": "any",
+        "lastTimestamp": "any",
+        "eventTime": "any",
+        "reportingComponent": "string",
+    },
+    "apps/deployments": {
+        "spec": {
+            "replicas": "int",
+            "selector": _SELECTOR,
+            "template": _TEMPLATE,
+            "strategy": {
+                "type": "string",
+                "rollingUpdate": {"maxSurge": "int-or-string", "maxUnavailable": "int-or-string"},
+            },
+            "progressDeadlineSeconds": "int",
+            "revisionHistoryLimit": "int",
+            "minReadySeconds": "int",
+            "paused": "bool",
+        },
+        "status": _WORKLOAD_STATUS,
+    },
+    "apps/replicasets": {
+        "spec": {"replicas": "int", "selector": _SELECTOR, "template": _TEMPLATE},
+        "status": _WORKLOAD_STATUS,
+    },
+    "apps/statefulsets": {
+        "spec": {
+            "replicas": "int",
+            "selector": _SELECTOR,
+            "template": _TEMPLATE,
+            "serviceName": "string",
+            "podManagementPolicy": "string",
+            "updateStrategy": "object",
+        },
+        "status": _WORKLOAD_STATUS,
+    },
+    "batch/jobs": {
+        "spec": {
+            "parallelism": "int",
+            "completions": "int",
+            "backoffLimit": "int",
+            "selector": _SELECTOR,
+            "template": _TEMPLATE,
+            "suspend": "bool",
+            "manualSelector": "bool",
+        },
+        "status": {
+            "active": "int",
+            "succeeded": "int",
+            "failed": "int",
+            "conditions": _CONDITIONS,
+            "startTime": "any",
+            "completionTime": "any",
+        },
+    },
+    "batch/cronjobs": {
+        "spec": {
+            "schedule": "string",
+            "suspend": "bool",
+            "timeZone": "string",
+            "jobTemplate": {"metadata": META, "spec": {"template": _TEMPLATE, "selector": _SELECTOR}},
+        },
+        "status": {"active": ("list", "object"), "lastScheduleTime": "any"},
+    },
     "apiextensions.k8s.io/customresourcedefinitions": {
-        "spec": {"group": "string", "scope": "string",
-                 "names": {"plural": "string", "singular": "string", "kind": "string", "listKind": "string",
-                           "shortNames": ("list", "string"), "categories": ("list", "string")},
-                 "versions": ("list", {"name": "string", "served": "bool", "storage": "bool",
-                                       "subresources": {"status": "object", "scale": "object"},
-                                       "additionalPrinterColumns": ("list", {
-                                           "name": "string", "type": "string", "jsonPath": "string",
-                                           "description": "string", "priority": "int"}),
-                                       "schema": {"openAPIV3Schema": "object"}})},
-        "status": "object"},
+        "spec": {
+            "group": "string",
+            "scope": "string",
+            "names": {
+                "plural": "string",
+                "singular": "string",
+                "kind": "string",
+                "listKind": "string",
+                "shortNames": ("list", "string"),
+                "categories": ("list", "string"),
+            },
+            "versions": (
+                "list",
+                {
+                    "name": "string",
+                    "served": "bool",
+                    "storage": "bool",
+                    "subresources": {"status": "object", "scale": "object"},
+                    "additionalPrinterColumns": (
+                        "list",
+                        {
+                            "name": "string",
+                            "type": "string",
+                            "jsonPath": "string",
+                            "description": "string",
+                            "priority": "int",
+                        },
+                    ),
+                    "schema": {"openAPIV3Schema": "object"},
+                },
+            ),
+        },
+        "status": "object",
+    },
 }
 
-_GO_TYPES = {"string": "string", "int": "int64", "bool": "bool", "object": "object", "quantity": "Quantity",
-             "int-or-string": "IntOrString"}
+_GO_TYPES = {
+    "string": "string",
+    "int": "int64",
+    "bool": "bool",
+    "object": "object",
+    "quantity": "Quantity",
+    "int-or-string": "IntOrString",
+}
 
 
 def _json_type(value: Any) -> str:
@@ -122,8 +265,9 @@ def _json_type(value: Any) -> str:
 
 
 def _fail(value: Any, path: str, expected: str) -> ApiError:
-    return ApiError(400, "BadRequest", f"json: cannot unmarshal {_json_type(value)} into Go struct field {path} of "
-                    f"type {expected}")
+    return ApiError(
+        400, "BadRequest", f"json: cannot unmarshal {_json_type(value)} into Go struct field {path} of type {expected}"
+    )
 
 
 def check(value: Any, shape: Shape, path: str) -> None:

@@ -193,7 +193,15 @@ class UnknownControl:
 
 
 Frame = (
-    DataFrame | SynStream | SynReply | HeadersFrame | RstStream | Settings | Ping | GoAway | WindowUpdate
+    DataFrame
+    | SynStream
+    | SynReply
+    | HeadersFrame
+    | RstStream
+    | Settings
+    | Ping
+    | GoAway
+    | WindowUpdate
     | UnknownControl
 )
 
@@ -373,8 +381,15 @@ class FrameDecoder:
         if frame_type == FrameType.SYN_STREAM:
             stream_id, associated, priority, slot = struct.unpack(">IIBB", payload[:10])
             headers = self._headers.decompress(payload[10:])
-            return SynStream(stream_id & 0x7FFFFFFF, headers, fin, bool(flags & FLAG_UNIDIRECTIONAL),
-                             associated & 0x7FFFFFFF, priority >> 5, slot)
+            return SynStream(
+                stream_id & 0x7FFFFFFF,
+                headers,
+                fin,
+                bool(flags & FLAG_UNIDIRECTIONAL),
+                associated & 0x7FFFFFFF,
+                priority >> 5,
+                slot,
+            )
         if frame_type in (FrameType.SYN_REPLY, FrameType.HEADERS):
             (stream_id,) = struct.unpack(">I", payload[:4])
             headers = self._headers.decompress(payload[4:])
@@ -388,8 +403,7 @@ class FrameDecoder:
             if len(payload) != 4 + 8 * count:
                 raise ProtocolError(f"SETTINGS says {count} entries but carries {len(payload) - 4} bytes")
             entries = tuple(
-                (word >> 24, word & 0xFFFFFF, value)
-                for word, value in struct.iter_unpack(">II", payload[4:])
+                (word >> 24, word & 0xFFFFFF, value) for word, value in struct.iter_unpack(">II", payload[4:])
             )
             return Settings(entries, bool(flags & FLAG_SETTINGS_CLEAR))
         if frame_type == FrameType.PING:
@@ -556,10 +570,8 @@ class Session:
         """Encode and send ``frame`` under the send lock (header compression follows the wire order).
 
         A transport error ends the session (``ConnectionError`` and friends are swallowed: the peer is gone)."""
-        if self.closed:
-            return
         async with self._send_lock:
-            if self.closed:
+            if self.closed:  # before this send, or while it waited for the lock
                 return
             try:
                 await self._send(self._encoder.encode(frame))
@@ -763,9 +775,14 @@ async def accept_upgrade(request: web.BaseRequest, stream_protocol: str) -> Upgr
 
     aiohttp switches parsers by itself only for WebSocket upgrades, so the socket's bytes are routed to a
     :class:`RawFeed` *before* the 101 goes out: nothing the client sends after it can be parsed as HTTP."""
-    response = web.StreamResponse(status=101, headers={
-        "Connection": "Upgrade", "Upgrade": "SPDY/3.1", "X-Stream-Protocol-Version": stream_protocol,
-    })
+    response = web.StreamResponse(
+        status=101,
+        headers={
+            "Connection": "Upgrade",
+            "Upgrade": "SPDY/3.1",
+            "X-Stream-Protocol-Version": stream_protocol,
+        },
+    )
     feed = RawFeed(request.transport)
     request.protocol.set_parser(feed)  # type: ignore[arg-type]
     await response.prepare(request)

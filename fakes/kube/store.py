@@ -43,8 +43,17 @@ from typing import Any, TypeVar, cast
 
 from fakes.kube import defaults
 from fakes.kube.clock import Clock, rfc3339
-from fakes.kube.errors import (STALE, ApiError, already_exists, bad_request, conflict, gone_too_old, invalid,
-                               field_required, not_found)
+from fakes.kube.errors import (
+    STALE,
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    field_required,
+    gone_too_old,
+    invalid,
+    not_found,
+)
 from fakes.kube.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
@@ -190,14 +199,24 @@ class Store:
         rt = self.registry.resolve(resource)
         with self._lock:
             table = self._data.table(rt.key)
-            items = [clone(e.obj) for (ns, _), e in sorted(table.items())
-                     if namespace is None or not rt.namespaced or ns == namespace]
+            items = [
+                clone(e.obj)
+                for (ns, _), e in sorted(table.items())
+                if namespace is None or not rt.namespaced or ns == namespace
+            ]
             return items, self._rv
 
     # --- writes --------------------------------------------------------------------------------------------
 
-    def create(self, resource: str | ResourceType, obj: Obj, *, namespace: str | None = None,
-               keep_status: bool = False, dry_run: bool = False) -> Obj:
+    def create(
+        self,
+        resource: str | ResourceType,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        keep_status: bool = False,
+        dry_run: bool = False,
+    ) -> Obj:
         """Store a new object (server-set metadata and defaults filled in) and return a copy.
 
         ``namespace`` defaults to ``obj.metadata.namespace``. ``keep_status``: keep the ``status`` given (a
@@ -216,8 +235,9 @@ class Store:
                 if not ns:
                     raise bad_request("the server could not find the requested resource: a namespace is required")
                 if ns != meta.get("namespace", ns):
-                    raise bad_request("the namespace of the provided object does not match the namespace sent on the "
-                                      "request")
+                    raise bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request"
+                    )
                 if self._data.table("/namespaces").get(("", ns)) is None:
                     raise not_found("namespaces", "", ns)
                 meta["namespace"] = ns
@@ -227,14 +247,22 @@ class Store:
                 meta["name"] = self._generate_name(rt, ns, str(meta["generateName"]))
             name = meta.get("name")
             if not name:
-                raise invalid(rt.kind, rt.group, "", [field_required("metadata.name", "name or generateName is "
-                                                                     "required")])
+                raise invalid(
+                    rt.kind, rt.group, "", [field_required("metadata.name", "name or generateName is required")]
+                )
             table = self._data.table(rt.key)
             if (ns, name) in table:
                 raise already_exists(rt.plural, rt.group, name)
             now = self.clock.time()
-            for server_owned in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
-                                 "deletionGracePeriodSeconds", "generation", "selfLink"):
+            for server_owned in (
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "selfLink",
+            ):
                 meta.pop(server_owned, None)
             meta["uid"] = str(uuid.uuid4())
             meta["creationTimestamp"] = rfc3339(now)
@@ -259,9 +287,17 @@ class Store:
             self._emit("ADDED", rt, obj, None)
             return clone(obj)
 
-    def update(self, resource: str | ResourceType, obj: Obj, *, namespace: str | None = None,
-               subresource: str | None = None, bump_generation: bool | None = None,
-               check_version: bool = True, dry_run: bool = False) -> Obj:
+    def update(
+        self,
+        resource: str | ResourceType,
+        obj: Obj,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        bump_generation: bool | None = None,
+        check_version: bool = True,
+        dry_run: bool = False,
+    ) -> Obj:
         """Replace the stored object with ``obj`` and return a copy of the result.
 
         ``subresource="status"`` writes only ``status`` (plus labels/annotations). ``bump_generation``: ``None``
@@ -301,8 +337,11 @@ class Store:
                 return clone(new)
             self._rv += 1
             new["metadata"]["resourceVersion"] = str(self._rv)
-            if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers") \
-                    and not self._awaits_kubelet(rt, new):
+            if (
+                new["metadata"].get("deletionTimestamp")
+                and not new["metadata"].get("finalizers")
+                and not self._awaits_kubelet(rt, new)
+            ):
                 del table[(ns, name)]
                 self._emit("DELETED", rt, new, old)
                 self._after_removal(rt, new, orphan=False)
@@ -313,21 +352,42 @@ class Store:
             self._emit("MODIFIED", rt, new, old)
             return clone(new)
 
-    def mutate(self, resource: str | ResourceType, namespace: str | None, name: str,
-               change: Callable[[Obj], Obj | None], *, subresource: str | None = None,
-               bump_generation: bool | None = None) -> Obj:
+    def mutate(
+        self,
+        resource: str | ResourceType,
+        namespace: str | None,
+        name: str,
+        change: Callable[[Obj], Obj | None],
+        *,
+        subresource: str | None = None,
+        bump_generation: bool | None = None,
+    ) -> Obj:
         """Read-modify-write under the store lock: ``change(obj)`` edits a copy in place (or returns a new one);
         the result is written with :meth:`update` semantics. Raises :class:`ApiError` 404 if missing."""
         rt = self.registry.resolve(resource)
         with self._lock:
             current = self.require(rt, namespace, name)
             changed = change(current)
-            return self.update(rt, changed if changed is not None else current, namespace=namespace,
-                               subresource=subresource, bump_generation=bump_generation, check_version=False)
+            return self.update(
+                rt,
+                changed if changed is not None else current,
+                namespace=namespace,
+                subresource=subresource,
+                bump_generation=bump_generation,
+                check_version=False,
+            )
 
-    def delete(self, resource: str | ResourceType, namespace: str | None, name: str, *,
-               grace_seconds: int | None = None, propagation: str = "Background",
-               precondition_uid: str | None = None, precondition_rv: str | None = None) -> tuple[Obj, bool]:
+    def delete(
+        self,
+        resource: str | ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_seconds: int | None = None,
+        propagation: str = "Background",
+        precondition_uid: str | None = None,
+        precondition_rv: str | None = None,
+    ) -> tuple[Obj, bool]:
         """Delete as a real server does (see the module docstring). Returns ``(object, gone)``: ``gone`` False
         when the object stays (finalizers, a terminating pod). Raises :class:`ApiError` 404 / 409 (precondition)."""
         rt = self.registry.resolve(resource)
@@ -340,11 +400,21 @@ class Store:
             old = entry.obj
             meta = old["metadata"]
             if precondition_uid and precondition_uid != meta.get("uid"):
-                raise conflict(rt.plural, rt.group, name, f"Precondition failed: UID in precondition: "
-                               f"{precondition_uid}, UID in object meta: {meta.get('uid')}")
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    f"Precondition failed: UID in precondition: "
+                    f"{precondition_uid}, UID in object meta: {meta.get('uid')}",
+                )
             if precondition_rv and precondition_rv != meta.get("resourceVersion"):
-                raise conflict(rt.plural, rt.group, name, f"Precondition failed: ResourceVersion in precondition: "
-                               f"{precondition_rv}, ResourceVersion in object meta: {meta.get('resourceVersion')}")
+                raise conflict(
+                    rt.plural,
+                    rt.group,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: "
+                    f"{precondition_rv}, ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                )
             grace = self._grace(rt, old, grace_seconds)
             if meta.get("finalizers") or (grace > 0 and self._awaits_kubelet(rt, old)) or rt.key == "/namespaces":
                 return self._mark_terminating(rt, entry, grace, propagation), False
@@ -393,8 +463,11 @@ class Store:
         """The store lock (``with store.locked():``) to make a snapshot and a subscription atomic."""
         return self._lock
 
-    def subscribe(self, callback: Callable[[StoreEvent], None], resources: Iterable[str | ResourceType] | None = None,
-                  ) -> Subscription:
+    def subscribe(
+        self,
+        callback: Callable[[StoreEvent], None],
+        resources: Iterable[str | ResourceType] | None = None,
+    ) -> Subscription:
         """Call ``callback(event)`` on the double's event loop for every later change (of ``resources`` only, when
         given). Raises ``RuntimeError`` if the double is not serving (no loop to run callbacks on)."""
         keys = None if resources is None else frozenset(self._key_of(r) for r in resources)
@@ -469,8 +542,15 @@ class Store:
     def _merge_for_update(rt: ResourceType, old: Obj, sent: Obj, subresource: str | None) -> Obj:
         new = clone(sent)
         meta, old_meta = new.setdefault("metadata", {}), old["metadata"]
-        for kept in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp",
-                     "deletionGracePeriodSeconds"):
+        for kept in (
+            "uid",
+            "creationTimestamp",
+            "namespace",
+            "name",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
             if kept in old_meta:
                 meta[kept] = old_meta[kept]
             else:
@@ -515,17 +595,16 @@ class Store:
     def _awaits_kubelet(rt: ResourceType, obj: Obj) -> bool:
         """A pod bound to a node ends through its kubelet, so a graceful delete leaves it Terminating."""
         phase = (obj.get("status") or {}).get("phase")
-        return rt.key == "/pods" and bool((obj.get("spec") or {}).get("nodeName")) and phase not in ("Succeeded",
-                                                                                                    "Failed")
+        return (
+            rt.key == "/pods" and bool((obj.get("spec") or {}).get("nodeName")) and phase not in ("Succeeded", "Failed")
+        )
 
     def _mark_terminating(self, rt: ResourceType, entry: _Entry, grace: int, propagation: str) -> Obj:
         old = entry.obj
         new = clone(old)
         meta = new["metadata"]
-        if not meta.get("deletionTimestamp"):
-            meta["deletionTimestamp"] = rfc3339(self.clock.time() + grace)
-            meta["deletionGracePeriodSeconds"] = grace
-        elif grace < int(meta.get("deletionGracePeriodSeconds") or 0):  # a shorter grace period wins
+        # the first delete sets the grace period; a later one with a shorter grace period wins
+        if not meta.get("deletionTimestamp") or grace < int(meta.get("deletionGracePeriodSeconds") or 0):
             meta["deletionTimestamp"] = rfc3339(self.clock.time() + grace)
             meta["deletionGracePeriodSeconds"] = grace
         if rt.key == "/namespaces":
@@ -545,7 +624,7 @@ class Store:
         for rt in self.registry.all():
             if not rt.namespaced:
                 continue
-            for (ns, name) in list(self._data.table(rt.key)):
+            for ns, name in list(self._data.table(rt.key)):
                 if ns == namespace:
                     self.remove(rt, ns, name)
 
@@ -566,9 +645,12 @@ class Store:
                 if not any(r.get("uid") == uid for r in refs):
                     continue
                 if orphan:
+
                     def drop_ref(o: Obj) -> None:
-                        o["metadata"]["ownerReferences"] = [r for r in o["metadata"]["ownerReferences"]
-                                                            if r.get("uid") != uid]
+                        o["metadata"]["ownerReferences"] = [
+                            r for r in o["metadata"]["ownerReferences"] if r.get("uid") != uid
+                        ]
+
                     self.mutate(other, ns, name, drop_ref)
                 elif (ns, name) in table:
                     self.delete(other, ns, name)
@@ -591,27 +673,50 @@ class Store:
         names = (crd.get("spec") or {}).get("names") or {}
         now = rfc3339(self.clock.time())
         status = crd.setdefault("status", {})
-        status["acceptedNames"] = {k: v for k, v in names.items() if k in ("plural", "singular", "kind", "listKind",
-                                                                              "shortNames", "categories")}
+        status["acceptedNames"] = {
+            k: v
+            for k, v in names.items()
+            if k in ("plural", "singular", "kind", "listKind", "shortNames", "categories")
+        }
         status["acceptedNames"].setdefault("listKind", f"{names.get('kind', '')}List")
-        status["storedVersions"] = [v["name"] for v in (crd.get("spec") or {}).get("versions") or []
-                                    if isinstance(v, dict) and v.get("storage")]
+        status["storedVersions"] = [
+            v["name"] for v in (crd.get("spec") or {}).get("versions") or [] if isinstance(v, dict) and v.get("storage")
+        ]
         old = {c.get("type"): c for c in status.get("conditions") or []}
         status["conditions"] = [
-            old.get("NamesAccepted") or {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
-                                         "reason": "NoConflicts", "message": "no conflicts found"},
-            old.get("Established") or {"type": "Established", "status": "True", "lastTransitionTime": now,
-                                       "reason": "InitialNamesAccepted",
-                                       "message": "the initial names have been accepted"},
+            old.get("NamesAccepted")
+            or {
+                "type": "NamesAccepted",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "NoConflicts",
+                "message": "no conflicts found",
+            },
+            old.get("Established")
+            or {
+                "type": "Established",
+                "status": "True",
+                "lastTransitionTime": now,
+                "reason": "InitialNamesAccepted",
+                "message": "the initial names have been accepted",
+            },
         ]
         if not names.get("plural") or not names.get("kind"):
-            raise invalid("CustomResourceDefinition", "apiextensions.k8s.io", str(crd["metadata"].get("name", "")),
-                          [field_required("spec.names.plural" if not names.get("plural") else "spec.names.kind")])
+            raise invalid(
+                "CustomResourceDefinition",
+                "apiextensions.k8s.io",
+                str(crd["metadata"].get("name", "")),
+                [field_required("spec.names.plural" if not names.get("plural") else "spec.names.kind")],
+            )
 
 
 def require_object(body: Any) -> Obj:
     """``body`` as an object, or a 400 like the decoder's when it is not a JSON object."""
     if not isinstance(body, dict):
-        raise ApiError(400, "BadRequest", f"the object provided is unrecognized (must be of type Object): "
-                       f"couldn't get version/kind; json parse error: expected an object, got {type(body).__name__}")
+        raise ApiError(
+            400,
+            "BadRequest",
+            f"the object provided is unrecognized (must be of type Object): "
+            f"couldn't get version/kind; json parse error: expected an object, got {type(body).__name__}",
+        )
     return body

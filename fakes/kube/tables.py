@@ -69,8 +69,7 @@ def _age(obj: Obj, now: float) -> str:
 
 def _containers(spec: Obj) -> tuple[str, str]:
     containers = (spec.get("template") or {}).get("spec", {}).get("containers") or []
-    return (",".join(str(c.get("name", "")) for c in containers),
-            ",".join(str(c.get("image", "")) for c in containers))
+    return (",".join(str(c.get("name", "")) for c in containers), ",".join(str(c.get("image", "")) for c in containers))
 
 
 def _selector(selector: Any) -> str:
@@ -78,11 +77,13 @@ def _selector(selector: Any) -> str:
         return NONE
     if "matchLabels" in selector or "matchExpressions" in selector:
         from fakes.kube.selectors import label_selector_string
+
         return label_selector_string(selector) or NONE
     return ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or NONE
 
 
 # --- pods -------------------------------------------------------------------------------------------------
+
 
 def pod_status_reason(pod: Obj) -> tuple[str, int, int]:
     """``(STATUS, ready containers, total containers)`` as ``kubectl get pods`` shows them (printPod)."""
@@ -98,8 +99,10 @@ def pod_status_reason(pod: Obj) -> tuple[str, int, int]:
         if term and term.get("exitCode") == 0:
             continue
         if term:
-            reason = "Init:" + (term.get("reason") or (f"Signal:{term['signal']}" if term.get("signal")
-                                                        else f"ExitCode:{term.get('exitCode')}"))
+            reason = "Init:" + (
+                term.get("reason")
+                or (f"Signal:{term['signal']}" if term.get("signal") else f"ExitCode:{term.get('exitCode')}")
+            )
         elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
             reason = "Init:" + wait["reason"]
         else:
@@ -144,19 +147,34 @@ def _pod_row(pod: Obj, now: float) -> list[Any]:
     gates = spec.get("readinessGates") or []
     conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     gate_text = f"{sum(conds.get(g.get('conditionType')) == 'True' for g in gates)}/{len(gates)}" if gates else NONE
-    return [pod["metadata"]["name"], f"{ready}/{total}", reason, _restarts(pod, now), _age(pod, now),
-            status.get("podIP") or NONE, spec.get("nodeName") or NONE, status.get("nominatedNodeName") or NONE,
-            gate_text]
+    return [
+        pod["metadata"]["name"],
+        f"{ready}/{total}",
+        reason,
+        _restarts(pod, now),
+        _age(pod, now),
+        status.get("podIP") or NONE,
+        spec.get("nodeName") or NONE,
+        status.get("nominatedNodeName") or NONE,
+        gate_text,
+    ]
 
 
-POD_COLUMNS: list[Column] = [("Name", "string", 0, "name"), ("Ready", "string", 0, "ready containers"),
-                             ("Status", "string", 0, "pod status"), ("Restarts", "string", 0, "restarts"),
-                             ("Age", "string", 0, "age"), ("IP", "string", 1, "pod IP"), ("Node", "string", 1, "node"),
-                             ("Nominated Node", "string", 1, "nominated node"),
-                             ("Readiness Gates", "string", 1, "readiness gates")]
+POD_COLUMNS: list[Column] = [
+    ("Name", "string", 0, "name"),
+    ("Ready", "string", 0, "ready containers"),
+    ("Status", "string", 0, "pod status"),
+    ("Restarts", "string", 0, "restarts"),
+    ("Age", "string", 0, "age"),
+    ("IP", "string", 1, "pod IP"),
+    ("Node", "string", 1, "node"),
+    ("Nominated Node", "string", 1, "nominated node"),
+    ("Readiness Gates", "string", 1, "readiness gates"),
+]
 
 
 # --- other built-ins --------------------------------------------------------------------------------------
+
 
 def _service_row(svc: Obj, now: float) -> list[Any]:
     spec = svc.get("spec") or {}
@@ -165,13 +183,25 @@ def _service_row(svc: Obj, now: float) -> list[Any]:
         text = f"{p.get('port')}:{p['nodePort']}" if p.get("nodePort") else str(p.get("port"))
         ports.append(f"{text}/{p.get('protocol', 'TCP')}")
     external = spec.get("externalIPs") or []
-    ingress = [i.get("ip") or i.get("hostname") for i in (svc.get("status") or {}).get("loadBalancer", {})
-               .get("ingress") or []]
+    ingress = [
+        i.get("ip") or i.get("hostname") for i in (svc.get("status") or {}).get("loadBalancer", {}).get("ingress") or []
+    ]
     ext = ",".join(external + [i for i in ingress if i]) or (
-        spec.get("externalName") if spec.get("type") == "ExternalName" else
-        "<pending>" if spec.get("type") == "LoadBalancer" else NONE)
-    return [svc["metadata"]["name"], spec.get("type", "ClusterIP"), spec.get("clusterIP") or NONE, ext,
-            ",".join(ports) or NONE, _age(svc, now), _selector(spec.get("selector"))]
+        spec.get("externalName")
+        if spec.get("type") == "ExternalName"
+        else "<pending>"
+        if spec.get("type") == "LoadBalancer"
+        else NONE
+    )
+    return [
+        svc["metadata"]["name"],
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or NONE,
+        ext,
+        ",".join(ports) or NONE,
+        _age(svc, now),
+        _selector(spec.get("selector")),
+    ]
 
 
 def _endpoints_row(ep: Obj, now: float) -> list[Any]:
@@ -195,40 +225,81 @@ def _event_row(ev: Obj, now: float) -> list[Any]:
     source = ev.get("source") or {}
     src = ", ".join(x for x in (source.get("component") or ev.get("reportingComponent"), source.get("host")) if x)
     obj_name = f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}"
-    return [last_seen, ev.get("type", ""), ev.get("reason", ""), obj_name, inv.get("fieldPath", ""), src,
-            str(ev.get("message", "")).strip(), _since(first, now), count, ev["metadata"]["name"]]
+    return [
+        last_seen,
+        ev.get("type", ""),
+        ev.get("reason", ""),
+        obj_name,
+        inv.get("fieldPath", ""),
+        src,
+        str(ev.get("message", "")).strip(),
+        _since(first, now),
+        count,
+        ev["metadata"]["name"],
+    ]
 
 
 def _deployment_row(d: Obj, now: float) -> list[Any]:
     spec, status = d.get("spec") or {}, d.get("status") or {}
     names, images = _containers(spec)
-    return [d["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
-            status.get("updatedReplicas", 0), status.get("availableReplicas", 0), _age(d, now), names, images,
-            _selector(spec.get("selector"))]
+    return [
+        d["metadata"]["name"],
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
+        status.get("updatedReplicas", 0),
+        status.get("availableReplicas", 0),
+        _age(d, now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
 
 
 def _replicaset_row(r: Obj, now: float) -> list[Any]:
     spec, status = r.get("spec") or {}, r.get("status") or {}
     names, images = _containers(spec)
-    return [r["metadata"]["name"], spec.get("replicas", 0), status.get("replicas", 0),
-            status.get("readyReplicas", 0), _age(r, now), names, images, _selector(spec.get("selector"))]
+    return [
+        r["metadata"]["name"],
+        spec.get("replicas", 0),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        _age(r, now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
 
 
 def _statefulset_row(s: Obj, now: float) -> list[Any]:
     spec, status = s.get("spec") or {}, s.get("status") or {}
     names, images = _containers(spec)
-    return [s["metadata"]["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}", _age(s, now),
-            names, images]
+    return [
+        s["metadata"]["name"],
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 0)}",
+        _age(s, now),
+        names,
+        images,
+    ]
 
 
 def _job_row(j: Obj, now: float) -> list[Any]:
     spec, status = j.get("spec") or {}, j.get("status") or {}
     conds = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
-    state = ("Complete" if conds.get("Complete") == "True" else "Failed" if conds.get("Failed") == "True" else
-             "Suspended" if conds.get("Suspended") == "True" else "FailureTarget" if conds.get("FailureTarget") ==
-             "True" else "Running")
-    completions = f"{status.get('succeeded', 0)}/{spec['completions']}" if spec.get("completions") is not None \
+    state = (
+        "Complete"
+        if conds.get("Complete") == "True"
+        else "Failed"
+        if conds.get("Failed") == "True"
+        else "Suspended"
+        if conds.get("Suspended") == "True"
+        else "FailureTarget"
+        if conds.get("FailureTarget") == "True"
+        else "Running"
+    )
+    completions = (
+        f"{status.get('succeeded', 0)}/{spec['completions']}"
+        if spec.get("completions") is not None
         else f"{status.get('succeeded', 0)}/1 of {spec.get('parallelism', 1)}"
+    )
     duration = ""
     if status.get("startTime"):
         end = status.get("completionTime")
@@ -238,8 +309,16 @@ def _job_row(j: Obj, now: float) -> list[Any]:
         except ValueError:
             duration = ""
     names, images = _containers(spec)
-    return [j["metadata"]["name"], state, completions, duration, _age(j, now), names, images,
-            _selector(spec.get("selector"))]
+    return [
+        j["metadata"]["name"],
+        state,
+        completions,
+        duration,
+        _age(j, now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
 
 
 def _cronjob_row(c: Obj, now: float) -> list[Any]:
@@ -247,51 +326,135 @@ def _cronjob_row(c: Obj, now: float) -> list[Any]:
     last = status.get("lastScheduleTime")
     job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     names, images = _containers(job_spec)
-    return [c["metadata"]["name"], spec.get("schedule", ""), spec.get("timeZone") or NONE,
-            str(bool(spec.get("suspend"))), len(status.get("active") or []), _since(last, now) if last else NONE,
-            _age(c, now), names, images, _selector(job_spec.get("selector"))]
+    return [
+        c["metadata"]["name"],
+        spec.get("schedule", ""),
+        spec.get("timeZone") or NONE,
+        str(bool(spec.get("suspend"))),
+        len(status.get("active") or []),
+        _since(last, now) if last else NONE,
+        _age(c, now),
+        names,
+        images,
+        _selector(job_spec.get("selector")),
+    ]
 
 
-S, I = "string", "integer"
+S, INT = "string", "integer"
 PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     "/pods": (POD_COLUMNS, _pod_row),
-    "/services": ([("Name", S, 0, "name"), ("Type", S, 0, "type"), ("Cluster-IP", S, 0, "cluster IP"),
-                   ("External-IP", S, 0, "external IPs"), ("Port(s)", S, 0, "ports"), ("Age", S, 0, "age"),
-                   ("Selector", S, 1, "selector")], _service_row),
+    "/services": (
+        [
+            ("Name", S, 0, "name"),
+            ("Type", S, 0, "type"),
+            ("Cluster-IP", S, 0, "cluster IP"),
+            ("External-IP", S, 0, "external IPs"),
+            ("Port(s)", S, 0, "ports"),
+            ("Age", S, 0, "age"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _service_row,
+    ),
     "/endpoints": ([("Name", S, 0, "name"), ("Endpoints", S, 0, "endpoints"), ("Age", S, 0, "age")], _endpoints_row),
-    "/configmaps": ([("Name", S, 0, "name"), ("Data", I, 0, "keys"), ("Age", S, 0, "age")],
-                    lambda o, now: [o["metadata"]["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}),
-                                    _age(o, now)]),
-    "/secrets": ([("Name", S, 0, "name"), ("Type", S, 0, "type"), ("Data", I, 0, "keys"), ("Age", S, 0, "age")],
-                 lambda o, now: [o["metadata"]["name"], o.get("type", "Opaque"), len(o.get("data") or {}),
-                                 _age(o, now)]),
-    "/serviceaccounts": ([("Name", S, 0, "name"), ("Secrets", I, 0, "secrets"), ("Age", S, 0, "age")],
-                         lambda o, now: [o["metadata"]["name"], len(o.get("secrets") or []), _age(o, now)]),
-    "/namespaces": ([("Name", S, 0, "name"), ("Status", S, 0, "phase"), ("Age", S, 0, "age")],
-                    lambda o, now: [o["metadata"]["name"], (o.get("status") or {}).get("phase", "Active"),
-                                    _age(o, now)]),
-    "/events": ([("Last Seen", S, 0, "last seen"), ("Type", S, 0, "type"), ("Reason", S, 0, "reason"),
-                 ("Object", S, 0, "object"), ("Subobject", S, 1, "field path"), ("Source", S, 1, "source"),
-                 ("Message", S, 0, "message"), ("First Seen", S, 1, "first seen"), ("Count", I, 1, "count"),
-                 ("Name", S, 1, "name")], _event_row),
-    "apps/deployments": ([("Name", S, 0, "name"), ("Ready", S, 0, "ready"), ("Up-to-date", I, 0, "updated"),
-                          ("Available", I, 0, "available"), ("Age", S, 0, "age"), ("Containers", S, 1, "containers"),
-                          ("Images", S, 1, "images"), ("Selector", S, 1, "selector")], _deployment_row),
-    "apps/replicasets": ([("Name", S, 0, "name"), ("Desired", I, 0, "desired"), ("Current", I, 0, "current"),
-                          ("Ready", I, 0, "ready"), ("Age", S, 0, "age"), ("Containers", S, 1, "containers"),
-                          ("Images", S, 1, "images"), ("Selector", S, 1, "selector")], _replicaset_row),
-    "apps/statefulsets": ([("Name", S, 0, "name"), ("Ready", S, 0, "ready"), ("Age", S, 0, "age"),
-                           ("Containers", S, 1, "containers"), ("Images", S, 1, "images")], _statefulset_row),
-    "batch/jobs": ([("Name", S, 0, "name"), ("Status", S, 0, "status"), ("Completions", S, 0, "completions"),
-                    ("Duration", S, 0, "duration"), ("Age", S, 0, "age"), ("Containers", S, 1, "containers"),
-                    ("Images", S, 1, "images"), ("Selector", S, 1, "selector")], _job_row),
-    "batch/cronjobs": ([("Name", S, 0, "name"), ("Schedule", S, 0, "schedule"), ("Timezone", S, 0, "time zone"),
-                        ("Suspend", S, 0, "suspend"), ("Active", I, 0, "active"), ("Last Schedule", S, 0, "last"),
-                        ("Age", S, 0, "age"), ("Containers", S, 1, "containers"), ("Images", S, 1, "images"),
-                        ("Selector", S, 1, "selector")], _cronjob_row),
+    "/configmaps": (
+        [("Name", S, 0, "name"), ("Data", INT, 0, "keys"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], len(o.get("data") or {}) + len(o.get("binaryData") or {}), _age(o, now)],
+    ),
+    "/secrets": (
+        [("Name", S, 0, "name"), ("Type", S, 0, "type"), ("Data", INT, 0, "keys"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], o.get("type", "Opaque"), len(o.get("data") or {}), _age(o, now)],
+    ),
+    "/serviceaccounts": (
+        [("Name", S, 0, "name"), ("Secrets", INT, 0, "secrets"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], len(o.get("secrets") or []), _age(o, now)],
+    ),
+    "/namespaces": (
+        [("Name", S, 0, "name"), ("Status", S, 0, "phase"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], (o.get("status") or {}).get("phase", "Active"), _age(o, now)],
+    ),
+    "/events": (
+        [
+            ("Last Seen", S, 0, "last seen"),
+            ("Type", S, 0, "type"),
+            ("Reason", S, 0, "reason"),
+            ("Object", S, 0, "object"),
+            ("Subobject", S, 1, "field path"),
+            ("Source", S, 1, "source"),
+            ("Message", S, 0, "message"),
+            ("First Seen", S, 1, "first seen"),
+            ("Count", INT, 1, "count"),
+            ("Name", S, 1, "name"),
+        ],
+        _event_row,
+    ),
+    "apps/deployments": (
+        [
+            ("Name", S, 0, "name"),
+            ("Ready", S, 0, "ready"),
+            ("Up-to-date", INT, 0, "updated"),
+            ("Available", INT, 0, "available"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _deployment_row,
+    ),
+    "apps/replicasets": (
+        [
+            ("Name", S, 0, "name"),
+            ("Desired", INT, 0, "desired"),
+            ("Current", INT, 0, "current"),
+            ("Ready", INT, 0, "ready"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _replicaset_row,
+    ),
+    "apps/statefulsets": (
+        [
+            ("Name", S, 0, "name"),
+            ("Ready", S, 0, "ready"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+        ],
+        _statefulset_row,
+    ),
+    "batch/jobs": (
+        [
+            ("Name", S, 0, "name"),
+            ("Status", S, 0, "status"),
+            ("Completions", S, 0, "completions"),
+            ("Duration", S, 0, "duration"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _job_row,
+    ),
+    "batch/cronjobs": (
+        [
+            ("Name", S, 0, "name"),
+            ("Schedule", S, 0, "schedule"),
+            ("Timezone", S, 0, "time zone"),
+            ("Suspend", S, 0, "suspend"),
+            ("Active", INT, 0, "active"),
+            ("Last Schedule", S, 0, "last"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _cronjob_row,
+    ),
     "apiextensions.k8s.io/customresourcedefinitions": (
         [("Name", S, 0, "name"), ("Created At", "date", 0, "creation time")],
-        lambda o, now: [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")]),
+        lambda o, now: [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")],
+    ),
 }
 
 
@@ -316,8 +479,14 @@ def _custom_columns(rt: ResourceType) -> tuple[list[Column], Callable[[Obj, floa
     if not declared:
         declared = [{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]
     columns: list[Column] = [("Name", S, 0, "name")] + [
-        (str(c.get("name", "")), str(c.get("type", "string")), int(c.get("priority", 0) or 0),
-         str(c.get("description", ""))) for c in declared]
+        (
+            str(c.get("name", "")),
+            str(c.get("type", "string")),
+            int(c.get("priority", 0) or 0),
+            str(c.get("description", "")),
+        )
+        for c in declared
+    ]
 
     def row(obj: Obj, now: float) -> list[Any]:
         cells: list[Any] = [obj["metadata"]["name"]]
@@ -329,6 +498,7 @@ def _custom_columns(rt: ResourceType) -> tuple[list[Column], Callable[[Obj, floa
                 cells.append(_since(value, now))
             elif isinstance(value, (dict, list)):
                 import json
+
                 cells.append(json.dumps(value, separators=(",", ":")))
             else:
                 cells.append(value)
@@ -355,8 +525,9 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
 
 
-def table(rt: ResourceType, items: list[Obj], *, now: float, include: str = "Metadata",
-          list_meta: Obj | None = None) -> Obj:
+def table(
+    rt: ResourceType, items: list[Obj], *, now: float, include: str = "Metadata", list_meta: Obj | None = None
+) -> Obj:
     """A ``Table`` for ``items`` of type ``rt``; ``include`` is ``includeObject`` (None, Metadata, Object)."""
     columns, row = printer_for(rt)
     rows = []
@@ -366,10 +537,16 @@ def table(rt: ResourceType, items: list[Obj], *, now: float, include: str = "Met
         if shown is not None:
             entry["object"] = shown
         rows.append(entry)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta or {},
-            "columnDefinitions": [{"name": n, "type": t, "format": "name" if n == "Name" else "",
-                                   "description": d, "priority": p} for n, t, p, d in columns],
-            "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": list_meta or {},
+        "columnDefinitions": [
+            {"name": n, "type": t, "format": "name" if n == "Name" else "", "description": d, "priority": p}
+            for n, t, p, d in columns
+        ],
+        "rows": rows,
+    }
 
 
 def wants_table(accept: str | None) -> str | None:

@@ -27,12 +27,16 @@ from fakes.kube.selectors import from_label_selector
 
 SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-             "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-             "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 LABEL_NAME_KINDS = frozenset({"/namespaces", "/services"})
 
 Obj = dict[str, Any]
@@ -66,10 +70,16 @@ def _labels(meta: Obj, path: str) -> list[Cause]:
             out.append(field_invalid(f"{path}", value, f"label {key!r} must be a string"))
             continue
         if len(value) > 63 or not re.fullmatch(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", value):
-            out.append(field_invalid(path, value, "a valid label must be an empty string or consist of alphanumeric "
-                                     "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                                     "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-                                     "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"))
+            out.append(
+                field_invalid(
+                    path,
+                    value,
+                    "a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+                    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                )
+            )
     return out
 
 
@@ -100,8 +110,9 @@ def _pod_spec(spec: Any, path: str) -> list[Cause]:
         for j, p in enumerate(c.get("ports") or []):
             port = p.get("containerPort") if isinstance(p, dict) else None
             if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-                out.append(field_invalid(f"{cpath}.ports[{j}].containerPort", port,
-                                         "must be between 1 and 65535, inclusive"))
+                out.append(
+                    field_invalid(f"{cpath}.ports[{j}].containerPort", port, "must be between 1 and 65535, inclusive")
+                )
     return out
 
 
@@ -126,8 +137,11 @@ def _workload(obj: Obj, *, needs_selector: bool) -> list[Cause]:
             if not matcher:
                 out.append(field_invalid("spec.selector", selector, "empty selector is invalid for deployment"))
             elif not matcher.matches(labels):
-                out.append(field_invalid("spec.template.metadata.labels", labels,
-                                         "`selector` does not match template `labels`"))
+                out.append(
+                    field_invalid(
+                        "spec.template.metadata.labels", labels, "`selector` does not match template `labels`"
+                    )
+                )
     out += _pod_spec(template.get("spec"), "spec.template.spec")
     return out
 
@@ -136,8 +150,14 @@ def _service(obj: Obj) -> list[Cause]:
     spec = obj.get("spec") or {}
     out: list[Cause] = []
     if spec.get("type", "ClusterIP") not in ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName"):
-        out.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("type")}": supported values: '
-                         '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"', "spec.type"))
+        out.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{spec.get("type")}": supported values: '
+                '"ClusterIP", "ExternalName", "LoadBalancer", "NodePort"',
+                "spec.type",
+            )
+        )
     ports = spec.get("ports")
     if not ports and spec.get("type", "ClusterIP") != "ExternalName" and spec.get("clusterIP") != "None":
         out.append(field_required("spec.ports"))
@@ -169,10 +189,15 @@ def _crd(obj: Obj) -> list[Cause]:
     expected = f"{names.get('plural', '')}.{spec.get('group', '')}"
     name = obj.get("metadata", {}).get("name")
     if names.get("plural") and spec.get("group") and name != expected:
-        out.append(field_invalid("metadata.name", name, f'must be spec.names.plural+"."+spec.group'))
+        out.append(field_invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     if spec.get("scope", "Namespaced") not in ("Namespaced", "Cluster"):
-        out.append(Cause("FieldValueNotSupported", f'Unsupported value: "{spec.get("scope")}": supported values: '
-                         '"Cluster", "Namespaced"', "spec.scope"))
+        out.append(
+            Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{spec.get("scope")}": supported values: "Cluster", "Namespaced"',
+                "spec.scope",
+            )
+        )
     return out
 
 
@@ -205,8 +230,7 @@ def validate(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
     elif key in ("apps/deployments", "apps/replicasets", "apps/statefulsets"):
         causes += _workload(obj, needs_selector=True)
         if old is not None and (old.get("spec") or {}).get("selector") != (obj.get("spec") or {}).get("selector"):
-            causes.append(field_invalid("spec.selector", (obj.get("spec") or {}).get("selector"),
-                                        "field is immutable"))
+            causes.append(field_invalid("spec.selector", (obj.get("spec") or {}).get("selector"), "field is immutable"))
     elif key == "batch/jobs":
         causes += _workload(obj, needs_selector=False)
     elif key == "/services":

@@ -38,8 +38,9 @@ from fakes.kube.store import MAX_BACKLOG, StoreEvent
 _POLL = 1.0  # seconds between checks that the client is still there
 
 
-def _matches(obj: dict[str, Any] | None, namespace: str | None, rt: ResourceType, labels: LabelSelector,
-             fields: FieldSelector) -> bool:
+def _matches(
+    obj: dict[str, Any] | None, namespace: str | None, rt: ResourceType, labels: LabelSelector, fields: FieldSelector
+) -> bool:
     if obj is None:
         return False
     meta = obj.get("metadata") or {}
@@ -48,8 +49,9 @@ def _matches(obj: dict[str, Any] | None, namespace: str | None, rt: ResourceType
     return labels.matches(meta.get("labels")) and fields.matches(obj, rt.key)
 
 
-def translate(event: StoreEvent, namespace: str | None, rt: ResourceType, labels: LabelSelector,
-              fields: FieldSelector) -> tuple[str, dict[str, Any]] | None:
+def translate(
+    event: StoreEvent, namespace: str | None, rt: ResourceType, labels: LabelSelector, fields: FieldSelector
+) -> tuple[str, dict[str, Any]] | None:
     """The watch event a filtered watcher sees for ``event`` (``None``: not for it)."""
     now = _matches(event.object, namespace, rt, labels, fields) if event.type != "DELETED" else False
     before = _matches(event.old, namespace, rt, labels, fields)
@@ -72,16 +74,25 @@ def for_version(obj: dict[str, Any], rt: ResourceType) -> dict[str, Any]:
     return out
 
 
-async def serve_watch(request: web.Request, double: Any, rt: ResourceType, namespace: str | None,
-                      labels: LabelSelector, fields: FieldSelector) -> web.StreamResponse:
+async def serve_watch(
+    request: web.Request,
+    double: Any,
+    rt: ResourceType,
+    namespace: str | None,
+    labels: LabelSelector,
+    fields: FieldSelector,
+) -> web.StreamResponse:
     """Stream a watch for ``rt`` in ``namespace`` (``None``: all) until timeout, client exit or stop."""
     query = request.query
     rv_text = query.get("resourceVersion", "")
     try:
         since = int(rv_text) if rv_text not in ("", "0") else None
     except ValueError:
-        raise ApiError(400, "BadRequest", f'invalid resource version "{rv_text}": strconv.ParseUint: parsing '
-                       f'"{rv_text}": invalid syntax') from None
+        raise ApiError(
+            400,
+            "BadRequest",
+            f'invalid resource version "{rv_text}": strconv.ParseUint: parsing "{rv_text}": invalid syntax',
+        ) from None
     timeout = _timeout(query.get("timeoutSeconds"))
     as_table = tables.wants_table(request.headers.get("Accept")) is not None
     include = query.get("includeObject", "Metadata")
@@ -101,8 +112,9 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
     with store.locked():
         if since is None:
             items, start_rv = store.list(rt, namespace)
-            backlog: list[tuple[str, dict[str, Any]]] = [("ADDED", o) for o in items
-                                                         if _matches(o, namespace, rt, labels, fields)]
+            backlog: list[tuple[str, dict[str, Any]]] = [
+                ("ADDED", o) for o in items if _matches(o, namespace, rt, labels, fields)
+            ]
         else:
             start_rv = since
             backlog = []
@@ -114,8 +126,9 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
             except ApiError as exc:
                 expired = exc
         sub = store.subscribe(queue.put_nowait, [rt.key]) if expired is None else None
-    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
-                                                       "Cache-Control": "no-cache, private"})
+    response = web.StreamResponse(
+        status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+    )
     last_rv = start_rv
 
     async def wake() -> None:
@@ -141,7 +154,7 @@ async def serve_watch(request: web.Request, double: Any, rt: ResourceType, names
             wait = min(_POLL, deadline - now, max(0.0, next_bookmark - now) if bookmarks else _POLL)
             try:
                 event = await asyncio.wait_for(queue.get(), timeout=max(wait, 0.0))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 event = None
             if event is None and double.stopping.is_set():
                 break

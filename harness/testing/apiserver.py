@@ -164,10 +164,8 @@ class _QuietServer(ThreadingHTTPServer):
         with self.open_lock:
             connections = list(self.open)
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up (kubectl killed at its bound) is expected here: print nothing."""
@@ -181,10 +179,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         self._serve("GET")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._serve("DELETE")
 
     def _serve(self, method: str) -> None:

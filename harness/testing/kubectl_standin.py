@@ -32,7 +32,8 @@ Modes (all bind ``127.0.0.1:0`` and print kubectl's banner lines unless noted):
 - ``no-banner``: bind, print nothing, stay alive;
 - ``exit-after``: after ``after`` connections, the next one gets kubectl's ``an error occurred forwarding ...
   connection refused`` and ``lost connection to pod`` lines and the process exits ``exit_code``
-  (kubernetes PR #103526 since v1.23; exit code 1 since PR #114460, 0 before); ``silent`` prints nothing;
+  (kubernetes/kubernetes#103526 since v1.23; exit code 1 since kubernetes/kubernetes#114460, 0 before);
+  ``silent`` prints nothing;
 - ``reset-all``: after ``after`` connections, stay alive but reset every connection, printing ``an error
   occurred forwarding`` each time (a ``svc/`` forward pinned to a dead pod, kubernetes/kubectl#686);
 - ``die-mid-request``: after ``after`` connections, the next one is relayed and the process exits 1
@@ -52,6 +53,7 @@ it running for long.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -273,10 +275,8 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
         pass
     finally:
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def _reset(conn: socket.socket) -> None:

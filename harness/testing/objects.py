@@ -16,13 +16,24 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-STORE_NAMES = {"Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps", "ReplicaSet": "replicasets.apps",
-               "Pod": "pods", "Event": "events"}
-_SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp",
-               "deletionGracePeriodSeconds")
+STORE_NAMES = {
+    "Deployment": "deployments.apps",
+    "StatefulSet": "statefulsets.apps",
+    "ReplicaSet": "replicasets.apps",
+    "Pod": "pods",
+    "Event": "events",
+}
+_SERVER_SET = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?Z$")
 
 
@@ -33,7 +44,7 @@ def load_objects(kd: Any, objects: list[dict[str, Any]], *, end_at_now: bool = F
     if end_at_now:
         latest = max((t for obj in objects for t in _stamps(obj)), default=None)
         if latest is not None:
-            shift = datetime.now(timezone.utc) - latest
+            shift = datetime.now(UTC) - latest
             objects = [_shifted(obj, shift) for obj in objects]
     before = kd.clock.offset
     try:
@@ -55,7 +66,7 @@ def _parse(value: Any) -> datetime | None:
     match = _STAMP.match(value) if isinstance(value, str) else None
     if match is None:
         return None
-    return datetime.fromisoformat(match[1] + (match[2] or "")).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(match[1] + (match[2] or "")).replace(tzinfo=UTC)
 
 
 def _stamps(value: Any) -> Iterator[datetime]:

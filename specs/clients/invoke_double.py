@@ -83,8 +83,9 @@ class InvokeDouble:
             self.bodies.append(body)
             plan = self.plans.pop(0) if self.plans else Plan()
             self._records[invocation_id] = (plan, 0)
-        return FakeResponse.json(202, {"id": invocation_id, "status": "pending"},
-                                 headers=[("location", f"/invoke/{invocation_id}")])
+        return FakeResponse.json(
+            202, {"id": invocation_id, "status": "pending"}, headers=[("location", f"/invoke/{invocation_id}")]
+        )
 
     def _get(self, invocation_id: str) -> FakeResponse:
         with self._lock:
@@ -95,8 +96,9 @@ class InvokeDouble:
             self.polls[invocation_id] = seen + 1
         if seen + 1 < plan.polls:
             return FakeResponse.json(200, {"id": invocation_id, "status": "pending"})
-        return FakeResponse(200, [("content-type", "application/json")],
-                            json.dumps({"id": invocation_id, **plan.final}).encode())
+        return FakeResponse(
+            200, [("content-type", "application/json")], json.dumps({"id": invocation_id, **plan.final}).encode()
+        )
 
 
 def _problem(body: Any) -> str | None:

@@ -54,8 +54,11 @@ class RedisPod:
     def handle(self, request: ExecRequest) -> ExecResult:
         with self._lock:
             self.execs.append(list(request.command))
-        env = {"PATH": f"{self.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}", "LC_ALL": "C",
-               "REDIS_DOUBLE_STATE": self.state_path}
+        env = {
+            "PATH": f"{self.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "LC_ALL": "C",
+            "REDIS_DOUBLE_STATE": self.state_path,
+        }
         try:
             done = process.run_bounded(request.command, timeout=EXEC_TIMEOUT, env=env)
         except process.Timeout as exc:
@@ -104,11 +107,15 @@ class RedisPod:
 def pod(kd: KubeHandle, name: str, *, labels: dict[str, str], phase: str, terminating: bool = False) -> None:
     """Create pod ``name`` (one container ``redis``, on a node) in ``phase``; ``terminating`` deletes it with a
     grace period, so it stays listed with a ``deletionTimestamp``, as a pod being replaced does."""
-    kd.store.create("pods", {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": kd.namespace, "labels": labels},
-        "spec": {"nodeName": "minikube", "containers": [{"name": "redis", "image": "redis:7-alpine"}]},
-    })
+    kd.store.create(
+        "pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": kd.namespace, "labels": labels},
+            "spec": {"nodeName": "minikube", "containers": [{"name": "redis", "image": "redis:7-alpine"}]},
+        },
+    )
     now = rfc3339(kd.clock.time())
 
     def set_phase(obj: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -41,6 +42,7 @@ ISO_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 
 # --- encryption and naming, no cluster -------------------------------------------------------------------------
 
+
 def test_a_field_the_gateway_wrote_decrypts() -> None:
     assert decrypt_field(KEY, NODE_PACKED) == "gho_e2e-seeded"
 
@@ -55,9 +57,11 @@ def test_an_encrypted_field_is_iv_tag_ciphertext_with_a_fresh_iv() -> None:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed: the cross-check needs Node's crypto")
 def test_node_decrypts_what_we_encrypt_as_the_gateway_does() -> None:
-    script = ("const c=require('node:crypto');const [iv,tag,ct]=process.argv[2].split(':').map(p=>Buffer.from(p,"
-              "'base64'));const d=c.createDecipheriv('aes-256-gcm',Buffer.from(process.argv[1],'base64'),iv);"
-              "d.setAuthTag(tag);process.stdout.write(Buffer.concat([d.update(ct),d.final()]).toString('utf8'))")
+    script = (
+        "const c=require('node:crypto');const [iv,tag,ct]=process.argv[2].split(':').map(p=>Buffer.from(p,"
+        "'base64'));const d=c.createDecipheriv('aes-256-gcm',Buffer.from(process.argv[1],'base64'),iv);"
+        "d.setAuthTag(tag);process.stdout.write(Buffer.concat([d.update(ct),d.final()]).toString('utf8'))"
+    )
     packed = encrypt_field(KEY, '{"e2e":true}')
     done = process.run_bounded(["node", "-e", script, base64.b64encode(KEY).decode(), packed], timeout=30.0)
     assert done.returncode == 0, done.stderr
@@ -94,14 +98,17 @@ def test_names_are_the_prefix_and_sixteen_hex_of_the_subjects_sha256() -> None:
     assert secret_name(CLAUDE_LOGIN, "openwebui:e2e-chat-user") == "claude-auth-login-35327ca7c37d22e7"
 
 
-@pytest.mark.parametrize(("subject", "label"), [
-    ("openwebui:1234", "openwebui-1234"),
-    ("github:E2E-User", "github-E2E-User"),
-    (":::github:x", "github-x"),
-    ("client-integration-gateway", "client-integration-gateway"),
-    ("a" * 62 + ":b", "a" * 62),
-    ("::::", "unknown"),
-])
+@pytest.mark.parametrize(
+    ("subject", "label"),
+    [
+        ("openwebui:1234", "openwebui-1234"),
+        ("github:E2E-User", "github-E2E-User"),
+        (":::github:x", "github-x"),
+        ("client-integration-gateway", "client-integration-gateway"),
+        ("a" * 62 + ":b", "a" * 62),
+        ("::::", "unknown"),
+    ],
+)
 def test_the_subject_label_is_made_label_safe_as_the_product_does(subject: str, label: str) -> None:
     assert subject_label(subject) == label
 
@@ -112,6 +119,7 @@ def test_timestamps_are_written_as_javascript_writes_them() -> None:
 
 
 # --- the store through kubectl against the double ---------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def kd() -> Iterator[KubeHandle]:
@@ -126,7 +134,7 @@ def store(kd: KubeHandle) -> CredentialStore:
     return CredentialStore(kd.kube(), KEY)
 
 
-def stored(kd: KubeHandle, name: str) -> dict[str, object]:
+def stored(kd: KubeHandle, name: str) -> dict[str, Any]:
     found = kd.store.get("secrets", kd.namespace, name)
     assert found is not None, f"no Secret {name}"
     return found
@@ -136,10 +144,13 @@ def test_a_seeded_link_is_stored_as_the_product_stores_it(store: CredentialStore
     before = datetime.now(UTC)
     record = store.seed_github_link("github:e2e-user", "e2e-user")
     secret = stored(kd, "identity-link-github-7d7beb89b35e7bec")
-    assert secret["metadata"]["labels"] == {  # type: ignore[index]
-        "controller-agent.io/credential": "identity-link", "controller-agent.io/provider": "github",
-        "controller-agent.io/subject": "github-e2e-user", "controller-agent.io/e2e-seeded": "true"}
-    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}  # type: ignore[union-attr]
+    assert secret["metadata"]["labels"] == {
+        "controller-agent.io/credential": "identity-link",
+        "controller-agent.io/provider": "github",
+        "controller-agent.io/subject": "github-e2e-user",
+        "controller-agent.io/e2e-seeded": "true",
+    }
+    data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
     assert sorted(data) == ["_recordKey", "expiresAt", "githubLogin", "token"]
     assert data["_recordKey"] == "github:e2e-user"
     assert data["githubLogin"] == "e2e-user"
@@ -165,13 +176,18 @@ def test_reseeding_replaces_the_record_and_never_conflicts(store: CredentialStor
 
 def test_keys_left_by_a_writer_that_does_not_apply_are_removed(store: CredentialStore, kd: KubeHandle) -> None:
     name = secret_name(CLAUDE_SETUP_TOKEN, "github:e2e-user")
-    kd.store.create("secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name,
-                                                                                   "namespace": kd.namespace},
-                                "data": {"token": base64.b64encode(b"old").decode(),
-                                         "legacyField": base64.b64encode(b"x").decode()}})
+    kd.store.create(
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": kd.namespace},
+            "data": {"token": base64.b64encode(b"old").decode(), "legacyField": base64.b64encode(b"x").decode()},
+        },
+    )
     record = store.seed_claude("github:e2e-user", "setup-token")
     assert sorted(record.fields) == ["createdAt", "kind", "token"]
-    assert sorted(stored(kd, name)["data"]) == ["_recordKey", "createdAt", "kind", "token"]  # type: ignore[arg-type]
+    assert sorted(stored(kd, name)["data"]) == ["_recordKey", "createdAt", "kind", "token"]
 
 
 def test_the_key_comes_from_the_gateways_secret(kd: KubeHandle) -> None:
@@ -180,9 +196,15 @@ def test_the_key_comes_from_the_gateways_secret(kd: KubeHandle) -> None:
     with pytest.raises(CredentialKeyError, match="e2e-integration-gateway-secrets .* does not exist.*bootstrap"):
         CredentialStore.from_cluster(kube)
     key_text = base64.b64encode(KEY)  # the gateway's env value, itself stored base64 in the Secret
-    kd.store.create("secrets", {"apiVersion": "v1", "kind": "Secret",
-                                "metadata": {"name": "e2e-integration-gateway-secrets", "namespace": kd.namespace},
-                                "data": {"IDENTITY_LINK_ENCRYPTION_KEY": base64.b64encode(key_text).decode()}})
+    kd.store.create(
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "e2e-integration-gateway-secrets", "namespace": kd.namespace},
+            "data": {"IDENTITY_LINK_ENCRYPTION_KEY": base64.b64encode(key_text).decode()},
+        },
+    )
     assert CredentialStore.from_cluster(kube).key == KEY
 
 
@@ -199,8 +221,13 @@ def test_claude_records_and_the_subjects_that_hold_them(store: CredentialStore) 
     assert json.loads(store.decrypt(login, "credentialsJson")) == {"e2e": True}
     assert login.labels["controller-agent.io/claude-auth-kind"] == "login"
     assert [r.name for r in store.records("claude-auth")] == sorted(
-        secret_name(t, s) for t, s in [(CLAUDE_SETUP_TOKEN, "github:e2e-user"), (CLAUDE_LOGIN, "github:e2e-user"),
-                                       (CLAUDE_LOGIN, "openwebui:e2e-chat-user")])
+        secret_name(t, s)
+        for t, s in [
+            (CLAUDE_SETUP_TOKEN, "github:e2e-user"),
+            (CLAUDE_LOGIN, "github:e2e-user"),
+            (CLAUDE_LOGIN, "openwebui:e2e-chat-user"),
+        ]
+    )
 
 
 def test_a_record_moves_as_the_product_moves_it(store: CredentialStore, kd: KubeHandle) -> None:
@@ -234,10 +261,19 @@ def test_deleting_by_label_keeps_what_it_should(store: CredentialStore, kd: Kube
     store.seed_github_link("github:e2e-user", "e2e-user")
     store.seed_claude("github:e2e-user", "login")
     product_written = secret_name(CLAUDE_SETUP_TOKEN, "github:someone")
-    kd.store.create("secrets", {"apiVersion": "v1", "kind": "Secret",
-                                "metadata": {"name": product_written, "namespace": kd.namespace,
-                                             "labels": {"controller-agent.io/credential": "claude-auth"}},
-                                "data": {"_recordKey": base64.b64encode(b"github:someone").decode()}})
+    kd.store.create(
+        "secrets",
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": product_written,
+                "namespace": kd.namespace,
+                "labels": {"controller-agent.io/credential": "claude-auth"},
+            },
+            "data": {"_recordKey": base64.b64encode(b"github:someone").decode()},
+        },
+    )
     assert store.delete_all("claude-auth", seeded_only=True) == [secret_name(CLAUDE_LOGIN, "github:e2e-user")]
     assert store.delete(GITHUB_LINK, "github:e2e-user") is True
     assert store.delete(GITHUB_LINK, "github:e2e-user") is False

@@ -27,8 +27,14 @@ from specs.kube.kube_streams import running_pod, service
 
 pytestmark = pytest.mark.timeout(60)
 
-BATTERY_TOOL = {"type": "function", "function": {"name": "get_device_battery", "description": "battery of a device",
-                                                 "parameters": {"type": "object", "properties": {}}}}
+BATTERY_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_device_battery",
+        "description": "battery of a device",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
 
 
 @pytest.fixture
@@ -49,14 +55,16 @@ def client(handle: FakeHandle, **kw: object) -> InvokeClient:
 
 def test_a_turn_posts_the_body_then_polls_until_it_settles(orchestrator: FakeHandle) -> None:
     double(orchestrator).plans.append(Plan(polls=3, final={"status": "succeeded", "result": {"text": "ok"}}))
-    record = client(orchestrator).turn("hello", session_id="chat-1", tools=[BATTERY_TOOL], tool_choice="auto",
-                                       interval=0.05)
+    record = client(orchestrator).turn(
+        "hello", session_id="chat-1", tools=[BATTERY_TOOL], tool_choice="auto", interval=0.05
+    )
     assert record.status == "succeeded"
     assert record.result == {"text": "ok"}
     assert record.has_result is True
     assert record.pending_tool_calls == ()
-    assert double(orchestrator).bodies == [{"request": "hello", "session_id": "chat-1", "tools": [BATTERY_TOOL],
-                                            "tool_choice": "auto"}]
+    assert double(orchestrator).bodies == [
+        {"request": "hello", "session_id": "chat-1", "tools": [BATTERY_TOOL], "tool_choice": "auto"}
+    ]
     assert list(double(orchestrator).polls.values()) == [3]
     posts = orchestrator.requests(path_prefix="/invoke", method="POST")
     assert [(e.status, e.headers["content-type"]) for e in posts] == [(202, "application/json")]
@@ -112,6 +120,7 @@ def test_still_pending_at_the_budget_says_what_the_last_record_carried(orchestra
     assert "last record: status pending" in str(timed_out.value)
     assert timed_out.value.last is not None
     assert timed_out.value.last.status == "pending"
+    assert timed_out.value.summary is not None
     assert timed_out.value.summary.count("not-yet") >= 1
 
 

@@ -21,8 +21,10 @@ OTHER_SECRET = "not-the-deployments-secret-at-all-32b"
 
 def hand_signed(claims: dict[str, object], secret: str = E2E_SECRET, header: dict[str, str] | None = None) -> str:
     """A token signed without PyJWT (HMAC over base64url parts), as upstream's harness minted them."""
+
     def part(obj: object) -> str:
         return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
     signing_input = f"{part(header or {'alg': 'HS256', 'typ': 'JWT'})}.{part(claims)}"
     signature = hmac.new(secret.encode(), signing_input.encode(), hashlib.sha256).digest()
     return f"{signing_input}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
@@ -37,8 +39,10 @@ def test_the_minted_token_is_hs256_with_exactly_id_role_and_exp() -> None:
     token = mint_user_jwt(E2E_SECRET, "u-1", expires_in=300, now=NOW)
     assert jwt.get_unverified_header(token) == {"alg": "HS256", "typ": "JWT"}
     assert jwt.decode(token, options={"verify_signature": False}) == {"id": "u-1", "role": "user", "exp": NOW + 300}
-    assert jwt.decode(mint_user_jwt(E2E_SECRET, "u-1"), options={"verify_signature": False}) == {"id": "u-1",
-                                                                                                   "role": "user"}
+    assert jwt.decode(mint_user_jwt(E2E_SECRET, "u-1"), options={"verify_signature": False}) == {
+        "id": "u-1",
+        "role": "user",
+    }
 
 
 def test_a_token_signed_by_hand_resolves_too() -> None:
@@ -72,15 +76,18 @@ def test_a_time_claim_that_is_not_a_number_is_refused(claim: str) -> None:
     assert resolve_user_jwt(hand_signed({"id": "u", claim: True}), E2E_SECRET, now=NOW) is None
 
 
-@pytest.mark.parametrize(("claims", "subject"), [
-    ({"id": "a", "sub": "b", "email": "c@x"}, "openwebui:a"),
-    ({"sub": "b", "email": "c@x"}, "openwebui:b"),
-    ({"email": "c@x"}, "openwebui:c@x"),
-    ({"id": None, "sub": "b"}, "openwebui:b"),
-    ({"id": 7, "sub": "b"}, None),
-    ({"id": ""}, None),
-    ({"role": "user"}, None),
-])
+@pytest.mark.parametrize(
+    ("claims", "subject"),
+    [
+        ({"id": "a", "sub": "b", "email": "c@x"}, "openwebui:a"),
+        ({"sub": "b", "email": "c@x"}, "openwebui:b"),
+        ({"email": "c@x"}, "openwebui:c@x"),
+        ({"id": None, "sub": "b"}, "openwebui:b"),
+        ({"id": 7, "sub": "b"}, None),
+        ({"id": ""}, None),
+        ({"role": "user"}, None),
+    ],
+)
 def test_the_id_is_the_first_present_of_id_sub_email(claims: dict[str, object], subject: str | None) -> None:
     identity = resolve_user_jwt(hand_signed(claims), E2E_SECRET)
     assert (identity.subject if identity else None) == subject

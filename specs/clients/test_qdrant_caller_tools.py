@@ -28,9 +28,17 @@ def client(fake_qdrant: FakeHandle) -> Iterator[QdrantClient]:
 def definition(name: str, description: str) -> m.PointStruct:
     """A point shaped as the orchestrator stores a caller-tool definition (id derived from its content hash)."""
     digest = hashlib.sha256(f"{name}\n{description}".encode()).hexdigest()
-    return m.PointStruct(id=str(uuid.UUID(digest[:32])), vector=[1.0] * DIMS,
-                         payload={"hash": digest, "name": name, "description": description, "parametersJson": "{}",
-                                  "lastSeenAt": 1_000_000})
+    return m.PointStruct(
+        id=str(uuid.UUID(digest[:32])),
+        vector=[1.0] * DIMS,
+        payload={
+            "hash": digest,
+            "name": name,
+            "description": description,
+            "parametersJson": "{}",
+            "lastSeenAt": 1_000_000,
+        },
+    )
 
 
 def create(client: QdrantClient, name: str) -> None:
@@ -46,8 +54,9 @@ def test_never_created_is_none_and_empty_is_zero(fake_qdrant: FakeHandle, client
     assert view.caller_tool_names() == []
 
 
-def test_counts_are_exact_and_names_come_from_a_scroll_without_vectors(fake_qdrant: FakeHandle,
-                                                                         client: QdrantClient) -> None:
+def test_counts_are_exact_and_names_come_from_a_scroll_without_vectors(
+    fake_qdrant: FakeHandle, client: QdrantClient
+) -> None:
     create(client, CALLER_TOOLS)
     create(client, "tools")
     client.upsert(CALLER_TOOLS, [definition(f"tool_{i:03d}", "run token r-1") for i in range(205)], wait=True)
@@ -63,8 +72,9 @@ def test_counts_are_exact_and_names_come_from_a_scroll_without_vectors(fake_qdra
     assert {(e.json()["with_vector"], tuple(e.json()["with_payload"])) for e in scrolls} == {(False, ("name",))}
 
 
-def test_a_resent_definition_adds_nothing_and_an_edited_one_adds_one(fake_qdrant: FakeHandle,
-                                                                      client: QdrantClient) -> None:
+def test_a_resent_definition_adds_nothing_and_an_edited_one_adds_one(
+    fake_qdrant: FakeHandle, client: QdrantClient
+) -> None:
     create(client, CALLER_TOOLS)
     view = QdrantView(fake_qdrant.url, timeout=5)
     battery = definition("get_device_battery", "battery of a device, run r-1")
@@ -74,8 +84,9 @@ def test_a_resent_definition_adds_nothing_and_an_edited_one_adds_one(fake_qdrant
     assert view.point_count(CALLER_TOOLS) == before
     client.upsert(CALLER_TOOLS, [definition("get_device_battery", "battery level of a device, run r-1")], wait=True)
     assert view.point_count(CALLER_TOOLS) == (before or 0) + 1
-    descriptions = view.payload_values(CALLER_TOOLS, "description",
-                                       filter={"must": [{"key": "name", "match": {"value": "get_device_battery"}}]})
+    descriptions = view.payload_values(
+        CALLER_TOOLS, "description", filter={"must": [{"key": "name", "match": {"value": "get_device_battery"}}]}
+    )
     assert sorted(descriptions or []) == ["battery level of a device, run r-1", "battery of a device, run r-1"]
 
 

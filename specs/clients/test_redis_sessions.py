@@ -18,8 +18,15 @@ from specs.kube.conftest import kubectl_build, require_kubectl
 
 pytestmark = pytest.mark.timeout(120)
 
-AWKWARD = ["sess:github:e2e-org/e2e-repo#12", "sess:with space", "sess:$(touch /tmp/pwned)", "sess:quote'\"`",
-           "sess:back\\slash", "sess:-n", "sess:*star"]
+AWKWARD = [
+    "sess:github:e2e-org/e2e-repo#12",
+    "sess:with space",
+    "sess:$(touch /tmp/pwned)",
+    "sess:quote'\"`",
+    "sess:back\\slash",
+    "sess:-n",
+    "sess:*star",
+]
 OTHERS = {"sesspage:1": "x", "cred:github:e2e-user": "x", "SESS:upper": "x"}
 
 
@@ -39,12 +46,13 @@ def redis(kd: KubeHandle, tmp_path: Path) -> RedisPod:
 
 
 def exec_requests(kd: KubeHandle) -> int:
-    return len([e for e in kd.requests(path_prefix=f"/api/v1/namespaces/{kd.namespace}/pods/") if
-                e.path.endswith("/exec")])
+    return len(
+        [e for e in kd.requests(path_prefix=f"/api/v1/namespaces/{kd.namespace}/pods/") if e.path.endswith("/exec")]
+    )
 
 
 def test_a_sweep_deletes_every_session_key_in_one_exec(kd: KubeHandle, redis: RedisPod) -> None:
-    redis.set_keys({**{k: "v" for k in AWKWARD}, **OTHERS})
+    redis.set_keys({**dict.fromkeys(AWKWARD, "v"), **OTHERS})
     result = RedisSessions(kd.kube()).sweep()
     assert result.pod == "agent-orchestrator-redis-0"
     assert sorted(result.keys) == sorted(AWKWARD)
@@ -134,9 +142,10 @@ def test_a_failing_delete_is_a_sweep_error(kd: KubeHandle, redis: RedisPod) -> N
 
 
 @pytest.mark.parametrize("pattern", ["*", "?ess:*", "[s]ess:*", ""])
-def test_a_pattern_without_a_literal_prefix_is_refused_before_anything_runs(kd: KubeHandle, redis: RedisPod,
-                                                                             pattern: str) -> None:
-    with pytest.raises(ValueError):
+def test_a_pattern_without_a_literal_prefix_is_refused_before_anything_runs(
+    kd: KubeHandle, redis: RedisPod, pattern: str
+) -> None:
+    with pytest.raises(ValueError, match="pattern"):
         RedisSessions(kd.kube()).sweep(pattern)
     assert redis.execs == []
 
@@ -146,7 +155,13 @@ def test_a_sweep_over_spdy_with_kubectl_1_29(kd: KubeHandle, redis: RedisPod) ->
     if path is None:
         pytest.skip("no kubectl.1.29 beside the kubectl on PATH (exec over SPDY/3.1)")
     redis.set_keys({"sess:a": "1", "sess:b": "2"})
-    kube = Kube(kd.context, kd.namespace, allowed=(kd.context,), kubectl_path=path, kubeconfig=kd.kubeconfig,
-                cache_dir=kd.cache_dir)
+    kube = Kube(
+        kd.context,
+        kd.namespace,
+        allowed=(kd.context,),
+        kubectl_path=path,
+        kubeconfig=kd.kubeconfig,
+        cache_dir=kd.cache_dir,
+    )
     assert RedisSessions(kube).sweep().deleted == 2
     assert redis.keys == {}

@@ -1,7 +1,7 @@
 """Disruptive cluster spec: the orchestrator survives a rollout restart and comes back Available.
 
-Upstream's rollout specs wait with `rollout status --timeout=300s` (stack-under-test.md §8); `readyReplicas`
-alone counts the outgoing pod (failure mode 13), so completion is read from `rollout status`.
+Upstream's rollout specs wait with `rollout status --timeout=300s` (specs/cluster/README.md §6); `readyReplicas`
+alone counts the outgoing pod (failure mode 13, §7), so completion is read from `rollout status`.
 """
 
 from __future__ import annotations

@@ -27,14 +27,18 @@ def snapshot(name: str, **changes: Any) -> Snapshot:
     data = copy.deepcopy(recorded(name))
     workload = data["workload"]
     snap = Snapshot(
-        kind=workload["kind"].lower(), name=workload["metadata"]["name"], namespace=workload["metadata"]["namespace"],
-        workload=workload, replicasets=data["replicasets"], pods=data["pods"], events=data["events"],
+        kind=workload["kind"].lower(),
+        name=workload["metadata"]["name"],
+        namespace=workload["metadata"]["namespace"],
+        workload=workload,
+        replicasets=data["replicasets"],
+        pods=data["pods"],
+        events=data["events"],
         previous_logs={_pod_container(key): text for key, text in data["previous_logs"].items()},
     )
     for key, value in changes.items():
         setattr(snap, key, value)
     return snap
-
 
 
 def _pod_container(key: str) -> tuple[str, str]:

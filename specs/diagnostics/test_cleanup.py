@@ -18,13 +18,22 @@ from harness.testing.objects import bare_double
 RUN = "20261130-140000-abcdef"
 LABEL = f"stack-harness.dev/run={RUN}"
 CRD = {
-    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
     "metadata": {"name": "agentruns.core.controller-agent.dev"},
-    "spec": {"group": "core.controller-agent.dev", "scope": "Namespaced",
-             "names": {"plural": "agentruns", "singular": "agentrun", "kind": "AgentRun", "listKind": "AgentRunList"},
-             "versions": [{"name": "v1alpha1", "served": True, "storage": True,
-                           "schema": {"openAPIV3Schema": {"type": "object",
-                                                          "x-kubernetes-preserve-unknown-fields": True}}}]},
+    "spec": {
+        "group": "core.controller-agent.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "agentruns", "singular": "agentrun", "kind": "AgentRun", "listKind": "AgentRunList"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
 }
 
 
@@ -75,9 +84,11 @@ def test_deleting_what_is_already_gone_is_not_an_error(kd: Any, kube: Kube) -> N
 
 
 def test_workloads_label_their_pod_template_too() -> None:
-    deployment = {"kind": "Deployment", "metadata": {"name": "web"},
-                  "spec": {"selector": {"matchLabels": {"app": "web"}},
-                           "template": {"metadata": {"labels": {"app": "web"}}}}}
+    deployment = {
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}}}},
+    }
     labelled = label_manifest(deployment, {"stack-harness.dev/run": RUN})
     assert labelled["spec"]["template"]["metadata"]["labels"] == {"app": "web", "stack-harness.dev/run": RUN}
     assert labelled["spec"]["selector"] == {"matchLabels": {"app": "web"}}
@@ -87,28 +98,47 @@ def test_agent_runs_since_and_their_identity_secrets_are_removed(kd: Any, kube: 
     kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
     kd.clock.set_offset(-600.0)  # these two were created ten minutes ago: a previous turn's runs
     for name in ("old-run-1", "old-run-2"):
-        kd.store.create("agentruns.core.controller-agent.dev", {"apiVersion": "core.controller-agent.dev/v1alpha1",
-                        "kind": "AgentRun", "metadata": {"name": name, "namespace": "default"}, "spec": {}})
+        kd.store.create(
+            "agentruns.core.controller-agent.dev",
+            {
+                "apiVersion": "core.controller-agent.dev/v1alpha1",
+                "kind": "AgentRun",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {},
+            },
+        )
         kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
     kd.clock.set_offset(0.0)
     since = kube.server_time()
     for name in ("new-run-1", "new-run-2"):
-        kd.store.create("agentruns.core.controller-agent.dev", {"apiVersion": "core.controller-agent.dev/v1alpha1",
-                        "kind": "AgentRun", "metadata": {"name": name, "namespace": "default"}, "spec": {}})
+        kd.store.create(
+            "agentruns.core.controller-agent.dev",
+            {
+                "apiVersion": "core.controller-agent.dev/v1alpha1",
+                "kind": "AgentRun",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {},
+            },
+        )
         kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
     kd.store.create("secrets", {"metadata": {"name": "unrelated", "namespace": "default"}})
     result = cleanup_agent_runs_since(since, kube=kube, timeout=30)
     assert result.failed == []
-    assert sorted(result.deleted) == sorted(["agentrun.core.controller-agent.dev/new-run-1",
-                                             "agentrun.core.controller-agent.dev/new-run-2",
-                                             "secret/new-run-1-identity", "secret/new-run-2-identity"])
+    assert sorted(result.deleted) == sorted(
+        [
+            "agentrun.core.controller-agent.dev/new-run-1",
+            "agentrun.core.controller-agent.dev/new-run-2",
+            "secret/new-run-1-identity",
+            "secret/new-run-2-identity",
+        ]
+    )
     assert names(kd, "agentruns.core.controller-agent.dev") == ["old-run-1", "old-run-2"]
     assert names(kd, "secrets") == ["old-run-1-identity", "old-run-2-identity", "unrelated"]
 
 
 def test_a_naive_since_is_refused(kube: Kube) -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)  # noqa: DTZ001
+        cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)
 
 
 def test_an_unreachable_cluster_is_reported_not_raised(kd: Any, kube: Kube) -> None:
@@ -140,14 +170,18 @@ def inner(pytester: pytest.Pytester, kd: Any, spec: str) -> None:
 
 
 def test_what_a_passing_spec_created_is_deleted_after_it(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
-    inner(pytester, kd, """
+    inner(
+        pytester,
+        kd,
+        """
 def test_creates(cleanup):
     cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scratch"}})
     cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scratch-2"}})
 
 def test_sees_it_gone(kube):
     assert "scratch" not in kube.kubectl("get", "configmaps", "-o", "name").stdout
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=2)
     assert "cluster resources kept" not in result.stdout.str()
@@ -171,8 +205,9 @@ def test_fails(shared, cleanup):
 """
 
 
-def test_after_a_failure_in_the_module_nothing_more_is_deleted(pytester: pytest.Pytester, kd: Any,
-                                                                tmp_path: Any) -> None:
+def test_after_a_failure_in_the_module_nothing_more_is_deleted(
+    pytester: pytest.Pytester, kd: Any, tmp_path: Any
+) -> None:
     inner(pytester, kd, MODULE_WITH_A_FAILURE)
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=1, failed=1)
@@ -180,19 +215,24 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(pytester: pytest.
     assert "shared-config" in names(kd, "configmaps")
     assert "evidence" in names(kd, "secrets")
     run = kd.store.get("secrets", "default", "evidence")["metadata"]["labels"]["stack-harness.dev/run"]
-    result.stdout.fnmatch_lines([
-        f"*cluster resources kept (2 scope(s), run {run})*",
-        "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-        f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
-        f"stack-harness.dev/run={run}",
-        f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence --wait=false "
-        "--ignore-not-found",
-        "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*cluster resources kept (2 scope(s), run {run})*",
+            "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
+            f"stack-harness.dev/run={run}",
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
+            "--wait=false --ignore-not-found",
+            "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
+        ]
+    )
 
 
 def test_a_failure_in_teardown_keeps_the_modules_resources(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
-    inner(pytester, kd, """
+    inner(
+        pytester,
+        kd,
+        """
 import pytest
 
 @pytest.fixture
@@ -202,7 +242,8 @@ def restore_pacing():
 
 def test_creates(module_cleanup, restore_pacing):
     module_cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept-after-teardown"}})
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=1, errors=1)
     assert "kept-after-teardown" in names(kd, "configmaps")
@@ -210,10 +251,14 @@ def test_creates(module_cleanup, restore_pacing):
 
 
 def test_keep_resources_keeps_everything_and_says_so(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
-    inner(pytester, kd, """
+    inner(
+        pytester,
+        kd,
+        """
 def test_creates(cleanup):
     cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept-on-request"}})
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"), "--keep-resources")
     result.assert_outcomes(passed=1)
     assert "kept-on-request" in names(kd, "configmaps")
@@ -221,10 +266,14 @@ def test_creates(cleanup):
 
 
 def test_the_run_id_is_a_valid_label_value(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
-    inner(pytester, kd, """
+    inner(
+        pytester,
+        kd,
+        """
 import re
 
 def test_id(harness_run_id):
     assert re.fullmatch(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{6}", harness_run_id)
-""")
+""",
+    )
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(passed=1)

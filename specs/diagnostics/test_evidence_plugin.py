@@ -26,8 +26,9 @@ def test_a_failed_spec_leaves_an_evidence_folder_of_its_deployment(pytester: pyt
     result = pytester.runpytest("--artifacts", str(art), f"--junitxml={tmp_path / 'junit.xml'}")
     result.assert_outcomes(failed=1)
     folder = evidence_folder(art, "test_rollout")
-    result.stdout.fnmatch_lines(["*evidence of failed specs (1)*",
-                                 f"test_inner.py::test_rollout: evidence in *{folder.name} (* steps*"])
+    result.stdout.fnmatch_lines(
+        ["*evidence of failed specs (1)*", f"test_inner.py::test_rollout: evidence in *{folder.name} (* steps*"]
+    )
     done = steps(folder)
     assert index(folder)["finished"] is True
     assert done["the failure"]["status"] == "ok"
@@ -71,13 +72,17 @@ def test_the_index_says_how_long_each_step_took_and_what_ran(pytester: pytest.Py
 
 
 def test_an_object_that_does_not_exist_is_not_found_in_the_evidence(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 import pytest
 
 @pytest.mark.evidence("deployment/nope", "secret/missing", "pods:app=nothing")
 def test_missing(kube):
     assert False
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(failed=1)  # a failure of the spec, not a collection error
     done = steps(evidence_folder(tmp_path / "art", "test_missing"))
@@ -90,28 +95,36 @@ def test_missing(kube):
     assert "INTERNALERROR" not in result.stdout.str()
 
 
-def test_a_container_that_never_started_has_its_log_recorded_as_not_started(pytester: pytest.Pytester,
-                                                                              tmp_path: Path) -> None:
+def test_a_container_that_never_started_has_its_log_recorded_as_not_started(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
     inner_session(pytester, "imagepull", CRASHLOOP_SPEC)
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(failed=1)
     folder = evidence_folder(tmp_path / "art", "test_rollout")
     step = steps(folder)["log of web-6d9f7c8b5-k8s9z/app"]
     assert step["status"] == "not-started"
-    assert step["error"] == ('the container never started (ImagePullBackOff: Back-off pulling image '
-                             '"registry.local/web:missing"); it has no log')
+    assert step["error"] == (
+        "the container never started (ImagePullBackOff: Back-off pulling image "
+        '"registry.local/web:missing"); it has no log'
+    )
     assert step["file"] is None
 
 
-def test_collection_stays_within_its_budget_when_the_api_server_is_slow(pytester: pytest.Pytester,
-                                                                        tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+def test_collection_stays_within_its_budget_when_the_api_server_is_slow(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 import pytest
 
 @pytest.mark.evidence("deployment/web")
 def test_slow(kd, kube):
     kd.fault("latency", delay=2.0)   # every request to the API server now takes 2 s more
     assert False
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"), "--evidence-budget", "4")
     result.assert_outcomes(failed=1)
     data = index(evidence_folder(tmp_path / "art", "test_slow"))
@@ -125,7 +138,10 @@ def test_slow(kd, kube):
 
 
 def test_a_failure_in_teardown_is_collected_too(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 import pytest
 
 @pytest.fixture
@@ -139,7 +155,8 @@ def test_passes_then_teardown_fails(kube, flaky_teardown):
 
 def test_later(kube):  # keeps the module's double up through the first spec's teardown
     pass
-""")
+""",
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=2, errors=1)
     folder = evidence_folder(tmp_path / "art", "test_passes_then_teardown_fails")
@@ -150,13 +167,17 @@ def test_later(kube):  # keeps the module's double up through the first spec's t
 
 
 def test_waits_and_fake_journals_are_part_of_the_evidence(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 from harness import wait_for_sync
 
 def test_waits(kd, kube):
     kube.kubectl("get", "pods")
     wait_for_sync("a pod called never", lambda: None, timeout=0.6, interval=0.1)
-""")
+""",
+    )
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(failed=1)
     folder = evidence_folder(tmp_path / "art", "test_waits")
     waits = (folder / "waits.txt").read_text().splitlines()
@@ -177,28 +198,38 @@ def test_a_spec_with_nothing_of_a_cluster_gets_no_folder(pytester: pytest.Pytest
     assert "evidence of failed specs" not in result.stdout.str()
 
 
-def test_an_unwritable_artifacts_folder_is_a_clear_error_at_session_start(pytester: pytest.Pytester,
-                                                                          tmp_path: Path) -> None:
+def test_an_unwritable_artifacts_folder_is_a_clear_error_at_session_start(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     pytester.makepyfile(test_inner="def test_never_runs():\n    pass\n")
     result = pytester.runpytest("--artifacts", str(blocker / "art"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: the artifacts folder '{blocker / 'art'}' is not writable (*): evidence of "
-                                 "failed specs could not be kept; pass --artifacts DIR with a writable folder"])
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: the artifacts folder '{blocker / 'art'}' is not writable (*): evidence of "
+            "failed specs could not be kept; pass --artifacts DIR with a writable folder"
+        ]
+    )
     assert "Traceback" not in result.stderr.str()
     assert "test_never_runs" not in result.stdout.str()
 
 
-def test_a_spec_killed_by_pytest_timeout_mid_wait_still_gets_its_evidence(pytester: pytest.Pytester,
-                                                                          tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+def test_a_spec_killed_by_pytest_timeout_mid_wait_still_gets_its_evidence(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 import pytest
 
 @pytest.mark.timeout(4)
 def test_stuck_rollout(kube):
     kube.rollout_status("web", timeout=120)   # kubectl waits far past the spec's own timeout
-""")
+""",
+    )
     art = tmp_path / "art"
     result = pytester.runpytest_subprocess("--artifacts", str(art), "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(failed=1)
@@ -209,14 +240,21 @@ def test_stuck_rollout(kube):
     assert data["finished"] is True
     done = steps(folder)
     assert done["kubectl describe deployment/web"]["status"] == "ok"  # the workload rollout_status was waiting on
-    assert (folder / "deployment-web.explanation.txt").read_text().startswith(
-        "deployment/web did not roll out: the new pod crash-loops")
+    assert (
+        (folder / "deployment-web.explanation.txt")
+        .read_text()
+        .startswith("deployment/web did not roll out: the new pod crash-loops")
+    )
     assert "harness leak audit" not in result.stdout.str()  # the interrupted kubectl's group was killed
 
 
-def test_a_port_forward_that_died_leaves_kubectls_stderr_in_the_evidence(pytester: pytest.Pytester,
-                                                                         tmp_path: Path) -> None:
-    inner_session(pytester, "crashloop", """
+def test_a_port_forward_that_died_leaves_kubectls_stderr_in_the_evidence(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    inner_session(
+        pytester,
+        "crashloop",
+        """
 import socket
 from harness import wait_for_sync
 
@@ -233,7 +271,8 @@ def test_forward_dies(kd, kube, forwards):
             client.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
             wait_for_sync("kubectl to exit", lambda: forward.exit, timeout=20, interval=0.1)
     assert False, "the gateway hop died"
-""")
+""",
+    )
     art = tmp_path / "art"
     pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
     folder = evidence_folder(art, "test_forward_dies")
@@ -247,7 +286,10 @@ def test_forward_dies(kd, kube, forwards):
 
 
 def test_agent_runs_created_since_the_specs_since_are_kept(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    inner_session(pytester, None, """
+    inner_session(
+        pytester,
+        None,
+        """
 import json
 import pytest
 
@@ -267,14 +309,18 @@ def test_turn(kd, kube, since):
     kube.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     kd.store.create("agentruns.core.controller-agent.dev", run("run-of-this-turn"))
     assert False, "timed out waiting for the reply"
-""")
-    pytester.makeconftest(pytester.path.joinpath("conftest.py").read_text() + """
+""",
+    )
+    pytester.makeconftest(
+        pytester.path.joinpath("conftest.py").read_text()
+        + """
 
 @pytest.fixture(autouse=True)
 def shop(kd):
     if kd.store.get("namespaces", None, "shop") is None:
         kd.store.create("namespaces", {"metadata": {"name": "shop"}})
-""")
+"""
+    )
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(failed=1)
     folder = evidence_folder(tmp_path / "art", "test_turn")
     assert steps(folder)["AgentRuns created since the spec's since"]["status"] == "ok"
@@ -283,16 +329,19 @@ def shop(kd):
     assert "agentRef: stub-agent" in runs
 
 
-def test_a_cluster_spec_refused_by_the_context_guard_gets_no_folder(pytester: pytest.Pytester, kubectl_standin: object,
-                                                                    tmp_path: Path) -> None:
+def test_a_cluster_spec_refused_by_the_context_guard_gets_no_folder(
+    pytester: pytest.Pytester, kubectl_standin: object, tmp_path: Path
+) -> None:
     kubectl_standin.set_current_context("gke_prod_europe")  # type: ignore[attr-defined]
-    pytester.makepyfile(test_inner="""
+    pytester.makepyfile(
+        test_inner="""
 import pytest
 
 @pytest.mark.cluster
 def test_needs_the_cluster(kube):
     kube.kubectl("get", "pods")
-""")
+"""
+    )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(errors=1)
     assert [p.name for p in run_folder(tmp_path / "art").iterdir() if not p.name.startswith(".")] == ["report.html"]

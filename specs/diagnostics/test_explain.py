@@ -23,7 +23,8 @@ def headline(name: str) -> str:
 def test_a_crash_loop_names_the_container_its_exit_and_the_previous_log() -> None:
     explanation = explain(snapshot("crashloop"))
     assert explanation.headline == (
-        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)")
+        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
+    )
     text = explanation.text()
     assert "new ReplicaSet web-6d9f7c8b5 (revision 2" in text
     assert "old ReplicaSet web-5c8d7b9f4 (revision 1, 2 desired, 2 ready)" in text
@@ -44,27 +45,33 @@ def test_an_image_pull_failure_quotes_the_kubelet() -> None:
 def test_pods_that_run_but_never_become_ready_show_the_probe_failure() -> None:
     assert headline("never_ready") == (
         "deployment/web did not roll out: 2 of 2 new pods run but never became ready "
-        "(Readiness probe failed: HTTP probe failed with statuscode: 503)")
+        "(Readiness probe failed: HTTP probe failed with statuscode: 503)"
+    )
 
 
 def test_an_unschedulable_pod_gives_the_schedulers_message() -> None:
-    message = ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
-               "1 No preemption victims found for incoming pod.")
+    message = (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod."
+    )
     assert headline("unschedulable") == f"deployment/web did not roll out: the new pod cannot be scheduled ({message})"
     assert f"Warning FailedScheduling: {message}" in explain(snapshot("unschedulable")).text()
 
 
 def test_progress_deadline_exceeded_comes_first_with_the_conditions_message() -> None:
     text = headline("progress_deadline")
-    assert text.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" '
-                           "has timed out progressing.)")
+    assert text.startswith(
+        'deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" '
+        "has timed out progressing.)"
+    )
     assert 'CreateContainerConfigError (container app, secret "web-secrets" not found)' in text
 
 
 def test_a_completed_rollout_with_old_pods_still_serving_says_how_many() -> None:
     explanation = explain(snapshot("old_pods_serving"))
-    assert explanation.headline.startswith("deployment/web rolled out, but 2 old pod(s) still exist (2 ready, "
-                                           "2 terminating)")
+    assert explanation.headline.startswith(
+        "deployment/web rolled out, but 2 old pod(s) still exist (2 ready, 2 terminating)"
+    )
     assert explanation.healthy is False
     assert 'status: deployment "web" successfully rolled out' in explanation.details
 
@@ -72,8 +79,8 @@ def test_a_completed_rollout_with_old_pods_still_serving_says_how_many() -> None
 def test_a_statefulset_splits_pods_by_revision_and_names_an_oom_kill() -> None:
     explanation = explain(snapshot("statefulset_oom"))
     assert explanation.headline == (
-        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled "
-        "exit 137)")
+        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled exit 137)"
+    )
     assert "new revision nats-7b9c6d5e4: 1 pod(s)" in explanation.details
     assert "old revision nats-5f4d8c7b6: 2 pod(s)" in explanation.details
 
@@ -111,11 +118,13 @@ def test_a_missing_workload_is_not_found_not_a_crash() -> None:
 
 def test_an_unreadable_workload_says_why() -> None:
     explanation = explain(snapshot("crashloop", workload=None, problems=["deployment web: kubectl timed out"]))
-    assert explanation.headline == ("deployment/web could not be read in namespace shop: deployment web: "
-                                    "kubectl timed out")
+    assert explanation.headline == (
+        "deployment/web could not be read in namespace shop: deployment web: kubectl timed out"
+    )
 
 
 # --- kubectl's own verdict (pkg/polymorphichelpers/rollout_status.go) ------------------------------------------------
+
 
 def deployment(**status: object) -> dict:
     dep = copy.deepcopy(recorded("crashloop")["workload"])
@@ -123,19 +132,36 @@ def deployment(**status: object) -> dict:
     return dep
 
 
-@pytest.mark.parametrize(("status", "expected"), [
-    ({"observedGeneration": 1}, (False, "Waiting for deployment spec update to be observed...", False)),
-    ({"updatedReplicas": 1, "replicas": 3},
-     (False, 'Waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated...', False)),
-    ({"updatedReplicas": 2, "replicas": 3},
-     (False, 'Waiting for deployment "web" rollout to finish: 1 old replicas are pending termination...', False)),
-    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 1},
-     (False, 'Waiting for deployment "web" rollout to finish: 1 of 2 updated replicas are available...', False)),
-    ({"updatedReplicas": 2, "replicas": 2, "availableReplicas": 2},
-     (True, 'deployment "web" successfully rolled out', False)),
-    ({"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]},
-     (False, 'deployment "web" exceeded its progress deadline', True)),
-])
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        ({"observedGeneration": 1}, (False, "Waiting for deployment spec update to be observed...", False)),
+        (
+            {"updatedReplicas": 1, "replicas": 3},
+            (
+                False,
+                'Waiting for deployment "web" rollout to finish: 1 out of 2 new replicas have been updated...',
+                False,
+            ),
+        ),
+        (
+            {"updatedReplicas": 2, "replicas": 3},
+            (False, 'Waiting for deployment "web" rollout to finish: 1 old replicas are pending termination...', False),
+        ),
+        (
+            {"updatedReplicas": 2, "replicas": 2, "availableReplicas": 1},
+            (False, 'Waiting for deployment "web" rollout to finish: 1 of 2 updated replicas are available...', False),
+        ),
+        (
+            {"updatedReplicas": 2, "replicas": 2, "availableReplicas": 2},
+            (True, 'deployment "web" successfully rolled out', False),
+        ),
+        (
+            {"conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}]},
+            (False, 'deployment "web" exceeded its progress deadline', True),
+        ),
+    ],
+)
 def test_deployment_verdicts_match_kubectl(status: dict, expected: tuple) -> None:
     assert workload_status("deployment", deployment(**status)) == expected
 
@@ -154,10 +180,17 @@ def test_statefulset_verdicts_match_kubectl() -> None:
 
 # --- small pieces ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("ref", "parsed"), [
-    ("deployment/web", ("deployment", "web")), ("deploy/web", ("deployment", "web")),
-    ("sts/nats", ("statefulset", "nats")), ("pod/web-1", ("pod", "web-1")), ("Deployments.apps/x", ("deployment", "x")),
-])
+
+@pytest.mark.parametrize(
+    ("ref", "parsed"),
+    [
+        ("deployment/web", ("deployment", "web")),
+        ("deploy/web", ("deployment", "web")),
+        ("sts/nats", ("statefulset", "nats")),
+        ("pod/web-1", ("pod", "web-1")),
+        ("Deployments.apps/x", ("deployment", "x")),
+    ],
+)
 def test_workload_references(ref: str, parsed: tuple[str, str]) -> None:
     assert parse_ref(ref) == parsed
 
@@ -169,16 +202,25 @@ def test_bad_workload_references_are_refused(ref: str) -> None:
 
 
 def test_selectors_become_kubectl_syntax() -> None:
-    selector = {"matchLabels": {"app": "web", "tier": "api"}, "matchExpressions": [
-        {"key": "env", "operator": "In", "values": ["a", "b"]}, {"key": "canary", "operator": "DoesNotExist"}]}
+    selector = {
+        "matchLabels": {"app": "web", "tier": "api"},
+        "matchExpressions": [
+            {"key": "env", "operator": "In", "values": ["a", "b"]},
+            {"key": "canary", "operator": "DoesNotExist"},
+        ],
+    }
     assert selector_string(selector) == "app=web,tier=api,env in (a,b),!canary"
 
 
 def test_events_sort_on_last_timestamp_or_else_event_time() -> None:
     old_style = {"lastTimestamp": "2026-11-30T14:00:05Z", "eventTime": None, "reason": "A"}
     new_style = {"lastTimestamp": None, "eventTime": "2026-11-30T14:00:03.500000Z", "reason": "B"}
-    series = {"lastTimestamp": None, "eventTime": "2026-11-30T14:00:01.000000Z",
-              "series": {"count": 3, "lastObservedTime": "2026-11-30T14:00:09.000000Z"}, "reason": "C"}
+    series = {
+        "lastTimestamp": None,
+        "eventTime": "2026-11-30T14:00:01.000000Z",
+        "series": {"count": 3, "lastObservedTime": "2026-11-30T14:00:09.000000Z"},
+        "reason": "C",
+    }
     timeless = {"reason": "D"}
     assert [e["reason"] for e in sort_events([old_style, new_style, series, timeless])] == ["D", "B", "A", "C"]
     assert event_time(new_style) is not None

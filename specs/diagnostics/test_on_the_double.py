@@ -28,10 +28,13 @@ CRASH_LOGS = "starting web 2.0\nconnecting to redis at redis:6379\npanic: dial t
 _names = itertools.count(1)
 
 
-def deployment(name: str, image: str, *, replicas: int = 2, faults: dict[str, str] | None = None,
-               deadline: int | None = None) -> str:
-    template: dict[str, Any] = {"metadata": {"labels": {"app": name}},
-                                "spec": {"containers": [{"name": "app", "image": image}]}}
+def deployment(
+    name: str, image: str, *, replicas: int = 2, faults: dict[str, str] | None = None, deadline: int | None = None
+) -> str:
+    template: dict[str, Any] = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"containers": [{"name": "app", "image": image}]},
+    }
     if faults:
         template["metadata"]["annotations"] = {FAULT + k: v for k, v in faults.items()}
     spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}
@@ -66,14 +69,19 @@ def roll_out(kube: Kube, manifest: str) -> None:
 
 
 def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) -> None:
-    roll_out(kube, deployment("web", "registry.local/web:2.0",
-                              faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}))
+    roll_out(
+        kube,
+        deployment(
+            "web", "registry.local/web:2.0", faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}
+        ),
+    )
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=3)
     message = str(caught.value)
     first, second = message.splitlines()[:2]
-    assert first == ("deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error "
-                     "exit 1)")
+    assert first == (
+        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
+    )
     assert second.startswith("  gave up: ")
     assert "kubectl exited 1:" in second
     assert isinstance(caught.value, KubectlError)  # rollout_status's failure is still the kubectl error it explains
@@ -83,13 +91,17 @@ def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) 
 
 
 def test_an_image_pull_failure_is_explained(kube: Kube) -> None:
-    roll_out(kube, deployment("web", "registry.local/web:missing", faults={"image-pull-error": "true",
-                                                                         "backoff": "0.3"}))
+    roll_out(
+        kube, deployment("web", "registry.local/web:missing", faults={"image-pull-error": "true", "backoff": "0.3"})
+    )
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=3)
     first = str(caught.value).splitlines()[0]
-    assert re.match(r"deployment/web did not roll out: the new pod is stuck in (ErrImagePull|ImagePullBackOff) "
-                    r"\(container app, ", first), first
+    assert re.match(
+        r"deployment/web did not roll out: the new pod is stuck in (ErrImagePull|ImagePullBackOff) "
+        r"\(container app, ",
+        first,
+    ), first
     assert "registry.local/web:missing" in str(caught.value)
 
 
@@ -112,8 +124,9 @@ def test_an_unschedulable_pod_is_explained(kube: Kube) -> None:
 
 
 def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
-    roll_out(kube, deployment("web", "registry.local/web:2.0", deadline=5,
-                              faults={"crash-loop": "true", "backoff": "0.3"}))
+    roll_out(
+        kube, deployment("web", "registry.local/web:2.0", deadline=5, faults={"crash-loop": "true", "backoff": "0.3"})
+    )
     # The crash must have happened before the deadline passes: on a loaded machine the new pod may still be in its
     # first run when the clock jumps, and then "runs but never became ready" is the true explanation.
     wait_for_sync("the new pod to crash once", lambda: _new_pod_restarted(kube, "web"), timeout=20, interval=0.1)
@@ -121,20 +134,25 @@ def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=20)
     first, second = str(caught.value).splitlines()[:2]
-    assert first.startswith("deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet \"web-")
+    assert first.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-')
     assert "has timed out progressing.); the new pod crash-loops" in first
-    assert 'exceeded its progress deadline' in second
+    assert "exceeded its progress deadline" in second
 
 
-def _new_pod_restarted(kube: Kube, app: str) -> bool:
+def _new_pod_restarted(kube: Kube, app: str) -> bool | None:
+    """True once a pod of ``app`` has restarted; ``None`` (not yet) before: ``False`` would end the wait at once."""
     pods = kube.kubectl_json("get", "pods", "-l", f"app={app}") or {"items": []}
-    return any(status.get("restartCount", 0) > 0
-               for pod in pods["items"] for status in pod.get("status", {}).get("containerStatuses", []))
+    statuses = (status for pod in pods["items"] for status in pod.get("status", {}).get("containerStatuses", []))
+    return True if any(status.get("restartCount", 0) > 0 for status in statuses) else None
 
 
 def test_a_rollout_that_completed_while_old_pods_still_serve_says_how_many(kube: Kube) -> None:
-    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:1.0", replicas=1,
-                                                     faults={"terminate-delay": "grace"}))
+    kube.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=deployment("web", "registry.local/web:1.0", replicas=1, faults={"terminate-delay": "grace"}),
+    )
     kube.rollout_status("web", timeout=30)
     kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:2.0", replicas=1))
     assert kube.rollout_status("web", timeout=30) == 'deployment "web" successfully rolled out'
@@ -166,13 +184,16 @@ def kube(kd):
 def test_the_evidence_of_a_crash_loop_holds_its_previous_log(pytester: pytest.Pytester, tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.skip("no kubectl on PATH: these specs need the real binary")
-    broken = deployment("web", "registry.local/web:2.0", replicas=1,
-                        faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS})
+    broken = deployment(
+        "web", "registry.local/web:2.0", replicas=1, faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}
+    )
     pytester.makeconftest(CRASHLOOP_CONFTEST.format(manifest=broken))
-    pytester.makepyfile(test_inner="""
+    pytester.makepyfile(
+        test_inner="""
 def test_rollout(kube):
     kube.rollout_status("web", timeout=3)
-""")
+"""
+    )
     art = tmp_path / "art"
     pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
     folder = evidence_folder(art, "test_rollout")

@@ -85,16 +85,24 @@ def test_auto_picks_lines_when_the_output_is_no_terminal(screen: Screen) -> None
 def test_off_shows_nothing_and_starts_no_thread(screen: Screen) -> None:
     progress.configure(mode="off")
     seen: list[int] = []
+
+    def probe() -> None:
+        seen.append(len(ticker_threads()))
+
     with pytest.raises(AssertionError):
-        wait_for_sync("x", lambda: seen.append(len(ticker_threads())) or None, timeout=0.5, interval=0.1)
+        wait_for_sync("x", probe, timeout=0.5, interval=0.1)
     assert screen.text == ""
     assert set(seen) == {0}
 
 
 def test_no_ticker_thread_outlives_the_wait(screen: Screen) -> None:
     during: list[int] = []
+
+    def probe() -> None:
+        during.append(len(ticker_threads()))
+
     with pytest.raises(AssertionError):
-        wait_for_sync("y", lambda: during.append(len(ticker_threads())) or None, timeout=0.5, interval=0.1)
+        wait_for_sync("y", probe, timeout=0.5, interval=0.1)
     assert max(during) == 1
     assert ticker_threads() == []
 
@@ -107,7 +115,8 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_progress_reaches_the_real_stderr_through_pytests_capture(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_inner="""
+    pytester.makepyfile(
+        test_inner="""
 import pytest
 from harness import progress, wait_for_sync
 
@@ -115,8 +124,13 @@ def test_waits():
     progress.configure(threshold=0.2, period=0.5)
     with pytest.raises(AssertionError):
         wait_for_sync("the slow thing", lambda: None, timeout=1.5, interval=0.1)
-""")
+"""
+    )
     result = pytester.runpytest_subprocess("--progress", "lines", "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=1)
-    result.stderr.fnmatch_lines(["waiting for the slow thing: *s of 1.5s, attempt *",
-                                 "done waiting for the slow thing after 1.*s: timeout, * attempts"])
+    result.stderr.fnmatch_lines(
+        [
+            "waiting for the slow thing: *s of 1.5s, attempt *",
+            "done waiting for the slow thing after 1.*s: timeout, * attempts",
+        ]
+    )

@@ -24,8 +24,11 @@ class Page(html.parser.HTMLParser):
         self.tags.append((tag, {k: v or "" for k, v in attrs}))
 
     def find(self, tag: str | None = None, **wanted: str) -> list[dict[str, str]]:
-        return [a for t, a in self.tags if (tag is None or t == tag)
-                and all(a.get(k.replace("_", "-")) == v for k, v in wanted.items())]
+        return [
+            a
+            for t, a in self.tags
+            if (tag is None or t == tag) and all(a.get(k.replace("_", "-")) == v for k, v in wanted.items())
+        ]
 
 
 T0 = 1_795_000_000.0
@@ -33,30 +36,88 @@ T0 = 1_795_000_000.0
 
 def spec(nodeid: str, outcome: str, start: float, **extra: Any) -> dict[str, Any]:
     call = "failed" if outcome == "failed" else "passed"
-    entry = {"nodeid": nodeid, "outcome": outcome, "start": start, "end": start + 4, "evidence": None,
-             "phases": {"setup": [start, start + 0.5, "passed"], "call": [start + 0.5, start + 3.5, call],
-                        "teardown": [start + 3.5, start + 4, "passed"]},
-             "waits": [], "rollouts": [], "forwards": []}
+    entry = {
+        "nodeid": nodeid,
+        "outcome": outcome,
+        "start": start,
+        "end": start + 4,
+        "evidence": None,
+        "phases": {
+            "setup": [start, start + 0.5, "passed"],
+            "call": [start + 0.5, start + 3.5, call],
+            "teardown": [start + 3.5, start + 4, "passed"],
+        },
+        "waits": [],
+        "rollouts": [],
+        "forwards": [],
+    }
     entry.update(extra)
     return entry
 
 
 def sample(folder: Path) -> list[dict[str, Any]]:
-    wait = {"what": "an AgentRun to be created", "start": T0 + 1, "elapsed": 2.5, "budget": 3.0, "outcome": "timeout",
-            "elided": 0, "attempts": [[0.0, 0.1, "not-yet", None], [0.5, 0.2, "failed", "KubectlError: boom"],
-                                      [1.0, 1.0, "hung", None], [2.2, 0.1, "ok", None]]}
-    rollout = {"ref": "deployment/web", "start": T0 + 1, "end": T0 + 3, "outcome": "failed",
-               "headline": "deployment/web did not roll out: the new pod crash-loops",
-               "pods": [{"name": "web-6d9f-x2x7q", "new": True, "state": "Running, not ready",
-                         "points": {"created": T0 + 1, "scheduled": T0 + 1.2, "started": T0 + 1.5}},
-                        {"name": "web-5c8d-a1b2c", "new": False, "state": "Running, ready",
-                         "points": {"created": T0, "scheduled": T0 + 0.1, "started": T0 + 0.3, "ready": T0 + 0.6,
-                                    "deleted": T0 + 2.5}}]}
-    forward = {"target": "svc/fake-github :80", "start": T0 + 0.5, "ready": T0 + 0.8, "end": T0 + 2.0,
-               "how": "kubectl exited rc=1", "died": True, "stderr": "lost connection to pod"}
-    return [spec("specs/test_a.py::test_passes", "passed", T0 - 5),
-            spec("specs/test_a.py::test_fails", "failed", T0, waits=[wait], rollouts=[rollout], forwards=[forward],
-                 evidence=str(folder / "specs_test_a.py__test_fails"))]
+    wait = {
+        "what": "an AgentRun to be created",
+        "start": T0 + 1,
+        "elapsed": 2.5,
+        "budget": 3.0,
+        "outcome": "timeout",
+        "elided": 0,
+        "attempts": [
+            [0.0, 0.1, "not-yet", None],
+            [0.5, 0.2, "failed", "KubectlError: boom"],
+            [1.0, 1.0, "hung", None],
+            [2.2, 0.1, "ok", None],
+        ],
+    }
+    rollout = {
+        "ref": "deployment/web",
+        "start": T0 + 1,
+        "end": T0 + 3,
+        "outcome": "failed",
+        "headline": "deployment/web did not roll out: the new pod crash-loops",
+        "pods": [
+            {
+                "name": "web-6d9f-x2x7q",
+                "new": True,
+                "state": "Running, not ready",
+                "points": {"created": T0 + 1, "scheduled": T0 + 1.2, "started": T0 + 1.5},
+            },
+            {
+                "name": "web-5c8d-a1b2c",
+                "new": False,
+                "state": "Running, ready",
+                "points": {
+                    "created": T0,
+                    "scheduled": T0 + 0.1,
+                    "started": T0 + 0.3,
+                    "ready": T0 + 0.6,
+                    "deleted": T0 + 2.5,
+                },
+            },
+        ],
+    }
+    forward = {
+        "target": "svc/fake-github :80",
+        "start": T0 + 0.5,
+        "ready": T0 + 0.8,
+        "end": T0 + 2.0,
+        "how": "kubectl exited rc=1",
+        "died": True,
+        "stderr": "lost connection to pod",
+    }
+    return [
+        spec("specs/test_a.py::test_passes", "passed", T0 - 5),
+        spec(
+            "specs/test_a.py::test_fails",
+            "failed",
+            T0,
+            waits=[wait],
+            rollouts=[rollout],
+            forwards=[forward],
+            evidence=str(folder / "specs_test_a.py__test_fails"),
+        ),
+    ]
 
 
 def test_each_spec_wait_attempt_pod_and_forward_is_on_the_page(tmp_path: Path) -> None:
@@ -69,7 +130,14 @@ def test_each_spec_wait_attempt_pod_and_forward_is_on_the_page(tmp_path: Path) -
     assert outcomes == ["not-yet", "failed", "hung", "ok"]
     assert len(page.find("rect", data_kind="phase")) == 6
     assert [a["data-outcome"] for a in page.find("rect", data_kind="pod-phase")] == [
-        "pending", "scheduled", "started", "pending", "scheduled", "started", "ready"]
+        "pending",
+        "scheduled",
+        "started",
+        "pending",
+        "scheduled",
+        "started",
+        "ready",
+    ]
     assert len(page.find("rect", data_kind="pod-deleted")) == 1
     assert len(page.find("rect", data_kind="forward-died")) == 1
     assert len(page.find("rect", data_kind="forward-ready")) == 1
@@ -112,7 +180,8 @@ def test_an_empty_run_still_renders(tmp_path: Path) -> None:
 
 
 def test_a_real_run_writes_one_report_with_its_specs(pytester: pytest.Pytester, tmp_path: Path) -> None:
-    pytester.makepyfile(test_inner="""
+    pytester.makepyfile(
+        test_inner="""
 import pytest
 from harness import wait_for_sync
 
@@ -121,7 +190,8 @@ def test_waits():
 
 def test_fails():
     assert 1 == 2
-""")
+"""
+    )
     art = tmp_path / "art"
     result = pytester.runpytest("--artifacts", str(art), "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)

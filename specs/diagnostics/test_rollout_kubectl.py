@@ -45,8 +45,9 @@ def test_rollout_status_on_a_crash_loop_raises_the_explanation_cause_first(kd: A
         shop.rollout_status("web", timeout=1, grace=5)
     message = str(caught.value)
     first, second = message.splitlines()[:2]
-    assert first == ("deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error "
-                     "exit 1)")
+    assert first == (
+        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
+    )
     assert second.startswith("  gave up: ")
     assert "kubectl exited 1:" in second
     assert "timed out waiting for the condition" in second
@@ -61,16 +62,23 @@ def test_progress_deadline_ends_kubectl_at_once_and_is_named(kd: Any, shop: Kube
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("web", timeout=60, grace=5)  # kubectl gives up by itself on ProgressDeadlineExceeded
     first, second = str(caught.value).splitlines()[:2]
-    assert first.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" has '
-                            "timed out progressing.)")
-    assert 'exceeded its progress deadline' in second
+    assert first.startswith(
+        'deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" has '
+        "timed out progressing.)"
+    )
+    assert "exceeded its progress deadline" in second
 
 
 def test_a_wait_on_a_deployment_explains_itself(kd: Any, shop: Kube) -> None:
     load_into(kd, "unschedulable")
     with pytest.raises(RolloutFailed) as caught:
-        wait_for_sync("deployment/web to roll out", rollout_complete(shop, "deployment/web"), timeout=1.5,
-                      interval=0.2, probe_timeout=10)
+        wait_for_sync(
+            "deployment/web to roll out",
+            rollout_complete(shop, "deployment/web"),
+            timeout=1.5,
+            interval=0.2,
+            probe_timeout=10,
+        )
     assert isinstance(caught.value, WaitTimeout)
     assert isinstance(caught.value.__cause__, WaitTimeout)
     assert caught.value.summary is not None
@@ -84,7 +92,9 @@ def test_a_wait_stopped_by_the_progress_deadline_explains_itself_too(kd: Any, sh
     with pytest.raises(RolloutFailed) as caught:
         wait_for_sync("deployment/web to roll out", rollout_complete(shop, "deployment/web"), timeout=30, interval=0.2)
     assert isinstance(caught.value.__cause__, StopWaiting)
+    assert caught.value.summary is not None
     assert caught.value.summary.outcome == "stopped"
+    assert caught.value.summary is not None
     assert len(caught.value.summary.attempts) == 1
 
 
@@ -99,8 +109,9 @@ def test_a_statefulset_and_a_pod_are_explained_too(kd: Any, shop: Kube) -> None:
     load_into(kd, "statefulset_oom")
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("statefulset/nats", timeout=1, grace=5)
-    assert str(caught.value).startswith("statefulset/nats did not roll out: the new pod crash-loops (container app, "
-                                        "last terminated OOMKilled exit 137)")
+    assert str(caught.value).startswith(
+        "statefulset/nats did not roll out: the new pod crash-loops (container app, last terminated OOMKilled exit 137)"
+    )
     pod = explain_workload(shop, "pod/nats-2")
     assert pod.headline.startswith("pod/nats-2 is not ready: the pod crash-loops")
 
@@ -112,16 +123,21 @@ def test_explaining_a_missing_deployment_says_not_found(shop: Kube) -> None:
 
 # --- python -m harness diagnose --------------------------------------------------------------------------------------
 
-def diagnose(kd: Any, tmp_path: Path, *args: str, allowed: str = "fake-kube"
-             ) -> subprocess.CompletedProcess[str]:
+
+def diagnose(kd: Any, tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subprocess.CompletedProcess[str]:
     (tmp_path / "pyproject.toml").write_text(f'[tool.harness]\nallowed_contexts = ["{allowed}"]\nnamespace = "shop"\n')
     env = dict(os.environ, KUBECACHEDIR=kd.cache_dir, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "harness", "diagnose", *args, "--kubeconfig", kd.kubeconfig,
-                           "--context", kd.context], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "diagnose", *args, "--kubeconfig", kd.kubeconfig, "--context", kd.context],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-def test_diagnose_prints_the_explanation_and_exits_1_for_a_stuck_rollout(kd: Any, shop: Kube,
-                                                                          tmp_path: Path) -> None:
+def test_diagnose_prints_the_explanation_and_exits_1_for_a_stuck_rollout(kd: Any, shop: Kube, tmp_path: Path) -> None:
     load_into(kd, "imagepull")
     done = diagnose(kd, tmp_path, "deployment/web")
     assert done.returncode == 1, done.stderr

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -33,16 +34,26 @@ from harness.testing.standin import KubectlStandIn
 
 USER = [{"role": "user", "content": "battery of SN-4417?"}]
 TOOL = {"type": "function", "function": {"name": "get_device_battery", "parameters": {"type": "object"}}}
-TWO_CALLS = {"when": {"last_user": "battery"}, "reply": {"text": "Checking.", "tool_calls": [
-    {"name": "get_device_battery", "arguments": {"device": "SN-4417", "unit": "%"}},
-    {"name": "get_device_battery", "arguments": {"device": "SN-0001"}}]}}
+TWO_CALLS = {
+    "when": {"last_user": "battery"},
+    "reply": {
+        "text": "Checking.",
+        "tool_calls": [
+            {"name": "get_device_battery", "arguments": {"device": "SN-4417", "unit": "%"}},
+            {"name": "get_device_battery", "arguments": {"device": "SN-0001"}},
+        ],
+    },
+}
 LINK = {"when": {"last_user": "link"}, "reply": {"text": "To continue, link your GitHub account here please"}}
 
 
 @pytest.fixture(params=["socket", "in-process"])
 def fake(request) -> Iterator[FakeHandle]:
-    context = fakes.openai.serve(models=["agent-orchestrator"]) if request.param == "socket" else \
-        fakes.openai.in_process(models=["agent-orchestrator"])
+    context = (
+        fakes.openai.serve(models=["agent-orchestrator"])
+        if request.param == "socket"
+        else fakes.openai.in_process(models=["agent-orchestrator"])
+    )
     with context as handle:
         handle.app.add_rules(TWO_CALLS, LINK)
         yield handle
@@ -64,8 +75,10 @@ def test_text_and_tool_calls_are_assembled_by_index(fake):
     assert turn.text == "Checking."
     assert turn.finish_reason == "tool_calls"
     assert [(c.index, c.name) for c in turn.tool_calls] == [(0, "get_device_battery"), (1, "get_device_battery")]
-    assert [c.parsed_arguments() for c in turn.tool_calls] == [{"device": "SN-4417", "unit": "%"},
-                                                              {"device": "SN-0001"}]
+    assert [c.parsed_arguments() for c in turn.tool_calls] == [
+        {"device": "SN-4417", "unit": "%"},
+        {"device": "SN-0001"},
+    ]
     assert turn.role_frames == 1
     log = fake.app.log()
     assert [log.answered_with(c.id).seq for c in turn.tool_calls] == [log.last().seq] * 2
@@ -103,6 +116,7 @@ def test_a_cut_stream_is_service_unreachable_and_keeps_the_partial_text(fake, ki
     with pytest.raises(ServiceUnreachable) as caught:
         _chat(fake, [{"role": "user", "content": "link"}])
     partial = caught.value.partial
+    assert partial is not None
     assert partial.text == "To continue,"
     assert not partial.done
     assert "text so far: 'To continue,'" in "\n".join(caught.value.__notes__)
@@ -116,7 +130,9 @@ def test_a_stalled_stream_is_parked_only_when_allowed(fake):
     assert not parked.done
     with pytest.raises(ServiceTimeout, match="headers received") as caught:
         _chat(fake, [{"role": "user", "content": "link"}], timeout=3.0)
+    assert caught.value.partial is not None
     assert caught.value.partial.text == "To continue, link"
+    assert caught.value.partial is not None
     assert caught.value.partial.parked is False
 
 
@@ -137,8 +153,12 @@ def test_an_error_status_is_chat_rejected_with_the_openai_error(fake):
 
 
 def test_an_error_event_mid_stream_is_chat_rejected_after_the_text(fake):
-    fake.app.add_rules({"when": {"last_user": "fail"}, "reply": {"text": "half an answer", "error": {
-        "status": 500, "in_stream": True}}})
+    fake.app.add_rules(
+        {
+            "when": {"last_user": "fail"},
+            "reply": {"text": "half an answer", "error": {"status": 500, "in_stream": True}},
+        }
+    )
     with pytest.raises(ChatRejected, match="error event") as caught:
         _chat(fake, [{"role": "user", "content": "fail now"}])
     assert caught.value.partial.text == "half an answer"
@@ -149,17 +169,43 @@ def test_async_and_a_turn_resumed_with_the_tool_result(fake):
     fake.app.add_rules({"when": {"last_role": "tool"}, "reply": {"text": "It reads {last_tool_result}."}})
 
     async def main() -> ChatTurn:
-        first = await chat_turn(fake.url, USER, chat_id="c", token="t", tools=[TOOL], timeout=20.0,
-                                transport=None if fake.served else fake.async_transport())
+        first = await chat_turn(
+            fake.url,
+            USER,
+            chat_id="c",
+            token="t",
+            tools=[TOOL],
+            timeout=20.0,
+            transport=None if fake.served else fake.async_transport(),
+        )
         call = first.tool_calls[0]
-        messages = [*USER, {"role": "assistant", "content": None, "tool_calls": [
-            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}]},
-            {"role": "tool", "tool_call_id": call.id, "content": "37% remaining"}]
-        return await chat_turn(fake.url, messages, chat_id="c", token="t", tools=[TOOL], timeout=20.0,
-                               transport=None if fake.served else fake.async_transport())
+        messages: list[dict[str, Any]] = [
+            *USER,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": call.id, "content": "37% remaining"},
+        ]
+        return await chat_turn(
+            fake.url,
+            messages,
+            chat_id="c",
+            token="t",
+            tools=[TOOL],
+            timeout=20.0,
+            transport=None if fake.served else fake.async_transport(),
+        )
 
-    fake.app.set_rules([{"when": {"last_role": "tool"}, "reply": {"text": "It reads {last_tool_result}."}},
-                        {"when": {}, "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {}}]}}])
+    fake.app.set_rules(
+        [
+            {"when": {"last_role": "tool"}, "reply": {"text": "It reads {last_tool_result}."}},
+            {"when": {}, "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {}}]}},
+        ]
+    )
     resumed = anyio.run(main)
     assert resumed.text == "It reads 37% remaining."
     assert resumed.finish_reason == "stop"
@@ -196,9 +242,11 @@ def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(k
                     tg.start_soon(kill_when_paused)
                     started = time.monotonic()
                     with pytest.raises(PortForwardDied) as caught:
-                        await chat_turn(fwd, [{"role": "user", "content": "link"}], chat_id="c", token="t",
-                                        timeout=30.0)
+                        await chat_turn(
+                            fwd, [{"role": "user", "content": "link"}], chat_id="c", token="t", timeout=30.0
+                        )
                 assert time.monotonic() - started < 20.0  # the exit ended it, not the 30 s budget
+                assert caught.value.partial is not None
                 assert caught.value.partial.text == "To continue,"
                 assert "port-forward svc/fake-openai" in str(caught.value)
 
@@ -211,21 +259,62 @@ def _frames(*data: str) -> list[SSEFrame]:
 
 def test_assembly_from_frames_skips_role_keepalive_and_done_and_merges_split_arguments():
     turn = ChatTurn(status=200)
-    frames = [SSEFrame(comment="keep-alive"), *_frames(
-        json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
-        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 1, "id": "call_b", "function": {"name": "b", "arguments": ""}}]}}]}),
-        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "id": "call_a", "function": {"name": "a", "arguments": '{"k":'}}]}}]}),
-        json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [
-            {"index": 0, "function": {"arguments": '1}'}}, {"index": 1, "function": {"arguments": "{}"}}]}}]}),
-        json.dumps({"choices": [{"index": 1, "delta": {"content": "other choice, ignored"}}]}),
-        json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
-        "[DONE]")]
+    frames = [
+        SSEFrame(comment="keep-alive"),
+        *_frames(
+            json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}),
+            json.dumps(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [{"index": 1, "id": "call_b", "function": {"name": "b", "arguments": ""}}]
+                            },
+                        }
+                    ]
+                }
+            ),
+            json.dumps(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [
+                                    {"index": 0, "id": "call_a", "function": {"name": "a", "arguments": '{"k":'}}
+                                ]
+                            },
+                        }
+                    ]
+                }
+            ),
+            json.dumps(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [
+                                    {"index": 0, "function": {"arguments": "1}"}},
+                                    {"index": 1, "function": {"arguments": "{}"}},
+                                ]
+                            },
+                        }
+                    ]
+                }
+            ),
+            json.dumps({"choices": [{"index": 1, "delta": {"content": "other choice, ignored"}}]}),
+            json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            "[DONE]",
+        ),
+    ]
     ended = [feed(turn, f) for f in frames]
     assert ended[-1] is True
     assert [(c.index, c.id, c.name, c.arguments) for c in turn.tool_calls] == [
-        (0, "call_a", "a", '{"k":1}'), (1, "call_b", "b", "{}")]
+        (0, "call_a", "a", '{"k":1}'),
+        (1, "call_b", "b", "{}"),
+    ]
     assert (turn.text, turn.role_frames, turn.keepalives, turn.finish_reason) == ("", 1, 1, "tool_calls")
 
 

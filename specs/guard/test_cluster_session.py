@@ -301,7 +301,8 @@ def test_a_failed_wait_reads_in_one_screen_without_harness_frames(pytester: pyte
     result.assert_outcomes(failed=1)
     failure = result.stdout.str().split("= FAILURES =", 1)[1].split("short test summary", 1)[0]
     assert "harness/waiting.py" not in failure
-    assert "anyio" not in failure and "asyncio" not in failure
+    assert "anyio" not in failure
+    assert "asyncio" not in failure
     assert "wait_for_sync('a deployment to be Available'" in failure  # the spec's own line
     assert "timed out after 0.3s waiting for a deployment to be Available" in failure
     assert len(failure.splitlines()) < 25

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,7 +46,7 @@ def test_agent_runs_since_pins_context_and_namespace_on_every_call(kubectl_stand
         stdout=agentruns(("old", "2024-05-01T14:06:55Z", "Succeeded"), ("new", "2024-05-01T14:07:05Z", None)),
     )
     kube = Kube.connect(config=MINIKUBE_ONLY)
-    runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=timezone.utc), kube=kube)
+    runs = agent_runs_since(datetime(2024, 5, 1, 14, 7, 5, 200000, tzinfo=UTC), kube=kube)
     assert [(r.name, r.phase) for r in runs] == [("new", None)]
     calls = kubectl_standin.argvs()
     assert calls[:2] == [["config", "current-context"], ["config", "get-contexts", "-o", "name"]]  # kubeconfig reads
@@ -71,21 +71,24 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
         stdout=agentruns(("previous", "2024-05-01T14:06:55Z", "Succeeded")),
     )
     kube = Kube.connect(config=MINIKUBE_ONLY)
-    since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=timezone.utc)
+    since = datetime(2024, 5, 1, 14, 7, 5, tzinfo=UTC)
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync(
             "an AgentRun to be created", lambda: agent_runs_since(since, kube=kube) or None, timeout=0.6, interval=0.1
         )
     assert "window: AgentRuns created at or after 2024-05-01T14:07:02+00:00" in str(caught.value)
     summary = caught.value.summary  # listed fine, nothing new: not-yet (the last attempt may hang at its clamped bound)
-    assert summary.count("failed") == 0 and summary.count("not-yet") >= 1
+    assert summary is not None
+    assert summary.count("failed") == 0
+    assert summary.count("not-yet") >= 1
 
 
 def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
     kubectl_standin.set_current_context("prod-eu-1")
     with pytest.raises(ContextNotAllowed) as caught:
         Kube.connect(config=MINIKUBE_ONLY)
-    assert "'prod-eu-1'" in str(caught.value) and "kubectl config use-context minikube" in str(caught.value)
+    assert "'prod-eu-1'" in str(caught.value)
+    assert "kubectl config use-context minikube" in str(caught.value)
     assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 
@@ -199,6 +202,7 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
         wait_for_sync(
             "pods", lambda: kube.kubectl("get", "pods", timeout=30.0), timeout=1.0, interval=0.1, probe_timeout=0.5
         )
+    assert caught.value.summary is not None
     assert len(caught.value.summary.attempts) >= 2
     # Each kubectl was killed at its attempt's bound (not at its 30 s timeout), so none runs on.
     deadline = time.monotonic() + 5
@@ -210,7 +214,7 @@ def test_kubectl_inside_a_wait_is_shortened_to_the_attempt_bound(kubectl_standin
 class _DateServer(BaseHTTPRequestHandler):
     offset = 0.0
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+    def do_GET(self) -> None:
         body = b'{"major":"1","minor":"32","gitVersion":"v1.32.0"}'
         self.send_response(200)  # adds Date from date_time_string() below
         self.send_header("Content-Type", "application/json")
@@ -219,7 +223,7 @@ class _DateServer(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def date_time_string(self, timestamp: float | None = None) -> str:
-        return format_datetime(datetime.fromtimestamp(time.time() + self.offset, timezone.utc), usegmt=True)
+        return format_datetime(datetime.fromtimestamp(time.time() + self.offset, UTC), usegmt=True)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -255,7 +259,7 @@ def test_server_time_and_clock_skew_come_from_the_api_servers_date_header(api_se
         )
         server_now = kube.server_time()
         assert server_now.tzinfo is not None
-        assert abs((datetime.now(timezone.utc) - server_now).total_seconds() - 90) < 2.5
+        assert abs((datetime.now(UTC) - server_now).total_seconds() - 90) < 2.5
         assert 87.5 < kube.clock_skew() < 92.5
         kube.close()
     finally:
@@ -309,10 +313,14 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
     kubectl_standin.answer("rollout", "status", sleep=60)
     kube = Kube.connect(config=MINIKUBE_ONLY)
     with pytest.raises(RolloutFailed) as caught:
-        kube.rollout_status("agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0)  # the stand-in ignores --timeout
+        kube.rollout_status(
+            "agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0
+        )  # the stand-in ignores --timeout
     assert isinstance(caught.value.__cause__, KubectlTimeout)
     assert caught.value.__cause__.timeout == pytest.approx(1.0)
-    assert str(caught.value).startswith("deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s")
+    assert str(caught.value).startswith(
+        "deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s"
+    )
 
 
 def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_hop(

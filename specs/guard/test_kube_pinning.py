@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from harness import Kube
 from harness.config import HarnessConfig
+from harness.errors import KubectlError
 from harness.kube import duration_flag, refuse_target_flags
 from harness.testing.apiserver import StubApiServer, write_kubeconfig
 from harness.testing.kubectl_builds import real_kubectl
@@ -56,7 +58,7 @@ def test_a_flag_that_chooses_the_target_is_refused_in_both_forms(
     kube = Kube.connect(config=MINIKUBE_ONLY)
     before = len(kubectl_standin.argvs())
     args = ["get", "pods", flag, "other"] if form == "separate" else ["get", "pods", f"{flag}=other"]
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ValueError, match=re.escape(repr(args[2]))) as caught:
         kube.kubectl(*args)
     message = str(caught.value)
     assert repr(args[2]) in message  # names the flag as given
@@ -78,7 +80,7 @@ def test_a_flag_that_chooses_the_target_is_refused_in_both_forms(
     ],
 )
 def test_short_and_clustered_forms_are_refused_with_what_to_use_instead(args: list[str], flag: str) -> None:
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ValueError, match=f"kubectl takes the last {re.escape(flag)} given") as caught:
         refuse_target_flags(args)
     message = str(caught.value)
     assert f"kubectl takes the last {flag} given" in message
@@ -223,7 +225,7 @@ def test_rollout_status_writes_a_sub_second_budget_as_milliseconds(kubectl_stand
     kube = Kube.connect(config=MINIKUBE_ONLY)
     kube.rollout_status("web", timeout=0.4)
     assert kubectl_standin.argvs()[-1][-1] == "--timeout=400ms"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="kubectl reads 0 as forever"):
         kube.rollout_status("web", timeout=0)
 
 
@@ -250,7 +252,7 @@ def test_real_kubectl_ends_a_sub_second_rollout_wait_by_itself(minor: int, tmp_p
         kube = Kube(
             "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
         )
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(KubectlError, match="timed out waiting for the condition") as caught:
             kube.rollout_status("web", timeout=0.4, grace=20.0)
     # kubectl's own --timeout ended it ("0s" would have meant forever, and the harness would have killed it at 20.4 s)
     assert type(caught.value.__cause__).__name__ == "KubectlError"  # kubectl's exit, not a KubectlTimeout kill

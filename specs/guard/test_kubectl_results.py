@@ -74,8 +74,9 @@ def test_a_call_is_over_when_kubectl_exits_even_if_its_child_holds_the_pipes(kub
     assert "time.sleep" in done.strays[0]
     # The child it left was sent SIGKILL with its group; the kernel needs a moment to make it go.
     group = kubectl_standin.pids()[-1]
-    assert wait_for_sync("the stray group to be gone", lambda: True if not group_alive(group) else None,
-                         timeout=10.0, interval=0.05)
+    assert wait_for_sync(
+        "the stray group to be gone", lambda: True if not group_alive(group) else None, timeout=10.0, interval=0.05
+    )
 
 
 def test_inside_a_wait_such_calls_are_answers_not_hangs(kubectl_standin: KubectlStandIn) -> None:
@@ -100,7 +101,8 @@ def test_a_refused_api_server_reads_cause_first_with_repeats_folded(tmp_path: Pa
     memcache = [line for line in lines if "memcache.go" in line]
     assert len(memcache) == 1  # kubectl printed it five times
     assert "5× memcache.go" in memcache[0]
-    assert "E1130" not in str(caught.value) and " | " not in str(caught.value)
+    assert "E1130" not in str(caught.value)
+    assert " | " not in str(caught.value)
     assert len(lines) <= 6
 
 

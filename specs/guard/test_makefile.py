@@ -81,8 +81,34 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert f"{good} -m venv .venv" in calls
     assert "-m pip install --quiet -e .[test]" in calls
     assert "-m pytest specs -m not cluster and not twin -n auto" in calls
+    checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
+    assert checks == sorted(checks)
+    assert checks[-1] < calls.index("-m pytest")  # the checks run first
     again = _make(project, "test", f"PYTHON={good}")  # now it fits: kept, and not reinstalled
     assert again.returncode == 0
     assert "rebuilding" not in again.stdout
     assert log.read_text().count("-m venv") == 1
     assert log.read_text().count("pip install --quiet -e") == 1
+
+
+def test_make_test_stops_at_a_failed_check_before_any_spec_runs(project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    failing_lint = GOOD_PYTHON.replace(
+        'if [ "$1" = "-c" ]',
+        'if [ "$2" = "ruff" ] && [ "$3" = "check" ]; then echo "E501 too long" >&2; exit 1; fi\nif [ "$1" = "-c" ]',
+    )
+    python = _stub(tmp_path / "lint-fails-python", failing_lint.format(log=log, real=sys.executable))
+    done = _make(project, "test", f"PYTHON={python}")
+    assert done.returncode != 0
+    assert "E501 too long" in done.stderr
+    assert "-m ruff check ." in log.read_text()
+    assert "-m pytest" not in log.read_text()
+
+
+def test_make_clean_removes_the_checkers_caches(project: Path) -> None:
+    for cache in (".mypy_cache", ".ruff_cache", ".hypothesis"):
+        (project / cache / "x").mkdir(parents=True)
+    done = _make(project, "clean")
+    assert done.returncode == 0, done.stderr
+    for cache in (".mypy_cache", ".ruff_cache", ".hypothesis"):
+        assert not (project / cache).exists()

@@ -106,7 +106,7 @@ def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pyt
             "*test_waits: timeout * attempts (0 hung, 0 failed)  a deploy that never rolls out",
         ]
     )
-    properties = {p.get("name"): p.get("value") for p in ET.parse(junit).iter("property")}
+    properties = {p.get("name"): p.get("value", "") for p in ET.parse(junit).iter("property")}
     assert '"what": "the answer"' in properties["harness.wait.0"]
     assert '"outcome": "timeout"' in properties["harness.wait.1"]
 

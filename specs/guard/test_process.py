@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 import time
 
-from harness import process
+import pytest
+
+from harness import process, wait_for_sync
 
 SLEEPER = f"{sys.executable} -c 'import time; time.sleep(60)'"
 
@@ -18,7 +20,11 @@ def test_a_child_that_exits_is_done_even_while_its_own_child_holds_the_pipes() -
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
     assert len(done.strays) == 1
     assert "time.sleep(60)" in done.strays[0]
-    assert not _alive(int(done.strays[0].split(":", 1)[0]))  # killed with its group
+    # Sent SIGKILL with its group; on a loaded machine the kernel needs a moment to make it go.
+    stray = int(done.strays[0].split(":", 1)[0])
+    assert wait_for_sync(
+        "the stray to be gone", lambda: True if not _alive(stray) else None, timeout=10.0, interval=0.02
+    )
 
 
 def _alive(pid: int) -> bool:
@@ -38,12 +44,9 @@ def test_large_output_and_input_pass_without_deadlock() -> None:
 
 def test_a_child_that_does_not_exit_is_killed_at_its_bound_with_what_it_said() -> None:
     started = time.monotonic()
-    try:
+    with pytest.raises(process.Timeout) as caught:
         process.run_bounded(["sh", "-c", "echo partial; exec sleep 60"], timeout=0.5)
-    except process.Timeout as exc:
-        assert exc.stdout == "partial\n"
-    else:
-        raise AssertionError("a sleeping child was not stopped at its bound")
+    assert caught.value.stdout == "partial\n"
     assert time.monotonic() - started < 5.0
 
 

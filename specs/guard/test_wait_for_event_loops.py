@@ -25,15 +25,23 @@ def _probe_running_its_own_loop() -> str:
 
 
 def test_a_sync_probe_can_run_its_own_event_loop_under_wait_for_sync() -> None:
-    assert wait_for_sync("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+    assert (
+        wait_for_sync("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+    )
 
 
 @pytest.mark.anyio
 async def test_a_sync_probe_can_run_its_own_event_loop_under_async_wait_for() -> None:
-    assert await wait_for("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+    assert (
+        await wait_for("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+    )
 
 
 def test_the_probe_thread_does_not_claim_a_running_async_library() -> None:
-    seen = wait_for_sync("the probe thread's async library", lambda: repr(sniffio.current_async_library_cvar.get()),
-                         timeout=10.0, interval=0.0)
+    seen = wait_for_sync(
+        "the probe thread's async library",
+        lambda: repr(sniffio.current_async_library_cvar.get()),
+        timeout=10.0,
+        interval=0.0,
+    )
     assert seen == "None"

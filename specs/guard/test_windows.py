@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -15,7 +15,7 @@ def run(name: str, stamp: str) -> dict:
 
 
 def at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_since_as_a_string_and_non_finite_widenings_are_named() -> None:
 
 def test_a_whole_listing_instead_of_its_items_is_named() -> None:
     with pytest.raises(ValueError, match=r"listing\['items'\]"):
-        created_since({"items": [run("a", "2024-05-01T12:00:00Z")]}, at("2024-05-01T12:00:00"))  # type: ignore[arg-type]
+        created_since({"items": [run("a", "2024-05-01T12:00:00Z")]}, at("2024-05-01T12:00:00"))
 
 
 def test_widening_not_below_trigger_spacing_is_rejected() -> None:

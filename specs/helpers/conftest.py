@@ -26,7 +26,7 @@ def receiver() -> Iterator[Receiver]:
     seen: list[dict[str, Any]] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             headers = {k.lower(): v for k, v in self.headers.items()}
             seen.append({"method": "POST", "path": self.path, "headers": headers, "body": self.rfile.read(length)})

@@ -16,12 +16,16 @@ NS = "default"
 
 
 def _pod(kd: Any, name: str, labels: dict[str, str], *, ready: bool = True) -> None:
-    kd.store.create("pods", {"metadata": {"name": name, "namespace": NS, "labels": labels},
-                             "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    kd.store.create(
+        "pods",
+        {
+            "metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        },
+    )
 
     def status(obj: dict[str, Any]) -> None:
-        obj["status"] = {"phase": "Running",
-                         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+        obj["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
 
     kd.store.mutate("pods", NS, name, status, subresource="status")
 
@@ -52,20 +56,25 @@ def test_bounce_waits_for_a_ready_replacement(fake_kube) -> None:
 
     def controller() -> None:  # a StatefulSet's part: the same name again, later, first not Ready
         deadline = time.monotonic() + 10
-        while _exists(fake_kube, "nats-0") and not fake_kube.store.get("pods", NS, "nats-0")["metadata"].get(
-                "deletionTimestamp") and time.monotonic() < deadline:
+        while (
+            _exists(fake_kube, "nats-0")
+            and not fake_kube.store.get("pods", NS, "nats-0")["metadata"].get("deletionTimestamp")
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         fake_kube.store.remove("pods", NS, "nats-0")
         _pod(fake_kube, "nats-0", labels, ready=False)
         time.sleep(1.0)
-        fake_kube.store.mutate("pods", NS, "nats-0", lambda o: o["status"]["conditions"][0].update(status="True"),
-                               subresource="status")
+        fake_kube.store.mutate(
+            "pods", NS, "nats-0", lambda o: o["status"]["conditions"][0].update(status="True"), subresource="status"
+        )
 
     helper = threading.Thread(target=controller)
     helper.start()
     try:
-        bounce = bounce_pod(fake_kube.kube(namespace=NS), "app.kubernetes.io/component=nats", timeout=30.0,
-                            interval=0.2)
+        bounce = bounce_pod(
+            fake_kube.kube(namespace=NS), "app.kubernetes.io/component=nats", timeout=30.0, interval=0.2
+        )
     finally:
         helper.join(15.0)
     assert bounce.old == bounce.new == "nats-0"
@@ -77,11 +86,18 @@ def test_no_replacement_times_out_naming_the_pod(fake_kube) -> None:
     _pod(fake_kube, "redis-1", labels)
     with pytest.raises(WaitTimeout, match="Ready replacement for pod redis-1"):
         # No controller owns the pod, so no replacement comes: the bounce times out, naming what it waited for.
-        bounce_pod(fake_kube.kube(namespace=NS), "app.kubernetes.io/name=agent-orchestrator-redis", timeout=2.0,
-                   new_name=True, interval=0.2)
+        bounce_pod(
+            fake_kube.kube(namespace=NS),
+            "app.kubernetes.io/name=agent-orchestrator-redis",
+            timeout=2.0,
+            new_name=True,
+            interval=0.2,
+        )
 
 
 def test_a_terminating_pod_is_not_ready() -> None:
-    pod = {"metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"},
-           "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    pod = {
+        "metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     assert not is_ready(pod)

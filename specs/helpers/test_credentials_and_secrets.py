@@ -18,7 +18,8 @@ KEY_TEXT = base64.b64encode(os.urandom(32)).decode()
 
 def test_both_sides_name_a_record_alike() -> None:
     assert twin_credentials.secret_name("claude-auth-setup-token", "github:e2e-user") == secret_name(
-        CLAUDE_SETUP_TOKEN, "github:e2e-user")
+        CLAUDE_SETUP_TOKEN, "github:e2e-user"
+    )
 
 
 def test_a_field_the_harness_encrypts_opens_in_the_twin_under_that_key_only() -> None:
@@ -42,8 +43,10 @@ def test_seeded_claude_credentials_are_found_for_their_subject_alone(fake_kube: 
 
 
 def test_secret_values_are_read_and_never_printed(fake_kube: KubeHandle) -> None:
-    fake_kube.store.create("secrets", {"metadata": {"name": "gw", "namespace": "default"},
-                                       "data": {"TOKEN": base64.b64encode(b"hunter2").decode()}})
+    fake_kube.store.create(
+        "secrets",
+        {"metadata": {"name": "gw", "namespace": "default"}, "data": {"TOKEN": base64.b64encode(b"hunter2").decode()}},
+    )
     kube = fake_kube.kube(namespace="default")
     value = read_secret_value(kube, "gw", "TOKEN")
     assert value.reveal() == "hunter2"

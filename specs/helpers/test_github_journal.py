@@ -13,8 +13,14 @@ BOT_TOKEN = SecretValue("ghs_e2e-bot-token", "gw/GITHUB_TOKEN")
 
 
 def _as_bot(gh, method: str, path: str, **kwargs) -> httpx.Response:
-    return httpx.request(method, gh.url + path, headers={"authorization": f"Bearer {BOT_TOKEN.reveal()}"},
-                         timeout=10.0, trust_env=False, **kwargs)
+    return httpx.request(
+        method,
+        gh.url + path,
+        headers={"authorization": f"Bearer {BOT_TOKEN.reveal()}"},
+        timeout=10.0,
+        trust_env=False,
+        **kwargs,
+    )
 
 
 def test_seeding_is_idempotent_and_opens_issues_with_their_own_numbers(fake_github) -> None:
@@ -33,8 +39,12 @@ def test_the_journal_shows_comments_label_removals_and_unstubbed_calls(fake_gith
     github_seed.seed_world(fake_github.url, bot_token=BOT_TOKEN)
     github_seed.open_issue(fake_github.url, 1_000_400, title="t")
     base = "/repos/e2e-org/e2e-repo/issues/1000400"
-    assert _as_bot(fake_github, "POST", f"{base}/comments", json={"body": "<!-- agent-controller:reply -->\nhi"}
-                   ).status_code == 201
+    assert (
+        _as_bot(
+            fake_github, "POST", f"{base}/comments", json={"body": "<!-- agent-controller:reply -->\nhi"}
+        ).status_code
+        == 201
+    )
     assert _as_bot(fake_github, "DELETE", f"{base}/labels/ai-triage").status_code == 200
     assert _as_bot(fake_github, "POST", f"{base}/assignees", json={"assignees": ["e2e-user"]}).status_code == 501
     journal = GitHubJournal(fake_github.url)
@@ -48,8 +58,10 @@ def test_the_journal_shows_comments_label_removals_and_unstubbed_calls(fake_gith
 
 def test_a_comment_that_was_refused_is_not_counted(fake_github) -> None:
     github_seed.seed_world(fake_github.url, bot_token=BOT_TOKEN)
-    assert _as_bot(fake_github, "POST", "/repos/e2e-org/e2e-repo/issues/999999/comments", json={"body": "x"}
-                   ).status_code == 404
+    assert (
+        _as_bot(fake_github, "POST", "/repos/e2e-org/e2e-repo/issues/999999/comments", json={"body": "x"}).status_code
+        == 404
+    )
     assert GitHubJournal(fake_github.url).comments("e2e-org", "e2e-repo", 999999) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,9 @@ HOLD = {"name": "AGENT_REPLY_ACK_TIMEOUT_MS", "value": "90000"}
 
 def test_entries_are_milliseconds_by_name() -> None:
     assert pacing_entries(narrate_for=60.0, narrate_every=5.0, silent_for=None) == {
-        "STUB_NARRATE_FOR_MS": "60000", "STUB_NARRATE_EVERY_MS": "5000"}
+        "STUB_NARRATE_FOR_MS": "60000",
+        "STUB_NARRATE_EVERY_MS": "5000",
+    }
 
 
 @pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), True, "5"])
@@ -32,10 +35,18 @@ def test_unknown_knobs_are_refused() -> None:
 
 
 def test_paced_env_keeps_everything_else_in_order() -> None:
-    env = [HOLD, {"name": "STUB_SILENT_FOR_MS", "value": "1"}, {"name": "X", "valueFrom": {"secretKeyRef": {}}}]
+    env: list[dict[str, Any]] = [
+        HOLD,
+        {"name": "STUB_SILENT_FOR_MS", "value": "1"},
+        {"name": "X", "valueFrom": {"secretKeyRef": {}}},
+    ]
     paced = paced_env(env, {"STUB_SILENT_FOR_MS": "0", "STUB_NARRATE_FOR_MS": "20000"})
-    assert paced == [HOLD, {"name": "STUB_SILENT_FOR_MS", "value": "0"}, env[2],
-                     {"name": "STUB_NARRATE_FOR_MS", "value": "20000"}]
+    assert paced == [
+        HOLD,
+        {"name": "STUB_SILENT_FOR_MS", "value": "0"},
+        env[2],
+        {"name": "STUB_NARRATE_FOR_MS", "value": "20000"},
+    ]
     assert env[1] == {"name": "STUB_SILENT_FOR_MS", "value": "1"}, "the input list was changed"
 
 
@@ -55,9 +66,19 @@ def _agent(kube, env: list[dict] | None) -> None:
     spec: dict = {"image": "twin.stack-harness.dev/stub-agent:e2e"}
     if env is not None:
         spec["env"] = env
-    kube.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "core.controller-agent.dev/v1alpha1",
-                                                       "kind": "Agent", "metadata": {"name": "stub-agent"},
-                                                       "spec": spec}))
+    kube.kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=json.dumps(
+            {
+                "apiVersion": "core.controller-agent.dev/v1alpha1",
+                "kind": "Agent",
+                "metadata": {"name": "stub-agent"},
+                "spec": spec,
+            }
+        ),
+    )
 
 
 def test_pacing_applies_and_restores_spec_env_exactly(agent_kube) -> None:

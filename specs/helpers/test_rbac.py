@@ -10,10 +10,10 @@ from harness.rbac import markers_in, missing, parse_marker, role_triples
 
 
 def test_a_marker_becomes_its_triples() -> None:
-    line = ("// +kubebuilder:rbac:groups=core.controller-agent.dev,resources=agentruns;agentruns/status,"
-            "verbs=get;patch")
-    assert parse_marker(line) == {("core.controller-agent.dev", r, v) for r in ("agentruns", "agentruns/status")
-                                  for v in ("get", "patch")}
+    line = "// +kubebuilder:rbac:groups=core.controller-agent.dev,resources=agentruns;agentruns/status,verbs=get;patch"
+    assert parse_marker(line) == {
+        ("core.controller-agent.dev", r, v) for r in ("agentruns", "agentruns/status") for v in ("get", "patch")
+    }
 
 
 def test_the_core_group_is_the_empty_string() -> None:
@@ -41,7 +41,11 @@ def test_markers_are_collected_from_the_controller_sources(tmp_path: Path) -> No
 
 
 def test_missing_names_what_the_role_lacks_and_honours_wildcards() -> None:
-    role = {"rules": [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]},
-                      {"apiGroups": [""], "resources": ["*"], "verbs": ["get"]}]}
+    role = {
+        "rules": [
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["*"], "verbs": ["get"]},
+        ]
+    }
     needed = {("batch", "jobs", "create"), ("batch", "jobs", "delete"), ("", "secrets", "get")}
     assert missing(needed, role_triples(role)) == ["batch/jobs:delete"]

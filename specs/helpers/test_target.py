@@ -74,7 +74,9 @@ def test_budget_that_fits():
 NO_TWIN = (
     "import harness.kube, harness.target\n"
     "harness.target.TwinSession.ensure_started = lambda self: None\n"
-    "harness.kube.Kube.check_api_server = lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+    "harness.kube.Kube.check_api_server = (\n"
+    "    lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+    ")\n"
 )
 
 
@@ -85,12 +87,17 @@ def test_header_and_summary_name_the_twin_and_why(pytester: pytest.Pytester, kub
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "fits")
     result.assert_outcomes(passed=1, deselected=1)
     header = [line for line in result.stdout.lines if line.startswith("stack target:")]
-    assert header[0] == ("stack target: twin (no --kube-context and no current kube context: error: "
-                         "current-context is not set)")
+    assert header[0] == (
+        "stack target: twin (no --kube-context and no current kube context: error: current-context is not set)"
+    )
     assert header[-1].startswith("stack target: twin (no --kube-context")
     assert len(header) == 2
-    result.stdout.fnmatch_lines(["harness: cluster specs use the stack twin this run starts (kube context "
-                                 "'stack-twin-*', namespace 'controller-agent')"])
+    result.stdout.fnmatch_lines(
+        [
+            "harness: cluster specs use the stack twin this run starts (kube context "
+            "'stack-twin-*', namespace 'controller-agent')"
+        ]
+    )
 
 
 def test_a_clamped_budget_fails_a_cluster_spec_against_the_twin(pytester: pytest.Pytester, kubectl_standin) -> None:
@@ -99,10 +106,13 @@ def test_a_clamped_budget_fails_a_cluster_spec_against_the_twin(pytester: pytest
     pytester.makepyfile(test_inner=INNER_CLUSTER_SPEC)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--target", "twin")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*budget does not fit (failure mode 43*a thing that is there at once*",
-                                 "*budgets that do not fit their spec's timeout (1)*",
-                                 "*test_budget_too_long_for_its_timeout: a thing that is there at once: "
-                                 "budget clamped*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*budget does not fit (failure mode 43*a thing that is there at once*",
+            "*budgets that do not fit their spec's timeout (1)*",
+            "*test_budget_too_long_for_its_timeout: a thing that is there at once: budget clamped*",
+        ]
+    )
 
 
 def test_twin_bug_switches_need_the_twin(pytester: pytest.Pytester, kubectl_standin) -> None:
@@ -125,15 +135,24 @@ def test_a_twin_context_is_not_accepted_as_a_cluster_context(pytester: pytest.Py
     pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kube-context", "stack-twin-1-abcdef")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*stack target: cluster (--kube-context stack-twin-1-abcdef given)*",
-                                 "*refusing kube context 'stack-twin-1-abcdef'*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*stack target: cluster (--kube-context stack-twin-1-abcdef given)*",
+            "*refusing kube context 'stack-twin-1-abcdef'*",
+        ]
+    )
 
 
-def test_without_kubectl_the_twin_target_skips_cluster_specs(pytester: pytest.Pytester,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_kubectl_the_twin_target_skips_cluster_specs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PATH", str(pytester.path))  # no kubectl anywhere
     pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*stack target: twin (no --kube-context and no current kube context: kubectl not "
-                                 "found*", "*no cluster, and no twin without kubectl*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*stack target: twin (no --kube-context and no current kube context: kubectl not found*",
+            "*no cluster, and no twin without kubectl*",
+        ]
+    )

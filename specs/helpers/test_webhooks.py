@@ -26,8 +26,14 @@ def test_an_empty_secret_is_refused() -> None:
 
 def test_the_bytes_sent_are_the_bytes_signed(receiver) -> None:
     secret = SecretValue("s3cret", "e2e-integration-gateway-secrets/GITHUB_WEBHOOK_SECRET")
-    payload = issues_labeled_payload(owner="e2e-org", repo="e2e-repo", number=1_000_123, title="Ünïcode \u2603 / \\",
-                                     label="ai-triage", sender="e2e-user")
+    payload = issues_labeled_payload(
+        owner="e2e-org",
+        repo="e2e-repo",
+        number=1_000_123,
+        title="Ünïcode \u2603 / \\",
+        label="ai-triage",
+        sender="e2e-user",
+    )
     sent = send_webhook(receiver.url, "issues", payload, secret=secret)
     assert sent.status == 202
     (request,) = receiver.requests
@@ -51,8 +57,9 @@ def test_every_delivery_gets_its_own_id(receiver) -> None:
 
 
 def test_payload_has_the_fields_the_gateway_reads() -> None:
-    payload = issues_labeled_payload(owner="e2e-org", repo="e2e-repo", number=7, title="t", label="ai-triage",
-                                     sender="E2E-User")
+    payload = issues_labeled_payload(
+        owner="e2e-org", repo="e2e-repo", number=7, title="t", label="ai-triage", sender="E2E-User"
+    )
     assert payload["action"] == "labeled"
     assert payload["label"] == {"name": "ai-triage"}
     assert payload["repository"] == {"name": "e2e-repo", "owner": {"login": "e2e-org"}, "full_name": "e2e-org/e2e-repo"}

@@ -38,27 +38,48 @@ def forwarding(kd: KubeHandle) -> PortForwarding:
 
 def kube_for(kd: KubeHandle, build: KubectlBuild) -> Kube:
     """A harness ``Kube`` running ``build`` against the double."""
-    return Kube(kd.context, kd.namespace, allowed=(kd.context,), kubectl_path=build.path, kubeconfig=kd.kubeconfig,
-                cache_dir=kd.cache_dir)
+    return Kube(
+        kd.context,
+        kd.namespace,
+        allowed=(kd.context,),
+        kubectl_path=build.path,
+        kubeconfig=kd.kubeconfig,
+        cache_dir=kd.cache_dir,
+    )
 
 
-def running_pod(kd: KubeHandle, name: str, *, labels: dict[str, str] | None = None,
-                ports: dict[int, int] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def running_pod(
+    kd: KubeHandle,
+    name: str,
+    *,
+    labels: dict[str, str] | None = None,
+    ports: dict[int, int] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Create pod ``name`` (one container ``app``) whose container ports forward to local ports (``{container port:
     local port}``, through ``double.stack-harness.dev/port-P`` annotations); returns it once Running and Ready."""
     ports = ports or {}
     notes = dict(annotations or {})
     notes.update({f"double.stack-harness.dev/port-{p}": f"127.0.0.1:{local}" for p, local in ports.items()})
     pod = {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": kd.namespace, "labels": labels or {}, "annotations": notes},
-        "spec": {"containers": [{"name": "app", "image": "registry.example/app:1",
-                                 "ports": [{"containerPort": p, "name": f"p{p}"} for p in ports]}]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example/app:1",
+                    "ports": [{"containerPort": p, "name": f"p{p}"} for p in ports],
+                }
+            ]
+        },
     }
     kd.store.create("pods", pod)
     if _has_kubelet(kd):  # the double's kubelet starts it (within milliseconds): wait for Running and Ready
-        assert wait_until(lambda: _running(kd.store.get("pods", kd.namespace, name)), timeout=10.0), \
+        assert wait_until(lambda: _running(kd.store.get("pods", kd.namespace, name)), timeout=10.0), (
             f"pod {name} did not get Running and Ready: {kd.store.get('pods', kd.namespace, name)}"
+        )
     else:  # a bare double: play the kubelet
         kd.store.mutate("pods", kd.namespace, name, _mark_running(rfc3339(kd.clock.time())), subresource="status")
     return kd.store.require("pods", kd.namespace, name)
@@ -82,19 +103,34 @@ def _mark_running(now: str) -> Any:
     def run(obj: dict[str, Any]) -> None:
         status = obj.setdefault("status", {})
         status.update({"phase": "Running", "podIP": "10.244.0.10", "startTime": now})
-        status["conditions"] = [{"type": t, "status": "True"} for t in ("PodScheduled", "Initialized",
-                                                                       "ContainersReady", "Ready")]
-        status["containerStatuses"] = [{"name": "app", "ready": True, "started": True, "restartCount": 0,
-                                        "image": "registry.example/app:1", "imageID": "", "state": {"running": {}}}]
+        status["conditions"] = [
+            {"type": t, "status": "True"} for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ]
+        status["containerStatuses"] = [
+            {
+                "name": "app",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "image": "registry.example/app:1",
+                "imageID": "",
+                "state": {"running": {}},
+            }
+        ]
 
     return run
 
 
 def service(kd: KubeHandle, name: str, selector: dict[str, str], port: int, target_port: int | str) -> None:
-    kd.store.create("services", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": kd.namespace},
-        "spec": {"selector": selector, "ports": [{"name": "http", "port": port, "targetPort": target_port}]},
-    })
+    kd.store.create(
+        "services",
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": kd.namespace},
+            "spec": {"selector": selector, "ports": [{"name": "http", "port": port, "targetPort": target_port}]},
+        },
+    )
 
 
 def wait_until(condition: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:

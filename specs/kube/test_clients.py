@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from kubernetes import client as kube_client
@@ -38,34 +39,49 @@ def api(served: KubeHandle) -> Iterator[kube_client.ApiClient]:
 
 
 def _run(name: str, agent: str = "stub-agent") -> dict:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "AgentRun",
-            "metadata": {"name": name, "labels": {"e2e": "true"}}, "spec": {"agentRef": agent}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "AgentRun",
+        "metadata": {"name": name, "labels": {"e2e": "true"}},
+        "spec": {"agentRef": agent},
+    }
 
 
 def test_core_lists_with_selectors_and_404s(served: KubeHandle, api: kube_client.ApiClient) -> None:
     core = kube_client.CoreV1Api(api)
     for name, app in (("nats-0", "nats"), ("nats-box", "nats-box"), ("redis-0", "redis")):
         if served.store.get("pods", "controller-agent", name) is None:
-            served.store.create("pods", {"metadata": {"name": name, "namespace": "controller-agent",
-                                                      "labels": {"app.kubernetes.io/component": app}},
-                                         "spec": {"containers": [{"name": "c", "image": "i"}]}})
+            served.store.create(
+                "pods",
+                {
+                    "metadata": {
+                        "name": name,
+                        "namespace": "controller-agent",
+                        "labels": {"app.kubernetes.io/component": app},
+                    },
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+            )
     pods = core.list_namespaced_pod("controller-agent", label_selector="app.kubernetes.io/component=nats")
-    assert [p.metadata.name for p in pods.items] == ["nats-0"]
+    assert [p.metadata.name for p in pods.items if p.metadata is not None] == ["nats-0"]
+    assert pods.metadata is not None
     assert pods.metadata.resource_version
     with pytest.raises(kube_client.ApiException) as caught:
         core.read_namespaced_pod("nope", "controller-agent")
     assert caught.value.status == 404
+    assert caught.value.body is not None
     assert '"reason":"NotFound"' in caught.value.body
 
 
 def test_custom_objects_create_list_and_patch_status(served: KubeHandle, api: kube_client.ApiClient) -> None:
     custom = kube_client.CustomObjectsApi(api)
     custom.create_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, _run("run-a"))
-    listed = custom.list_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, label_selector="e2e")
+    listed: Any = custom.list_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, label_selector="e2e")
     assert "run-a" in [i["metadata"]["name"] for i in listed["items"]]
-    custom.patch_namespaced_custom_object_status(GROUP, VERSION, "controller-agent", PLURAL, "run-a",
-                                                 {"status": {"phase": "Succeeded"}})
-    got = custom.get_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, "run-a")
+    custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, "controller-agent", PLURAL, "run-a", {"status": {"phase": "Succeeded"}}
+    )
+    got: Any = custom.get_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, "run-a")
     assert got["status"] == {"phase": "Succeeded"}
     with pytest.raises(kube_client.ApiException) as dup:
         custom.create_namespaced_custom_object(GROUP, VERSION, "controller-agent", PLURAL, _run("run-a"))
@@ -105,15 +121,17 @@ def test_agent_runs_since_uses_whole_second_creation_timestamps(served: KubeHand
     kube = served.kube()
     try:
         clock = served.clock
-        clock.set_time(datetime(2030, 5, 1, 14, 7, 4, 800000, tzinfo=timezone.utc))
-        served.store.create(PLURAL + "." + GROUP, dict(_run("run-old"), metadata={"name": "run-old",
-                                                                                  "namespace": "controller-agent"}))
-        clock.set_time(datetime(2030, 5, 1, 14, 7, 30, 300000, tzinfo=timezone.utc))
-        served.store.create(PLURAL + "." + GROUP, dict(_run("run-new"), metadata={"name": "run-new",
-                                                                                  "namespace": "controller-agent"}))
+        clock.set_time(datetime(2030, 5, 1, 14, 7, 4, 800000, tzinfo=UTC))
+        served.store.create(
+            PLURAL + "." + GROUP, dict(_run("run-old"), metadata={"name": "run-old", "namespace": "controller-agent"})
+        )
+        clock.set_time(datetime(2030, 5, 1, 14, 7, 30, 300000, tzinfo=UTC))
+        served.store.create(
+            PLURAL + "." + GROUP, dict(_run("run-new"), metadata={"name": "run-new", "namespace": "controller-agent"})
+        )
         stamped = served.store.require(PLURAL + "." + GROUP, "controller-agent", "run-new")
         assert stamped["metadata"]["creationTimestamp"] == "2030-05-01T14:07:30Z"
-        since = datetime(2030, 5, 1, 14, 7, 31, 900000, tzinfo=timezone.utc)  # within 1 s + 2 s of run-new
+        since = datetime(2030, 5, 1, 14, 7, 31, 900000, tzinfo=UTC)  # within 1 s + 2 s of run-new
         found = [r.name for r in agent_runs_since(since, kube=kube)]
         assert found == ["run-new"]
         wide = [r.name for r in agent_runs_since(since - timedelta(seconds=30), kube=kube)]

@@ -61,6 +61,7 @@ class Recorder:
 
 # --- Deployments ---------------------------------------------------------------------------------------------
 
+
 def test_a_deployment_becomes_available_through_a_replicaset_with_the_pod_template_hash(kd: KubeHandle) -> None:
     apply(kd, deployment("api", replicas=3))
     eventually(lambda: available(kd, "api"), what="Available=True")
@@ -81,8 +82,12 @@ def test_a_deployment_becomes_available_through_a_replicaset_with_the_pod_templa
     assert all(re.fullmatch(rf"api-{pod_hash}-[bcdfghjklmnpqrstvwxz2456789]{{5}}", n) for n in names), names
     status = d["status"]
     assert status["observedGeneration"] == d["metadata"]["generation"] == 1
-    assert (status["replicas"], status["updatedReplicas"], status["readyReplicas"], status["availableReplicas"]) == \
-        (3, 3, 3, 3)
+    assert (status["replicas"], status["updatedReplicas"], status["readyReplicas"], status["availableReplicas"]) == (
+        3,
+        3,
+        3,
+        3,
+    )
     assert "unavailableReplicas" not in status  # omitempty, as the real API
     progressing = condition(d, "Progressing")
     assert progressing is not None
@@ -98,8 +103,12 @@ def test_a_rolling_update_keeps_within_max_surge_and_max_unavailable(kd: KubeHan
         latest = {rs["metadata"]["name"]: rs for rs in kd.store.list("replicasets", "default")[0]}
         recorder = Recorder(kd, ["apps/replicasets"])
     try:
-        apply(kd, deployment("web", replicas=4, strategy=strategy, faults={"start-delay": "0.1"},
-                             image="registry.local/app:2.0"))
+        apply(
+            kd,
+            deployment(
+                "web", replicas=4, strategy=strategy, faults={"start-delay": "0.1"}, image="registry.local/app:2.0"
+            ),
+        )
         eventually(lambda: _rolled_out(kd, "web", "registry.local/app:2.0"), what="the rollout to finish")
         seen = recorder.snapshot()
     finally:
@@ -133,8 +142,16 @@ def test_recreate_removes_every_old_pod_before_the_new_ones_start(kd: KubeHandle
     old = {p["metadata"]["uid"] for p in pods(kd, "job-runner")}
     recorder = Recorder(kd, ["/pods"])
     try:
-        apply(kd, deployment("job-runner", replicas=2, strategy=strategy, faults={"terminate-delay": "0.3"},
-                             image="registry.local/app:2.0"))
+        apply(
+            kd,
+            deployment(
+                "job-runner",
+                replicas=2,
+                strategy=strategy,
+                faults={"terminate-delay": "0.3"},
+                image="registry.local/app:2.0",
+            ),
+        )
         eventually(lambda: _rolled_out(kd, "job-runner", "registry.local/app:2.0"), what="the rollout to finish")
         seen = recorder.snapshot()
     finally:
@@ -150,8 +167,10 @@ def test_old_replicasets_beyond_the_revision_history_limit_are_deleted(kd: KubeH
         eventually(lambda: available(kd, "api"), what="Available=True")
         apply(kd, deployment("api", replicas=1, history=1, image=image))
     eventually(lambda: _rolled_out(kd, "api", "registry.local/app:3.0"), what="the last rollout")
-    revisions = eventually(lambda: _revisions(kd) if len(_revisions(kd)) == 2 else None,
-                           what="old ReplicaSets pruned to revisionHistoryLimit")
+    revisions = eventually(
+        lambda: _revisions(kd) if len(_revisions(kd)) == 2 else None,
+        what="old ReplicaSets pruned to revisionHistoryLimit",
+    )
     assert revisions == ["2", "3"]
     history = kd.kubectl("rollout", "history", "deployment/api")
     assert history.returncode == 0, history.stderr
@@ -163,10 +182,13 @@ def test_scaling_a_deployment_scales_its_replicaset(kd: KubeHandle) -> None:
     eventually(lambda: available(kd, "api"), what="Available=True")
     done = kd.kubectl("scale", "deployment/api", "--replicas=5")
     assert done.returncode == 0, done.stderr
-    eventually(lambda: len([p for p in pods(kd, "api") if not p["metadata"].get("deletionTimestamp")]) == 5,
-               what="5 pods")
-    eventually(lambda: (kd.store.require("deployments", "default", "api")["status"].get("availableReplicas") == 5),
-               what="5 available")
+    eventually(
+        lambda: len([p for p in pods(kd, "api") if not p["metadata"].get("deletionTimestamp")]) == 5, what="5 pods"
+    )
+    eventually(
+        lambda: kd.store.require("deployments", "default", "api")["status"].get("availableReplicas") == 5,
+        what="5 available",
+    )
     kd.kubectl("scale", "deployment/api", "--replicas=1")
     eventually(lambda: len(pods(kd, "api")) == 1, what="scaled down to 1 pod")
 
@@ -182,16 +204,28 @@ def test_deleting_a_deployment_removes_its_replicasets_and_pods(kd: KubeHandle) 
 
 # --- ReplicaSets ---------------------------------------------------------------------------------------------
 
+
 def test_a_replicaset_scales_with_kubectl_scale_and_records_its_pods(kd: KubeHandle) -> None:
-    manifest = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "solo"},
-                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "solo"}},
-                         "template": {"metadata": {"labels": {"app": "solo"}},
-                                      "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]}}}}
+    manifest = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "solo"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "solo"}},
+            "template": {
+                "metadata": {"labels": {"app": "solo"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.local/app:1"}]},
+            },
+        },
+    }
     apply(kd, json.dumps(manifest))
     eventually(lambda: len(pods(kd, "solo")) == 1, what="1 pod")
     assert kd.kubectl("scale", "rs/solo", "--replicas=3").returncode == 0
-    eventually(lambda: (kd.store.require("replicasets", "default", "solo").get("status") or {}).get(
-        "readyReplicas") == 3, what="3 ready replicas")
+    eventually(
+        lambda: (kd.store.require("replicasets", "default", "solo").get("status") or {}).get("readyReplicas") == 3,
+        what="3 ready replicas",
+    )
     assert kd.kubectl("scale", "rs/solo", "--replicas=0").returncode == 0
     eventually(lambda: pods(kd, "solo") == [], what="no pods")
     status = kd.store.require("replicasets", "default", "solo")["status"]
@@ -209,13 +243,15 @@ def test_a_terminating_pod_is_replaced_at_once(kd: KubeHandle) -> None:
     eventually(lambda: available(kd, "api"), what="Available=True")
     first = pods(kd, "api")[0]["metadata"]["name"]
     assert kd.kubectl("delete", "pod", first, "--wait=false").returncode == 0
-    replacement = eventually(lambda: [p for p in pods(kd, "api") if p["metadata"]["name"] != first],
-                             what="a replacement pod")
+    replacement = eventually(
+        lambda: [p for p in pods(kd, "api") if p["metadata"]["name"] != first], what="a replacement pod"
+    )
     assert len(replacement) == 1
     assert kd.store.require("pods", "default", first)["metadata"]["deletionTimestamp"]
 
 
 # --- StatefulSets ---------------------------------------------------------------------------------------------
+
 
 def test_statefulset_pods_start_in_order_with_ordinal_names(kd: KubeHandle) -> None:
     recorder = Recorder(kd, ["/pods"])
@@ -241,8 +277,10 @@ def test_statefulset_pods_start_in_order_with_ordinal_names(kd: KubeHandle) -> N
 
 def test_a_deleted_statefulset_pod_comes_back_under_its_name(kd: KubeHandle) -> None:
     apply(kd, statefulset("db", replicas=2))
-    eventually(lambda: (kd.store.require("statefulsets", "default", "db").get("status") or {}).get(
-        "readyReplicas") == 2, what="2 ready")
+    eventually(
+        lambda: (kd.store.require("statefulsets", "default", "db").get("status") or {}).get("readyReplicas") == 2,
+        what="2 ready",
+    )
     before = kd.store.require("pods", "default", "db-1")["metadata"]["uid"]
     done = kd.kubectl("delete", "pod", "db-1", "--timeout=30s")
     assert done.returncode == 0, done.stderr
@@ -253,6 +291,7 @@ def test_a_deleted_statefulset_pod_comes_back_under_its_name(kd: KubeHandle) -> 
 
 
 # --- Jobs -----------------------------------------------------------------------------------------------------
+
 
 def test_a_job_completes(kd: KubeHandle) -> None:
     apply(kd, job("migrate", completions=2))
@@ -286,8 +325,10 @@ def test_a_failing_job_fails_after_its_backoff_limit(kd: KubeHandle) -> None:
 
 def test_a_job_retries_after_the_pod_failure_backoff_on_the_doubles_clock(kd: KubeHandle) -> None:
     apply(kd, job("flaky", faults={"exit-code": "1", "run-seconds": "0.05"}, backoff_limit=2))
-    eventually(lambda: (kd.store.require("jobs", "default", "flaky").get("status") or {}).get("failed") == 1,
-               what="the first failure")
+    eventually(
+        lambda: (kd.store.require("jobs", "default", "flaky").get("status") or {}).get("failed") == 1,
+        what="the first failure",
+    )
     time.sleep(0.5)
     assert len(pods(kd)) == 1  # the next pod waits 10 s of back-off
     kd.clock.advance(11)
@@ -295,6 +336,7 @@ def test_a_job_retries_after_the_pod_failure_backoff_on_the_doubles_clock(kd: Ku
 
 
 # --- pod deletion ------------------------------------------------------------------------------------------
+
 
 def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> None:
     apply(kd, pod("slow", faults={"terminate-delay": "60"}))
@@ -312,8 +354,10 @@ def test_a_deleted_pod_stays_terminating_until_its_app_stops(kd: KubeHandle) -> 
 
 def test_a_pod_that_ignores_sigterm_is_removed_after_its_grace_period(kd: KubeHandle) -> None:
     apply(kd, pod("stubborn", faults={"terminate-delay": "grace"}))
-    eventually(lambda: (kd.store.require("pods", "default", "stubborn").get("status") or {}).get(
-        "phase") == "Running", what="Running")
+    eventually(
+        lambda: (kd.store.require("pods", "default", "stubborn").get("status") or {}).get("phase") == "Running",
+        what="Running",
+    )
     started = time.monotonic()
     done = kd.kubectl("delete", "pod", "stubborn", "--grace-period=1", "--timeout=30s")
     assert done.returncode == 0, done.stderr
@@ -322,12 +366,16 @@ def test_a_pod_that_ignores_sigterm_is_removed_after_its_grace_period(kd: KubeHa
 
 
 def test_a_status_written_by_someone_else_is_left_alone(kd: KubeHandle) -> None:
-    kd.store.create("pods", {"metadata": {"name": "manual", "namespace": "default"},
-                             "spec": {"containers": [{"name": "app", "image": "x"}]}})
+    kd.store.create(
+        "pods",
+        {
+            "metadata": {"name": "manual", "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "x"}]},
+        },
+    )
 
     def mine(obj: dict[str, Any]) -> None:
-        obj["status"] = {"phase": "Running", "podIP": "10.1.2.3",
-                         "conditions": [{"type": "Ready", "status": "True"}]}
+        obj["status"] = {"phase": "Running", "podIP": "10.1.2.3", "conditions": [{"type": "Ready", "status": "True"}]}
 
     kd.store.mutate("pods", "default", "manual", mine, subresource="status")
     time.sleep(0.5)  # the kubelet would have started the containers by now
@@ -345,6 +393,7 @@ def test_controllers_work_again_after_a_reset(kd: KubeHandle) -> None:
 
 # --- helpers --------------------------------------------------------------------------------------------------
 
+
 def _rolled_out(kd: KubeHandle, name: str, image: str) -> bool:
     d = kd.store.get("deployments", "default", name)
     if d is None:
@@ -352,15 +401,20 @@ def _rolled_out(kd: KubeHandle, name: str, image: str) -> bool:
     status = d.get("status") or {}
     replicas = d["spec"]["replicas"]
     live = [p for p in pods(kd, name) if not p["metadata"].get("deletionTimestamp")]
-    return (status.get("observedGeneration") == d["metadata"]["generation"]
-            and status.get("updatedReplicas") == replicas == status.get("availableReplicas")
-            and status.get("replicas") == replicas and len(live) == replicas
-            and all(p["spec"]["containers"][0]["image"] == image for p in live))
+    return (
+        status.get("observedGeneration") == d["metadata"]["generation"]
+        and status.get("updatedReplicas") == replicas == status.get("availableReplicas")
+        and status.get("replicas") == replicas
+        and len(live) == replicas
+        and all(p["spec"]["containers"][0]["image"] == image for p in live)
+    )
 
 
 def _revisions(kd: KubeHandle) -> list[str]:
-    return sorted(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
-                  for rs in kd.store.list("replicasets", "default")[0])
+    return sorted(
+        rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+        for rs in kd.store.list("replicasets", "default")[0]
+    )
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -369,8 +423,15 @@ def _ready(obj: dict[str, Any]) -> bool:
 
 
 def test_on_failure_restarts_count_against_the_backoff_limit(kd: KubeHandle) -> None:
-    apply(kd, job("retry", faults={"exit-code": "1", "run-seconds": "0.05", "backoff": "0.1"}, backoff_limit=2,
-                  restart_policy="OnFailure"))
+    apply(
+        kd,
+        job(
+            "retry",
+            faults={"exit-code": "1", "run-seconds": "0.05", "backoff": "0.1"},
+            backoff_limit=2,
+            restart_policy="OnFailure",
+        ),
+    )
     done = kd.kubectl("wait", "--for=condition=failed", "job/retry", "--timeout=60s")
     assert done.returncode == 0, done.stderr
     assert len(events(kd, reason="SuccessfulCreate", name="retry")) == 1  # restarted in place, never replaced

@@ -75,9 +75,15 @@ def test_a_pod_is_scheduled_started_and_ready_with_the_kubelets_events(kd: KubeH
 
 
 def test_init_containers_run_first_and_complete(kd: KubeHandle) -> None:
-    manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "boot"},
-                "spec": {"initContainers": [{"name": "migrate", "image": "registry.local/migrate:1"}],
-                         "containers": [{"name": "app", "image": "registry.local/app:1"}]}}
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "boot"},
+        "spec": {
+            "initContainers": [{"name": "migrate", "image": "registry.local/migrate:1"}],
+            "containers": [{"name": "app", "image": "registry.local/app:1"}],
+        },
+    }
     apply(kd, json.dumps(manifest))
     assert kd.kubectl("wait", "--for=condition=Ready", "pod/boot", "--timeout=30s").returncode == 0
     status = _pod(kd, "boot")["status"]
@@ -135,10 +141,18 @@ def test_an_image_pull_failure_is_errimagepull_then_imagepullbackoff(kd: KubeHan
 
 def test_never_ready_sends_unhealthy_events(kd: KubeHandle) -> None:
     probe = {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 1}
-    apply(kd, pod("sick", faults={"never-ready": "Get \"http://10.244.0.9:8080/ready\": connection refused"},
-                  containers=[{"name": "app", "image": "registry.local/app:1", "readinessProbe": probe}]))
-    eventually(lambda: [e for e in events(kd, reason="Unhealthy", name="sick") if e["count"] >= 2],
-               what="repeated Unhealthy events")
+    apply(
+        kd,
+        pod(
+            "sick",
+            faults={"never-ready": 'Get "http://10.244.0.9:8080/ready": connection refused'},
+            containers=[{"name": "app", "image": "registry.local/app:1", "readinessProbe": probe}],
+        ),
+    )
+    eventually(
+        lambda: [e for e in events(kd, reason="Unhealthy", name="sick") if e["count"] >= 2],
+        what="repeated Unhealthy events",
+    )
     unhealthy = events(kd, reason="Unhealthy", name="sick")[0]
     assert unhealthy["message"] == 'Readiness probe failed: Get "http://10.244.0.9:8080/ready": connection refused'
     assert _container(kd, "sick")["ready"] is False
@@ -164,8 +178,13 @@ def test_python_faults_by_label_selector_reach_a_deployments_pods(kd: KubeHandle
     kd.controllers.kubelet.set_faults(selector={"app": "api"}, crash_loop=True, backoff=0.2)
     apply(kd, deployment("api", replicas=2))
     apply(kd, deployment("other", replicas=1))
-    eventually(lambda: all(p["status"].get("containerStatuses", [{}])[0].get("restartCount", 0) >= 2
-                           for p in pods(kd, "api")) and len(pods(kd, "api")) == 2, what="api pods crash-looping")
+    eventually(
+        lambda: (
+            all(p["status"].get("containerStatuses", [{}])[0].get("restartCount", 0) >= 2 for p in pods(kd, "api"))
+            and len(pods(kd, "api")) == 2
+        ),
+        what="api pods crash-looping",
+    )
     assert available(kd, "other")
     assert not available(kd, "api")
 
@@ -174,8 +193,10 @@ def test_kill_restarts_a_container_and_keeps_its_last_state(kd: KubeHandle) -> N
     apply(kd, pod("web"))
     assert kd.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s").returncode == 0
     kd.controllers.kubelet.kill("default", "web", exit_code=137, reason="OOMKilled")
-    eventually(lambda: _container(kd, "web").get("restartCount") == 1 and _container(kd, "web").get("ready"),
-               what="restarted and Ready")
+    eventually(
+        lambda: _container(kd, "web").get("restartCount") == 1 and _container(kd, "web").get("ready"),
+        what="restarted and Ready",
+    )
     last = _container(kd, "web")["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (137, "OOMKilled")
 
@@ -248,8 +269,9 @@ def test_a_container_runtime_decides_readiness_exit_and_termination(kd: KubeHand
 
 def test_a_job_pod_ends_with_its_processs_exit_code(kd: KubeHandle) -> None:
     runner = FakeRunner()
-    kd.controllers.kubelet.containers.register(lambda p: p["metadata"].get("labels", {}).get("job-name") == "agent",
-                                               runner)
+    kd.controllers.kubelet.containers.register(
+        lambda p: p["metadata"].get("labels", {}).get("job-name") == "agent", runner
+    )
     apply(kd, job("agent", backoff_limit=0))
     eventually(lambda: runner.started, what="the runner to start the job's pod")
     runner.started[0].code = 0

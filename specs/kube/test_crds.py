@@ -36,25 +36,66 @@ def test_crd_lifecycle_through_kubectl(kd: KubeHandle) -> None:
     assert table[1].split()[:2] == ["run-1", "stub-agent"]
 
     # status is a subresource: the main resource ignores it, /status takes it.
-    _ok(kd.kubectl("patch", "agentrun", "run-1", "--type", "merge", "-p", '{"status": {"phase": "Failed"}}',
-                   namespace="default"))
+    _ok(
+        kd.kubectl(
+            "patch",
+            "agentrun",
+            "run-1",
+            "--type",
+            "merge",
+            "-p",
+            '{"status": {"phase": "Failed"}}',
+            namespace="default",
+        )
+    )
     assert "status" not in kd.store.require(CRD, "default", "run-1")
-    _ok(kd.kubectl("patch", "agentrun", "run-1", "--subresource=status", "--type", "merge",
-                   "-p", '{"status": {"phase": "Running"}}', namespace="default"))
+    _ok(
+        kd.kubectl(
+            "patch",
+            "agentrun",
+            "run-1",
+            "--subresource=status",
+            "--type",
+            "merge",
+            "-p",
+            '{"status": {"phase": "Running"}}',
+            namespace="default",
+        )
+    )
     run = kd.store.require(CRD, "default", "run-1")
     assert run["status"] == {"phase": "Running"}
     assert run["metadata"]["generation"] == 1
-    assert _ok(kd.kubectl("get", "agentruns.v1alpha1.core.controller-agent.dev", "run-1", "-o",
-                          "jsonpath={.status.phase}", namespace="default")) == "Running"
+    assert (
+        _ok(
+            kd.kubectl(
+                "get",
+                "agentruns.v1alpha1.core.controller-agent.dev",
+                "run-1",
+                "-o",
+                "jsonpath={.status.phase}",
+                namespace="default",
+            )
+        )
+        == "Running"
+    )
 
     strategic = kd.kubectl("patch", "agentrun", "run-1", "-p", '{"spec": {"agentRef": "x"}}', namespace="default")
     assert strategic.returncode == 1
     assert "application/strategic-merge-patch+json is not supported by" in strategic.stderr
-    assert "accepted media types include: application/json-patch+json, application/merge-patch+json" \
-        in strategic.stderr
+    assert "accepted media types include: application/json-patch+json, application/merge-patch+json" in strategic.stderr
 
-    _ok(kd.kubectl("patch", "agentrun", "run-1", "--type", "merge", "-p", '{"spec": {"agentRef": "other"}}',
-                   namespace="default"))
+    _ok(
+        kd.kubectl(
+            "patch",
+            "agentrun",
+            "run-1",
+            "--type",
+            "merge",
+            "-p",
+            '{"spec": {"agentRef": "other"}}',
+            namespace="default",
+        )
+    )
     assert kd.store.require(CRD, "default", "run-1")["metadata"]["generation"] == 2
 
     listed = json.loads(_ok(kd.kubectl("get", "agentruns", "-o", "json", namespace="default")))
@@ -69,8 +110,19 @@ def test_crd_lifecycle_through_kubectl(kd: KubeHandle) -> None:
 
 def test_custom_resource_missing_a_required_field_is_invalid(kd: KubeHandle) -> None:
     _ok(kd.kubectl("apply", "-f", manifest("agentrun-crd.yaml")))
-    bad = kd.kubectl("create", "-f", "-", namespace="default", input=json.dumps({
-        "apiVersion": "core.controller-agent.dev/v1alpha1", "kind": "AgentRun", "metadata": {"name": "run-2"},
-        "spec": {"secretEnv": []}}))
+    bad = kd.kubectl(
+        "create",
+        "-f",
+        "-",
+        namespace="default",
+        input=json.dumps(
+            {
+                "apiVersion": "core.controller-agent.dev/v1alpha1",
+                "kind": "AgentRun",
+                "metadata": {"name": "run-2"},
+                "spec": {"secretEnv": []},
+            }
+        ),
+    )
     assert bad.returncode == 1
     assert 'The AgentRun "run-2" is invalid: spec.agentRef: Required value' in bad.stderr  # kubectl's rewording

@@ -49,8 +49,11 @@ def test_get_events_sorted_by_last_timestamp(kd: KubeHandle) -> None:
     assert late
     assert early
     assert max(early) < min(late), done.stdout
-    tables = [e for e in kd.requests(path_prefix="/api/v1/namespaces/default/events")
-              if e.query_params.get("includeObject") == ["Object"]]
+    tables = [
+        e
+        for e in kd.requests(path_prefix="/api/v1/namespaces/default/events")
+        if e.query_params.get("includeObject") == ["Object"]
+    ]
     assert tables, "kubectl did not ask for full objects in the Table rows"
 
 
@@ -61,13 +64,17 @@ def test_describe_pod_shows_its_events_found_by_field_selector(kd: KubeHandle) -
     assert done.returncode == 0, done.stderr
     section = done.stdout.split("Events:", 1)[1]
     assigned = "Successfully assigned default/web to fake-node"
-    for reason, source, message in (("Scheduled", "default-scheduler", assigned),
-                                    ("Pulled", "kubelet", "Successfully pulled image"),
-                                    ("Started", "kubelet", "Started container app")):
+    for reason, source, message in (
+        ("Scheduled", "default-scheduler", assigned),
+        ("Pulled", "kubelet", "Successfully pulled image"),
+        ("Started", "kubelet", "Started container app"),
+    ):
         assert any(reason in line and source in line and message in line for line in section.splitlines()), section
     uid = kd.store.require("pods", "default", "web")["metadata"]["uid"]
-    selectors = [e.query_params.get("fieldSelector", [""])[0]
-                 for e in kd.requests(path_prefix="/api/v1/namespaces/default/events")]
+    selectors = [
+        e.query_params.get("fieldSelector", [""])[0]
+        for e in kd.requests(path_prefix="/api/v1/namespaces/default/events")
+    ]
     assert any(f"involvedObject.uid={uid}" in s and "involvedObject.name=web" in s for s in selectors), selectors
 
 
@@ -86,8 +93,10 @@ def test_a_repeated_event_is_counted_on_one_object(kd: KubeHandle) -> None:
     apply(kd, pod("crash", faults={"crash-loop": "true", "backoff": "20"}))  # the next one needs 20 s of clock
     first = eventually(lambda: events(kd, reason="BackOff", name="crash"), what="a BackOff event")[0]
     kd.clock.advance(30)
-    again = eventually(lambda: [e for e in events(kd, reason="BackOff", name="crash") if e["count"] >= 2],
-                       what="the BackOff event counted again")[0]
+    again = eventually(
+        lambda: [e for e in events(kd, reason="BackOff", name="crash") if e["count"] >= 2],
+        what="the BackOff event counted again",
+    )[0]
     assert again["metadata"]["name"] == first["metadata"]["name"]
     assert again["firstTimestamp"] == first["firstTimestamp"]
     assert parse_rfc3339(again["lastTimestamp"]) - parse_rfc3339(first["lastTimestamp"]) >= 29
@@ -126,19 +135,30 @@ def test_scheduler_events_have_the_events_api_shape_and_a_series(kd: KubeHandle)
     assert failed["action"] == "Scheduling"
     assert failed["message"] == "0/1 nodes are available: 1 Insufficient memory."
     kd.clock.advance(31)  # the scheduler tries again
-    repeated = eventually(lambda: [e for e in events(kd, reason="FailedScheduling", name="stuck")
-                                   if (e.get("series") or {}).get("count") == 2], what="a series of 2")[0]
+    repeated = eventually(
+        lambda: [
+            e for e in events(kd, reason="FailedScheduling", name="stuck") if (e.get("series") or {}).get("count") == 2
+        ],
+        what="a series of 2",
+    )[0]
     assert repeated["metadata"]["name"] == failed["metadata"]["name"]
 
 
 def test_field_selectors_filter_events(kd: KubeHandle) -> None:
     apply(kd, job("once"))
     assert kd.kubectl("wait", "--for=condition=complete", "job/once", "--timeout=30s").returncode == 0
-    done = kd.kubectl("get", "events", "--field-selector", "involvedObject.kind=Job,reason=Completed", "-o",
-                      "jsonpath={.items[*].message}")
+    done = kd.kubectl(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.kind=Job,reason=Completed",
+        "-o",
+        "jsonpath={.items[*].message}",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Job completed"
     pod_name = pods(kd)[0]["metadata"]["name"]
-    created = kd.kubectl("get", "events", "--field-selector", "reason=SuccessfulCreate", "-o",
-                         "jsonpath={.items[*].message}")
+    created = kd.kubectl(
+        "get", "events", "--field-selector", "reason=SuccessfulCreate", "-o", "jsonpath={.items[*].message}"
+    )
     assert created.stdout == f"Created pod: {pod_name}"

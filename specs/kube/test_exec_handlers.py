@@ -30,8 +30,13 @@ class Channels:
         return self._stdin.pop(0) if self._stdin else b""
 
 
-def request(command: list[str], *, stdin: bool = False, tty: bool = False, channels: Channels | None = None,
-            ) -> ExecRequest:
+def request(
+    command: list[str],
+    *,
+    stdin: bool = False,
+    tty: bool = False,
+    channels: Channels | None = None,
+) -> ExecRequest:
     req = ExecRequest("ns", "pod-1", "app", command, stdin, True, not tty, tty)
     req._channels = channels or Channels()
     return req
@@ -60,7 +65,7 @@ def test_internal_status_names_its_cause() -> None:
     ("returned", "code"),
     [(None, 0), (0, 0), (5, 5), (ExecResult(2, stdout="o", stderr="e"), 2), (ExecResult(), 0)],
 )
-def test_a_plain_handler_may_return_a_result_an_exit_code_or_none(returned: object, code: int) -> None:
+def test_a_plain_handler_may_return_a_result_an_exit_code_or_none(returned: ExecResult | int | None, code: int) -> None:
     channels = Channels()
     status = run(kexec._call_handler(lambda req: returned, request(["x"], channels=channels), 5.0))
     assert status == kexec.exit_status(code, ["x"])
@@ -69,7 +74,10 @@ def test_a_plain_handler_may_return_a_result_an_exit_code_or_none(returned: obje
 
 
 def test_a_handler_returning_something_else_is_an_internal_error_not_a_crash() -> None:
-    status = run(kexec._call_handler(lambda req: "ok", request(["x"]), 5.0))
+    def wrong(req: object) -> Any:
+        return "ok"  # deliberately outside the handler's declared return type
+
+    status = run(kexec._call_handler(wrong, request(["x"]), 5.0))
     assert status["reason"] == "InternalError"
     assert "returned 'ok'" in status["message"]
 
@@ -148,8 +156,9 @@ def test_a_missing_host_binary_is_the_runtimes_error() -> None:
     assert 'exec: "no-such-binary-here": executable file not found in $PATH' in status["message"]
 
 
-@pytest.mark.parametrize(("value", "seconds"), [(None, 30.0), ("5", 5.0), ("0", 30.0), ("nan", 30.0), ("x", 30.0),
-                                                 ("9999", 600.0)])
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 30.0), ("5", 5.0), ("0", 30.0), ("nan", 30.0), ("x", 30.0), ("9999", 600.0)]
+)
 def test_timeout_annotation_is_read_within_bounds(value: str | None, seconds: float) -> None:
     assert kexec._timeout(value) == seconds
 

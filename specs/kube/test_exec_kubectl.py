@@ -39,7 +39,8 @@ def test_a_handlers_exit_code_becomes_kubectls(kdb: KubeHandle, kubectl_env: Kub
     assert done.stdout == "partial output\n"
     assert done.stderr.splitlines() == ["something failed", "command terminated with exit code 3"]
     assert [(r.container, r.command, r.stdout, r.stderr, r.tty) for r in seen] == [
-        ("app", ["sh", "-c", "exit 3"], True, True, False)]
+        ("app", ["sh", "-c", "exit 3"], True, True, False)
+    ]
 
 
 def test_a_zero_exit_is_success_and_check_raises_on_non_zero(kdb: KubeHandle, kubectl_env: KubectlBuild) -> None:
@@ -61,7 +62,8 @@ def test_stdin_reaches_the_handler_and_its_answer_comes_back(kdb: KubeHandle, ku
 def test_an_annotated_pod_runs_the_command_on_the_host(kdb: KubeHandle, kubectl_env: KubectlBuild) -> None:
     running_pod(kdb, "tools-0", annotations={"double.stack-harness.dev/exec": "host"})
     done = kube_for(kdb, kubectl_env).kubectl(
-        "exec", "tools-0", "--", "sh", "-c", "echo $HOSTNAME; echo warn >&2; exit 7", check=False)
+        "exec", "tools-0", "--", "sh", "-c", "echo $HOSTNAME; echo warn >&2; exit 7", check=False
+    )
     assert done.returncode == 7
     assert done.stdout == "tools-0\n"
     assert done.stderr.splitlines() == ["warn", "command terminated with exit code 7"]

@@ -38,8 +38,8 @@ async def converse(url: str, protocol: str, send: list[bytes]) -> tuple[dict[int
     out: dict[int, bytes] = {}
     async with aiohttp.ClientSession() as session, session.ws_connect(url, protocols=(protocol,)) as ws:
         assert ws.protocol == protocol
-        for message in send:
-            await ws.send_bytes(message)
+        for chunk in send:
+            await ws.send_bytes(chunk)
         while True:
             message = await asyncio.wait_for(ws.receive(), BOUND)
             if message.type != aiohttp.WSMsgType.BINARY:
@@ -60,8 +60,9 @@ def test_v5_stdin_ends_with_the_close_message_and_the_status_comes_last(kd: Kube
 
     kd.double.exec_handlers.set(kd.namespace, "api-0", echo)
     url = exec_url(kd, "api-0", ["rev"], stdin="true", stdout="true", stderr="true")
-    out, end = asyncio.run(converse(url, "v5.channel.k8s.io",
-                                    [b"\x00abc", b"\x04{\"Width\":80,\"Height\":24}", b"\x00def", b"\xff\x00"]))
+    out, end = asyncio.run(
+        converse(url, "v5.channel.k8s.io", [b"\x00abc", b'\x04{"Width":80,"Height":24}', b"\x00def", b"\xff\x00"])
+    )
     assert out[1] == b"fedcba"
     assert out[2] == b"done"
     assert json.loads(out[3])["status"] == "Success"
@@ -77,13 +78,17 @@ def test_v4_is_served_too(kd: KubeHandle) -> None:
     assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "9"}]
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ({"stdout": "true"}, "you must specify at least 1 command"),
-    ({"command": "ls"}, "you must specify at least 1 of stdin, stdout, stderr"),
-    ({"command": "ls", "stdout": "true", "container": "other"}, "container other is not valid for pod api-0"),
-])
-def test_requests_a_server_refuses_are_400_before_the_upgrade(kd: KubeHandle, query: dict[str, str],
-                                                              message: str) -> None:
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"stdout": "true"}, "you must specify at least 1 command"),
+        ({"command": "ls"}, "you must specify at least 1 of stdin, stdout, stderr"),
+        ({"command": "ls", "stdout": "true", "container": "other"}, "container other is not valid for pod api-0"),
+    ],
+)
+def test_requests_a_server_refuses_are_400_before_the_upgrade(
+    kd: KubeHandle, query: dict[str, str], message: str
+) -> None:
     running_pod(kd, "api-0")
     raw = kd.kubectl("get", "--raw", f"/api/v1/namespaces/{kd.namespace}/pods/api-0/exec?{urlencode(query)}")
     assert message in raw.stderr
@@ -112,17 +117,22 @@ def test_spdy_exec_answers_each_stream_then_writes_the_status_and_says_goaway(kd
     port = int(kd.url.rsplit(":", 1)[1])
     query = urlencode([("command", "x"), ("stdout", "true"), ("stderr", "true")])
     with socket.create_connection(("127.0.0.1", port), timeout=BOUND) as sock:
-        sock.sendall(f"POST /api/v1/namespaces/{kd.namespace}/pods/api-0/exec?{query} HTTP/1.1\r\nHost: x\r\n"
-                     f"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
-                     f"Content-Length: 0\r\n\r\n".encode())
+        sock.sendall(
+            f"POST /api/v1/namespaces/{kd.namespace}/pods/api-0/exec?{query} HTTP/1.1\r\nHost: x\r\n"
+            f"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
+            f"Content-Length: 0\r\n\r\n".encode()
+        )
         raw = b""
         while b"\r\n\r\n" not in raw:  # like kubectl, wait for the 101 before speaking SPDY
             raw += sock.recv(4096)
         head, _, rest = raw.partition(b"\r\n\r\n")
         assert b"x-stream-protocol-version: v4.channel.k8s.io" in head.lower()
         encoder, decoder = FrameEncoder(), FrameDecoder()
-        streams = [SynStream(1, {"streamtype": ["error"]}), SynStream(3, {"streamtype": ["stdout"]}),
-                   SynStream(5, {"streamtype": ["stderr"]})]
+        streams = [
+            SynStream(1, {"streamtype": ["error"]}),
+            SynStream(3, {"streamtype": ["stdout"]}),
+            SynStream(5, {"streamtype": ["stderr"]}),
+        ]
         sock.sendall(b"".join(encoder.encode(s) for s in streams))
         frames = decoder.feed(rest)
         while not any(isinstance(f, GoAway) for f in frames):

@@ -4,6 +4,7 @@ after SIGTERM), and an exact-path fixture."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -44,8 +45,12 @@ def test_stopping_leaves_no_thread_socket_or_file() -> None:
             with httpx.Client(base_url=kd.url, timeout=5.0) as client:
                 assert client.get("/version").status_code == 200
             kd.fault("hang", "/api/v1/namespaces/*/configmaps")
-            hung = threading.Thread(target=lambda: _swallow(lambda: httpx.get(
-                f"{kd.url}/api/v1/namespaces/default/configmaps", timeout=30.0)), daemon=True)
+            hung = threading.Thread(
+                target=lambda: _swallow(
+                    lambda: httpx.get(f"{kd.url}/api/v1/namespaces/default/configmaps", timeout=30.0)
+                ),
+                daemon=True,
+            )
             hung.start()
             end = time.monotonic() + 5.0
             while not any(e.fault == "hang" for e in kd.requests()) and time.monotonic() < end:
@@ -65,18 +70,20 @@ def test_stopping_leaves_no_thread_socket_or_file() -> None:
 
 
 def _swallow(call) -> None:
-    try:
+    with contextlib.suppress(httpx.HTTPError):
         call()
-    except httpx.HTTPError:
-        pass
 
 
 def test_the_kubeconfig_is_0600_and_merged_entries_are_removed_again(tmp_path) -> None:
     path = tmp_path / "config"
-    other = {"apiVersion": "v1", "kind": "Config", "current-context": "minikube",
-             "clusters": [{"name": "minikube", "cluster": {"server": "https://192.0.2.1:8443"}}],
-             "users": [{"name": "minikube", "user": {"token": "x"}}],
-             "contexts": [{"name": "minikube", "context": {"cluster": "minikube", "user": "minikube"}}]}
+    other = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "minikube",
+        "clusters": [{"name": "minikube", "cluster": {"server": "https://192.0.2.1:8443"}}],
+        "users": [{"name": "minikube", "user": {"token": "x"}}],
+        "contexts": [{"name": "minikube", "context": {"cluster": "minikube", "user": "minikube"}}],
+    }
     path.write_text(yaml.safe_dump(other))
     with fakes.kube.serve(kubeconfig=path, context="double", namespace="team") as kd:
         merged = yaml.safe_load(path.read_text())
@@ -110,14 +117,38 @@ def _read_line(proc, timeout: float) -> str:
 def test_the_command_line_serves_until_sigterm_then_cleans_up(tmp_path) -> None:
     require_kubectl()
     kubeconfig = tmp_path / "kc"
-    proc = process.spawn([sys.executable, "-m", "fakes.kube", "--kubeconfig", str(kubeconfig), "--context", "cli",
-                          "--kubectl-version", "1.31.2"])
+    proc = process.spawn(
+        [
+            sys.executable,
+            "-m",
+            "fakes.kube",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--context",
+            "cli",
+            "--kubectl-version",
+            "1.31.2",
+        ]
+    )
     try:
         first = _read_line(proc, 20.0)
         assert first.startswith("fake kube listening on http://127.0.0.1:"), first
         assert stat.S_IMODE(os.stat(kubeconfig).st_mode) == 0o600
-        done = process.run_bounded(["kubectl", "--kubeconfig", str(kubeconfig), "--context", "cli",
-                                    "--cache-dir", str(tmp_path / "cache"), "version", "-o", "json"], timeout=30.0)
+        done = process.run_bounded(
+            [
+                "kubectl",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--context",
+                "cli",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "version",
+                "-o",
+                "json",
+            ],
+            timeout=30.0,
+        )
         assert '"gitVersion": "v1.31.2"' in done.stdout
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15.0) == 0

@@ -67,8 +67,15 @@ def test_kubectl_defaults_to_the_first_container_and_says_so(kd: KubeHandle) -> 
 
 
 def test_the_default_container_annotation_picks_silently(kd: KubeHandle) -> None:
-    apply(kd, pod("two", containers=TWO, faults={"logs.sidecar": "from sidecar"},
-                  annotations={"kubectl.kubernetes.io/default-container": "sidecar"}))
+    apply(
+        kd,
+        pod(
+            "two",
+            containers=TWO,
+            faults={"logs.sidecar": "from sidecar"},
+            annotations={"kubectl.kubernetes.io/default-container": "sidecar"},
+        ),
+    )
     _ready(kd, "two")
     done = kd.kubectl("logs", "two")
     assert done.stdout == "from sidecar\n"
@@ -88,32 +95,40 @@ def test_previous_without_a_terminated_container_is_the_kubelets_400(kd: KubeHan
     _ready(kd, "web")
     done = kd.kubectl("logs", "web", "--previous")
     assert done.returncode == 1
-    assert done.stderr.strip() == ('Error from server (BadRequest): previous terminated container "app" in pod "web" '
-                                   "not found")
+    assert done.stderr.strip() == (
+        'Error from server (BadRequest): previous terminated container "app" in pod "web" not found'
+    )
 
 
 def test_a_pending_container_is_waiting_to_start(kd: KubeHandle) -> None:
     apply(kd, pod("slow", faults={"start-delay": "300"}))
-    eventually(lambda: kd.store.require("pods", "default", "slow").get("status", {}).get("containerStatuses"),
-               what="container statuses")
+    eventually(
+        lambda: kd.store.require("pods", "default", "slow").get("status", {}).get("containerStatuses"),
+        what="container statuses",
+    )
     done = kd.kubectl("logs", "slow")
     assert done.returncode == 1
-    assert done.stderr.strip() == ('Error from server (BadRequest): container "app" in pod "slow" is waiting to '
-                                   "start: ContainerCreating")
+    assert done.stderr.strip() == (
+        'Error from server (BadRequest): container "app" in pod "slow" is waiting to start: ContainerCreating'
+    )
 
 
 def test_an_image_that_cannot_be_pulled_is_its_own_message(kd: KubeHandle) -> None:
     apply(kd, pod("pull", faults={"image-pull-error": "true"}))
     eventually(lambda: waiting_reason(kd, "pull") == "ImagePullBackOff", what="ImagePullBackOff")
     done = kd.kubectl("logs", "pull")
-    assert done.stderr.strip() == ('Error from server (BadRequest): container "app" in pod "pull" is waiting to '
-                                   "start: trying and failing to pull image")
+    assert done.stderr.strip() == (
+        'Error from server (BadRequest): container "app" in pod "pull" is waiting to '
+        "start: trying and failing to pull image"
+    )
 
 
 def test_an_unscheduled_pod_has_empty_logs(kd: KubeHandle) -> None:
     apply(kd, pod("stuck", faults={"unschedulable": "true"}))
-    eventually(lambda: (kd.store.require("pods", "default", "stuck").get("status") or {}).get("conditions"),
-               what="PodScheduled=False")
+    eventually(
+        lambda: (kd.store.require("pods", "default", "stuck").get("status") or {}).get("conditions"),
+        what="PodScheduled=False",
+    )
     done = kd.kubectl("logs", "stuck")
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
@@ -143,8 +158,14 @@ def test_follow_streams_new_lines_and_ends_when_the_container_stops(kd: KubeHand
     eventually(lambda: _running(kd, "task"), what="the container to run")
     follow = process.spawn(kd.kubectl_argv("logs", "-f", "task"), env=kd.env())
     try:
-        eventually(lambda: [e for e in kd.requests(path_prefix="/api/v1/namespaces/default/pods/task/log")
-                            if e.query_params.get("follow") == ["true"]], what="kubectl to follow")
+        eventually(
+            lambda: [
+                e
+                for e in kd.requests(path_prefix="/api/v1/namespaces/default/pods/task/log")
+                if e.query_params.get("follow") == ["true"]
+            ],
+            what="kubectl to follow",
+        )
         kd.controllers.logs.append("default", "task", "working", "done")
         kd.clock.advance(600)  # the task's container exits
         out, err = follow.communicate(timeout=30)
@@ -157,14 +178,16 @@ def test_follow_streams_new_lines_and_ends_when_the_container_stops(kd: KubeHand
 
 def test_follow_of_a_finished_container_returns_at_once(kd: KubeHandle) -> None:
     apply(kd, pod("task", restart_policy="Never", faults={"run-seconds": "0.1", "logs": "all done"}))
-    eventually(lambda: kd.store.require("pods", "default", "task")["status"].get("phase") == "Succeeded",
-               what="Succeeded")
+    eventually(
+        lambda: kd.store.require("pods", "default", "task")["status"].get("phase") == "Succeeded", what="Succeeded"
+    )
     done = kd.kubectl("logs", "-f", "task", timeout=20)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "all done\n"
 
 
 # --- the API, without kubectl's client-side checks ----------------------------------------------------------------
+
 
 def _get(kd: KubeHandle, path: str, **params: str) -> httpx.Response:
     return httpx.get(kd.url + path, params=params, timeout=10.0)
@@ -187,10 +210,10 @@ def test_invalid_log_options_are_422(kd: KubeHandle) -> None:
     assert answer.status_code == 422
     body = answer.json()
     assert body["reason"] == "Invalid"
-    assert body["message"] == ('PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or '
-                               "equal to 0")
-    both = _get(kd, "/api/v1/namespaces/default/pods/web/log", sinceSeconds="10",
-                sinceTime="2025-01-01T00:00:00Z")
+    assert body["message"] == (
+        'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0'
+    )
+    both = _get(kd, "/api/v1/namespaces/default/pods/web/log", sinceSeconds="10", sinceTime="2025-01-01T00:00:00Z")
     assert both.status_code == 422
     assert "at most one of `sinceTime` or `sinceSeconds` may be specified" in both.json()["message"]
     garbage = _get(kd, "/api/v1/namespaces/default/pods/web/log", follow="maybe")

@@ -13,10 +13,12 @@ from specs.kube.conftest import manifest
 
 def test_get_apply_delete(kubectl_build: KubectlBuild) -> None:
     with fakes.kube.serve(kubectl_version=kubectl_build.server_git_version()) as kd:
+
         def run(*args: str) -> str:
             done = kd.kubectl(*args, kubectl=kubectl_build.path, namespace="default")
-            assert done.returncode == 0, f"{kubectl_build}: kubectl {' '.join(args)} exited {done.returncode}: " \
-                                         f"{done.stderr.strip()}"
+            assert done.returncode == 0, (
+                f"{kubectl_build}: kubectl {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}"
+            )
             return done.stdout
 
         assert "deployment.apps/api created" in run("apply", "-f", manifest("api.yaml"))

@@ -46,8 +46,9 @@ def target() -> Iterator[TargetServer]:
         yield server
 
 
-def test_a_forward_reaches_the_pods_mapped_port(kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
-                                                 ) -> None:
+def test_a_forward_reaches_the_pods_mapped_port(
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "web-0", ports={8080: target.port})
     with port_forward(kube_for(kdb, kubectl_env), "pod/web-0", 8080, ready_path="/healthz") as fwd:
         answer = fetch_through_sync(fwd, "GET", "/ok", timeout=10.0)
@@ -58,8 +59,9 @@ def test_a_forward_reaches_the_pods_mapped_port(kdb: KubeHandle, kubectl_env: Ku
     assert [t.transport for t in tunnels] == [kubectl_env.portforward_transport]
 
 
-def test_a_service_forward_resolves_the_selector_and_target_port(kdb: KubeHandle, kubectl_env: KubectlBuild,
-                                                                  target: TargetServer) -> None:
+def test_a_service_forward_resolves_the_selector_and_target_port(
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "api-7d9f", labels={"app": "api"}, ports={8080: target.port})
     service(kdb, "api", {"app": "api"}, 80, 8080)
     with port_forward(kube_for(kdb, kubectl_env), "svc/api", 80) as fwd:
@@ -67,8 +69,9 @@ def test_a_service_forward_resolves_the_selector_and_target_port(kdb: KubeHandle
     assert wait_until(lambda: forwarding(kdb).tunnels() == [], timeout=10.0)  # the tunnel ended with kubectl
 
 
-def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(kdb: KubeHandle, kubectl_env: KubectlBuild,
-                                                                       target: TargetServer) -> None:
+def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "web-0", ports={8080: target.port})
     with PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 8080) as fwd:
         assert fwd.proc is not None
@@ -92,7 +95,8 @@ def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(kdb: KubeH
 
 
 def test_a_stream_failed_by_the_double_mid_request_carries_kubectls_real_stderr(
-        kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer) -> None:
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "web-0", ports={8080: target.port})
     hub = forwarding(kdb)
     with PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 8080) as fwd:
@@ -118,8 +122,9 @@ def test_a_stream_failed_by_the_double_mid_request_carries_kubectls_real_stderr(
         assert "lost connection to pod" in fwd.exit.stderr_tail
 
 
-def test_a_port_nothing_listens_on_is_not_ready_with_the_nodes_refusal(kdb: KubeHandle, kubectl_env: KubectlBuild
-                                                                       ) -> None:
+def test_a_port_nothing_listens_on_is_not_ready_with_the_nodes_refusal(
+    kdb: KubeHandle, kubectl_env: KubectlBuild
+) -> None:
     running_pod(kdb, "web-0")  # no mapping for 9090: nothing listens there
     with pytest.raises(PortForwardNotReady) as caught:
         PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 9090, ready_timeout=20.0).start()
@@ -128,8 +133,9 @@ def test_a_port_nothing_listens_on_is_not_ready_with_the_nodes_refusal(kdb: Kube
     assert "lost connection to pod" in caught.value.stderr_tail
 
 
-def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(kdb: KubeHandle, kubectl_env: KubectlBuild,
-                                                                   target: TargetServer) -> None:
+def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "api-aaaa", labels={"app": "api"}, ports={8080: target.port})
     service(kdb, "api", {"app": "api"}, 80, 8080)
     kube = kube_for(kdb, kubectl_env)
@@ -152,21 +158,23 @@ def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(kdb: KubeHand
                     raise
                 return answer.status_code if answer.status_code == 200 else None
 
-            status = anyio.run(lambda: wait_for("the service through a pooled forward", probe, timeout=60.0,
-                                                interval=0.05))
+            status = anyio.run(
+                lambda: wait_for("the service through a pooled forward", probe, timeout=60.0, interval=0.05)
+            )
             assert status == 200
             assert replacement.requests == ["/ok"]
         assert errors, "the forward pinned to the deleted pod should have failed once"
         assert all(isinstance(e, (PortForwardDied, PortForwardBroken, PortForwardGone)) for e in errors)
-        assert 'failed to find sandbox' in errors[0].stderr_tail  # type: ignore[attr-defined]
+        assert "failed to find sandbox" in errors[0].stderr_tail  # type: ignore[attr-defined]
         assert pool.opened == 2
         assert wait_until(lambda: [t.pod for t in forwarding(kdb).tunnels()] == ["api-bbbb"], timeout=10.0)
     finally:
         pool.close()
 
 
-def test_a_wedged_tunnel_leaves_kubectl_up_and_the_request_times_out(kdb: KubeHandle, kubectl_env: KubectlBuild,
-                                                                     target: TargetServer) -> None:
+def test_a_wedged_tunnel_leaves_kubectl_up_and_the_request_times_out(
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "web-0", ports={8080: target.port})
     hub = forwarding(kdb)
     with PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 8080) as fwd:
@@ -180,8 +188,9 @@ def test_a_wedged_tunnel_leaves_kubectl_up_and_the_request_times_out(kdb: KubeHa
         assert hub.tunnels()[0].streams_ignored >= 1
 
 
-def test_stopping_the_double_ends_the_forward_as_a_lost_connection(kubectl_env: KubectlBuild, target: TargetServer
-                                                                   ) -> None:
+def test_stopping_the_double_ends_the_forward_as_a_lost_connection(
+    kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     with no_leaks():
         with double_for(kubectl_env) as kd:
             running_pod(kd, "web-0", ports={8080: target.port})
@@ -211,7 +220,8 @@ def test_a_forward_over_tls_with_the_token(kubectl_env: KubectlBuild, target: Ta
 
 
 def test_a_wedged_tunnel_is_marked_broken_once_kubectl_gives_up_on_the_stream(
-        request: pytest.FixtureRequest, kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer) -> None:
+    request: pytest.FixtureRequest, kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     if kubectl_builds.selection(request.config) != "all":
         pytest.skip("waits out kubectl's 30 s stream creation timeout: runs in `make matrix` only")
     running_pod(kdb, "web-0", ports={8080: target.port})
@@ -227,7 +237,8 @@ def test_a_wedged_tunnel_is_marked_broken_once_kubectl_gives_up_on_the_stream(
 
 
 def test_deleting_the_pod_closes_its_open_connections_and_the_next_one_ends_kubectl(
-        kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer) -> None:
+    kdb: KubeHandle, kubectl_env: KubectlBuild, target: TargetServer
+) -> None:
     running_pod(kdb, "web-0", ports={8080: target.port})
     with PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 8080) as fwd:
 

@@ -39,8 +39,10 @@ def target() -> Iterator[TargetServer]:
 def pair(request_id: int, port: int) -> list[SynStream]:
     """kubectl's two streams for one local connection: error first, then data."""
     base = {"port": [str(port)], "requestid": [str(request_id)]}
-    return [SynStream(4 * request_id + 1, {"streamtype": ["error"], **base}),
-            SynStream(4 * request_id + 3, {"streamtype": ["data"], **base})]
+    return [
+        SynStream(4 * request_id + 1, {"streamtype": ["error"], **base}),
+        SynStream(4 * request_id + 3, {"streamtype": ["data"], **base}),
+    ]
 
 
 class WsClient:
@@ -70,10 +72,13 @@ def ws_url(kd: KubeHandle, pod: str) -> str:
     return f"{kd.url}/api/v1/namespaces/{kd.namespace}/pods/{pod}/portforward".replace("http", "ws", 1)
 
 
-async def _tunnel(kd: KubeHandle, pod: str, chunk: int, exchange) -> None:  # type: ignore[no-untyped-def]
-    async with aiohttp.ClientSession() as session, session.ws_connect(
+async def _tunnel(kd: KubeHandle, pod: str, chunk: int, exchange) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.ws_connect(
             ws_url(kd, pod), protocols=("SPDY/3.1+portforward.k8s.io",), timeout=aiohttp.ClientWSTimeout(BOUND)
-    ) as ws:
+        ) as ws,
+    ):
         assert ws.protocol == "SPDY/3.1+portforward.k8s.io"
         await exchange(WsClient(ws, chunk))
 
@@ -89,7 +94,8 @@ def test_the_websocket_tunnel_reassembles_spdy_cut_anywhere(kd: KubeHandle, targ
         assert got.index(SynReply(error.stream_id)) < got.index(SynReply(data.stream_id))
         assert Ping(1) in got
         body = b"".join(f.data for f in got if isinstance(f, DataFrame) and f.stream_id == data.stream_id)
-        assert body.startswith(b"HTTP/1.0 200") and body.endswith(b"ok")
+        assert body.startswith(b"HTTP/1.0 200")
+        assert body.endswith(b"ok")
         fins = [f.stream_id for f in got if isinstance(f, DataFrame) and f.fin]
         assert fins == [error.stream_id, data.stream_id]  # the error stream ends too, first (kubectl waits on it)
         assert not [f for f in got if isinstance(f, DataFrame) and f.stream_id == error.stream_id and f.data]
@@ -143,9 +149,11 @@ def _upgrade(kd: KubeHandle, pod: str, protocol: str = "portforward.k8s.io") -> 
     """POST with ``Upgrade: SPDY/3.1`` (kubectl <= 1.30); the socket and the response head."""
     port = int(kd.url.rsplit(":", 1)[1])
     sock = socket.create_connection(("127.0.0.1", port), timeout=BOUND)
-    sock.sendall(f"POST /api/v1/namespaces/{kd.namespace}/pods/{pod}/portforward HTTP/1.1\r\nHost: x\r\n"
-                 f"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: {protocol}\r\n"
-                 f"Content-Length: 0\r\n\r\n".encode())
+    sock.sendall(
+        f"POST /api/v1/namespaces/{kd.namespace}/pods/{pod}/portforward HTTP/1.1\r\nHost: x\r\n"
+        f"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: {protocol}\r\n"
+        f"Content-Length: 0\r\n\r\n".encode()
+    )
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = sock.recv(4096)
@@ -154,8 +162,9 @@ def _upgrade(kd: KubeHandle, pod: str, protocol: str = "portforward.k8s.io") -> 
     return sock, head
 
 
-def test_the_spdy_upgrade_switches_protocols_and_speaks_spdy_on_the_socket(kd: KubeHandle, target: TargetServer
-                                                                           ) -> None:
+def test_the_spdy_upgrade_switches_protocols_and_speaks_spdy_on_the_socket(
+    kd: KubeHandle, target: TargetServer
+) -> None:
     running_pod(kd, "web-0", ports={8080: target.port})
     sock, head = _upgrade(kd, "web-0")
     with sock:
@@ -166,8 +175,12 @@ def test_the_spdy_upgrade_switches_protocols_and_speaks_spdy_on_the_socket(kd: K
         assert b"x-stream-protocol-version: portforward.k8s.io" in lowered
         encoder, decoder = FrameEncoder(), FrameDecoder()
         error, data = pair(0, 8080)
-        sock.sendall(b"".join(encoder.encode(f) for f in (error, data, DataFrame(data.stream_id, b"GET /ok HTTP/1.0"
-                                                                                            b"\r\n\r\n"), Ping(3))))
+        sock.sendall(
+            b"".join(
+                encoder.encode(f)
+                for f in (error, data, DataFrame(data.stream_id, b"GET /ok HTTP/1.0\r\n\r\n"), Ping(3))
+            )
+        )
         got = decoder.feed(head.partition(b"\r\n\r\n")[2])
         while sum(isinstance(f, DataFrame) and f.fin for f in got) < 2:
             chunk = sock.recv(65536)
@@ -186,8 +199,10 @@ def test_a_spdy_upgrade_for_another_stream_protocol_is_forbidden(kd: KubeHandle)
 
 def test_a_plain_get_is_told_to_upgrade_and_a_missing_pod_is_404(kd: KubeHandle) -> None:
     running_pod(kd, "web-0")
-    assert "Upgrade request required" in kd.kubectl("get", "--raw", f"/api/v1/namespaces/{kd.namespace}/pods/"
-                                                    "web-0/portforward").stderr
+    assert (
+        "Upgrade request required"
+        in kd.kubectl("get", "--raw", f"/api/v1/namespaces/{kd.namespace}/pods/web-0/portforward").stderr
+    )
     assert 'pods "nope" not found' in kd.kubectl("port-forward", "pod/nope", ":80").stderr
 
 
@@ -204,19 +219,32 @@ def test_mappings_from_python_win_over_annotations(kd: KubeHandle, target: Targe
     assert target.requests == ["/ok"]
 
 
-@pytest.mark.parametrize(("value", "parsed"), [
-    ("127.0.0.1:5555", ("127.0.0.1", 5555)), ("[::1]:80", ("::1", 80)), ("5555", ("127.0.0.1", 5555)),
-    ("host:0", None), ("host:99999", None), ("nonsense", None),
-])
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("127.0.0.1:5555", ("127.0.0.1", 5555)),
+        ("[::1]:80", ("::1", 80)),
+        ("5555", ("127.0.0.1", 5555)),
+        ("host:0", None),
+        ("host:99999", None),
+        ("nonsense", None),
+    ],
+)
 def test_port_annotation_values(value: str, parsed: tuple[str, int] | None) -> None:
     assert parse_target(value) == parsed
 
 
 def test_annotated_ports_read_only_the_port_annotations() -> None:
-    pod = {"metadata": {"annotations": {"double.stack-harness.dev/port-8080": "127.0.0.1:1234",
-                                        "double.stack-harness.dev/port-x": "127.0.0.1:1",
-                                        "double.stack-harness.dev/port-90": "garbage",
-                                        "other/port-70": "127.0.0.1:2"}}}
+    pod = {
+        "metadata": {
+            "annotations": {
+                "double.stack-harness.dev/port-8080": "127.0.0.1:1234",
+                "double.stack-harness.dev/port-x": "127.0.0.1:1",
+                "double.stack-harness.dev/port-90": "garbage",
+                "other/port-70": "127.0.0.1:2",
+            }
+        }
+    }
     assert annotated_ports(pod) == {8080: ("127.0.0.1", 1234)}
 
 

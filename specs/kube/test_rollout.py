@@ -31,8 +31,14 @@ def kdb(kubectl_env: KubectlBuild) -> Iterator[KubeHandle]:
 
 
 def _kube(kd: KubeHandle, build: KubectlBuild) -> Kube:
-    return Kube(kd.context, kd.namespace, allowed=(kd.context,), kubectl_path=build.path, kubeconfig=kd.kubeconfig,
-                cache_dir=kd.cache_dir)
+    return Kube(
+        kd.context,
+        kd.namespace,
+        allowed=(kd.context,),
+        kubectl_path=build.path,
+        kubeconfig=kd.kubeconfig,
+        cache_dir=kd.cache_dir,
+    )
 
 
 def test_rollout_status_waits_through_a_rolling_update(kdb: KubeHandle, kubectl_env: KubectlBuild) -> None:
@@ -43,8 +49,10 @@ def test_rollout_status_waits_through_a_rolling_update(kdb: KubeHandle, kubectl_
     slow = {"start-delay": "300"}  # each new pod starts only when the spec moves the double's clock
     apply(kdb, deployment("api", replicas=3, faults=slow, image="registry.local/app:2.0"), kubectl=kubectl_env.path)
     watches = _watches(kdb)
-    status = process.spawn(kdb.kubectl_argv("rollout", "status", "deployment/api", "--timeout=60s",
-                                            kubectl=kubectl_env.path), env=kdb.env())
+    status = process.spawn(
+        kdb.kubectl_argv("rollout", "status", "deployment/api", "--timeout=60s", kubectl=kubectl_env.path),
+        env=kdb.env(),
+    )
     try:
         eventually(lambda: _watches(kdb) > watches, what="rollout status to watch the Deployment")
         deadline = time.monotonic() + 60
@@ -59,16 +67,22 @@ def test_rollout_status_waits_through_a_rolling_update(kdb: KubeHandle, kubectl_
     assert lines[-1] == 'deployment "api" successfully rolled out'
     waiting = [line for line in lines[:-1] if line.startswith('Waiting for deployment "api" rollout to finish: ')]
     assert waiting, lines  # it watched the rollout progress, not just its end
-    assert all(re.search(r"(new replicas have been updated|old replicas are pending termination|updated replicas "
-                         r"are available)\.\.\.$", line) for line in waiting), waiting
+    assert all(
+        re.search(
+            r"(new replicas have been updated|old replicas are pending termination|updated replicas "
+            r"are available)\.\.\.$",
+            line,
+        )
+        for line in waiting
+    ), waiting
     assert len(waiting) >= 3  # one new pod at a time (maxSurge 1, maxUnavailable 0 for 3 replicas)
-    images = {p["spec"]["containers"][0]["image"] for p in pods(kdb, "api")
-              if not p["metadata"].get("deletionTimestamp")}
+    images = {
+        p["spec"]["containers"][0]["image"] for p in pods(kdb, "api") if not p["metadata"].get("deletionTimestamp")
+    }
     assert images == {"registry.local/app:2.0"}
 
 
-def test_rollout_status_fails_on_a_crash_loop_with_kubectls_message(kdb: KubeHandle,
-                                                                     kubectl_env: KubectlBuild) -> None:
+def test_rollout_status_fails_on_a_crash_loop_with_kubectls_message(kdb: KubeHandle, kubectl_env: KubectlBuild) -> None:
     apply(kdb, deployment("web", replicas=2, faults=CRASH, deadline=2), kubectl=kubectl_env.path)
     done = kdb.kubectl("rollout", "status", "deployment/web", "--timeout=60s", kubectl=kubectl_env.path)
     assert done.returncode == 1
@@ -84,8 +98,9 @@ def test_rollout_restart_then_wait_for_available(kdb: KubeHandle, kubectl_env: K
     restarted = kdb.kubectl("rollout", "restart", "deployment/api", kubectl=kubectl_env.path)
     assert restarted.returncode == 0, restarted.stderr
     assert restarted.stdout.strip() == "deployment.apps/api restarted"
-    waited = kdb.kubectl("wait", "--for=condition=Available", "deployment/api", "--timeout=60s",
-                         kubectl=kubectl_env.path)
+    waited = kdb.kubectl(
+        "wait", "--for=condition=Available", "deployment/api", "--timeout=60s", kubectl=kubectl_env.path
+    )
     assert waited.returncode == 0, waited.stderr
     assert "deployment.apps/api condition met" in waited.stdout
     done = kdb.kubectl("rollout", "status", "deployment/api", "--timeout=60s", kubectl=kubectl_env.path)
@@ -104,8 +119,9 @@ def test_harness_rollout_restart_and_status(kdb: KubeHandle, kubectl_env: Kubect
     assert len(kdb.store.list("replicasets", "default")[0]) == 2
 
 
-def test_harness_rollout_status_of_a_crash_loop_fails_with_the_real_message(kdb: KubeHandle,
-                                                                              kubectl_env: KubectlBuild) -> None:
+def test_harness_rollout_status_of_a_crash_loop_fails_with_the_real_message(
+    kdb: KubeHandle, kubectl_env: KubectlBuild
+) -> None:
     apply(kdb, deployment("web", replicas=1, deadline=2), kubectl=kubectl_env.path)
     kube = _kube(kdb, kubectl_env)
     kube.rollout_status("web", timeout=60)
@@ -119,11 +135,14 @@ def test_harness_rollout_status_of_a_crash_loop_fails_with_the_real_message(kdb:
 
 def _watches(kd: KubeHandle) -> int:
     """How many watches of Deployments the double has been asked for."""
-    return sum(e.query_params.get("watch") == ["true"]
-               for e in kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments"))
+    return sum(
+        e.query_params.get("watch") == ["true"]
+        for e in kd.requests(path_prefix="/apis/apps/v1/namespaces/default/deployments")
+    )
 
 
 # --- not on the matrix: the double's clock -------------------------------------------------------------------------
+
 
 @pytest.fixture
 def kd() -> Iterator[KubeHandle]:

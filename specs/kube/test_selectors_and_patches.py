@@ -3,6 +3,8 @@ end): the operator semantics of ``pkg/labels``, and strategic merge as ``pkg/uti
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,12 +16,29 @@ from fakes.kube.selectors import from_label_selector, parse_field_selector, pars
 LABELS = {"app": "api", "tier": "web", "version": "3"}
 
 
-@pytest.mark.parametrize(("selector", "matches"), [
-    ("app=api", True), ("app==api", True), ("app=web", False), ("app!=web", True), ("missing!=x", True),
-    ("tier in (web,db)", True), ("tier in (db)", False), ("tier notin (db)", True), ("missing notin (x)", True),
-    ("app", True), ("missing", False), ("!missing", True), ("!app", False), ("version>2", True),
-    ("version<3", False), ("app=api,tier=db", False), ("app = api , tier in ( web )", True), ("", True),
-])
+@pytest.mark.parametrize(
+    ("selector", "matches"),
+    [
+        ("app=api", True),
+        ("app==api", True),
+        ("app=web", False),
+        ("app!=web", True),
+        ("missing!=x", True),
+        ("tier in (web,db)", True),
+        ("tier in (db)", False),
+        ("tier notin (db)", True),
+        ("missing notin (x)", True),
+        ("app", True),
+        ("missing", False),
+        ("!missing", True),
+        ("!app", False),
+        ("version>2", True),
+        ("version<3", False),
+        ("app=api,tier=db", False),
+        ("app = api , tier in ( web )", True),
+        ("", True),
+    ],
+)
 def test_label_operators(selector: str, matches: bool) -> None:
     assert parse_label_selector(selector).matches(LABELS) is matches
 
@@ -36,18 +55,23 @@ def test_malformed_label_selectors_are_400(bad: str) -> None:
 
 
 def test_label_selector_objects() -> None:
-    selector = {"matchLabels": {"app": "api"},
-                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]},
-                                     {"key": "gone", "operator": "DoesNotExist"}]}
+    selector = {
+        "matchLabels": {"app": "api"},
+        "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["web"]},
+            {"key": "gone", "operator": "DoesNotExist"},
+        ],
+    }
     assert from_label_selector(selector).matches(LABELS)
     assert not from_label_selector({"matchLabels": {"app": "db"}}).matches(LABELS)
 
 
 def test_field_selectors_known_fields_and_refusals() -> None:
-    event = {"metadata": {"name": "e", "namespace": "ns"},
-             "involvedObject": {"kind": "Pod", "name": "p", "namespace": "ns", "uid": "u1"}}
-    fields = parse_field_selector("involvedObject.name=p,involvedObject.uid=u1,involvedObject.kind!=Node",
-                                  "/events")
+    event = {
+        "metadata": {"name": "e", "namespace": "ns"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "ns", "uid": "u1"},
+    }
+    fields = parse_field_selector("involvedObject.name=p,involvedObject.uid=u1,involvedObject.kind!=Node", "/events")
     assert fields.matches(event, "/events")
     assert not parse_field_selector("involvedObject.name=q", "/events").matches(event, "/events")
     pod = {"metadata": {"name": "p"}, "status": {"phase": "Running"}}
@@ -64,24 +88,32 @@ def test_field_selectors_known_fields_and_refusals() -> None:
 @given(st.text(max_size=60))
 def test_any_selector_text_parses_or_is_a_400(text: str) -> None:
     for parse in (lambda: parse_label_selector(text), lambda: parse_field_selector(text, "/pods")):
+        code = 400
         try:
             parse()
         except ApiError as exc:
-            assert exc.code == 400
+            code = exc.code
+        assert code == 400
 
 
-DEPLOYMENT = {
+DEPLOYMENT: dict[str, Any] = {
     "metadata": {"name": "api", "finalizers": ["a"]},
     "spec": {
         "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%"}},
-        "template": {"spec": {
-            "containers": [
-                {"name": "api", "image": "api:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
-                 "ports": [{"containerPort": 8080}]},
-                {"name": "sidecar", "image": "side:1"},
-            ],
-            "volumes": [{"name": "data", "emptyDir": {}}],
-        }},
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "api",
+                        "image": "api:1",
+                        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                        "ports": [{"containerPort": 8080}],
+                    },
+                    {"name": "sidecar", "image": "side:1"},
+                ],
+                "volumes": [{"name": "data", "emptyDir": {}}],
+            }
+        },
     },
 }
 
@@ -91,8 +123,23 @@ def _smp(body: dict) -> dict:
 
 
 def test_strategic_merge_merges_lists_by_their_merge_keys() -> None:
-    out = _smp({"spec": {"template": {"spec": {"containers": [
-        {"name": "api", "image": "api:2", "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}]}]}}}})
+    out = _smp(
+        {
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "api",
+                                "image": "api:2",
+                                "env": [{"name": "B", "value": "3"}, {"name": "C", "value": "4"}],
+                            }
+                        ]
+                    }
+                }
+            }
+        }
+    )
     api, sidecar = out["spec"]["template"]["spec"]["containers"]
     assert api["image"] == "api:2"
     assert api["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "3"}, {"name": "C", "value": "4"}]
@@ -102,12 +149,21 @@ def test_strategic_merge_merges_lists_by_their_merge_keys() -> None:
 
 
 def test_strategic_merge_directives() -> None:
-    out = _smp({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]},
-                "spec": {"template": {"spec": {
-                    "$setElementOrder/containers": [{"name": "sidecar"}, {"name": "api"}],
-                    "containers": [{"name": "api", "env": [{"name": "A", "$patch": "delete"}]}],
-                    "volumes": [{"$patch": "replace"}, {"name": "cache", "emptyDir": {}}]}},
-                    "strategy": {"$retainKeys": ["type"], "type": "Recreate"}}})
+    out = _smp(
+        {
+            "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "$setElementOrder/containers": [{"name": "sidecar"}, {"name": "api"}],
+                        "containers": [{"name": "api", "env": [{"name": "A", "$patch": "delete"}]}],
+                        "volumes": [{"$patch": "replace"}, {"name": "cache", "emptyDir": {}}],
+                    }
+                },
+                "strategy": {"$retainKeys": ["type"], "type": "Recreate"},
+            },
+        }
+    )
     containers = out["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["sidecar", "api"]
     assert containers[1]["env"] == [{"name": "B", "value": "2"}]
@@ -126,25 +182,36 @@ def test_strategic_merge_on_a_custom_resource_is_415() -> None:
 
 
 def test_merge_patch_replaces_lists_and_null_deletes() -> None:
-    out = patch.apply_patch(patch.MERGE_PATCH, DEPLOYMENT, {"metadata": {"finalizers": None},
-                                                           "spec": {"template": {"spec": {"volumes": []}}}},
-                            resource_key="apps/deployments", custom=False)
+    out = patch.apply_patch(
+        patch.MERGE_PATCH,
+        DEPLOYMENT,
+        {"metadata": {"finalizers": None}, "spec": {"template": {"spec": {"volumes": []}}}},
+        resource_key="apps/deployments",
+        custom=False,
+    )
     assert "finalizers" not in out["metadata"]
     assert out["spec"]["template"]["spec"]["volumes"] == []
 
 
 def test_json_patch_operations_and_failures() -> None:
-    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "api:9"},
-           {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}},
-           {"op": "remove", "path": "/metadata/finalizers/0"},
-           {"op": "test", "path": "/metadata/name", "value": "api"},
-           {"op": "copy", "from": "/metadata/name", "path": "/metadata/labels/name"}]
+    ops = [
+        {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "api:9"},
+        {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}},
+        {"op": "remove", "path": "/metadata/finalizers/0"},
+        {"op": "test", "path": "/metadata/name", "value": "api"},
+        {"op": "copy", "from": "/metadata/name", "path": "/metadata/labels/name"},
+    ]
     out = patch.apply_patch(patch.JSON_PATCH, DEPLOYMENT, ops, resource_key="apps/deployments", custom=False)
     assert out["spec"]["template"]["spec"]["containers"][0]["image"] == "api:9"
     assert out["metadata"]["labels"] == {"a": "b", "name": "api"}
     assert out["metadata"]["finalizers"] == []
-    for bad in ([{"op": "test", "path": "/metadata/name", "value": "x"}], [{"op": "remove", "path": "/nope"}],
-                [{"op": "frob", "path": "/a"}], {"op": "add"}, [{"op": "add", "path": "no-slash", "value": 1}]):
+    for bad in (
+        [{"op": "test", "path": "/metadata/name", "value": "x"}],
+        [{"op": "remove", "path": "/nope"}],
+        [{"op": "frob", "path": "/a"}],
+        {"op": "add"},
+        [{"op": "add", "path": "no-slash", "value": 1}],
+    ):
         with pytest.raises(ApiError) as caught:
             patch.apply_patch(patch.JSON_PATCH, DEPLOYMENT, bad, resource_key="apps/deployments", custom=False)
         assert caught.value.code in (400, 422)

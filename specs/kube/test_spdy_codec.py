@@ -15,6 +15,7 @@ from fakes.kube.spdy import (
     DICTIONARY,
     MAX_HEADER_BYTES,
     DataFrame,
+    Frame,
     FrameDecoder,
     FrameEncoder,
     GoAway,
@@ -55,13 +56,14 @@ def test_dictionary_is_byte_identical_to_the_one_inside_kubectl() -> None:
     assert binary[start : start + len(DICTIONARY)] == DICTIONARY
 
 
-ALL_FRAMES = [
+ALL_FRAMES: list[Frame] = [
     DataFrame(1, b"hello", fin=False),
     DataFrame(3, b"", fin=True),
     DataFrame(2**31 - 1, b"x" * 70_000, fin=True),
     SynStream(1, PORT_FORWARD_HEADERS),
-    SynStream(5, {"streamtype": ["data"], "port": ["80"]}, fin=True, unidirectional=True, associated_id=3,
-              priority=7, slot=2),
+    SynStream(
+        5, {"streamtype": ["data"], "port": ["80"]}, fin=True, unidirectional=True, associated_id=3, priority=7, slot=2
+    ),
     SynReply(1),
     SynReply(3, {"x-multi": ["a", "b"]}, fin=True),
     HeadersFrame(7, {"trailer": ["1"]}, fin=True),
@@ -130,8 +132,17 @@ def test_each_block_ends_on_a_sync_flush() -> None:
 
 def test_header_block_values_and_multi_values() -> None:
     raw = pack_headers({"Port": "8080", "x": ["a", "b"]})
-    assert raw == (struct.pack(">I", 2) + struct.pack(">I", 4) + b"port" + struct.pack(">I", 4) + b"8080"
-                   + struct.pack(">I", 1) + b"x" + struct.pack(">I", 3) + b"a\0b")
+    assert raw == (
+        struct.pack(">I", 2)
+        + struct.pack(">I", 4)
+        + b"port"
+        + struct.pack(">I", 4)
+        + b"8080"
+        + struct.pack(">I", 1)
+        + b"x"
+        + struct.pack(">I", 3)
+        + b"a\0b"
+    )
     assert unpack_headers(raw) == {"port": ["8080"], "x": ["a", "b"]}
 
 
@@ -192,10 +203,17 @@ def test_partial_frames_wait_for_the_rest() -> None:
 header_values = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
 frames = st.one_of(
     st.builds(DataFrame, st.integers(1, 2**31 - 1), st.binary(max_size=300), st.booleans()),
-    st.builds(SynStream, st.integers(1, 2**31 - 1).filter(lambda i: i % 2 == 1),
-              st.fixed_dictionaries({"streamtype": st.lists(header_values, min_size=1, max_size=2),
-                                     "port": st.lists(header_values, min_size=1, max_size=1)}),
-              st.booleans()),
+    st.builds(
+        SynStream,
+        st.integers(1, 2**31 - 1).filter(lambda i: i % 2 == 1),
+        st.fixed_dictionaries(
+            {
+                "streamtype": st.lists(header_values, min_size=1, max_size=2),
+                "port": st.lists(header_values, min_size=1, max_size=1),
+            }
+        ),
+        st.booleans(),
+    ),
     st.builds(SynReply, st.integers(1, 2**31 - 1)),
     st.builds(Ping, st.integers(0, 2**32 - 1)),
     st.builds(RstStream, st.integers(1, 2**31 - 1), st.integers(1, 11)),

@@ -17,10 +17,14 @@ from fakes.kube.resources import Registry
 from fakes.kube.store import Store, StoreEvent
 from specs.kube.conftest import bare
 
-DEPLOY = {"metadata": {"name": "web", "namespace": "default"},
-          "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
-                   "template": {"metadata": {"labels": {"app": "web"}},
-                                "spec": {"containers": [{"name": "c", "image": "img:1"}]}}}}
+DEPLOY = {
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "img:1"}]}},
+    },
+}
 
 
 @pytest.fixture
@@ -46,8 +50,10 @@ def test_every_write_bumps_one_global_resource_version(store: Store) -> None:
 
 def test_create_sets_server_fields_and_truncates_creation_to_whole_seconds(store: Store) -> None:
     store.clock.set_time(1_700_000_000.75)
-    obj = store.create("configmaps", {"metadata": {"name": "c", "namespace": "default", "uid": "mine",
-                                                   "creationTimestamp": "2001-01-01T00:00:00Z"}})
+    obj = store.create(
+        "configmaps",
+        {"metadata": {"name": "c", "namespace": "default", "uid": "mine", "creationTimestamp": "2001-01-01T00:00:00Z"}},
+    )
     assert obj["metadata"]["uid"] != "mine"
     assert obj["metadata"]["creationTimestamp"] == "2023-11-14T22:13:20Z"
     precise = store.created_at("configmaps", "default", "c")
@@ -129,8 +135,15 @@ def test_a_scheduled_pod_stays_terminating_for_the_kubelet(store: Store) -> None
 
 def test_dependents_are_collected_unless_orphaned(store: Store) -> None:
     owner = store.create("deployments", DEPLOY)
-    ref = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": owner["metadata"]["uid"],
-            "controller": True}]
+    ref = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": "web",
+            "uid": owner["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
     store.create("replicasets", {"metadata": {"name": "web-1", "namespace": "default", "ownerReferences": ref}})
     store.delete("deployments", "default", "web")
     assert store.get("replicasets", "default", "web-1") is None
@@ -172,10 +185,15 @@ def test_dry_run_stores_nothing(store: Store) -> None:
 
 
 def test_crd_serves_its_kind_until_deleted(store: Store) -> None:
-    crd = {"metadata": {"name": "widgets.example.dev"},
-           "spec": {"group": "example.dev", "scope": "Namespaced",
-                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                    "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}}]}}
+    crd = {
+        "metadata": {"name": "widgets.example.dev"},
+        "spec": {
+            "group": "example.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}}}],
+        },
+    }
     stored = store.create("customresourcedefinitions", crd)
     conditions = {c["type"]: c["status"] for c in stored["status"]["conditions"]}
     assert conditions == {"NamesAccepted": "True", "Established": "True"}

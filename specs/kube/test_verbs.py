@@ -57,8 +57,7 @@ def test_apply_creates_then_updates_with_a_strategic_merge(kd: KubeHandle, ns: s
 
 
 def test_label_selectors_filter_lists(kd: KubeHandle, ns: str) -> None:
-    for name, labels in (("web-a", {"tier": "web", "app": "a"}), ("db-b", {"tier": "db", "app": "b"}),
-                         ("bare", {})):
+    for name, labels in (("web-a", {"tier": "web", "app": "a"}), ("db-b", {"tier": "db", "app": "b"}), ("bare", {})):
         if kd.store.get("configmaps", ns, name) is None:
             kd.store.create("configmaps", {"metadata": {"name": name, "namespace": ns, "labels": labels}})
 
@@ -74,8 +73,7 @@ def test_label_selectors_filter_lists(kd: KubeHandle, ns: str) -> None:
 
 
 def test_delete_ignore_not_found_is_silent_and_zero(kd: KubeHandle, ns: str) -> None:
-    missing = kd.kubectl("delete", "configmap", "never-existed", "--ignore-not-found", "--wait=false",
-                         namespace=ns)
+    missing = kd.kubectl("delete", "configmap", "never-existed", "--ignore-not-found", "--wait=false", namespace=ns)
     assert missing.returncode == 0
     assert missing.stdout.strip() == ""
     kd.store.create("configmaps", {"metadata": {"name": "doomed", "namespace": ns}})
@@ -109,31 +107,48 @@ def _apply_api(kd: KubeHandle, ns: str) -> None:
 def _complete_rollout(kd: KubeHandle, ns: str, name: str) -> None:
     """Write what the deployment controller writes when a rollout has finished (the controllers are not under test
     here: this sets the status kubectl reads)."""
+
     def finished(obj: dict) -> None:
         replicas = obj["spec"]["replicas"]
         now = "2026-01-01T00:00:00Z"
-        obj["status"] = {"observedGeneration": obj["metadata"]["generation"], "replicas": replicas,
-                         "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas,
-                         "conditions": [
-                             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-                              "message": "Deployment has minimum availability.", "lastUpdateTime": now,
-                              "lastTransitionTime": now},
-                             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-                              "message": "ReplicaSet has successfully progressed.", "lastUpdateTime": now,
-                              "lastTransitionTime": now}]}
+        obj["status"] = {
+            "observedGeneration": obj["metadata"]["generation"],
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+            "conditions": [
+                {
+                    "type": "Available",
+                    "status": "True",
+                    "reason": "MinimumReplicasAvailable",
+                    "message": "Deployment has minimum availability.",
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                },
+                {
+                    "type": "Progressing",
+                    "status": "True",
+                    "reason": "NewReplicaSetAvailable",
+                    "message": "ReplicaSet has successfully progressed.",
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                },
+            ],
+        }
 
     kd.store.mutate("deployments", ns, name, finished, subresource="status")
 
 
 def test_server_side_apply_creates_and_updates(kd: KubeHandle, ns: str) -> None:
     kd.store.remove("deployments", ns, "api")
-    first = _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api.yaml"),
-                           namespace=ns))
+    first = _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api.yaml"), namespace=ns))
     assert "deployment.apps/api serverside-applied" in first
-    assert kd.store.require("deployments", ns, "api")["spec"]["template"]["spec"]["containers"][0][
-        "image"] == "registry.local/api:1.0"
-    _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api-v2.yaml"),
-                   namespace=ns))
+    assert (
+        kd.store.require("deployments", ns, "api")["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "registry.local/api:1.0"
+    )
+    _ok(kd.kubectl("apply", "--server-side", "--force-conflicts", "-f", manifest("api-v2.yaml"), namespace=ns))
     after = kd.store.require("deployments", ns, "api")
     assert after["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.local/api:1.1"
     assert {m["manager"] for m in after["metadata"]["managedFields"]} >= {"kubectl"}
@@ -144,16 +159,18 @@ def test_server_side_apply_creates_and_updates(kd: KubeHandle, ns: str) -> None:
 
 def test_patch_label_annotate_scale_and_set_image(kd: KubeHandle, ns: str) -> None:
     _apply_api(kd, ns)
-    _ok(kd.kubectl("patch", "configmap", "api-config", "--type", "merge", "-p", '{"data": {"extra": "1"}}',
-                   namespace=ns))
+    _ok(
+        kd.kubectl(
+            "patch", "configmap", "api-config", "--type", "merge", "-p", '{"data": {"extra": "1"}}', namespace=ns
+        )
+    )
     _ok(kd.kubectl("label", "configmap", "api-config", "owner=team-a", namespace=ns))
     _ok(kd.kubectl("annotate", "configmap", "api-config", "note=hi", namespace=ns))
     config = kd.store.require("configmaps", ns, "api-config")
     assert config["data"]["extra"] == "1"
     assert config["metadata"]["labels"]["owner"] == "team-a"
     assert config["metadata"]["annotations"]["note"] == "hi"
-    assert "deployment.apps/api scaled" in _ok(kd.kubectl("scale", "deployment", "api", "--replicas=4",
-                                                          namespace=ns))
+    assert "deployment.apps/api scaled" in _ok(kd.kubectl("scale", "deployment", "api", "--replicas=4", namespace=ns))
     assert kd.store.require("deployments", ns, "api")["spec"]["replicas"] == 4
     _ok(kd.kubectl("set", "image", "deployment/api", "api=registry.local/api:2.0", namespace=ns))
     image = kd.store.require("deployments", ns, "api")["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -163,8 +180,7 @@ def test_patch_label_annotate_scale_and_set_image(kd: KubeHandle, ns: str) -> No
 def test_rollout_restart_bumps_the_generation_and_rollout_status_reads_it(kd: KubeHandle, ns: str) -> None:
     _apply_api(kd, ns)
     before = kd.store.require("deployments", ns, "api")["metadata"]["generation"]
-    assert "deployment.apps/api restarted" in _ok(kd.kubectl("rollout", "restart", "deployment/api",
-                                                             namespace=ns))
+    assert "deployment.apps/api restarted" in _ok(kd.kubectl("rollout", "restart", "deployment/api", namespace=ns))
     after = kd.store.require("deployments", ns, "api")
     assert after["metadata"]["generation"] == before + 1
     assert "kubectl.kubernetes.io/restartedAt" in after["spec"]["template"]["metadata"]["annotations"]
@@ -178,19 +194,32 @@ def test_rollout_restart_bumps_the_generation_and_rollout_status_reads_it(kd: Ku
         timer.join(5.0)
     assert done.returncode == 0, done.stderr
     assert 'deployment "api" successfully rolled out' in done.stdout
-    watched = [e for e in kd.requests(path_prefix=f"/apis/apps/v1/namespaces/{ns}/deployments")
-               if e.query_params.get("watch") == ["true"]]
+    watched = [
+        e
+        for e in kd.requests(path_prefix=f"/apis/apps/v1/namespaces/{ns}/deployments")
+        if e.query_params.get("watch") == ["true"]
+    ]
     assert watched, "rollout status never watched"
     assert watched[-1].query_params["fieldSelector"] == ["metadata.name=api"]
 
 
 def test_rollout_status_reports_a_progress_deadline(kd: KubeHandle, ns: str) -> None:
     _apply_api(kd, ns)
+
     def stalled(obj: dict) -> None:
-        obj["status"] = {"observedGeneration": obj["metadata"]["generation"], "replicas": 1, "updatedReplicas": 0,
-                         "conditions": [{"type": "Progressing", "status": "False",
-                                         "reason": "ProgressDeadlineExceeded",
-                                         "message": 'ReplicaSet "api-x" has timed out progressing.'}]}
+        obj["status"] = {
+            "observedGeneration": obj["metadata"]["generation"],
+            "replicas": 1,
+            "updatedReplicas": 0,
+            "conditions": [
+                {
+                    "type": "Progressing",
+                    "status": "False",
+                    "reason": "ProgressDeadlineExceeded",
+                    "message": 'ReplicaSet "api-x" has timed out progressing.',
+                }
+            ],
+        }
 
     kd.store.mutate("deployments", ns, "api", stalled, subresource="status")
     done = kd.kubectl("rollout", "status", "deployment/api", "--timeout=10s", namespace=ns)
@@ -208,16 +237,37 @@ def test_wait_for_a_condition(kd: KubeHandle, ns: str) -> None:
 
 def test_describe_and_events_sorted_by_time(kd: KubeHandle, ns: str) -> None:
     if kd.store.get("pods", ns, "api-0") is None:
-        kd.store.create("pods", {"metadata": {"name": "api-0", "namespace": ns, "labels": {"app": "api"}},
-                                 "spec": {"containers": [{"name": "api", "image": "registry.local/api:1.0"}]}})
+        kd.store.create(
+            "pods",
+            {
+                "metadata": {"name": "api-0", "namespace": ns, "labels": {"app": "api"}},
+                "spec": {"containers": [{"name": "api", "image": "registry.local/api:1.0"}]},
+            },
+        )
     pod = kd.store.require("pods", ns, "api-0")
-    for i, (reason, at) in enumerate((("Started", "2026-11-30T11:00:00Z"), ("Scheduled", "2026-11-30T09:00:00Z"),
-                                      ("Pulled", "2026-11-30T10:00:00Z"))):
-        kd.store.create("events", {"metadata": {"name": f"api-0.{i}", "namespace": ns},
-                                   "involvedObject": {"kind": "Pod", "name": "api-0", "namespace": ns,
-                                                      "uid": pod["metadata"]["uid"], "apiVersion": "v1"},
-                                   "reason": reason, "message": f"{reason} it", "type": "Normal", "count": 1,
-                                   "firstTimestamp": at, "lastTimestamp": at, "source": {"component": "kubelet"}})
+    for i, (reason, at) in enumerate(
+        (("Started", "2026-11-30T11:00:00Z"), ("Scheduled", "2026-11-30T09:00:00Z"), ("Pulled", "2026-11-30T10:00:00Z"))
+    ):
+        kd.store.create(
+            "events",
+            {
+                "metadata": {"name": f"api-0.{i}", "namespace": ns},
+                "involvedObject": {
+                    "kind": "Pod",
+                    "name": "api-0",
+                    "namespace": ns,
+                    "uid": pod["metadata"]["uid"],
+                    "apiVersion": "v1",
+                },
+                "reason": reason,
+                "message": f"{reason} it",
+                "type": "Normal",
+                "count": 1,
+                "firstTimestamp": at,
+                "lastTimestamp": at,
+                "source": {"component": "kubelet"},
+            },
+        )
     described = _ok(kd.kubectl("describe", "pod", "api-0", namespace=ns))
     assert "Name:         api-0" in described
     assert described.index("Scheduled it") < described.index("Pulled it") < described.index("Started it")
@@ -233,8 +283,11 @@ def test_describe_and_events_sorted_by_time(kd: KubeHandle, ns: str) -> None:
 def test_create_generators_send_protobuf_the_double_reads(kd: KubeHandle, ns: str) -> None:
     _ok(kd.kubectl("create", "secret", "generic", "creds", "--from-literal=token=s3cret", namespace=ns))
     assert kd.store.require("secrets", ns, "creds")["data"] == {"token": "czNjcmV0"}
-    _ok(kd.kubectl("create", "deployment", "gen", "--image=registry.local/gen:1", "--replicas=0", "--port=9000",
-                   namespace=ns))
+    _ok(
+        kd.kubectl(
+            "create", "deployment", "gen", "--image=registry.local/gen:1", "--replicas=0", "--port=9000", namespace=ns
+        )
+    )
     gen = kd.store.require("deployments", ns, "gen")
     assert gen["spec"]["replicas"] == 0
     assert gen["spec"]["template"]["spec"]["containers"][0]["ports"] == [{"containerPort": 9000, "protocol": "TCP"}]
@@ -244,15 +297,23 @@ def test_create_generators_send_protobuf_the_double_reads(kd: KubeHandle, ns: st
     _ok(kd.kubectl("create", "job", "once", "--image=busybox", "--", "echo", "hi", namespace=ns))
     job = kd.store.require("jobs", ns, "once")
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
-    bodies = {e.headers.get("content-type") for e in kd.requests(method="POST")
-              if e.query_params.get("fieldManager") == ["kubectl-create"]}
+    bodies = {
+        e.headers.get("content-type")
+        for e in kd.requests(method="POST")
+        if e.query_params.get("fieldManager") == ["kubectl-create"]
+    }
     assert "application/vnd.kubernetes.protobuf" in bodies
 
 
 def test_replace_diff_and_wide_output(kd: KubeHandle, ns: str) -> None:
     _apply_api(kd, ns)
-    kd.store.create("pods", {"metadata": {"name": "api-0", "namespace": ns},
-                             "spec": {"containers": [{"name": "api", "image": "registry.local/api:1.0"}]}})
+    kd.store.create(
+        "pods",
+        {
+            "metadata": {"name": "api-0", "namespace": ns},
+            "spec": {"containers": [{"name": "api", "image": "registry.local/api:1.0"}]},
+        },
+    )
     _ok(kd.kubectl("replace", "-f", manifest("api.yaml"), namespace=ns))
     differs = kd.kubectl("diff", "-f", manifest("api-v2.yaml"), namespace=ns)
     assert differs.returncode == 1  # kubectl diff: 1 means "there are differences"
@@ -260,15 +321,18 @@ def test_replace_diff_and_wide_output(kd: KubeHandle, ns: str) -> None:
     wide = _ok(kd.kubectl("get", "pods", "-o", "wide", namespace=ns)).splitlines()
     assert wide[0].split()[:5] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert "NOMINATED" in wide[0]
-    pending = _ok(kd.kubectl("get", "pods", "--field-selector", "status.phase=Pending", "-o", "name",
-                             namespace=ns))
+    pending = _ok(kd.kubectl("get", "pods", "--field-selector", "status.phase=Pending", "-o", "name", namespace=ns))
     assert "pod/api-0" in pending.split()
 
 
 def test_get_watch_prints_rows_in_the_same_columns(kd: KubeHandle, ns: str) -> None:
     kd.store.create("configmaps", {"metadata": {"name": "watched-a", "namespace": ns}, "data": {"x": "1"}})
-    timer = threading.Timer(0.7, lambda: kd.store.create("configmaps", {"metadata": {
-        "name": "watched-b", "namespace": ns}, "data": {"y": "1", "z": "2"}}))
+    timer = threading.Timer(
+        0.7,
+        lambda: kd.store.create(
+            "configmaps", {"metadata": {"name": "watched-b", "namespace": ns}, "data": {"y": "1", "z": "2"}}
+        ),
+    )
     timer.start()
     try:
         done = kd.kubectl("get", "configmaps", "-w", "--request-timeout=2s", namespace=ns)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -63,8 +63,7 @@ def test_watch_without_version_lists_then_follows(served: KubeHandle) -> None:
     served.store.create("configmaps", _cm("first"))
     _later(0.2, lambda: served.store.create("configmaps", _cm("second")))
     events = _events(served, "timeoutSeconds=10", until=2)
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "first"),
-                                                                             ("ADDED", "second")]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "first"), ("ADDED", "second")]
     assert events[0]["object"]["kind"] == "ConfigMap"
     assert events[0]["object"]["apiVersion"] == "v1"
 
@@ -85,8 +84,9 @@ def test_selector_transitions_are_added_and_deleted(served: KubeHandle) -> None:
     rv = served.store.resource_version
 
     def relabel(value: str):
-        return lambda: served.store.mutate("configmaps", "default", "moving",
-                                           lambda o: o["metadata"]["labels"].update(tier=value))
+        return lambda: served.store.mutate(
+            "configmaps", "default", "moving", lambda o: o["metadata"]["labels"].update(tier=value)
+        )
 
     relabel("web")()
     relabel("cache")()
@@ -99,8 +99,12 @@ def test_bookmarks_and_the_timeout_end_the_stream(served: KubeHandle) -> None:
     served.double.bookmark_interval = 0.3
     try:
         started = time.monotonic()
-        events = _events(served, "allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion="
-                         f"{served.store.resource_version}", until=100, deadline=15.0)
+        events = _events(
+            served,
+            f"allowWatchBookmarks=true&timeoutSeconds=2&resourceVersion={served.store.resource_version}",
+            until=100,
+            deadline=15.0,
+        )
         elapsed = time.monotonic() - started
     finally:
         served.double.bookmark_interval = 10.0
@@ -113,8 +117,11 @@ def test_bookmarks_and_the_timeout_end_the_stream(served: KubeHandle) -> None:
 def test_initial_events_end_with_an_annotated_bookmark(served: KubeHandle) -> None:
     served.reset()
     served.store.create("configmaps", _cm("one"))
-    events = _events(served, "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
-                     "&timeoutSeconds=5", until=2)
+    events = _events(
+        served,
+        "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=5",
+        until=2,
+    )
     assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
     assert events[1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
 
@@ -123,7 +130,7 @@ def test_a_too_old_version_is_an_expired_error_event(served: KubeHandle) -> None
     served.reset()
     first = served.store.create("configmaps", _cm("churn"))
     for i in range(60):
-        served.store.mutate("configmaps", "default", "churn", lambda o, i=i: o.update(data={"i": str(i)}))
+        served.store.mutate("configmaps", "default", "churn", _data_i(i))
     events = _events(served, f"resourceVersion={first['metadata']['resourceVersion']}&timeoutSeconds=5", until=5)
     assert len(events) == 1
     assert events[0]["type"] == "ERROR"
@@ -134,8 +141,9 @@ def test_a_too_old_version_is_an_expired_error_event(served: KubeHandle) -> None
 def test_a_client_that_leaves_takes_its_watch_with_it(served: KubeHandle) -> None:
     served.reset()
     baseline = served.store.subscriber_count
-    with httpx.stream("GET", f"{served.url}{CM}?watch=true&timeoutSeconds=300",
-                      timeout=httpx.Timeout(10.0)) as response:
+    with httpx.stream(
+        "GET", f"{served.url}{CM}?watch=true&timeoutSeconds=300", timeout=httpx.Timeout(10.0)
+    ) as response:
         assert response.status_code == 200
         deadline = time.monotonic() + 5.0
         while served.store.subscriber_count == baseline and time.monotonic() < deadline:
@@ -171,8 +179,9 @@ def test_stopping_the_double_ends_open_watches_quickly() -> None:
 
         def watch() -> None:
             try:
-                with httpx.stream("GET", f"{kd.url}{CM}?watch=true&timeoutSeconds=300",
-                                  timeout=httpx.Timeout(30.0)) as response:
+                with httpx.stream(
+                    "GET", f"{kd.url}{CM}?watch=true&timeoutSeconds=300", timeout=httpx.Timeout(30.0)
+                ) as response:
                     opened.set()
                     for _ in response.iter_lines():
                         pass
@@ -194,20 +203,36 @@ def test_the_kubernetes_client_watch_ends_at_timeout_and_raises_410(served: Kube
     api = kube_config.new_client_from_config(config_file=served.kubeconfig, context=served.context)
     try:
         core = kube_client.CoreV1Api(api)
-        rv = core.list_namespaced_config_map("default").metadata.resource_version
+        listed = core.list_namespaced_config_map("default").metadata
+        assert listed is not None
+        rv = listed.resource_version
         _later(0.2, lambda: served.store.create("configmaps", _cm("seen")))
         started = time.monotonic()
-        names = [e["object"].metadata.name for e in kube_watch.Watch().stream(
-            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=2)]
+        names = [
+            e["object"].metadata.name
+            for e in kube_watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=2
+            )
+        ]
         elapsed = time.monotonic() - started
         assert names == ["seen"]
         assert 1.5 < elapsed < 12.0, f"a 2 s watch ended after {elapsed:.1f} s"
         for i in range(60):
-            served.store.mutate("configmaps", "default", "seen", lambda o, i=i: o.update(data={"i": str(i)}))
+            served.store.mutate("configmaps", "default", "seen", _data_i(i))
         with pytest.raises(kube_client.ApiException) as caught:
-            for _ in kube_watch.Watch().stream(core.list_namespaced_config_map, "default", resource_version=rv,
-                                               timeout_seconds=5):
+            for _ in kube_watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+            ):
                 pass
         assert caught.value.status == 410
     finally:
         api.close()
+
+
+def _data_i(i: int) -> Callable[[dict[str, Any]], None]:
+    """A store change that sets ``data`` to ``{"i": "<i>"}``."""
+
+    def change(obj: dict[str, Any]) -> None:
+        obj["data"] = {"i": str(i)}
+
+    return change

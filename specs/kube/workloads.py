@@ -17,14 +17,24 @@ PREFIX = "double.stack-harness.dev/"
 T = TypeVar("T")
 
 
-def deployment(name: str, *, replicas: int = 2, image: str = "registry.local/app:1.0",
-               faults: dict[str, str] | None = None, strategy: dict[str, Any] | None = None,
-               deadline: int | None = None, containers: list[dict[str, Any]] | None = None,
-               history: int | None = None) -> str:
+def deployment(
+    name: str,
+    *,
+    replicas: int = 2,
+    image: str = "registry.local/app:1.0",
+    faults: dict[str, str] | None = None,
+    strategy: dict[str, Any] | None = None,
+    deadline: int | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    history: int | None = None,
+) -> str:
     """A Deployment manifest (JSON is YAML) whose pods carry ``faults`` as ``double.stack-harness.dev/*``
     annotations."""
-    spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                            "template": _template(name, image, faults, containers)}
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "selector": {"matchLabels": {"app": name}},
+        "template": _template(name, image, faults, containers),
+    }
     if strategy is not None:
         spec["strategy"] = strategy
     if deadline is not None:
@@ -35,32 +45,61 @@ def deployment(name: str, *, replicas: int = 2, image: str = "registry.local/app
 
 
 def statefulset(name: str, *, replicas: int = 3, faults: dict[str, str] | None = None) -> str:
-    return json.dumps({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
-                       "spec": {"replicas": replicas, "serviceName": name,
-                                "selector": {"matchLabels": {"app": name}},
-                                "template": _template(name, "registry.local/db:7", faults, None)}})
+    return json.dumps(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "serviceName": name,
+                "selector": {"matchLabels": {"app": name}},
+                "template": _template(name, "registry.local/db:7", faults, None),
+            },
+        }
+    )
 
 
-def job(name: str, *, faults: dict[str, str] | None = None, completions: int = 1, backoff_limit: int = 6,
-        restart_policy: str = "Never") -> str:
+def job(
+    name: str,
+    *,
+    faults: dict[str, str] | None = None,
+    completions: int = 1,
+    backoff_limit: int = 6,
+    restart_policy: str = "Never",
+) -> str:
     template = _template(name, "registry.local/task:1", faults, None)
     template["metadata"]["labels"] = {}
     template["spec"]["restartPolicy"] = restart_policy
-    return json.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-                       "spec": {"completions": completions, "backoffLimit": backoff_limit, "template": template}})
+    return json.dumps(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {"completions": completions, "backoffLimit": backoff_limit, "template": template},
+        }
+    )
 
 
-def pod(name: str, *, faults: dict[str, str] | None = None, containers: list[dict[str, Any]] | None = None,
-        restart_policy: str = "Always", annotations: dict[str, str] | None = None) -> str:
+def pod(
+    name: str,
+    *,
+    faults: dict[str, str] | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    restart_policy: str = "Always",
+    annotations: dict[str, str] | None = None,
+) -> str:
     template = _template(name, "registry.local/app:1.0", faults, containers)
     template["metadata"]["annotations"] = dict(template["metadata"].get("annotations") or {}, **(annotations or {}))
     template["spec"]["restartPolicy"] = restart_policy
-    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": dict(template["metadata"], name=name),
-                       "spec": template["spec"]})
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": dict(template["metadata"], name=name), "spec": template["spec"]}
+    )
 
 
-def _template(app: str, image: str, faults: dict[str, str] | None, containers: list[dict[str, Any]] | None
-              ) -> dict[str, Any]:
+def _template(
+    app: str, image: str, faults: dict[str, str] | None, containers: list[dict[str, Any]] | None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"labels": {"app": app}}
     if faults:
         metadata["annotations"] = {PREFIX + k: v for k, v in faults.items()}
@@ -73,8 +112,9 @@ def apply(kd: KubeHandle, manifest: str, *, kubectl: str = "kubectl", namespace:
     return str(done.stdout)
 
 
-def eventually(probe: Callable[[], T | None], *, timeout: float = 20.0, interval: float = 0.02,
-               what: str = "the condition") -> T:
+def eventually(
+    probe: Callable[[], T | None], *, timeout: float = 20.0, interval: float = 0.02, what: str = "the condition"
+) -> T:
     """Poll ``probe()`` until it returns something truthy (returned), at most ``timeout`` seconds; fails the test
     naming ``what`` and the last value otherwise."""
     deadline = time.monotonic() + timeout
@@ -105,12 +145,16 @@ def available(kd: KubeHandle, name: str, namespace: str = "default") -> bool:
     return cond is not None and cond["status"] == "True"
 
 
-def events(kd: KubeHandle, *, reason: str | None = None, name: str | None = None, namespace: str = "default"
-           ) -> list[dict[str, Any]]:
+def events(
+    kd: KubeHandle, *, reason: str | None = None, name: str | None = None, namespace: str = "default"
+) -> list[dict[str, Any]]:
     """Events in ``namespace`` (by reason and involved object name), in creation order."""
     items, _ = kd.store.list("events", namespace)
-    found = [e for e in items if (reason is None or e.get("reason") == reason)
-             and (name is None or e["involvedObject"].get("name") == name)]
+    found = [
+        e
+        for e in items
+        if (reason is None or e.get("reason") == reason) and (name is None or e["involvedObject"].get("name") == name)
+    ]
     return sorted(found, key=lambda e: int(e["metadata"]["name"].rpartition(".")[2], 16))
 
 

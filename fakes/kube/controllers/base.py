@@ -15,6 +15,7 @@ plain dicts without locks. Code on other threads reaches them through :meth:`Con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,10 +96,8 @@ class ControllerContext:
         if self.on_loop_thread():
             loop.call_soon(fn)
         else:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: the double is stopping
                 loop.call_soon_threadsafe(fn)
-            except RuntimeError:  # the loop closed meanwhile: the double is stopping
-                pass
 
     def later(self, seconds: float, fn: Callable[[], None]) -> TimerHandle:
         """Run ``fn()`` on the loop ``seconds`` from now on the double's clock (``kd.clock.advance`` hurries it).
@@ -217,14 +216,14 @@ class Reconciler:
         failures = self._failures.get(key, 0) + 1
         self._failures[key] = failures
         if failures > MAX_FAILURES:
-            log.warning("%s: giving up on %s/%s after %d failed syncs (last: %s)", self.name, *key, MAX_FAILURES,
-                        exc)
+            log.warning("%s: giving up on %s/%s after %d failed syncs (last: %s)", self.name, *key, MAX_FAILURES, exc)
             self._failures.pop(key, None)
             return
         self.requeue_after(key[0], key[1], seconds)
 
 
 # --- object helpers -----------------------------------------------------------------------------------------
+
 
 def meta(obj: Obj) -> Obj:
     value = obj.get("metadata")
@@ -269,8 +268,14 @@ def owned_by(obj: Obj, owner: Obj) -> bool:
 def owner_reference(owner: Obj, api_version: str, kind: str) -> Obj:
     """A controller ``ownerReferences`` entry pointing at ``owner`` (what real controllers set on what they
     create)."""
-    return {"apiVersion": api_version, "kind": kind, "name": meta(owner).get("name", ""),
-            "uid": meta(owner).get("uid", ""), "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": meta(owner).get("name", ""),
+        "uid": meta(owner).get("uid", ""),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def deleting(obj: Obj) -> bool:
@@ -297,8 +302,9 @@ def timestamp(value: Any) -> float | None:
 def drop_zeros(values: Obj, keep: Iterable[str] = ()) -> Obj:
     """``values`` without integer fields equal to 0 (Go's ``omitempty``), except the ``keep`` ones."""
     kept = set(keep)
-    return {k: v for k, v in values.items() if k in kept or not (isinstance(v, int) and not isinstance(v, bool)
-                                                                  and v == 0)}
+    return {
+        k: v for k, v in values.items() if k in kept or not (isinstance(v, int) and not isinstance(v, bool) and v == 0)
+    }
 
 
 def int_or_percent(value: Any, total: int, round_up: bool) -> int:

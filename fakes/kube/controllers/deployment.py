@@ -65,8 +65,16 @@ HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
-NOT_COPIED = frozenset({"kubectl.kubernetes.io/last-applied-configuration", REVISION, DESIRED, MAX_REPLICAS,
-                        "deployment.kubernetes.io/revision-history", "deprecated.deployment.rollback.to"})
+NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        DESIRED,
+        MAX_REPLICAS,
+        "deployment.kubernetes.io/revision-history",
+        "deprecated.deployment.rollback.to",
+    }
+)
 TIMED_OUT = "ProgressDeadlineExceeded"
 NEW_RS_AVAILABLE = "NewReplicaSetAvailable"
 
@@ -85,8 +93,11 @@ class DeploymentController(Reconciler):
             ref = controller_of(event.object)
             if ref is not None and ref.get("kind") == "ReplicaSet":
                 rs = self.store.get(RS, event.namespace, str(ref.get("name", "")))
-                return owner_keys(StoreEvent("MODIFIED", event.resource, rs, None, event.rv), "Deployment") \
-                    if rs is not None else []
+                return (
+                    owner_keys(StoreEvent("MODIFIED", event.resource, rs, None, event.rv), "Deployment")
+                    if rs is not None
+                    else []
+                )
         return []
 
     def sync(self, namespace: str, name: str) -> None:
@@ -115,8 +126,9 @@ class _Rollout:
         self.d.setdefault("status", {})
         self.namespace = str(meta(deployment)["namespace"])
         self.name = str(meta(deployment)["name"])
-        self.rs: dict[str, Obj] = {meta(r)["name"]: r for r in self.store.list(RS, self.namespace)[0]
-                                   if owned_by(r, deployment)}
+        self.rs: dict[str, Obj] = {
+            meta(r)["name"]: r for r in self.store.list(RS, self.namespace)[0] if owned_by(r, deployment)
+        }
 
     # --- strategies ------------------------------------------------------------------------------------------
 
@@ -155,8 +167,9 @@ class _Rollout:
         if _has_deadline(self.d):
             cond = condition(status_, "Progressing")
             if cond is None or cond.get("reason") != "DeploymentPaused":
-                _set_condition(status_, self._condition("Progressing", "Unknown", "DeploymentPaused",
-                                                        "Deployment is paused"))
+                _set_condition(
+                    status_, self._condition("Progressing", "Unknown", "DeploymentPaused", "Deployment is paused")
+                )
         self.store_status(status_)
 
     # --- the new ReplicaSet ----------------------------------------------------------------------------------
@@ -188,8 +201,12 @@ class _Rollout:
             new = self.save_rs(changed)
         self._set_revision_annotation(str(_revision(new)))
         if _has_deadline(self.d) and condition(self.d["status"], "Progressing") is None:
-            _set_condition(self.d["status"], self._condition("Progressing", "True", "FoundNewReplicaSet",
-                                                             f'Found new replica set "{meta(new)["name"]}"'))
+            _set_condition(
+                self.d["status"],
+                self._condition(
+                    "Progressing", "True", "FoundNewReplicaSet", f'Found new replica set "{meta(new)["name"]}"'
+                ),
+            )
         return new
 
     def create_new(self, revision: int, old: list[Obj]) -> Obj | None:
@@ -200,16 +217,28 @@ class _Rollout:
         selector = clone(spec(self.d).get("selector") or {})
         selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash
         annotations = {k: v for k, v in (meta(self.d).get("annotations") or {}).items() if k not in NOT_COPIED}
-        annotations.update({REVISION: str(revision), DESIRED: str(self.replicas),
-                            MAX_REPLICAS: str(self.replicas + self.max_surge())})
+        annotations.update(
+            {REVISION: str(revision), DESIRED: str(self.replicas), MAX_REPLICAS: str(self.replicas + self.max_surge())}
+        )
         name = f"{self.name}-{pod_hash}"
         replicas = self.new_rs_replicas(old, 0)
-        rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": name, "namespace": self.namespace, "labels": dict(template["metadata"]["labels"]),
-                           "annotations": annotations,
-                           "ownerReferences": [owner_reference(self.d, "apps/v1", "Deployment")]},
-              "spec": {"replicas": replicas, "minReadySeconds": int(spec(self.d).get("minReadySeconds") or 0),
-                       "selector": selector, "template": template}}
+        rs = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": dict(template["metadata"]["labels"]),
+                "annotations": annotations,
+                "ownerReferences": [owner_reference(self.d, "apps/v1", "Deployment")],
+            },
+            "spec": {
+                "replicas": replicas,
+                "minReadySeconds": int(spec(self.d).get("minReadySeconds") or 0),
+                "selector": selector,
+                "template": template,
+            },
+        }
         try:
             created = self.store.create(RS, rs)
         except ApiError as exc:
@@ -221,16 +250,21 @@ class _Rollout:
             self._scaled_event(name, 0, replicas)
         self._set_revision_annotation(str(revision))
         if _has_deadline(self.d):
-            _set_condition(self.d["status"], self._condition("Progressing", "True", "NewReplicaSetCreated",
-                                                             f'Created new replica set "{name}"'))
+            _set_condition(
+                self.d["status"],
+                self._condition("Progressing", "True", "NewReplicaSetCreated", f'Created new replica set "{name}"'),
+            )
         return created
 
     def _collided(self, name: str, template: Obj) -> Obj | None:
         """A ReplicaSet of that name exists: ours with the same template is the new one; otherwise bump
         ``collisionCount`` (a new hash on the next sync)."""
         existing = self.store.get(RS, self.namespace, name)
-        if existing is not None and owned_by(existing, self.d) and \
-                equal_ignore_hash(spec(existing).get("template") or {}, template):
+        if (
+            existing is not None
+            and owned_by(existing, self.d)
+            and equal_ignore_hash(spec(existing).get("template") or {}, template)
+        ):
             self.rs[name] = existing
             return existing
         self.d["status"]["collisionCount"] = int(status(self.d).get("collisionCount") or 0) + 1
@@ -249,8 +283,7 @@ class _Rollout:
 
     def rolling_params(self) -> Obj:
         strategy = spec(self.d).get("strategy") or {}
-        return strategy.get("rollingUpdate") or {} if strategy.get("type", "RollingUpdate") == "RollingUpdate" \
-            else {}
+        return strategy.get("rollingUpdate") or {} if strategy.get("type", "RollingUpdate") == "RollingUpdate" else {}
 
     def fenceposts(self) -> tuple[int, int]:
         """``ResolveFenceposts``: (maxSurge rounded up, maxUnavailable rounded down; 1 if both are 0)."""
@@ -342,8 +375,7 @@ class _Rollout:
         rs = self.current(rs)
         before = _replicas(rs)
         annotations = dict(meta(rs).get("annotations") or {})
-        wanted = dict(annotations, **{DESIRED: str(self.replicas),
-                                      MAX_REPLICAS: str(self.replicas + self.max_surge())})
+        wanted = dict(annotations, **{DESIRED: str(self.replicas), MAX_REPLICAS: str(self.replicas + self.max_surge())})
         if before == replicas and wanted == annotations:
             return False
         changed = clone(rs)
@@ -356,9 +388,13 @@ class _Rollout:
 
     def _scaled_event(self, rs_name: str, before: int, after: int) -> None:
         direction = "up" if after > before else "down"
-        self.ctx.recorder.record(self.d, NORMAL, "ScalingReplicaSet",
-                                 f"Scaled {direction} replica set {rs_name} from {before} to {after}",
-                                 component=self.c.name)
+        self.ctx.recorder.record(
+            self.d,
+            NORMAL,
+            "ScalingReplicaSet",
+            f"Scaled {direction} replica set {rs_name} from {before} to {after}",
+            component=self.c.name,
+        )
 
     def save_rs(self, rs: Obj) -> Obj:
         saved = self.store.update(RS, rs)
@@ -372,14 +408,16 @@ class _Rollout:
 
     def old_pods_running(self, old: list[Obj]) -> bool:
         uids = {meta(r).get("uid") for r in old}
-        return any((controller_of(p) or {}).get("uid") in uids and not is_terminal(p)
-                   for p in self.store.list(PODS, self.namespace)[0])
+        return any(
+            (controller_of(p) or {}).get("uid") in uids and not is_terminal(p)
+            for p in self.store.list(PODS, self.namespace)[0]
+        )
 
     def cleanup(self, old: list[Obj]) -> None:
         """Delete old ReplicaSets beyond ``revisionHistoryLimit`` (oldest revision first), only empty ones."""
         limit = int(spec(self.d).get("revisionHistoryLimit", 10))
         alive = [self.current(r) for r in old if not deleting(self.current(r))]
-        for rs in sorted(alive, key=_revision)[:max(0, len(alive) - limit)]:
+        for rs in sorted(alive, key=_revision)[: max(0, len(alive) - limit)]:
             settled = int(status(rs).get("observedGeneration") or 0) >= int(meta(rs).get("generation") or 0)
             if _replicas(rs) != 0 or int(status(rs).get("replicas") or 0) != 0 or not settled:
                 continue
@@ -396,28 +434,36 @@ class _Rollout:
         all_rs = list(self.rs.values())
         available = sum(int(status(r).get("availableReplicas") or 0) for r in all_rs)
         total = sum(_replicas(r) for r in all_rs)
-        fields = {"observedGeneration": int(meta(self.d).get("generation") or 0),
-                  "replicas": sum(int(status(r).get("replicas") or 0) for r in all_rs),
-                  "updatedReplicas": int(status(self.current(new)).get("replicas") or 0) if new else 0,
-                  "readyReplicas": sum(int(status(r).get("readyReplicas") or 0) for r in all_rs),
-                  "availableReplicas": available, "unavailableReplicas": max(total - available, 0),
-                  "collisionCount": status(self.d).get("collisionCount")}
+        fields = {
+            "observedGeneration": int(meta(self.d).get("generation") or 0),
+            "replicas": sum(int(status(r).get("replicas") or 0) for r in all_rs),
+            "updatedReplicas": int(status(self.current(new)).get("replicas") or 0) if new else 0,
+            "readyReplicas": sum(int(status(r).get("readyReplicas") or 0) for r in all_rs),
+            "availableReplicas": available,
+            "unavailableReplicas": max(total - available, 0),
+            "collisionCount": status(self.d).get("collisionCount"),
+        }
         out = drop_zeros({k: v for k, v in fields.items() if v is not None}, keep=("collisionCount",))
         out["conditions"] = clone(status(self.d).get("conditions") or [])
         if available >= self.replicas - self.max_unavailable():
-            cond = self._condition("Available", "True", "MinimumReplicasAvailable",
-                                   "Deployment has minimum availability.")
+            cond = self._condition(
+                "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability."
+            )
         else:
-            cond = self._condition("Available", "False", "MinimumReplicasUnavailable",
-                                   "Deployment does not have minimum availability.")
+            cond = self._condition(
+                "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability."
+            )
         _set_condition(out, cond)
         return out
 
     def complete(self, st: Obj) -> bool:
         """``DeploymentComplete``: every replica updated, available, and nothing old left."""
-        return (int(st.get("updatedReplicas") or 0) == self.replicas and int(st.get("replicas") or 0) == self.replicas
-                and int(st.get("availableReplicas") or 0) == self.replicas
-                and int(st.get("observedGeneration") or 0) >= int(meta(self.d).get("generation") or 0))
+        return (
+            int(st.get("updatedReplicas") or 0) == self.replicas
+            and int(st.get("replicas") or 0) == self.replicas
+            and int(st.get("availableReplicas") or 0) == self.replicas
+            and int(st.get("observedGeneration") or 0) >= int(meta(self.d).get("generation") or 0)
+        )
 
     def progressing(self, new_status: Obj) -> bool:
         """``DeploymentProgressing``: counts moved the right way since the stored status."""
@@ -428,9 +474,12 @@ class _Rollout:
 
         old_left = n(old, "replicas") - n(old, "updatedReplicas")
         new_left = n(new_status, "replicas") - n(new_status, "updatedReplicas")
-        return (n(new_status, "updatedReplicas") > n(old, "updatedReplicas") or new_left < old_left
-                or n(new_status, "readyReplicas") > n(old, "readyReplicas")
-                or n(new_status, "availableReplicas") > n(old, "availableReplicas"))
+        return (
+            n(new_status, "updatedReplicas") > n(old, "updatedReplicas")
+            or new_left < old_left
+            or n(new_status, "readyReplicas") > n(old, "readyReplicas")
+            or n(new_status, "availableReplicas") > n(old, "availableReplicas")
+        )
 
     def timed_out(self, new_status: Obj) -> bool:
         cond = condition(new_status, "Progressing")
@@ -448,32 +497,45 @@ class _Rollout:
         if not _has_deadline(self.d):
             _remove_condition(new_status, "Progressing")
         current = condition(status(self.d), "Progressing")
-        done = (int(new_status.get("replicas") or 0) == int(new_status.get("updatedReplicas") or 0)
-                and current is not None and current.get("reason") == NEW_RS_AVAILABLE)
+        done = (
+            int(new_status.get("replicas") or 0) == int(new_status.get("updatedReplicas") or 0)
+            and current is not None
+            and current.get("reason") == NEW_RS_AVAILABLE
+        )
         rs_name = meta(self.current(new)).get("name") if new else None
         if _has_deadline(self.d) and not done:
             if self.complete(new_status):
-                message = f'ReplicaSet "{rs_name}" has successfully progressed.' if rs_name else \
-                    f'Deployment "{self.name}" has successfully progressed.'
+                message = (
+                    f'ReplicaSet "{rs_name}" has successfully progressed.'
+                    if rs_name
+                    else f'Deployment "{self.name}" has successfully progressed.'
+                )
                 _set_condition(new_status, self._condition("Progressing", "True", NEW_RS_AVAILABLE, message))
             elif self.progressing(new_status):
-                message = f'ReplicaSet "{rs_name}" is progressing.' if rs_name else \
-                    f'Deployment "{self.name}" is progressing.'
+                message = (
+                    f'ReplicaSet "{rs_name}" is progressing.'
+                    if rs_name
+                    else f'Deployment "{self.name}" is progressing.'
+                )
                 cond = self._condition("Progressing", "True", "ReplicaSetUpdated", message)
                 if current is not None and current.get("status") == "True":
                     cond["lastTransitionTime"] = current.get("lastTransitionTime")
                 _remove_condition(new_status, "Progressing")
                 _set_condition(new_status, cond)
             elif self.timed_out(new_status):
-                message = f'ReplicaSet "{rs_name}" has timed out progressing.' if rs_name else \
-                    f'Deployment "{self.name}" has timed out progressing.'
+                message = (
+                    f'ReplicaSet "{rs_name}" has timed out progressing.'
+                    if rs_name
+                    else f'Deployment "{self.name}" has timed out progressing.'
+                )
                 _set_condition(new_status, self._condition("Progressing", "False", TIMED_OUT, message))
         self.store_status(new_status)
         self.requeue_stuck(new_status)
 
     def store_status(self, new_status: Obj) -> None:
-        if new_status == status(self.stored) and meta(self.d).get("annotations") == \
-                meta(self.stored).get("annotations"):
+        if new_status == status(self.stored) and meta(self.d).get("annotations") == meta(self.stored).get(
+            "annotations"
+        ):
             return
         self.d["status"] = new_status
         self.store.update(DEPLOYMENTS, self.d, subresource="status")
@@ -491,8 +553,14 @@ class _Rollout:
 
     def _condition(self, kind: str, state: str, reason: str, message: str) -> Obj:
         now = rfc3339(self.ctx.now())
-        return {"type": kind, "status": state, "lastUpdateTime": now, "lastTransitionTime": now, "reason": reason,
-                "message": message}
+        return {
+            "type": kind,
+            "status": state,
+            "lastUpdateTime": now,
+            "lastTransitionTime": now,
+            "reason": reason,
+            "message": message,
+        }
 
 
 def _replicas(rs: Obj) -> int:

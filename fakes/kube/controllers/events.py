@@ -48,14 +48,27 @@ class EventRecorder:
         self._index: dict[tuple[Any, ...], tuple[str, str]] = {}  # correlation key -> (namespace, event name)
         self._lock = threading.RLock()  # one recording at a time, so a repeat never races its first
 
-    def record(self, obj: Obj, type_: str, reason: str, message: str, *, component: str, host: str = "",
-               field_path: str = "") -> None:
+    def record(
+        self, obj: Obj, type_: str, reason: str, message: str, *, component: str, host: str = "", field_path: str = ""
+    ) -> None:
         """A legacy-recorder event about ``obj`` (any object with ``apiVersion``, ``kind`` and ``metadata``).
         ``component`` is the source (``kubelet``, ``deployment-controller``...), ``host`` the node for the
         kubelet, ``field_path`` e.g. ``spec.containers{app}``. A repeat bumps ``count``."""
         ref = _reference(obj, field_path)
-        key = ("legacy", component, host, ref["kind"], ref["namespace"], ref["name"], ref["uid"], ref["apiVersion"],
-               field_path, type_, reason, message)
+        key = (
+            "legacy",
+            component,
+            host,
+            ref["kind"],
+            ref["namespace"],
+            ref["name"],
+            ref["uid"],
+            ref["apiVersion"],
+            field_path,
+            type_,
+            reason,
+            message,
+        )
         now = self.clock.time()
 
         def bump(event: Obj) -> None:
@@ -66,27 +79,55 @@ class EventRecorder:
             if not self._bump_existing(key, bump):
                 self._create(key, self._legacy(ref, type_, reason, message, component, host, now))
 
-    def _legacy(self, ref: Obj, type_: str, reason: str, message: str, component: str, host: str, now: float
-                ) -> Obj:
+    def _legacy(self, ref: Obj, type_: str, reason: str, message: str, component: str, host: str, now: float) -> Obj:
         source: Obj = {"component": component}
         if host:
             source["host"] = host
         event = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": self._name(ref["name"], now), "namespace": ref["namespace"]},
-            "involvedObject": ref, "reason": reason, "message": message, "type": type_, "source": source,
-            "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1, "eventTime": None,
-            "reportingComponent": component, "reportingInstance": host,
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": source,
+            "firstTimestamp": rfc3339(now),
+            "lastTimestamp": rfc3339(now),
+            "count": 1,
+            "eventTime": None,
+            "reportingComponent": component,
+            "reportingInstance": host,
         }
         return event
 
-    def record_new_api(self, obj: Obj, type_: str, reason: str, message: str, *, action: str,
-                       controller: str = "default-scheduler", instance: str = "") -> None:
+    def record_new_api(
+        self,
+        obj: Obj,
+        type_: str,
+        reason: str,
+        message: str,
+        *,
+        action: str,
+        controller: str = "default-scheduler",
+        instance: str = "",
+    ) -> None:
         """An ``events.k8s.io/v1``-style event (the scheduler's): ``eventTime``, ``action``, no
         ``lastTimestamp``/``count``; a repeat bumps ``series``."""
         ref = _reference(obj, "")
-        key = ("new", controller, instance, ref["kind"], ref["namespace"], ref["name"], ref["uid"], type_, reason,
-               action, message)
+        key = (
+            "new",
+            controller,
+            instance,
+            ref["kind"],
+            ref["namespace"],
+            ref["name"],
+            ref["uid"],
+            type_,
+            reason,
+            action,
+            message,
+        )
         now = self.clock.time()
 
         def bump(event: Obj) -> None:
@@ -99,14 +140,24 @@ class EventRecorder:
                 return
             self._create(key, self._new_api(ref, type_, reason, message, action, controller, instance, now))
 
-    def _new_api(self, ref: Obj, type_: str, reason: str, message: str, action: str, controller: str,
-                 instance: str, now: float) -> Obj:
+    def _new_api(
+        self, ref: Obj, type_: str, reason: str, message: str, action: str, controller: str, instance: str, now: float
+    ) -> Obj:
         return {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": "v1",
+            "kind": "Event",
             "metadata": {"name": self._name(ref["name"], now), "namespace": ref["namespace"]},
-            "involvedObject": ref, "reason": reason, "message": message, "type": type_, "source": {},
-            "firstTimestamp": None, "lastTimestamp": None, "eventTime": rfc3339_micro(now), "action": action,
-            "reportingComponent": controller, "reportingInstance": instance or controller,
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": {},
+            "firstTimestamp": None,
+            "lastTimestamp": None,
+            "eventTime": rfc3339_micro(now),
+            "action": action,
+            "reportingComponent": controller,
+            "reportingInstance": instance or controller,
         }
 
     def reset(self) -> None:
@@ -142,9 +193,14 @@ class EventRecorder:
 
 def _reference(obj: Obj, field_path: str) -> Obj:
     meta = obj.get("metadata") or {}
-    ref: Obj = {"kind": obj.get("kind", ""), "namespace": meta.get("namespace") or "default",
-                "name": meta.get("name", ""), "uid": meta.get("uid", ""), "apiVersion": obj.get("apiVersion", ""),
-                "resourceVersion": meta.get("resourceVersion", "")}
+    ref: Obj = {
+        "kind": obj.get("kind", ""),
+        "namespace": meta.get("namespace") or "default",
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "apiVersion": obj.get("apiVersion", ""),
+        "resourceVersion": meta.get("resourceVersion", ""),
+    }
     if field_path:
         ref["fieldPath"] = field_path
     return ref

@@ -99,12 +99,17 @@ class JobController(Reconciler):
                 active = []
             else:
                 active = self._manage(job, active, counted, now)
-        new_status.update({"active": len(active), "ready": sum(1 for p in active if is_ready(p)),
-                           "succeeded": len(counted["Succeeded"]), "failed": len(counted["Failed"]),
-                           "uncountedTerminatedPods": {}})
+        new_status.update(
+            {
+                "active": len(active),
+                "ready": sum(1 for p in active if is_ready(p)),
+                "succeeded": len(counted["Succeeded"]),
+                "failed": len(counted["Failed"]),
+                "uncountedTerminatedPods": {},
+            }
+        )
         if self.ctx.minor >= 29:
-            new_status["terminating"] = sum(1 for p in pods if deleting(p) and phase(p) not in ("Succeeded",
-                                                                                                 "Failed"))
+            new_status["terminating"] = sum(1 for p in pods if deleting(p) and phase(p) not in ("Succeeded", "Failed"))
         for key in ("active", "succeeded", "failed"):  # omitempty on the real type; ready/terminating are pointers
             if not new_status[key]:
                 del new_status[key]
@@ -126,8 +131,9 @@ class JobController(Reconciler):
     def _finished(st: Obj) -> bool:
         return any((condition(st, kind) or {}).get("status") == "True" for kind in ("Complete", "Failed"))
 
-    def _ending(self, job: Obj, st: Obj, counted: dict[str, set[str]], pods: list[Obj], now: float
-                ) -> tuple[str, str, str] | None:
+    def _ending(
+        self, job: Obj, st: Obj, counted: dict[str, set[str]], pods: list[Obj], now: float
+    ) -> tuple[str, str, str] | None:
         """``(condition, reason, message)`` when the Job is done now, else ``None`` (and a deadline timer)."""
         completions = spec(job).get("completions")
         wanted = int(completions) if completions is not None else 1
@@ -164,8 +170,16 @@ class JobController(Reconciler):
         interim = "SuccessCriteriaMet" if kind == "Complete" else "FailureTarget"
         conditions = [c for c in st.get("conditions") or [] if c.get("type") not in (kind, interim)]
         if self.ctx.minor >= 31:
-            conditions.append({"type": interim, "status": "True", "lastProbeTime": stamp,
-                               "lastTransitionTime": stamp, "reason": reason, "message": message})
+            conditions.append(
+                {
+                    "type": interim,
+                    "status": "True",
+                    "lastProbeTime": stamp,
+                    "lastTransitionTime": stamp,
+                    "reason": reason,
+                    "message": message,
+                }
+            )
         final = {"type": kind, "status": "True", "lastProbeTime": stamp, "lastTransitionTime": stamp}
         if kind == "Failed" or self.ctx.minor >= 31:
             final.update(reason=reason, message=message)
@@ -204,11 +218,16 @@ class JobController(Reconciler):
         return max(0.0, last + backoff - now)
 
     def _create(self, job: Obj) -> Obj:
-        pod = pod_from_template(spec(job).get("template") or {}, owner_reference(job, "batch/v1", "Job"),
-                                meta(job)["namespace"], generate_name=f"{meta(job)['name']}-")
+        pod = pod_from_template(
+            spec(job).get("template") or {},
+            owner_reference(job, "batch/v1", "Job"),
+            meta(job)["namespace"],
+            generate_name=f"{meta(job)['name']}-",
+        )
         created = self.store.create(PODS, pod)
-        self.ctx.recorder.record(job, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            job, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}", component=self.name
+        )
         return created
 
     def _delete(self, job: Obj, pod: Obj) -> None:
@@ -218,5 +237,6 @@ class JobController(Reconciler):
             if exc.code != 404:
                 raise
             return
-        self.ctx.recorder.record(job, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            job, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}", component=self.name
+        )

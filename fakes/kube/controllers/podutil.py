@@ -108,8 +108,15 @@ def _normal(template: Obj) -> Obj:
     return template
 
 
-def pod_from_template(template: Obj, owner_ref: Obj, namespace: str, *, name: str | None = None,
-                      generate_name: str | None = None, extra_labels: dict[str, str] | None = None) -> Obj:
+def pod_from_template(
+    template: Obj,
+    owner_ref: Obj,
+    namespace: str,
+    *,
+    name: str | None = None,
+    generate_name: str | None = None,
+    extra_labels: dict[str, str] | None = None,
+) -> Obj:
     """A new pod from a pod template (``controller.GetPodFromTemplate``): the template's labels, annotations and
     spec, the owner's controller reference, a fixed ``name`` or a ``generateName``."""
     template_meta = meta(template)
@@ -136,7 +143,13 @@ def deletion_order(pods: Iterable[Obj], now: float) -> list[Obj]:
     def rank(pod: Obj) -> tuple[Any, ...]:
         since = ready_since(pod)
         created = timestamp(meta(pod).get("creationTimestamp")) or 0.0
-        return (bool(spec(pod).get("nodeName")), phase_rank.get(phase(pod), 3), is_ready(pod),
-                -(since if since is not None else now), -restarts(pod), -created)
+        return (
+            bool(spec(pod).get("nodeName")),
+            phase_rank.get(phase(pod), 3),
+            is_ready(pod),
+            -(since if since is not None else now),
+            -restarts(pod),
+            -created,
+        )
 
     return sorted(pods, key=rank)

@@ -77,11 +77,16 @@ class ReplicaSetController(Reconciler):
 
     def _create_pod(self, rs: Obj) -> None:
         name = meta(rs)["name"]
-        pod = pod_from_template(spec(rs).get("template") or {}, owner_reference(rs, "apps/v1", "ReplicaSet"),
-                                meta(rs)["namespace"], generate_name=f"{name}-")
+        pod = pod_from_template(
+            spec(rs).get("template") or {},
+            owner_reference(rs, "apps/v1", "ReplicaSet"),
+            meta(rs)["namespace"],
+            generate_name=f"{name}-",
+        )
         created = self.store.create(PODS, pod)
-        self.ctx.recorder.record(rs, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            rs, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}", component=self.name
+        )
 
     def _delete_pod(self, rs: Obj, pod: Obj) -> None:
         try:
@@ -90,19 +95,27 @@ class ReplicaSetController(Reconciler):
             if exc.code != 404:
                 raise
             return
-        self.ctx.recorder.record(rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}", component=self.name
+        )
 
     def _write_status(self, rs: Obj, active: list[Obj]) -> None:
         now = self.ctx.now()
         min_ready = int(spec(rs).get("minReadySeconds") or 0)
-        template_labels = (((spec(rs).get("template") or {}).get("metadata") or {}).get("labels") or {})
+        template_labels = ((spec(rs).get("template") or {}).get("metadata") or {}).get("labels") or {}
         labelled = [p for p in active if template_labels.items() <= (meta(p).get("labels") or {}).items()]
         ready = [p for p in active if is_ready(p)]
         available = [p for p in ready if is_available(p, min_ready, now)]
-        wanted = drop_zeros({"replicas": len(active), "fullyLabeledReplicas": len(labelled),
-                             "readyReplicas": len(ready), "availableReplicas": len(available),
-                             "observedGeneration": int(meta(rs).get("generation") or 0)}, keep=("replicas",))
+        wanted = drop_zeros(
+            {
+                "replicas": len(active),
+                "fullyLabeledReplicas": len(labelled),
+                "readyReplicas": len(ready),
+                "availableReplicas": len(available),
+                "observedGeneration": int(meta(rs).get("generation") or 0),
+            },
+            keep=("replicas",),
+        )
         if status(rs).get("conditions"):
             wanted["conditions"] = status(rs)["conditions"]
         if len(available) < len(ready):

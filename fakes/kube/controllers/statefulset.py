@@ -113,8 +113,10 @@ class StatefulSetController(Reconciler):
         strategy = spec(sts).get("updateStrategy") or {}
         if strategy.get("type", "RollingUpdate") != "RollingUpdate":
             return
-        healthy = all(o in pods and not deleting(pods[o]) and phase(pods[o]) == "Running" and is_ready(pods[o])
-                      for o in range(replicas))
+        healthy = all(
+            o in pods and not deleting(pods[o]) and phase(pods[o]) == "Running" and is_ready(pods[o])
+            for o in range(replicas)
+        )
         if not healthy:
             return
         for ordinal in range(replicas - 1, partition - 1, -1):
@@ -133,8 +135,13 @@ class StatefulSetController(Reconciler):
         labels = {REVISION_LABEL: revision, POD_NAME_LABEL: name}
         if self.ctx.minor >= 28:
             labels[POD_INDEX_LABEL] = str(ordinal)
-        pod = pod_from_template(spec(sts).get("template") or {}, owner_reference(sts, "apps/v1", "StatefulSet"),
-                                meta(sts)["namespace"], name=name, extra_labels=labels)
+        pod = pod_from_template(
+            spec(sts).get("template") or {},
+            owner_reference(sts, "apps/v1", "StatefulSet"),
+            meta(sts)["namespace"],
+            name=name,
+            extra_labels=labels,
+        )
         pod["spec"]["hostname"] = name
         if spec(sts).get("serviceName"):
             pod["spec"]["subdomain"] = spec(sts)["serviceName"]
@@ -144,9 +151,13 @@ class StatefulSetController(Reconciler):
             if exc.code == 409:  # the old pod of that name is still there: wait for it to go
                 return
             raise
-        self.ctx.recorder.record(sts, NORMAL, "SuccessfulCreate",
-                                 f"create Pod {name} in StatefulSet {meta(sts)['name']} successful",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            sts,
+            NORMAL,
+            "SuccessfulCreate",
+            f"create Pod {name} in StatefulSet {meta(sts)['name']} successful",
+            component=self.name,
+        )
 
     def _delete(self, sts: Obj, pod: Obj) -> None:
         try:
@@ -155,9 +166,13 @@ class StatefulSetController(Reconciler):
             if exc.code != 404:
                 raise
             return
-        self.ctx.recorder.record(sts, NORMAL, "SuccessfulDelete",
-                                 f"delete Pod {meta(pod)['name']} in StatefulSet {meta(sts)['name']} successful",
-                                 component=self.name)
+        self.ctx.recorder.record(
+            sts,
+            NORMAL,
+            "SuccessfulDelete",
+            f"delete Pod {meta(pod)['name']} in StatefulSet {meta(sts)['name']} successful",
+            component=self.name,
+        )
 
     def _write_status(self, sts: Obj, pods: dict[int, Obj], update_revision: str) -> None:
         replicas = int(spec(sts).get("replicas", 1) or 0)
@@ -174,10 +189,17 @@ class StatefulSetController(Reconciler):
         current = sum(1 for p in present if revision(p) == current_revision)
         if updated == replicas and len(ready) == replicas and len(present) == replicas:
             current_revision, current = update_revision, updated  # the rollout is complete
-        wanted = drop_zeros({"observedGeneration": int(meta(sts).get("generation") or 0), "replicas": len(present),
-                             "readyReplicas": len(ready), "currentReplicas": current, "updatedReplicas": updated,
-                             "availableReplicas": sum(1 for p in ready if is_available(p, min_ready, now))},
-                            keep=("replicas",))
+        wanted = drop_zeros(
+            {
+                "observedGeneration": int(meta(sts).get("generation") or 0),
+                "replicas": len(present),
+                "readyReplicas": len(ready),
+                "currentReplicas": current,
+                "updatedReplicas": updated,
+                "availableReplicas": sum(1 for p in ready if is_available(p, min_ready, now)),
+            },
+            keep=("replicas",),
+        )
         wanted.update({"currentRevision": current_revision, "updateRevision": update_revision, "collisionCount": 0})
         if wanted != status(sts):
             self.store.update(STS, dict(sts, status=wanted), subresource="status")

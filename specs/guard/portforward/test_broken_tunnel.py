@@ -50,7 +50,8 @@ def test_a_request_hanging_when_kubectl_reports_a_broken_tunnel_fails_as_the_for
         assert caught.value.hop == "port-forward"
         assert "kubectl reported the tunnel broken while the request hung" in str(caught.value)
         assert line in str(caught.value)
-        assert fwd.proc is not None and fwd.proc.poll() is None  # kubectl is still running...
+        assert fwd.proc is not None
+        assert fwd.proc.poll() is None  # kubectl is still running...
         assert not fwd.alive  # ...but the forward is known broken
         with pytest.raises(PortForwardBroken, match="refused before sending"):  # the next request is refused at once
             fetch_through_sync(fwd, "GET", "/ok", timeout=20.0)

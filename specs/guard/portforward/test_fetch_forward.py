@@ -28,7 +28,8 @@ def test_exited_forward_is_refused_at_once(kubectl_standin: KubectlStandIn, targ
         with pytest.raises(PortForwardGone, match="refused before sending") as caught:
             fetch_through_sync(fwd, "GET", "/ok", timeout=60.0)
         assert time.monotonic() - start < 10.0  # not the 60 s budget; the benchmark gives the real figure
-        assert caught.value.hop == "port-forward" and caught.value.exit_code == -9
+        assert caught.value.hop == "port-forward"
+        assert caught.value.exit_code == -9
         assert "W1130 a client warning" in caught.value.stderr_tail
     assert target.requests == []  # nothing was sent
     with pytest.raises(PortForwardGone):
@@ -54,10 +55,15 @@ def test_forward_dying_mid_request_is_reported_near_the_exit_not_at_the_timeout(
             fetch_through_sync(fwd, "GET", "/hang", timeout=20.0)
         raised = time.monotonic()
         assert raised - start < 10.0  # not the 20 s budget: the exit ended it (the benchmark gives the real figure)
-        assert fwd.exit is not None and not fwd.exit.stopped_by_harness and fwd.exit.at <= raised
+        assert fwd.exit is not None
+        assert not fwd.exit.stopped_by_harness
+        assert fwd.exit.at <= raised
         err = caught.value
-        assert err.hop == "port-forward" and err.exit_code == 1 and "lost connection to pod" in err.stderr_tail
-        assert "died mid-request" in str(err) and "/hang" in str(err)
+        assert err.hop == "port-forward"
+        assert err.exit_code == 1
+        assert "lost connection to pod" in err.stderr_tail
+        assert "died mid-request" in str(err)
+        assert "/hang" in str(err)
 
 
 def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
@@ -78,7 +84,8 @@ def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStan
                 with pytest.raises(PortForwardDied) as caught:
                     await fetch_through(fwd, "GET", "/hang", timeout=20.0)
             assert time.monotonic() - start < 5.0
-            assert caught.value.exit_code == -9 and "SIGKILL" in str(caught.value)
+            assert caught.value.exit_code == -9
+            assert "SIGKILL" in str(caught.value)
 
     anyio.run(main)
 
@@ -90,12 +97,11 @@ def test_silent_service_behind_a_live_forward_is_a_service_timeout(
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceTimeout) as caught:
             fetch_through_sync(fwd, "GET", "/hang", timeout=0.5)
-        assert caught.value.hop == "service" and caught.value.budget == pytest.approx(0.5)
-        assert (
-            "/hang" in str(caught.value)
-            and "0.50s" in str(caught.value)
-            and "port-forward is alive" in str(caught.value)
-        )
+        assert caught.value.hop == "service"
+        assert caught.value.budget == pytest.approx(0.5)
+        assert "/hang" in str(caught.value)
+        assert "0.50s" in str(caught.value)
+        assert "port-forward is alive" in str(caught.value)
         with pytest.raises(ServiceTimeout, match="headers received"):
             fetch_through_sync(fwd, "GET", "/drip?every=0.2&size=40", timeout=0.6)
         assert fwd.alive
@@ -108,7 +114,8 @@ def test_reset_behind_a_live_forward_is_unreachable_service_with_stderr(
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceUnreachable) as caught:
             fetch_through_sync(fwd, "GET", "/reset", timeout=5.0)
-        assert caught.value.hop == "service" and "W1130 a client warning" in caught.value.stderr_tail
+        assert caught.value.hop == "service"
+        assert "W1130 a client warning" in caught.value.stderr_tail
         assert "W1130 a client warning" in str(caught.value)
 
 
@@ -119,12 +126,14 @@ def test_forward_resetting_every_connection_is_blamed_on_the_forward(
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(PortForwardBroken) as caught:
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
-        assert caught.value.hop == "port-forward" and "an error occurred forwarding" in str(caught.value)
+        assert caught.value.hop == "port-forward"
+        assert "an error occurred forwarding" in str(caught.value)
         sent = len(target.requests)
         start = time.monotonic()
         with pytest.raises(PortForwardBroken, match="refused before sending"):
             fetch_through_sync(fwd, "GET", "/ok", timeout=60.0)
-        assert time.monotonic() - start < 10.0 and len(target.requests) == sent  # nothing sent, no budget spent
+        assert time.monotonic() - start < 10.0  # no budget spent
+        assert len(target.requests) == sent  # nothing sent
 
 
 def test_streams_are_closed_on_every_path(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
@@ -178,6 +187,7 @@ class _ExitingForward:
 def test_recorded_exit_ends_a_request_whose_socket_stays_open(target: TargetServer) -> None:
     fwd = _ExitingForward(target.url, exit_at=time.monotonic() + 0.3)
     with pytest.raises(PortForwardDied, match="died mid-request") as caught:
-        fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)  # type: ignore[arg-type]
+        fetch_through_sync(fwd, "GET", "/hang", timeout=60.0)
     assert time.monotonic() - fwd.exit_at < 10.0  # only the watched exit can end it before the 60 s budget
-    assert caught.value.exit_code == 1 and "lost connection to pod" in caught.value.stderr_tail
+    assert caught.value.exit_code == 1
+    assert "lost connection to pod" in caught.value.stderr_tail

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+from typing import Any
 
 import h11
 import httpx
@@ -39,14 +40,18 @@ def test_endless_chunked_body_stops_at_max_body_without_buffering_it(target: Tar
         if not already:
             tracemalloc.stop()
     err = caught.value
-    assert err.hop == "service" and err.max_body == MiB and err.status == 200 and err.declared is None
+    assert err.hop == "service"
+    assert err.max_body == MiB
+    assert err.status == 200
+    assert err.declared is None
     assert MiB < err.received <= MiB + READ
-    assert "/flood" in str(err) and "more than max_body=1,048,576 bytes" in str(err)
+    assert "/flood" in str(err)
+    assert "more than max_body=1,048,576 bytes" in str(err)
     assert peak < 16 * MiB  # an uncapped read once reached 1 GB in 3 s; the cap holds about max_body
 
 
 def test_default_cap_is_64_mib_and_applies_without_asking(target: TargetServer) -> None:
-    assert DEFAULT_MAX_BODY == 64 * MiB
+    assert 64 * MiB == DEFAULT_MAX_BODY
     with pytest.raises(ServiceAnswerTooLarge) as caught:
         fetch_through_sync(
             target.url, "GET", "/flood", timeout=30.0
@@ -58,12 +63,15 @@ def test_default_cap_is_64_mib_and_applies_without_asking(target: TargetServer) 
 def test_declared_content_length_over_the_cap_is_refused_before_reading(target: TargetServer) -> None:
     with pytest.raises(ServiceAnswerTooLarge, match="Content-Length is 100,000,000 bytes") as caught:
         fetch_through_sync(target.url, "GET", "/big?size=100000000", timeout=20.0, max_body=MiB)
-    assert caught.value.declared == 100_000_000 and caught.value.received == 0
+    assert caught.value.declared == 100_000_000
+    assert caught.value.received == 0
 
 
 def test_body_of_exactly_max_body_is_an_answer_one_more_byte_is_not(target: TargetServer) -> None:
     answer = fetch_through_sync(target.url, "GET", "/big?size=5000", timeout=5.0, max_body=5000)
-    assert answer.status_code == 200 and answer.content == b"x" * 5000 and answer.is_closed
+    assert answer.status_code == 200
+    assert answer.content == b"x" * 5000
+    assert answer.is_closed
     with pytest.raises(ServiceAnswerTooLarge):
         fetch_through_sync(target.url, "GET", "/big?size=5001", timeout=5.0, max_body=5000)
 
@@ -75,12 +83,11 @@ def test_runaway_body_through_a_forward_blames_the_service_and_keeps_the_forward
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
         with pytest.raises(ServiceAnswerTooLarge) as caught:
             fetch_through_sync(fwd, "GET", "/flood", timeout=20.0, max_body=MiB)
-        assert (
-            caught.value.hop == "service"
-            and caught.value.target == "svc/x"
-            and "via port-forward svc/x" in str(caught.value)
-        )
-        assert fwd.alive and fwd.answers == 1
+        assert caught.value.hop == "service"
+        assert caught.value.target == "svc/x"
+        assert "via port-forward svc/x" in str(caught.value)
+        assert fwd.alive
+        assert fwd.answers == 1
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).text == "ok"
 
 
@@ -136,7 +143,7 @@ def test_malformed_base_url_is_a_value_error_not_an_unreachable_service(base_url
     ],
 )
 def test_request_httpx_refuses_is_a_value_error_with_the_cause(
-    target: TargetServer, path: str, request_args: dict[str, object], cause: type[Exception]
+    target: TargetServer, path: str, request_args: dict[str, Any], cause: type[Exception]
 ) -> None:
     with pytest.raises(ValueError, match="caller's mistake, not a failed hop") as caught:
         fetch_through_sync(target.url, "GET", path, timeout=2.0, **request_args)

@@ -18,7 +18,8 @@ def test_answer_of_any_status_is_returned_with_its_body(target: TargetServer) ->
     assert (ok.status_code, ok.text) == (200, "ok")
     failed = fetch_through_sync(target.url, "GET", "/status/503", timeout=2.0)
     assert (failed.status_code, failed.text) == (503, "status")
-    assert ok.is_closed and failed.is_closed
+    assert ok.is_closed
+    assert failed.is_closed
 
 
 def test_silent_service_fails_at_the_budget_naming_path_and_budget(target: TargetServer) -> None:
@@ -27,8 +28,12 @@ def test_silent_service_fails_at_the_budget_naming_path_and_budget(target: Targe
         fetch_through_sync(target.url, "GET", "/hang", timeout=0.5)
     assert 0.45 < time.monotonic() - start < 3.0
     err = caught.value
-    assert err.hop == "service" and err.path == "/hang" and err.budget == pytest.approx(0.5)
-    assert "/hang" in str(err) and "0.50s" in str(err) and "no response headers" in str(err)
+    assert err.hop == "service"
+    assert err.path == "/hang"
+    assert err.budget == pytest.approx(0.5)
+    assert "/hang" in str(err)
+    assert "0.50s" in str(err)
+    assert "no response headers" in str(err)
 
 
 def test_dripping_body_fails_at_the_total_deadline_not_per_read(target: TargetServer) -> None:
@@ -44,7 +49,8 @@ def test_dripping_body_fails_at_the_total_deadline_not_per_read(target: TargetSe
 def test_reset_or_closed_connection_is_unreachable_service(target: TargetServer, path: str) -> None:
     with pytest.raises(ServiceUnreachable) as caught:
         fetch_through_sync(target.url, "GET", path, timeout=2.0)
-    assert caught.value.hop == "service" and path in str(caught.value)
+    assert caught.value.hop == "service"
+    assert path in str(caught.value)
 
 
 def test_refused_connection_is_unreachable_service() -> None:
@@ -67,7 +73,8 @@ def test_budget_is_clamped_to_the_current_wait_attempt(target: TargetServer) -> 
     finally:
         attempts.leave(token)
     assert time.monotonic() - start < 2.0
-    assert caught.value.budget is not None and caught.value.budget <= 0.3
+    assert caught.value.budget is not None
+    assert caught.value.budget <= 0.3
 
 
 def test_async_twin_and_outer_cancellation_close_everything(target: TargetServer) -> None:

@@ -44,10 +44,10 @@ def test_impossible_forward_is_a_value_error_naming_the_argument_and_spawns_noth
 ) -> None:
     call = {"target": "svc/x", "remote_port": 80, **args}
     children = set(process.LIVE_CHILDREN)
-    with pytest.raises(ValueError, match=named):
-        with port_forward(kubectl_standin.kube(), **call):  # type: ignore[arg-type]
-            pass
-    assert kubectl_standin.argvs() == [] and set(process.LIVE_CHILDREN) == children
+    with pytest.raises(ValueError, match=named), port_forward(kubectl_standin.kube(), **call):  # type: ignore[arg-type]
+        pass
+    assert kubectl_standin.argvs() == []
+    assert set(process.LIVE_CHILDREN) == children
 
 
 @pytest.mark.parametrize(
@@ -101,7 +101,8 @@ def test_pool_refuses_before_running_kubectl_at_all(kubectl_standin: KubectlStan
             pool.get(kubectl_standin.kube(), "svc/x", 70000)
         with pytest.raises(ValueError, match="target"):
             anyio.run(lambda: pool.aget(kubectl_standin.kube(), "; rm -rf /", 80))
-        assert pool.opened == 0 and kubectl_standin.argvs() == []  # not even `kubectl version`
+        assert pool.opened == 0
+        assert kubectl_standin.argvs() == []  # not even `kubectl version`
     finally:
         pool.close()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -18,13 +19,13 @@ from harness.waiting import wait_for
 
 
 @pytest.fixture
-def pool() -> ForwardPool:
+def pool() -> Iterator[ForwardPool]:
     pool = ForwardPool(backoff=0.2, max_backoff=0.4)
-    yield pool  # type: ignore[misc]
+    yield pool
     pool.close()
 
 
-def _wait_exit(fwd, timeout: float = 5.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_exit(fwd, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while fwd.exit is None and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -36,7 +37,8 @@ def test_one_forward_per_key(pool: ForwardPool, kubectl_standin: KubectlStandIn,
     first = pool.get(kube, "svc/fake-github", 80)
     assert pool.get(kube, "svc/fake-github", 80) is first
     other = pool.get(kube, "svc/fake-github", 8080)
-    assert other is not first and pool.opened == 2
+    assert other is not first
+    assert pool.opened == 2
     assert pool.kubectl_versions == {kubectl_standin.path: "v1.32.0-standin"}
     assert fetch_through_sync(first, "GET", "/ok", timeout=5.0).status_code == 200
 
@@ -51,8 +53,11 @@ def test_dead_forward_is_reopened_as_a_new_child(
     os.kill(first.proc.pid, signal.SIGKILL)
     _wait_exit(first)
     second = pool.get(kube, "svc/x", 80)
-    assert second is not first and second.proc is not None and second.proc.pid != first.proc.pid
-    assert second.alive and pool.opened == 2
+    assert second is not first
+    assert second.proc is not None
+    assert second.proc.pid != first.proc.pid
+    assert second.alive
+    assert pool.opened == 2
     assert fetch_through_sync(second, "GET", "/ok", timeout=5.0).status_code == 200
 
 
@@ -62,10 +67,14 @@ def test_broken_forward_is_reopened(pool: ForwardPool, kubectl_standin: KubectlS
     first = pool.get(kube, "svc/x", 80)
     with pytest.raises(AssertionError):
         fetch_through_sync(first, "GET", "/ok", timeout=5.0)
-    assert first.broken_reason() is not None and first.proc is not None and first.proc.poll() is None
+    assert first.broken_reason() is not None
+    assert first.proc is not None
+    assert first.proc.poll() is None
     kubectl_standin.script(target_port=target.port)  # the replacement pod is healthy
     second = pool.get(kube, "svc/x", 80)
-    assert second is not first and first.exit is not None and first.exit.stopped_by_harness
+    assert second is not first
+    assert first.exit is not None
+    assert first.exit.stopped_by_harness
     assert fetch_through_sync(second, "GET", "/ok", timeout=5.0).text == "ok"
 
 
@@ -82,7 +91,8 @@ def test_failing_reopens_back_off_within_bounds(pool: ForwardPool, kubectl_stand
     with pytest.raises(PortForwardNotReady):
         pool.get(kube, "svc/x", 80)
     third = time.monotonic() - start
-    assert second >= 0.15 and third >= 0.3  # 0.2 s, then doubled...
+    assert second >= 0.15  # 0.2 s, then doubled...
+    assert third >= 0.3
     assert third < 3.0  # ...but capped at max_backoff (0.4 s) plus the failed start itself
 
 
@@ -126,7 +136,8 @@ def test_as_a_wait_for_probe_errors_are_failed_attempts_and_the_pool_reopens(
     )
     assert status == 200
     assert [type(e) for e in errors] == [PortForwardDied]
-    assert pool.opened == 2 and first.exit is not None
+    assert pool.opened == 2
+    assert first.exit is not None
 
 
 def test_concurrent_async_gets_share_one_forward(
@@ -145,4 +156,5 @@ def test_concurrent_async_gets_share_one_forward(
                 tg.start_soon(one)
 
     anyio.run(main)
-    assert len({id(f) for f in got}) == 1 and pool.opened == 1
+    assert len({id(f) for f in got}) == 1
+    assert pool.opened == 1

@@ -86,9 +86,11 @@ def test_a_failing_test_leaves_no_kubectl(
 ) -> None:
     kubectl_standin.script(target_port=target.port)
     done = _run_inner(tmp_path, kubectl_standin, "-k", "fails_inside")
-    assert done.returncode == 1 and "a failing assertion inside the forward" in done.stdout
+    assert done.returncode == 1
+    assert "a failing assertion inside the forward" in done.stdout
     pids = kubectl_standin.pids()
-    assert pids and _all_gone(pids) == []
+    assert pids
+    assert _all_gone(pids) == []
 
 
 @pytest.mark.parametrize("method", ["signal", "thread"])
@@ -99,7 +101,8 @@ def test_a_test_stopped_by_pytest_timeout_leaves_no_kubectl(
     start = time.monotonic()
     done = _run_inner(tmp_path, kubectl_standin, "-k", "hangs_inside", "--timeout=2", f"--timeout-method={method}")
     assert time.monotonic() - start < 30.0
-    assert done.returncode != 0 and "Timeout" in done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Timeout" in done.stdout + done.stderr
     pids = kubectl_standin.pids()
     assert pids, "the inner spec never started kubectl"
     assert _all_gone(pids) == [], f"kubectl stand-in survived pytest-timeout ({method}): {pids}"
@@ -118,4 +121,5 @@ def test_the_leak_check_sees_threads_and_listening_sockets() -> None:
         extra = snapshot().extra_over(base)
     stop.set()
     thread.join(timeout=5.0)
-    assert extra.get("threads") == ["deliberate-leak"] and len(extra.get("listening sockets (inode)", [])) == 1
+    assert extra.get("threads") == ["deliberate-leak"]
+    assert len(extra.get("listening sockets (inode)", [])) == 1

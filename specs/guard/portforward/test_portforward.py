@@ -17,7 +17,7 @@ from harness.testing.standin import KubectlStandIn
 from harness.testing.target import TargetServer
 
 
-def _poll(condition, timeout: float = 5.0) -> bool:  # type: ignore[no-untyped-def]
+def _poll(condition, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() >= deadline:
@@ -58,7 +58,8 @@ def test_spawns_pinned_argv_without_shell_in_its_own_group(
         "--address",
         "127.0.0.1",
     ]
-    assert pid not in process.LIVE_CHILDREN and not _pid_alive(pid)
+    assert pid not in process.LIVE_CHILDREN
+    assert not _pid_alive(pid)
 
 
 def test_local_port_comes_from_the_127_0_0_1_banner_line(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
@@ -72,7 +73,8 @@ def test_local_port_comes_from_the_127_0_0_1_banner_line(kubectl_standin: Kubect
 def test_banner_is_not_readiness_a_tcp_answer_is(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port, listen_delay=0.6)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
-        assert fwd.banner_at is not None and fwd.ready_at is not None
+        assert fwd.banner_at is not None
+        assert fwd.ready_at is not None
         assert fwd.ready_at - fwd.banner_at >= 0.4
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).status_code == 200
 
@@ -93,8 +95,10 @@ def test_no_banner_within_budget_kills_the_group_and_says_so(kubectl_standin: Ku
         PortForward(kubectl_standin.kube(), "svc/x", 80, ready_timeout=0.8).start()
     assert time.monotonic() - start < 5.0
     err = caught.value
-    assert err.hop == "port-forward" and err.kubectl_version == "v1.32.0-standin"
-    assert "banner" in str(err) and "W1130 client warning" in err.stderr_tail
+    assert err.hop == "port-forward"
+    assert err.kubectl_version == "v1.32.0-standin"
+    assert "banner" in str(err)
+    assert "W1130 client warning" in err.stderr_tail
     pid = kubectl_standin.pids()[0]
     assert not _pid_alive(pid)
 
@@ -106,7 +110,8 @@ def test_local_port_busy_fails_fast_with_kubectl_text(kubectl_standin: KubectlSt
         PortForward(kubectl_standin.kube(), "svc/x", 80, ready_timeout=10.0).start()
     assert time.monotonic() - start < 5.0  # raced against the exit, not the 10 s budget
     assert caught.value.exit_code == 1
-    assert "address already in use" in caught.value.stderr_tail and "exited rc=1" in str(caught.value)
+    assert "address already in use" in caught.value.stderr_tail
+    assert "exited rc=1" in str(caught.value)
 
 
 def test_exit_on_the_first_probe_is_not_ready_with_lost_connection(
@@ -118,7 +123,7 @@ def test_exit_on_the_first_probe_is_not_ready_with_lost_connection(
     assert "lost connection to pod" in caught.value.stderr_tail
 
 
-def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:
     from harness.kube import Kube
 
     kube = Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=str(tmp_path / "no-kubectl"))
@@ -132,15 +137,20 @@ def test_missing_kubectl_is_not_ready_with_the_reason(tmp_path) -> None:  # type
 def test_exit_is_recorded_by_the_watcher_when_it_happens(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
     with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
-        assert fwd.exit is None and fwd.alive
+        exit_before, alive_before = fwd.exit, fwd.alive  # read once: the watcher thread changes both later
+        assert exit_before is None
+        assert alive_before
         assert fwd.proc is not None
         killed_at = time.monotonic()
         os.kill(fwd.proc.pid, signal.SIGKILL)
         assert _poll(lambda: fwd.exit is not None)  # nobody calls into fwd: the watcher records it
         assert fwd.exit is not None
-        assert fwd.exit.signal == "SIGKILL" and fwd.exit.returncode == -9 and not fwd.exit.stopped_by_harness
+        assert fwd.exit.signal == "SIGKILL"
+        assert fwd.exit.returncode == -9
+        assert not fwd.exit.stopped_by_harness
         assert killed_at <= fwd.exit.at  # stamped when it happened; the benchmark gives the latency figure
-        assert not fwd.alive and "killed by SIGKILL" in (fwd.gone_reason() or "")
+        assert not fwd.alive
+        assert "killed by SIGKILL" in (fwd.gone_reason() or "")
 
 
 @pytest.mark.parametrize(("code", "silent"), [(1, False), (0, True)], ids=["v1.23+ exit 1", "older exit 0 silently"])
@@ -152,7 +162,8 @@ def test_any_exit_is_death_rc_0_included(
         with pytest.raises(AssertionError):
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
         assert _poll(lambda: fwd.exit is not None)
-        assert fwd.exit is not None and fwd.exit.returncode == code
+        assert fwd.exit is not None
+        assert fwd.exit.returncode == code
         assert fwd.gone_reason() is not None
         if not silent:
             assert "lost connection to pod" in fwd.exit.stderr_tail
@@ -166,8 +177,10 @@ def test_forwarding_error_line_marks_a_live_forward_broken(
         assert fetch_through_sync(fwd, "GET", "/ok", timeout=5.0).status_code == 200
         with pytest.raises(AssertionError):
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
-        assert fwd.proc is not None and fwd.proc.poll() is None  # still running...
-        assert not fwd.alive and "an error occurred forwarding" in (fwd.broken_reason() or "")  # ...but broken
+        assert fwd.proc is not None
+        assert fwd.proc.poll() is None  # still running...
+        assert not fwd.alive  # ...but broken
+        assert "an error occurred forwarding" in (fwd.broken_reason() or "")
 
 
 def test_consecutive_resets_mark_a_live_forward_broken(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
@@ -192,9 +205,9 @@ def test_close_sends_sigint_first_and_is_idempotent(kubectl_standin: KubectlStan
     fwd = port_forward(kubectl_standin.kube(), "svc/x", 80).start()
     fwd.close()
     fwd.close()
-    assert (
-        fwd.exit is not None and fwd.exit.returncode == 0 and fwd.exit.stopped_by_harness
-    )  # the stand-in's SIGINT exit
+    assert fwd.exit is not None
+    assert fwd.exit.returncode == 0  # the stand-in's SIGINT exit
+    assert fwd.exit.stopped_by_harness
 
 
 def test_close_escalates_to_sigkill_of_the_group_after_the_grace(
@@ -207,7 +220,8 @@ def test_close_escalates_to_sigkill_of_the_group_after_the_grace(
     start = time.monotonic()
     fwd.close()
     assert 0.25 <= time.monotonic() - start < 6.0
-    assert fwd.exit is not None and fwd.exit.signal == "SIGKILL"
+    assert fwd.exit is not None
+    assert fwd.exit.signal == "SIGKILL"
     assert _poll(lambda: not _pid_alive(helper))  # the group, not just the leader
 
 
@@ -225,10 +239,10 @@ def test_a_leader_that_exits_by_itself_takes_its_group_along(
 
 def test_exception_in_the_body_closes_the_forward(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
-    with pytest.raises(KeyboardInterrupt):
-        with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
-            raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
-    assert fwd.exit is not None and fwd.exit.stopped_by_harness
+    with pytest.raises(KeyboardInterrupt), port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        raise KeyboardInterrupt  # what Ctrl-C raises in the main thread
+    assert fwd.exit is not None
+    assert fwd.exit.stopped_by_harness
 
 
 # --- async -------------------------------------------------------------------------------------------
@@ -247,6 +261,7 @@ def test_async_use_and_cancellation_during_start(kubectl_standin: KubectlStandIn
             async with hanging:
                 pytest.fail("a forward with no banner cannot be ready")
         assert scope.cancelled_caught
-        assert hanging.exit is not None and hanging.exit.stopped_by_harness
+        assert hanging.exit is not None
+        assert hanging.exit.stopped_by_harness
 
     anyio.run(main)

@@ -78,8 +78,10 @@ def test_unreachable_api_server_not_ready_carries_kubectls_real_stderr(
     assert time.monotonic() - start < 15.0  # raced against kubectl's own exit, not the 20 s budget
     err = caught.value
     assert err.exit_code == 1
-    assert f"127.0.0.1:{refusing_port}" in err.stderr_tail and "refused" in err.stderr_tail
-    assert err.kubectl_version.startswith("v1.") and err.kubectl_version in str(err)
+    assert f"127.0.0.1:{refusing_port}" in err.stderr_tail
+    assert "refused" in err.stderr_tail
+    assert err.kubectl_version.startswith("v1.")
+    assert err.kubectl_version in str(err)
 
 
 def test_silent_api_server_is_bounded_by_the_readiness_budget(
@@ -90,7 +92,8 @@ def test_silent_api_server_is_bounded_by_the_readiness_budget(
     with pytest.raises(PortForwardNotReady) as caught:
         PortForward(kube, "svc/fake-github", 80, ready_timeout=2.0, stop_grace=0.5).start()
     assert time.monotonic() - start < 10.0
-    assert "within 2.0s" in str(caught.value) and caught.value.kubectl_version.startswith("v1.")
+    assert "within 2.0s" in str(caught.value)
+    assert caught.value.kubectl_version.startswith("v1.")
 
 
 def test_client_version_is_read_from_the_binary(kubectl: str) -> None:
