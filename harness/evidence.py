@@ -582,7 +582,7 @@ def _waits_text(record: SpecRecord) -> str:
         )
         for a in w.attempts:
             error = f"  {a.error}" if a.error else ""
-            out.append(f"  #{a.number:<4} t+{a.start:8.3f}s  {a.duration:7.3f}s of {a.bound:.1f}s  {a.outcome}{error}")
+            out.append(f"  #{a.number:<4} t+{a.start:8.3f}s  {a.duration:7.3f}s of {a.bound:.3g}s  {a.outcome}{error}")
         out += [f"  note: {n}" for n in w.notes[-5:]]
     return "\n".join(out) + "\n"
 

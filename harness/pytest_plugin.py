@@ -520,7 +520,8 @@ def _summarise_waits(terminalreporter: Any, which: str) -> None:
             wait = json.loads(value)
             rows.append(
                 f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
-                f"{wait['attempts']} attempts ({wait['hung']} hung, {wait['failed']} failed)  {wait['what']}"
+                f"{waiting.plural(wait['attempts'], 'attempt')} ({wait['hung']} hung, {wait['failed']} failed)  "
+                f"{wait['what']}"
             )
     if rows:
         scope = "every spec" if which == "all" else "failed and cluster specs; --harness-waits=all lists every one"

@@ -14,7 +14,9 @@ A poller that re-checks its deadline only between attempts lets one probe that n
   server, rejected credentials, a resource type not served: :func:`harness.errors.waiting_cannot_fix`) twice
   in a row ends it early with :class:`WaitStopped`;
 - on timeout, :class:`WaitTimeout` names what was awaited, the budget, the attempts split into not-yet,
-  failed and hung, and the last error of each kind, and carries the per-attempt timeline.
+  failed, hung (no answer within ``probe_timeout``) and cut (the budget ran out during the attempt, whose bound
+  was the rest of the budget: the probe was not shown to hang), the last error of each kind, and carries the
+  per-attempt timeline.
 """
 
 from __future__ import annotations
@@ -39,11 +41,14 @@ from harness import progress
 from harness.errors import StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
 
 T = TypeVar("T")
-Outcome = Literal["ok", "not-yet", "failed", "hung", "stopped"]
+Outcome = Literal["ok", "not-yet", "failed", "hung", "cut", "stopped"]
 
 _MAX_ABANDONED = 32
 """Abandoned sync attempts of one wait that may run at once; at the cap, the next attempt first waits (within its
 bound) for one of them to end, and fails without a new thread if none does."""
+
+MIN_ATTEMPT_SECONDS = 0.001
+"""No attempt starts with less budget than this left: it could only be cut, never answer."""
 
 UNRECOVERABLE_REPEATS = 2
 """Consecutive attempts failing with an error waiting cannot fix that end a wait early (one retry covers a blip)."""
@@ -92,7 +97,7 @@ class WaitSummary:
     def line(self) -> str:
         """One line for the terminal summary: what, outcome, elapsed, attempts, hung, failed."""
         return (
-            f"{self.outcome:<8} {self.elapsed:7.2f}s  {len(self.attempts):3d} attempts "
+            f"{self.outcome:<8} {self.elapsed:7.2f}s  {plural(len(self.attempts), 'attempt', width=3)} "
             f"({self.count('hung')} hung, {self.count('failed')} failed)  {self.describe}"
         )
 
@@ -101,14 +106,13 @@ class WaitSummary:
         parts = [f"{self.count('not-yet')} not yet", f"{self.count('failed')} failed"]
         hung = [a for a in self.attempts if a.outcome == "hung"]
         if hung:
-            ceiling = max(a.bound for a in hung)
-            clause = f"{len(hung)} hung at its {seconds(ceiling)}s bound"
-            if hung[-1].bound < ceiling - 1e-3:
-                clause += f" (the last clamped to {seconds(hung[-1].bound)}s by the budget)"
-            parts.append(clause)
+            parts.append(f"{len(hung)} hung at its {seconds(max(a.bound for a in hung))}s bound")
+        cut = self.last("cut")
+        if cut is not None:
+            parts.append(f"{self.count('cut')} cut short by the deadline (the last had {seconds(cut.bound)}s left)")
         lines = [
             f"timed out after {seconds(self.budget)}s waiting for {self.describe}",
-            f"  {len(self.attempts)} attempts: {', '.join(parts)}",
+            f"  {plural(len(self.attempts), 'attempt')}: {', '.join(parts)}",
         ]
         failed = self.last("failed")
         if failed is not None:
@@ -118,7 +122,7 @@ class WaitSummary:
         if hung:
             lines.append(f"  last hang: attempt {hung[-1].number} started at t+{seconds(hung[-1].start)}s")
         if self.still_running:
-            lines.append(f"  {self.still_running} abandoned attempt(s) still running")
+            lines.append(f"  {plural(self.still_running, 'abandoned attempt')} still running")
         lines.extend(f"  {note}" for note in self.notes[-2:] if note.startswith("budget clamped"))
         other = [note for note in self.notes if not note.startswith("budget clamped")]
         if other:
@@ -145,8 +149,15 @@ def _indented(text: str) -> str:
 
 def seconds(value: float) -> str:
     """Seconds for messages: three significant digits, at least one decimal (``30.0``, ``0.3``, ``0.05``, ``120.0``)."""
+    if 0 < value < 0.001:
+        return "<0.001"
     text = f"{value:.3g}"
     return text if "." in text or "e" in text else f"{text}.0"
+
+
+def plural(count: int, noun: str, *, width: int = 0) -> str:
+    """``1 attempt``, ``3 attempts`` (``width`` pads the number)."""
+    return f"{count:{width}d} {noun}{'' if count == 1 else 's'}"
 
 
 # --- the running test's own budget (set by the pytest plugin) ------------------------------------------
@@ -290,7 +301,7 @@ async def wait_for(
     deadline = start + timeout
     cannot_fix = 0  # consecutive attempts that failed with an error waiting cannot fix
     try:
-        while (remaining := deadline - time.monotonic()) > 0:
+        while (remaining := deadline - time.monotonic()) >= MIN_ATTEMPT_SECONDS:
             attempt = attempt_context.Attempt(len(summary.attempts) + 1, min(probe_timeout, remaining), 0.0)
             outcome, value, error = await runner.run(attempt, summary, start)
             if outcome == "ok":
@@ -304,7 +315,7 @@ async def wait_for(
                 summary.outcome = "stopped"
                 raise _explained(explain, summary, WaitStopped(summary.stopped_message(error), summary, error), start)
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining < MIN_ATTEMPT_SECONDS:
                 break
             await anyio.sleep(min(interval, remaining))
         summary.outcome = "timeout"
@@ -542,6 +553,8 @@ def _append(
     outcome: Outcome,
     error: BaseException | None,
 ) -> None:
+    if outcome == "hung" and attempt.bound < summary.probe_timeout:
+        outcome = "cut"  # its bound was the rest of the budget: the deadline came first, not a hang
     summary.attempts.append(
         AttemptRecord(
             attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error)

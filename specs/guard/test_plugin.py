@@ -102,7 +102,7 @@ def test_waits_are_listed_in_the_terminal_summary_and_junit(pytester: pytest.Pyt
     result.stdout.fnmatch_lines(
         [
             "*harness waits (every spec)*",
-            "*test_waits: ok * 1 attempts (0 hung, 0 failed)  the answer",
+            "*test_waits: ok * 1 attempt (0 hung, 0 failed)  the answer",
             "*test_waits: timeout * attempts (0 hung, 0 failed)  a deploy that never rolls out",
         ]
     )
