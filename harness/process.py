@@ -12,7 +12,8 @@ Every child the harness starts goes through :func:`spawn`, so that:
   pytest process, in its own session, that reads a pipe from its parent and SIGKILLs every registered
   group when that pipe closes, which the kernel does when the parent exits by any path (SIGTERM, SIGKILL,
   ``os._exit`` from pytest-timeout's thread method). Normal interpreter exit also kills what is left
-  (``atexit``);
+  (``atexit``). The watchdog also removes the directories registered with :func:`remove_when_gone` (a twin's
+  kubeconfig and kubectl cache), so a killed pytest leaves no working directory behind either;
 - it is registered in :data:`LIVE_CHILDREN` until reaped, for the end-of-session leak audit.
 
 :func:`run_bounded` ends a call when the child *exits*, not when its output pipes close: a process it left
@@ -164,7 +165,7 @@ _WATCHDOG_CODE = """
 import os, signal
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-groups, pending = set(), b""
+groups, folders, pending = set(), set(), b""
 while True:
     try:
         chunk = os.read(0, 4096)
@@ -180,11 +181,19 @@ while True:
             groups.add(int(line[1:]))
         elif line[:1] == b"-":
             groups.discard(int(line[1:]))
+        elif line[:1] == b"D":
+            folders.add(os.fsdecode(line[1:]))
+        elif line[:1] == b"d":
+            folders.discard(os.fsdecode(line[1:]))
 for pgid in groups:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+if folders:
+    import shutil
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -209,6 +218,12 @@ class _Watchdog:
 
     def forget(self, pgid: int) -> None:
         self._send(f"-{pgid}\n")
+
+    def remove_folder(self, path: str) -> None:
+        self._send(f"D{path}\n")
+
+    def keep_folder(self, path: str) -> None:
+        self._send(f"d{path}\n")
 
     def _send(self, line: str) -> None:
         with self._lock:
@@ -237,8 +252,10 @@ class _Watchdog:
         assert proc.stdin is not None
         with _lock:
             live = list(LIVE_CHILDREN)
+            folders = list(_FOLDERS)
+        lines = [f"+{pgid}\n" for pgid in live] + [f"D{path}\n" for path in folders]
         with contextlib.suppress(OSError):
-            os.write(proc.stdin.fileno(), "".join(f"+{pgid}\n" for pgid in live).encode())
+            os.write(proc.stdin.fileno(), "".join(lines).encode())
         return proc
 
     def _after_fork_in_child(self) -> None:
@@ -250,6 +267,26 @@ class _Watchdog:
 
 _WATCHDOG = _Watchdog()
 os.register_at_fork(after_in_child=_WATCHDOG._after_fork_in_child)
+
+
+_FOLDERS: set[str] = set()
+
+
+def remove_when_gone(path: str) -> None:
+    """Have the watchdog delete directory ``path`` (recursively) if this process ends without calling
+    :func:`forget_folder` (SIGTERM, SIGKILL, ``os._exit``). Raises ``ValueError`` for a path with a newline."""
+    if "\n" in path:
+        raise ValueError(f"remove_when_gone: a path with a newline cannot be registered: {path!r}")
+    with _lock:
+        _FOLDERS.add(path)
+    _WATCHDOG.remove_folder(path)
+
+
+def forget_folder(path: str) -> None:
+    """Undo :func:`remove_when_gone` (the caller removed the directory itself, or wants it kept)."""
+    with _lock:
+        _FOLDERS.discard(path)
+    _WATCHDOG.keep_folder(path)
 
 
 def watchdog_pid() -> int | None:

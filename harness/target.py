@@ -78,8 +78,9 @@ def choose_target(option: str, kube_context: str | None, *, current: Any = curre
         raise ValueError(f"--target must be one of {', '.join(TARGETS)}, got {option!r}")
     if option == "twin":
         if kube_context:
-            raise ValueError(f"--target twin with --kube-context {kube_context}: the twin has its own context; "
-                             "drop one of them")
+            raise ValueError(
+                f"--target twin with --kube-context {kube_context}: the twin has its own context; drop one of them"
+            )
         return TargetChoice("twin", "forced by --target twin")
     if option == "cluster":
         context = f", context {kube_context}" if kube_context else ""
@@ -106,15 +107,21 @@ class TwinInfo:
 class TwinSession:
     """One twin for one pytest session (process). ``kube`` exists at once; the twin starts on :meth:`ensure_started`."""
 
-    def __init__(self, *, bugs: tuple[str, ...] = (), python: str = sys.executable,
-                 start_timeout: float = TWIN_START_TIMEOUT) -> None:
+    def __init__(
+        self, *, bugs: tuple[str, ...] = (), python: str = sys.executable, start_timeout: float = TWIN_START_TIMEOUT
+    ) -> None:
         self.bugs = bugs
         self.python = python
         self.start_timeout = start_timeout
         self.workdir = Path(tempfile.mkdtemp(prefix="stack-twin-"))
         self.context = f"stack-twin-{os.getpid()}-{secrets.token_hex(3)}"
         self.kubeconfig = str(self.workdir / "kubeconfig")
-        self.kube = make_kube(self.context, self.kubeconfig, str(self.workdir / "cache"))
+        try:
+            self.kube = make_kube(self.context, self.kubeconfig, str(self.workdir / "cache"))
+        except BaseException:  # no kubectl: no twin, and no working directory left behind
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+        process.remove_when_gone(str(self.workdir))  # a killed pytest never reaches stop()
         self.info: TwinInfo | None = None
         self.failure: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -152,8 +159,13 @@ class TwinSession:
         self.wall_start = time.monotonic() - began
         self._drainer = threading.Thread(target=self._drain, name="stack-twin-output", daemon=True)
         self._drainer.start()
-        return TwinInfo(ready["context"], ready["kubeconfig"], float(ready.get("start_seconds", 0.0)),
-                        dict(ready.get("steps") or {}), tuple(ready.get("bugs") or ()))
+        return TwinInfo(
+            ready["context"],
+            ready["kubeconfig"],
+            float(ready.get("start_seconds", 0.0)),
+            dict(ready.get("steps") or {}),
+            tuple(ready.get("bugs") or ()),
+        )
 
     def _read_ready(self, deadline: float) -> dict[str, Any]:
         assert self.proc is not None
@@ -163,8 +175,9 @@ class TwinSession:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TwinStartFailed(f"the stack twin did not report ready within {self.start_timeout:.0f}s"
-                                      f"{self._stderr_tail()}")
+                raise TwinStartFailed(
+                    f"the stack twin did not report ready within {self.start_timeout:.0f}s{self._stderr_tail()}"
+                )
             readable, _, _ = select.select(list(buffers), [], [], min(left, 0.5))
             for fd in readable:
                 chunk = os.read(fd, 65536)
@@ -182,12 +195,14 @@ class TwinSession:
                     if event.get("event") == "ready":
                         return event
                     if event.get("event") == "failed":
-                        raise TwinStartFailed(f"the stack twin failed to start: {event.get('error')}"
-                                              f"{self._stderr_tail()}")
+                        raise TwinStartFailed(
+                            f"the stack twin failed to start: {event.get('error')}{self._stderr_tail()}"
+                        )
                     self._stdout.append(line)
             if self.proc.poll() is not None and not readable:
-                raise TwinStartFailed(f"the stack twin exited with code {self.proc.returncode} before it was ready"
-                                      f"{self._stderr_tail()}")
+                raise TwinStartFailed(
+                    f"the stack twin exited with code {self.proc.returncode} before it was ready{self._stderr_tail()}"
+                )
 
     def _drain(self) -> None:
         """Keep reading the twin's output after start (a full pipe would stall it); keeps a bounded tail."""
@@ -238,6 +253,7 @@ class TwinSession:
                     stream.close()
             self.proc = None
         shutil.rmtree(self.workdir, ignore_errors=True)
+        process.forget_folder(str(self.workdir))
 
 
 def make_kube(context: str, kubeconfig: str, cache_dir: str, namespace: str = NAMESPACE) -> Kube:

@@ -134,3 +134,48 @@ def test_no_descendant_of_kubectl_outlives_pytest(chain: tuple[dict[str, str], P
     assert _wait_until(lambda: not any(_alive(pid) for pid in chain_pids.values()), 10.0), (
         f"outlived pytest ({ending}): {[name for name, pid in chain_pids.items() if _alive(pid)]}"
     )
+
+
+REGISTER_AND_DIE = """
+import os, signal, sys
+from harness import process
+process.remove_when_gone(sys.argv[1])
+if sys.argv[2] == "keep":
+    process.forget_folder(sys.argv[1])
+os.kill(os.getpid(), getattr(signal, sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_registered_folder_is_removed_when_its_process_is_killed(tmp_path: Path, how: str) -> None:
+    folder = tmp_path / "stack-twin-x"
+    (folder / "cache").mkdir(parents=True)
+    (folder / "kubeconfig").write_text("token: secret\n")
+    subprocess.run([sys.executable, "-c", REGISTER_AND_DIE, str(folder), "remove", how], timeout=30, check=False)
+    assert _wait_until(lambda: not folder.exists(), 10.0), "the watchdog did not remove the killed process's folder"
+
+
+def test_a_forgotten_folder_is_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    probe = tmp_path / "dead-marker"
+    probe.mkdir()  # registered and killed alongside, to know when the watchdog has finished
+    script = REGISTER_AND_DIE.replace(
+        "process.remove_when_gone(sys.argv[1])",
+        f"process.remove_when_gone(sys.argv[1]); process.remove_when_gone({str(probe)!r})",
+    )
+    subprocess.run([sys.executable, "-c", script, str(folder), "keep", "SIGKILL"], timeout=30, check=False)
+    assert _wait_until(lambda: not probe.exists(), 10.0)
+    assert folder.exists()
+
+
+def test_a_twin_session_without_kubectl_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.errors import KubectlNotFound
+    from harness.target import TwinSession
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(KubectlNotFound):
+        TwinSession()
+    assert list(tmp_path.glob("stack-twin-*")) == []
