@@ -10,13 +10,14 @@ HTTP (port 8081, Service ``agent-orchestrator-invoke``):
   process's memory only: after a restart every earlier id is a 404 (failure mode 33 in specs/cluster/README.md).
 - ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up).
 
-A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight looks up
-the Claude credentials of the *sender's* subject (Secrets, :mod:`fakes.stack.credentials`) and parks the turn with
-a link prompt when they are missing; a session that still has a live AgentRun (Redis ``sess:<session>``) is
-re-attached to instead of launching another; otherwise an AgentRun is created. Then the agent's NATS messages are
-awaited: each one resets the idle window (30 s, counted from the launch: failure mode 28); the reply is acknowledged
-and becomes the result; silence past the window fails the turn with ``agent <name> went silent for 30000ms after N
-progress message(s)``. A re-attached turn waits at most 45 s between messages.
+A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the
+identity gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read
+gate) and parks the turn with a link prompt, refuses it, or launches as the principal; a session that still has a
+live AgentRun (Redis ``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is
+created. Then the agent's NATS messages are awaited: each one resets the idle window (30 s, counted from the launch:
+failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the turn with
+``agent <name> went silent for 30000ms after N progress message(s)``. A re-attached turn waits at most 45 s between
+messages.
 
 Stopping (pod deleted or rolled): the orchestrator stops consuming agent messages at once, so a reply the agent is
 holding stays unacknowledged for whoever re-attaches; open requests finish; every record is gone.
@@ -35,12 +36,14 @@ from typing import Any
 from aiohttp import web
 
 from fakes.kube.errors import ApiError
-from fakes.stack import config, credentials
+from fakes.stack import config, identity
+from fakes.stack.identity import Caller
 from fakes.stack.http import Listener, json_error
 from fakes.stack.nats import NatsClient
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
 from fakes.stack.redis import RedisClient, RedisUnavailable
+from fakes.stack.repo_gate import RepoGate
 
 EMBEDDING_SIZE = 1536
 COLLECTIONS = ("tools", "skills", "agents", "caller_tools")
@@ -65,6 +68,10 @@ class Invocation:
     parked: bool = False
     run: str | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: Who sent it, resolved on arrival (:mod:`fakes.stack.identity`); ``None``: from ``subject``/``caller``.
+    identity: Caller | None = None
+    #: The repository a webhook event came from (``owner/name``), for agents that work in one.
+    repository: str | None = None
 
     def answer(self) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "status": self.status, "parked": self.parked, "pendingToolCalls": []}
@@ -90,11 +97,11 @@ class Orchestrator:
         self.identities = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
         self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", config.IDLE_WINDOW))
         self.assertion_secret = env.get("AGENT_SENDER_ASSERTION_SECRET", "")
-        self.key = env.get("IDENTITY_LINK_ENCRYPTION_KEY", "")
         self.invocations: dict[str, Invocation] = {}
         self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, max_reconnects=None)
         self.redis = RedisClient(ctx.node, env.get("REDIS_URL", "redis://agent-orchestrator-redis:6379"))
         self.http = ctx.client()
+        self.gate = identity.Gate(ctx, self.redis, RepoGate(ctx, self.http))
         self.draining = False
         app = web.Application()
         app.router.add_get("/healthz", self._health)
@@ -174,7 +181,9 @@ class Orchestrator:
         asserted = bool(sender) and bool(self.assertion_secret) and hmac.compare_digest(
             signed, sender_assertion(self.assertion_secret, sender))
         invocation = Invocation(secrets.token_hex(8), body["session"], sender if asserted else caller, caller,
-                                body["input"], str(body.get("agent") or config.STUB_AGENT))
+                                body["input"], str(body.get("agent") or config.STUB_AGENT),
+                                identity=identity.invoke_caller(caller, sender if asserted else None),
+                                repository=str(body["repository"]) if body.get("repository") else None)
         self.invocations[invocation.id] = invocation
         invocation.task = asyncio.ensure_future(self._turn(invocation))
         return web.json_response({"id": invocation.id, "status": "pending"}, status=202)
@@ -209,19 +218,20 @@ class Orchestrator:
         agent = store.get(config.AGENTS, self.ctx.namespace, inv.agent)
         if agent is None:
             raise TurnFailed(f"agent {inv.agent} is not in the catalog (is the community-components release deployed?)")
-        subject = inv.caller if "subject-keying" in self.ctx.bugs else inv.subject
-        found = credentials.claude(store, self.ctx.namespace, subject, self.key)
-        if "claude" in ((agent.get("spec") or {}).get("identityProviders") or []) and \
-                "CLAUDE_CODE_OAUTH_TOKEN" not in found:
+        caller = inv.identity or identity.invoke_caller(inv.caller, inv.subject if inv.subject != inv.caller else None)
+        if "subject-keying" in self.ctx.bugs:  # the shipped bug: every turn keyed by the gateway's own subject
+            caller = identity.invoke_caller(caller.bearer, None)
+        verdict = await self.gate.preflight(caller, inv.agent, inv.goal, inv.session, repository=inv.repository)
+        if isinstance(verdict, identity.Park):
             inv.parked = True
-            return (f"I can't start {inv.agent} for you yet: link your accounts first. This needs 2 accounts, "
-                    f"GitHub and Claude Remote Control; link your accounts at "
-                    f"https://agent-controller.example/link?session={inv.session}")
+            return verdict.text
+        if isinstance(verdict, identity.Refuse):
+            return verdict.text
         try:
             run = self._live_run(inv.session)
             reattached = run is not None
             if run is None:
-                run = self._launch(inv, subject)
+                run = self._launch(inv, verdict)
         except RedisUnavailable as exc:
             raise TurnFailed(f"session store unavailable: {exc}") from None
         inv.run = run
@@ -237,12 +247,12 @@ class Orchestrator:
             return None
         return run if (obj.get("status") or {}).get("phase") in ACTIVE else None
 
-    def _launch(self, inv: Invocation, subject: str) -> str:
+    def _launch(self, inv: Invocation, launch: identity.Launch) -> str:
         name = f"{inv.agent}-{secrets.token_hex(4)}"
         run = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun",
                "metadata": {"name": name, "namespace": self.ctx.namespace},
-               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": subject,
-                        "secretEnv": ["AGENT_ACTOR_LOGIN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_LOGIN_CREDENTIALS_JSON"]}}
+               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": launch.subject,
+                        "secretEnv": list(launch.secret_env), **launch.spec}}
         try:
             self.ctx.double.store.create(config.AGENTRUNS, run)
         except ApiError as exc:
