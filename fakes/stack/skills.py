@@ -39,7 +39,7 @@ COLLECTION = "skills"
 SKILLS = f"skills.{config.GROUP}"
 SKILLS_KEY = f"{config.GROUP}/skills"
 CANDIDATES = 3
-MIN_SCORE = 0.3
+MIN_SCORE = 0.2
 """Cosine score a skill's embedding must reach to be a candidate (the twin's retrieval threshold)."""
 RETRY = 3.0
 """Seconds between indexing attempts after a failure."""
