@@ -16,7 +16,8 @@ from harness.model_journal import ModelJournal, ModelJournalUnreadable, advertis
 
 pytestmark = pytest.mark.timeout(60)
 
-BATTERY = {"type": "function", "function": {"name": "get_device_battery", "parameters": {"type": "object"}}}
+BATTERY: dict[str, object] = {"type": "function",
+                              "function": {"name": "get_device_battery", "parameters": {"type": "object"}}}
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ def test_requests_after_a_mark_carry_what_was_offered(model: FakeHandle[OpenAIFa
 
 def test_a_refused_request_still_shows_the_names_it_offered(model: FakeHandle[OpenAIFake]) -> None:
     journal = ModelJournal(model.url)
-    leaked = {"type": "function", "function": {"name": "caller:get_device_battery", "parameters": {"type": "object"}}}
+    leaked: dict[str, object] = {"type": "function",
+                                 "function": {"name": "caller:get_device_battery", "parameters": {"type": "object"}}}
     assert ask(model, "leak", [leaked]).status_code == 400
     request = journal.since(0)[-1]
     assert request.tools == ("caller:get_device_battery",)
