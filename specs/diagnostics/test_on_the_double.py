@@ -114,6 +114,9 @@ def test_an_unschedulable_pod_is_explained(kube: Kube) -> None:
 def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
     roll_out(kube, deployment("web", "registry.local/web:2.0", deadline=5,
                               faults={"crash-loop": "true", "backoff": "0.3"}))
+    # The crash must have happened before the deadline passes: on a loaded machine the new pod may still be in its
+    # first run when the clock jumps, and then "runs but never became ready" is the true explanation.
+    wait_for_sync("the new pod to crash once", lambda: _new_pod_restarted(kube, "web"), timeout=20, interval=0.1)
     kd.clock.advance(10)  # past the 5 s progress deadline on the double's clock
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=20)
@@ -121,6 +124,12 @@ def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
     assert first.startswith("deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet \"web-")
     assert "has timed out progressing.); the new pod crash-loops" in first
     assert 'exceeded its progress deadline' in second
+
+
+def _new_pod_restarted(kube: Kube, app: str) -> bool:
+    pods = kube.kubectl_json("get", "pods", "-l", f"app={app}") or {"items": []}
+    return any(status.get("restartCount", 0) > 0
+               for pod in pods["items"] for status in pod.get("status", {}).get("containerStatuses", []))
 
 
 def test_a_rollout_that_completed_while_old_pods_still_serve_says_how_many(kube: Kube) -> None:
