@@ -20,6 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HAPPY = "specs/cluster/test_happy_path.py"
 SILENT = "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent"
 GATEWAY_ROLLOUT = "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout"
+CALLER_ONE = "specs/cluster/test_caller_tools.py::test_one_caller_tool_comes_back_as_a_tool_call"
+CALLER_REFUSED = "specs/cluster/test_caller_tools.py::test_a_skill_that_refuses_caller_tools_offers_none"
+ADVERTISING = "specs/cluster/test_tool_advertising.py"
 
 CASES = {
     "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
@@ -28,6 +31,12 @@ CASES = {
                                       "/assignees -> 501"]),
     "legacy-no-reply-relabel": (SILENT, ["relabelled with the legacy 'produced no reply within' message"]),
     "label-kept-after-restart": (GATEWAY_ROLLOUT, ["but never removed its ai-triage label"]),
+    "caller-prefix-leak": (CALLER_ONE, ["the orchestrator's internal 'caller:' prefix leaked into the advertised "
+                                        "tool names", "offered ['caller:get_device_battery']"]),
+    "refused-skill-advertises": (CALLER_REFUSED, ["on a turn that must offer none (skill e2e-caller-tool-refused "
+                                                  "refuses caller tools)"]),
+    "unadvertised-tool-call": (ADVERTISING, ["a tool the model was never offered",
+                                             "which the model was never offered on this turn: GitHub saw"]),
 }
 INNER_TIMEOUT = 600.0
 """Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""
