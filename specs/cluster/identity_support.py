@@ -1,4 +1,4 @@
-"""What the identity, repository-gate and bridged-agent specs share: subjects, budgets, seeding, turns, launches.
+"""What the identity (keying, continuity) and repository-gate specs share: subjects, budgets, seeding, turns, launches.
 
 Everything goes the way it goes on minikube: credentials are seeded as the stack stores them
 (:class:`harness.credentials.CredentialStore`, with the gateway's own key read from the cluster), Redis sessions are
