@@ -6,7 +6,8 @@ from the API at every event, so a route applied or edited takes effect at the ne
 label just added. The template's ``{repository}``, ``{owner}``, ``{name}``, ``{number}``, ``{title}`` and ``{body}``
 are filled from the event; anything else in braces is left as written. The e2e catalog has the triage route
 (``ai-triage`` -> ``stub-agent``) and the review route (``ai-review`` -> ``stub-swe-agent``), whose template carries
-``SWE-ENFORCED-MODE: review-only``: the only per-route signal that reaches the agent.
+``SWE-ENFORCED-MODE: review-only``: the only per-route signal that reaches the agent. Its pull-request twin
+(``pull_request.labeled``) is applied too, for the specs that read routes; only issue events are routed here.
 """
 
 from __future__ import annotations
