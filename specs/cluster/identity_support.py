@@ -105,6 +105,14 @@ class Identities:
     def seed_link(self, subject: str, login: str, *, expired: bool = False, refresh_token: bool = False) -> None:
         self.store.seed_github_link(subject, login, expired=expired, refresh_token=refresh_token)
 
+    def drop_claude(self, subject: str) -> None:
+        """Delete ``subject``'s Claude records. Specs that seed the shared subject call it when their module ends:
+        shared credentials left behind would let a later spec's webhook turn launch under a gate that wrongly reads
+        the bearer's subject (the subject-keying bug), hiding it from every spec that checks only for a launch or a
+        reply (the happy path also checks ``AGENT_ACTOR_LOGIN``, which a shared-subject launch lacks)."""
+        for record_type in (CLAUDE_SETUP_TOKEN, CLAUDE_LOGIN):
+            self.store.delete(record_type, subject)
+
     def claude_subjects(self, kind: str) -> list[str]:
         """Subjects holding a Claude record of ``kind`` (``setup-token`` or ``login``)."""
         return self.store.subjects(CLAUDE_SETUP_TOKEN if kind == "setup-token" else CLAUDE_LOGIN)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -53,6 +54,12 @@ REFUSED_CHAT = 120.0
 """Client budget for a turn that is refused (it answers at once)."""
 EXPIRED_JWT = -60.0
 NO_IDENTITY = "could not resolve caller identity"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_shared_credentials_after(stack: Stack) -> Iterator[None]:
+    yield
+    Identities(stack).drop_claude(SHARED_SUBJECT)
 
 
 @pytest.fixture

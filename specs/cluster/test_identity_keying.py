@@ -32,7 +32,7 @@ requires exactly that agent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -71,6 +71,12 @@ from specs.cluster.stack import GITHUB, SENDER, Stack
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs")]
 
 SOMEONE_ELSE = "github:someone-else"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_shared_credentials_after(stack: Stack) -> Iterator[None]:
+    yield
+    Identities(stack).drop_claude(SHARED_SUBJECT)
 
 
 @pytest.fixture
