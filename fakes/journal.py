@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import collections
 import dataclasses
+import hashlib
 import json
 import threading
 import time
@@ -31,7 +32,8 @@ class JournalEntry:
 
     ``time`` is wall-clock epoch seconds (float) so ``since`` filters work across processes and over the admin API;
     ``seq`` is the arrival order (from 1). ``status`` is the HTTP status the client was sent, or ``None`` if a fault
-    (hang, reset) meant no status was ever sent; ``fault`` names the fault kind applied, if any.
+    (hang, reset) meant no status was ever sent; ``fault`` names the fault kind applied, if any. ``credential`` tells
+    whose credential the request carried without revealing it (:func:`credential_fingerprint`).
     """
 
     seq: int
@@ -46,6 +48,8 @@ class JournalEntry:
     query_params: dict[str, list[str]] = field(default_factory=dict)
     #: The body's size on the wire; ``body`` holds at most the journal's ``max_body`` bytes of it.
     body_size: int = 0
+    #: The ``Authorization`` header as a fingerprint (``Bearer sha256:<16 hex>``), ``None`` without one.
+    credential: str | None = None
 
     @property
     def body_truncated(self) -> bool:
@@ -73,6 +77,7 @@ class JournalEntry:
             "status": self.status,
             "fault": self.fault,
             "body_size": self.body_size,
+            "credential": self.credential,
         }
         try:
             out["body"] = self.body.decode()
@@ -80,6 +85,19 @@ class JournalEntry:
             out["body"] = None
             out["body_base64"] = base64.b64encode(self.body).decode()
         return out
+
+
+def credential_fingerprint(authorization: str | None) -> str | None:
+    """An ``Authorization`` value as ``<scheme> sha256:<first 16 hex digits of SHA-256 of the credential>``
+    (``Bearer gho_x`` -> ``Bearer sha256:...``; a value without a scheme has none), or ``None`` for no header. Two
+    requests carried the same credential exactly when their fingerprints are equal; the value cannot be read back."""
+    if authorization is None:
+        return None
+    scheme, _, credential = authorization.strip().partition(" ")
+    if not credential:
+        scheme, credential = "", scheme
+    digest = hashlib.sha256(credential.strip().encode()).hexdigest()[:16]
+    return f"{scheme} sha256:{digest}".strip()
 
 
 def redact_headers(headers: dict[str, str]) -> dict[str, str]:
@@ -138,6 +156,7 @@ class Journal:
                 fault=fault,
                 query_params=request.query_params,
                 body_size=len(request.body),
+                credential=credential_fingerprint(request.headers.get("authorization")),
             )
             self._entries.append(entry)
             return entry

@@ -49,6 +49,7 @@ The tree (``harness`` exports every public name; the module where each error is 
     │   │       │   ├── InvokeRejected
     │   │       │   └── InvocationNotFound
     │   │       ├── JournalUnreadable ·········· the fake GitHub's journal answered something else
+    │   │       ├── ModelJournalUnreadable ····· the fake model's admin routes answered something else
     │   │       └── SeedFailed ················· the fake GitHub refused an admin call
     │   ├── WaitTimeout ························ a wait ran out of budget
     │   │   ├── RolloutFailed
@@ -528,6 +529,10 @@ class InvokeTimeout(WaitTimeout):
 
 class JournalUnreadable(ServiceFailure):
     """The fake GitHub's journal route answered something other than its JSON (the message says what)."""
+
+
+class ModelJournalUnreadable(ServiceFailure):
+    """The fake model's admin routes answered something other than their JSON (the message says what)."""
 
 
 class SeedFailed(ServiceFailure):

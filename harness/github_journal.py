@@ -9,6 +9,7 @@ mode 15 in specs/cluster/README.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +21,20 @@ from harness.fetch import Forward, fetch_through_sync
 REPLY_MARKER = "<!-- agent-controller:reply -->"
 
 
+def credential_fingerprint(authorization: str) -> str:
+    """What the fake's journal records for an ``Authorization`` value: ``<scheme> sha256:<16 hex>`` of the
+    credential after the scheme (``Bearer gho_e2e-seeded`` -> ``Bearer sha256:...``)."""
+    scheme, _, credential = authorization.strip().partition(" ")
+    if not credential:
+        scheme, credential = "", scheme
+    return f"{scheme} sha256:{hashlib.sha256(credential.strip().encode()).hexdigest()[:16]}".strip()
+
+
 @dataclass(frozen=True)
 class GitHubCall:
-    """One journaled request: ``seq``, ``time`` (epoch seconds), ``method``, ``path``, ``status``, ``body`` text."""
+    """One journaled request: ``seq``, ``time`` (epoch seconds), ``method``, ``path``, ``status``, ``body`` text,
+    ``credential``: the fingerprint of its ``Authorization`` header (:func:`credential_fingerprint`), ``None``
+    without one."""
 
     seq: int
     time: float
@@ -30,6 +42,7 @@ class GitHubCall:
     path: str
     status: int | None
     body: str | None
+    credential: str | None = None
 
     def json(self) -> Any:
         """The body parsed as JSON, or ``None`` when there is none or it is not JSON."""
@@ -78,8 +91,17 @@ class GitHubJournal:
                 str(e.get("path", "")),
                 e.get("status"),
                 e.get("body"),
+                e.get("credential"),
             )
             for e in entries
+        ]
+
+    def repo_reads(self, repo: str, *, since: float | None = None) -> list[str | None]:
+        """The credential fingerprint of every ``GET /repos/<owner>/<name>`` (a read check of ``repo``), oldest
+        first: whose token each check used, without the token (compare with :func:`credential_fingerprint`)."""
+        path = f"/repos/{repo}"
+        return [
+            call.credential for call in self.calls(path_prefix=path, since=since, method="GET") if call.path == path
         ]
 
     def comments(self, owner: str, repo: str, number: int, *, since: float | None = None) -> list[str]:

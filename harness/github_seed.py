@@ -45,6 +45,13 @@ def seed_world(target: Forward | str, *, bot_token: SecretValue, timeout: float 
     _admin(target, "labels", {"repo": REPO, "name": TRIGGER_LABEL}, timeout=timeout)
 
 
+def register_refresh_token(target: Forward | str, login: str, refresh_token: str, *, timeout: float = 20.0) -> None:
+    """Make the fake GitHub honour ``refresh_token`` for ``login`` (a web-flow one: refreshing needs the App's
+    ``client_secret``), as if the link holding it had been made earlier. Re-registering replaces it (a refresh
+    rotates the token, so register it again before each spec that refreshes)."""
+    _admin(target, "refresh_tokens", {"login": login, "refresh_token": refresh_token}, timeout=timeout)
+
+
 def open_issue(
     target: Forward | str,
     number: int,

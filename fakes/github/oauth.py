@@ -164,7 +164,7 @@ def _code_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> FakeRe
 
 def _refresh_grant(fake: GitHubStore, call: Call, params: dict[str, str]) -> FakeResponse:
     grant = fake.oauth.refresh.get(params.get("refresh_token", ""))
-    if grant is None or grant.expires_at <= fake.now() or grant.client_id != params["client_id"]:
+    if grant is None or grant.expires_at <= fake.now() or grant.client_id not in ("", params["client_id"]):
         return _error(call, "bad_refresh_token")
     if not grant.from_device_flow and not params.get("client_secret"):
         return _error(call, "invalid_client")

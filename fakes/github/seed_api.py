@@ -18,6 +18,8 @@ route. Routes (all POST unless noted):
   ``{"remaining": int | null}``
 - ``oauth`` ``{"login"}``: who approves OAuth device codes from now on; answers ``{"login", "code"}`` with a web-flow
   ``code`` for that user (:mod:`fakes.github.oauth`)
+- ``refresh_tokens`` ``{"login", "refresh_token", "client_id"?}``: a web-flow refresh token for ``login`` (refreshing
+  it needs ``client_secret``; without ``client_id`` any client may use it), as if a link had been made earlier
 - ``webhooks`` ``{"event", "action", "repo", "number"?, "comment_id"?, "label"?, "sender"?}``: build a payload from
   state and deliver it to every subscribed hook (in the background; 202 with the hook count)
 - GET ``deliveries``; POST ``deliveries/{guid}/redeliver`` (202); POST ``deliveries/drain`` ``{"timeout"?}``
@@ -208,6 +210,15 @@ def _oauth(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any
     return 200, {"login": login, "code": fake.add_oauth_code(login)}
 
 
+def _refresh_tokens(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
+    login = _field(body, "login", str, "refresh_tokens")
+    value = _field(body, "refresh_token", str, "refresh_tokens")
+    if not login.strip() or not value.strip():
+        raise AdminError(f"POST {_PREFIX}refresh_tokens: fields 'login' and 'refresh_token' must not be empty")
+    fake.add_refresh_token(login, value, client_id=_field(body, "client_id", str, "refresh_tokens", ""))
+    return 201, {"login": login}
+
+
 def _rate_limit(fake: GitHubStore, body: dict[str, Any], base: str) -> tuple[int, Any]:
     remaining = _field(body, "remaining", int, "rate_limit", None)
     fake.set_rate_limit_remaining(remaining)
@@ -292,6 +303,7 @@ _HANDLERS: dict[str, Callable[[GitHubStore, dict[str, Any], str], tuple[int, Any
     "clock": _clock,
     "rate_limit": _rate_limit,
     "oauth": _oauth,
+    "refresh_tokens": _refresh_tokens,
     "webhooks": _webhooks,
     "deliveries/drain": _drain,
 }

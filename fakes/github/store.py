@@ -31,6 +31,7 @@ from fakes.github.state import (
     Label,
     OAuthState,
     PullInfo,
+    RefreshGrant,
     Repo,
     Token,
     User,
@@ -369,6 +370,21 @@ class GitHubStore:
             code = secrets.token_hex(10)
             self.oauth.codes[code] = (login, self.now() + OAUTH_CODE_TTL)
             return code
+
+    def add_refresh_token(self, login: str, value: str, *, client_id: str = "", lifetime: float = 15811200.0) -> None:
+        """A refresh token ``value`` for ``login`` as if issued by the web flow (so refreshing it needs
+        ``client_secret``), valid ``lifetime`` seconds of fake time; ``client_id`` empty: accepted from any client.
+        Re-adding a value replaces it (a spec re-seeds the same token before each test)."""
+        with self.lock:
+            self.add_user(login)
+            self.oauth.refresh[value] = RefreshGrant(
+                value=value,
+                client_id=client_id,
+                login=login,
+                expires_at=self.now() + lifetime,
+                access_token="",
+                from_device_flow=False,
+            )
 
     def add_hook(
         self,

@@ -68,6 +68,7 @@ def register_images(node: Node) -> None:
     from fakes.stack.agent import StubAgent
     from fakes.stack.controller import CoreController
     from fakes.stack.gateway import Gateway
+    from fakes.stack.model_endpoint import fake_openai
     from fakes.stack.nats import NatsServer
     from fakes.stack.orchestrator import Orchestrator
     from fakes.stack.pods import IdlePod, TcpPod, fake_github, fake_qdrant
@@ -80,6 +81,7 @@ def register_images(node: Node) -> None:
         node.register(IMAGE_PREFIX + image, factory)
     node.register("fake-github:", fake_github)
     node.register("fake-qdrant:", fake_qdrant)
+    node.register("fake-openai:", fake_openai)
 
 
 def _serve_missing_kinds(kd: fakes.kube.KubeHandle) -> None:

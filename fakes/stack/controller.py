@@ -7,8 +7,9 @@ the API double's store, so ``creationTimestamp`` is whole-second and on the doub
 
 For each run without a Job: the Agent named by ``spec.agentRef`` is read (``spec.env`` at every launch, so pacing
 patched onto the Agent applies to the next run), the requested ``spec.secretEnv`` values are resolved for the run's
-subject (Claude credentials from their Secrets, ``AGENT_ACTOR_LOGIN`` from a ``github:<login>`` subject) into the
-``<run>-identity`` Secret, and the Job's single container gets the Agent's env, the run's coordinates and one
+subject (Claude credentials from their Secrets, ``AGENT_ACTOR_LOGIN`` from a ``github:<login>`` subject,
+``AGENT_TARGET_REPOSITORY`` and a linked user's ``GITHUB_TOKEN``: :func:`fakes.stack.identity.run_secret_values`)
+into the ``<run>-identity`` Secret, and the Job's single container gets the Agent's env, the run's coordinates and one
 ``secretKeyRef`` per requested name. ``status.phase`` is ``Running`` once the Job exists, then ``Succeeded`` or
 ``Failed`` from the Job's conditions. Finished runs are deleted after an hour (``DefaultAgentRunRetention``).
 """
@@ -22,7 +23,7 @@ from typing import Any
 from fakes.kube.clock import parse_rfc3339
 from fakes.kube.errors import ApiError
 from fakes.kube.store import StoreEvent
-from fakes.stack import config, credentials
+from fakes.stack import config, identity
 from fakes.stack.node import PodContext
 
 RETENTION_SWEEP = 60.0
@@ -107,7 +108,7 @@ class CoreController:
         owner = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun", "name": name,
                  "uid": run["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
         wanted = [str(n) for n in spec.get("secretEnv") or []]
-        values = self._identity(str(spec.get("subject", "")))
+        values = identity.run_secret_values(self.store, self.ns, self.key, spec)
         self._create("secrets", {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": f"{name}-identity", "namespace": self.ns, "ownerReferences": [owner],
@@ -128,12 +129,6 @@ class CoreController:
                          "containers": [{"name": "agent", "image": str((agent.get("spec") or {}).get("image", "")),
                                          "env": env}]}}}})
         self.ctx.log(f"core-controller: Job {name} created with env {[e['name'] for e in env]}")
-
-    def _identity(self, subject: str) -> dict[str, str]:
-        values = credentials.claude(self.store, self.ns, subject, self.key)
-        if subject.startswith("github:"):
-            values["AGENT_ACTOR_LOGIN"] = subject.removeprefix("github:")
-        return values
 
     def _create(self, resource: str, obj: dict[str, Any]) -> None:
         try:

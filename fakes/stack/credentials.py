@@ -7,6 +7,11 @@ stored format in ``specs/cluster/README.md`` §5 ("Credentials"): Secret ``<pref
 gateway's ``IDENTITY_LINK_ENCRYPTION_KEY`` (32 bytes as base64, or 64 hex digits). The reader is written here on its
 own, not imported from the harness, so a spec that seeds with the harness and launches through the twin checks that
 the two sides agree. The orchestrator's pre-flight and the core-controller read records here.
+
+Writes are the product's too (:func:`write`, :func:`move`): the identity gate moves a chat user's record to their
+canonical subject, the gateway's identity-link API stores a refreshed GitHub link. A write is create-then-replace
+(no ``last-applied`` annotation), a move reads the source, refuses an occupied destination, writes, reads back and
+only then deletes the source; encrypted fields move as they are (the ciphertext is not bound to the subject).
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
-from typing import TYPE_CHECKING
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from fakes.kube.errors import ApiError
 from fakes.stack import config
 
 if TYPE_CHECKING:
@@ -27,6 +35,15 @@ if TYPE_CHECKING:
 
 RECORD_KEY = "_recordKey"
 ENCRYPTED = frozenset({"token", "refreshToken", "credentialsJson"})
+SUBJECT_LABEL = "controller-agent.io/subject"
+#: Labels the product stamps per record kind (object-name prefix): the credential label's value and the extras.
+KIND_LABELS: dict[str, dict[str, str]] = {
+    config.GITHUB_LINK_PREFIX: {config.CREDENTIAL_LABEL: "identity-link", "controller-agent.io/provider": "github"},
+    config.CLAUDE_SECRET_PREFIXES[0]: {config.CREDENTIAL_LABEL: "claude-auth",
+                                       "controller-agent.io/claude-auth-kind": "setup-token"},
+    config.CLAUDE_SECRET_PREFIXES[1]: {config.CREDENTIAL_LABEL: "claude-auth",
+                                       "controller-agent.io/claude-auth-kind": "login"},
+}
 
 
 def secret_name(prefix: str, subject: str) -> str:
@@ -90,3 +107,94 @@ def claude(store: Store, namespace: str, subject: str, key_text: str) -> dict[st
     if login and login.get("credentialsJson"):
         found["CLAUDE_LOGIN_CREDENTIALS_JSON"] = login["credentialsJson"]
     return found
+
+
+# --- the product's writes ----------------------------------------------------------------------------------------
+
+def seal_field(plaintext: str, key: bytes) -> str:
+    """``plaintext`` packed as a stored encrypted field: ``base64(iv):base64(tag):base64(ciphertext)``."""
+    iv = os.urandom(12)
+    sealed = AESGCM(key).encrypt(iv, plaintext.encode(), None)
+    return ":".join(base64.b64encode(part).decode() for part in (iv, sealed[-16:], sealed[:-16]))
+
+
+def js_iso(moment: datetime) -> str:
+    """``moment`` as JavaScript's ``toISOString()`` writes it (``2025-01-31T12:00:00.000Z``)."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_js_iso(text: str | None) -> datetime | None:
+    """An ISO timestamp as the product writes it, aware UTC; ``None`` for a missing or malformed one."""
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def subject_label(subject: str) -> str:
+    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", re.sub(r"[^A-Za-z0-9._-]", "-", subject))
+    return re.sub(r"[^A-Za-z0-9]+$", "", cleaned[:63]) or "unknown"
+
+
+def raw_fields(store: Store, namespace: str, subject: str, prefix: str) -> dict[str, str] | None:
+    """The record's stored fields (encrypted ones still packed, ``_recordKey`` left out), or ``None`` when there is
+    no record of ``subject`` (no Secret, another subject's, or nothing but the record key)."""
+    secret = store.get("secrets", namespace, secret_name(prefix, subject))
+    if secret is None:
+        return None
+    try:
+        fields = {k: base64.b64decode(str(v), validate=True).decode() for k, v in (secret.get("data") or {}).items()}
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+    if fields.pop(RECORD_KEY, None) != subject or not fields:
+        return None
+    return fields
+
+
+def write(store: Store, namespace: str, subject: str, prefix: str, fields: dict[str, str]) -> None:
+    """Store ``fields`` (encrypted ones already packed) as ``subject``'s record of kind ``prefix``: create, or
+    replace the whole Secret when it exists (the product's create-then-replace). Raises ``ApiError``."""
+    data = {k: base64.b64encode(v.encode()).decode() for k, v in {**fields, RECORD_KEY: subject}.items()}
+    labels = {**KIND_LABELS.get(prefix, {config.CREDENTIAL_LABEL: "unknown"}), SUBJECT_LABEL: subject_label(subject)}
+    name = secret_name(prefix, subject)
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                           "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": data}
+    try:
+        store.create("secrets", obj)
+    except ApiError as exc:
+        if exc.code != 409:
+            raise
+        store.update("secrets", obj, check_version=False)
+
+
+def move(store: Store, namespace: str, prefix: str, source: str, destination: str
+         ) -> Literal["moved", "not-found", "occupied"]:
+    """Move ``source``'s record of kind ``prefix`` to ``destination`` in the product's order (see the module
+    docstring). Raises ``ApiError`` when a write fails, and ``RuntimeError`` when the read-back differs."""
+    if source == destination:
+        return "occupied"
+    fields = raw_fields(store, namespace, source, prefix)
+    if fields is None:
+        return "not-found"
+    if store.get("secrets", namespace, secret_name(prefix, destination)) is not None:
+        return "occupied"
+    write(store, namespace, destination, prefix, fields)
+    if raw_fields(store, namespace, destination, prefix) != fields:
+        raise RuntimeError(f"credential move {prefix} -> {secret_name(prefix, destination)}: read-back differs")
+    try:
+        store.delete("secrets", namespace, secret_name(prefix, source))
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+    return "moved"
+
+
+def github_link(store: Store, namespace: str, subject: str, key_text: str) -> dict[str, str] | None:
+    """``subject``'s GitHub link with its fields as plaintext (``githubLogin``, ``expiresAt``, ``token``, optional
+    ``refreshToken`` and ``refreshExpiresAt``), or ``None`` when there is none or it has no ``githubLogin``."""
+    link = lookup(store, namespace, subject, key_text, config.GITHUB_LINK_PREFIX)
+    return link if link and link.get("githubLogin") else None

@@ -4,7 +4,9 @@
 ``GITHUB_WEBHOOK_SECRET``, SHA-256 only, constant-time) before parsing; a mismatch is 401. Otherwise it answers 202
 at once, also for events it ignores, and works in the background:
 
-- only ``issues``/``labeled`` with the trigger label (``ai-triage``) starts a turn; the bot (``e2e-bot``), any
+- only ``issues``/``labeled`` with a label an IntegrationRoute names (:mod:`fakes.stack.routes`: ``ai-triage`` ->
+  ``stub-agent``, ``ai-review`` -> ``stub-swe-agent``) starts a turn, for the route's agent with the route's
+  rendered ``promptTemplate`` as its goal and the event's repository; the bot (``e2e-bot``), any
   ``Bot`` sender and senders outside the allowlist are dropped silently: no error, no AgentRun; a delivery id seen
   before is ignored;
 - the session is ``github:<owner>/<repo>#<n>``, the subject ``github:<lower-cased login>``; the turn goes to the
@@ -13,7 +15,9 @@ at once, also for events it ignores, and works in the background:
 - the answer is posted on the issue: ``<!-- agent-controller:reply -->`` and the reply, or ``Something went wrong
   processing this: <error>`` (the orchestrator's error; the poll budget running out; the orchestrator no longer
   knowing the invocation because it restarted);
-- then the trigger label is deleted (a 404 counts as done).
+- then the label that triggered the turn is deleted (a 404 counts as done).
+
+The internal identity-link API (:mod:`fakes.stack.identity_link`) is served on the same port.
 
 The outbox: every accepted turn is written to the gateway's volume claim before the 202 and updated at each step
 (invocation id and poll deadline, comment posted, label removed), so a gateway restart loses nothing: at start-up
@@ -36,9 +40,11 @@ from aiohttp import web
 
 from fakes.stack import config
 from fakes.stack.http import Listener, healthy, json_error
+from fakes.stack.identity_link import IdentityLinkApi
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
 from fakes.stack.orchestrator import sender_assertion
+from fakes.stack.routes import issue_label_route
 
 OUTBOX_CLAIM = "integration-gateway-outbox"
 GITHUB_RETRIES = 5
@@ -65,6 +71,7 @@ class Gateway:
         app = web.Application()
         app.router.add_get("/healthz", healthy)
         app.router.add_post("/webhooks/github", self._webhook)
+        IdentityLinkApi(ctx, self.http).add_routes(app)
         self.listener = Listener(app)
 
     async def start(self) -> None:
@@ -114,7 +121,9 @@ class Gateway:
     def _turn_for(self, event: str, payload: dict[str, Any], delivery: str) -> dict[str, Any] | None:
         if event != "issues" or payload.get("action") != "labeled":
             return None
-        if (payload.get("label") or {}).get("name") != self.label:
+        label = str((payload.get("label") or {}).get("name", ""))
+        route = issue_label_route(self.ctx.double.store, self.ctx.namespace, label)
+        if route is None:
             return None
         sender = payload.get("sender") or {}
         login = str(sender.get("login", ""))
@@ -137,8 +146,10 @@ class Gateway:
                     del self.seen[old]
         return {"id": delivery or f"turn-{time.time_ns()}", "owner": owner, "repo": name, "number": number,
                 "session": f"github:{owner}/{name}#{number}", "subject": f"github:{login.lower()}", "login": login,
-                "input": f"Triage GitHub issue {owner}/{name}#{number}: {issue.get('title', '')}\n\n"
-                         f"{issue.get('body') or ''}",
+                "label": label, "agent": route.agent, "repository": f"{owner}/{name}",
+                "input": route.render({"repository": f"{owner}/{name}", "owner": owner, "name": name,
+                                       "number": str(number), "title": str(issue.get("title", "")),
+                                       "body": str(issue.get("body") or "")}),
                 "step": "relay", "invocation": None, "deadline": None, "answer": None}
 
     # --- the relay --------------------------------------------------------------------------------------------
@@ -160,7 +171,8 @@ class Gateway:
                     self.ctx.log(f"gateway: swept turn {turn['id']} done (label left in place)")
                 else:
                     await self._github("DELETE", f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}"
-                                                 f"/labels/{quote(self.label, safe='')}", None, tolerate=(404,))
+                                                 f"/labels/{quote(turn.get('label', self.label), safe='')}", None,
+                                       tolerate=(404,))
             self.outbox.pop(turn["id"], None)
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")
         except asyncio.CancelledError:
@@ -202,7 +214,9 @@ class Gateway:
             try:
                 answer = await self.http.request("POST", f"{self.orchestrator}/invoke",
                                                  headers=self._orchestrator_headers(turn),
-                                                 json={"session": turn["session"], "input": turn["input"]})
+                                                 json={"session": turn["session"], "input": turn["input"],
+                                                       "agent": turn.get("agent"),
+                                                       "repository": turn.get("repository")})
                 if answer.status_code == 202:
                     return str(answer.json()["id"])
                 last = ValueError(f"POST /invoke answered {answer.status_code}: {answer.text[:200]}")

@@ -8,15 +8,21 @@ HTTP (port 8081, Service ``agent-orchestrator-invoke``):
   "pending"}``. ``GET /invoke/<id>`` -> ``{"id", "status": "pending"|"succeeded"|"failed", "result"?: {"text"},
   "error"?, "parked", "pendingToolCalls": []}``, 404 for an id it does not hold. Invocation records live in this
   process's memory only: after a restart every earlier id is a 404 (failure mode 33 in specs/cluster/README.md).
-- ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up).
+  The body may also be ``{"request", "session_id"?, "tools"?, "tool_choice"?}``; a turn with caller tools is
+  planned (:mod:`fakes.stack.planner`) instead of going to an agent, and its record then carries the calls the
+  client must run as ``pendingToolCalls`` (``[{"id", "name", "arguments"}]``) and no ``result``; a tool definition
+  the API would refuse is a 400 and never an invocation.
+- ``POST /v1/chat/completions``: the OpenAI-compatible chat facade (:mod:`fakes.stack.chat`).
+- ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up, the Skills indexed).
 
-A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight looks up
-the Claude credentials of the *sender's* subject (Secrets, :mod:`fakes.stack.credentials`) and parks the turn with
-a link prompt when they are missing; a session that still has a live AgentRun (Redis ``sess:<session>``) is
-re-attached to instead of launching another; otherwise an AgentRun is created. Then the agent's NATS messages are
-awaited: each one resets the idle window (30 s, counted from the launch: failure mode 28); the reply is acknowledged
-and becomes the result; silence past the window fails the turn with ``agent <name> went silent for 30000ms after N
-progress message(s)``. A re-attached turn waits at most 45 s between messages.
+A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the
+identity gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read
+gate) and parks the turn with a link prompt, refuses it, or launches as the principal; a session that still has a
+live AgentRun (Redis ``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is
+created. Then the agent's NATS messages are awaited: each one resets the idle window (30 s, counted from the launch:
+failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the turn with
+``agent <name> went silent for 30000ms after N progress message(s)``. A re-attached turn waits at most 45 s between
+messages.
 
 Stopping (pod deleted or rolled): the orchestrator stops consuming agent messages at once, so a reply the agent is
 holding stays unacknowledged for whoever re-attaches; open requests finish; every record is gone.
@@ -35,12 +41,19 @@ from typing import Any
 from aiohttp import web
 
 from fakes.kube.errors import ApiError
-from fakes.stack import config, credentials
+from fakes.stack import config, identity
+from fakes.stack.caller_tools import BadTools, CallerTool, CallerToolStore, cluster_qdrant, parse_tools
+from fakes.stack.chat import ChatFacade
 from fakes.stack.http import Listener, json_error
+from fakes.stack.identity import Caller
+from fakes.stack.model import ModelClient, ModelToolCall
 from fakes.stack.nats import NatsClient
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
+from fakes.stack.planner import Planner
 from fakes.stack.redis import RedisClient, RedisUnavailable
+from fakes.stack.repo_gate import RepoGate
+from fakes.stack.skills import SkillIndex
 
 EMBEDDING_SIZE = 1536
 COLLECTIONS = ("tools", "skills", "agents", "caller_tools")
@@ -65,10 +78,20 @@ class Invocation:
     parked: bool = False
     run: str | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+    #: Who sent it, resolved on arrival (:mod:`fakes.stack.identity`); ``None``: from ``subject``/``caller``.
+    identity: Caller | None = None
+    #: The repository a webhook event came from (``owner/name``), for agents that work in one.
+    repository: str | None = None
+    #: Caller tools sent with the request (a planned turn) and its ``tool_choice``.
+    tools: list[CallerTool] = field(default_factory=list)
+    tool_choice: Any = None
+    #: Tool calls the client must run (a planned turn that ended in them).
+    pending: list[ModelToolCall] = field(default_factory=list)
 
     def answer(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": self.id, "status": self.status, "parked": self.parked, "pendingToolCalls": []}
-        if self.status == "succeeded":
+        body: dict[str, Any] = {"id": self.id, "status": self.status, "parked": self.parked, "pendingToolCalls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.pending]}
+        if self.status == "succeeded" and not self.pending:
             body["result"] = {"text": self.text}
         if self.status == "failed":
             body["error"] = self.error
@@ -90,15 +113,17 @@ class Orchestrator:
         self.identities = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
         self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", config.IDLE_WINDOW))
         self.assertion_secret = env.get("AGENT_SENDER_ASSERTION_SECRET", "")
-        self.key = env.get("IDENTITY_LINK_ENCRYPTION_KEY", "")
         self.invocations: dict[str, Invocation] = {}
         self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, max_reconnects=None)
         self.redis = RedisClient(ctx.node, env.get("REDIS_URL", "redis://agent-orchestrator-redis:6379"))
         self.http = ctx.client()
+        self.gate = identity.Gate(ctx, self.redis, RepoGate(ctx, self.http))
         self.draining = False
+        self._tools_wiring(env)
         app = web.Application()
         app.router.add_get("/healthz", self._health)
         app.router.add_post("/invoke", self._invoke)
+        app.router.add_post("/v1/chat/completions", ChatFacade(self).handle)
         app.router.add_get("/invoke/{id}", self._status)
         self.listener = Listener(app)
 
@@ -110,8 +135,22 @@ class Orchestrator:
         self.ctx.map_port(config.ORCHESTRATOR_PORT, await self.listener.start())
         self.ctx.log("orchestrator: warm, serving on 8081")
 
+    def _tools_wiring(self, env: dict[str, str]) -> None:
+        """The model client, the Skill index, the caller-tool store and the planner (see their modules)."""
+        qdrant = cluster_qdrant(self.http, env.get("QDRANT_URL", f"http://{config.QDRANT}:{config.QDRANT_PORT}"))
+        self.model = ModelClient(self.http, base_url=env.get("OPENAI_BASE_URL", "") or "http://fake-openai/v1",
+                                 api_key=env.get("OPENAI_API_KEY", ""),
+                                 chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
+                                 embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"))
+        self.skills = SkillIndex(self.ctx.double.store, self.ctx.namespace, qdrant, self.model, self.ctx.log)
+        store = CallerToolStore(qdrant, self.model.embed)
+        self.planner = Planner(store=self.ctx.double.store, namespace=self.ctx.namespace, model=self.model,
+                               skills=self.skills, caller_tools=store, http=self.http,
+                               top_k=int(env.get("CALLER_TOOL_TOP_K", "3")), bugs=self.ctx.bugs, log=self.ctx.log)
+
     async def stop(self, grace: float) -> None:
         self.draining = True
+        await self.skills.stop()
         self.nats.unsubscribe_all()  # a held reply stays unacknowledged for the next orchestrator
         for invocation in self.invocations.values():
             if invocation.task is not None:
@@ -132,13 +171,14 @@ class Orchestrator:
                     if answer.status_code not in (200, 409):
                         raise Unreachable(f"qdrant answered {answer.status_code} creating {name}")
                 await self._index_catalog(base)
+                await self.skills.start()
                 return
-            except (Unreachable, OSError, Exception) as exc:  # noqa: BLE001 - any failure: not warm yet
+            except (Unreachable, OSError, Exception) as exc:
                 self.ctx.log(f"orchestrator: qdrant startup check failed, retrying: {exc}")
                 await asyncio.sleep(1.0)
 
     async def _index_catalog(self, base: str) -> None:
-        for kind, collection in (("tools", "tools"), ("skills", "skills"), ("agents", "agents")):
+        for kind, collection in (("tools", "tools"), ("agents", "agents")):  # skills: fakes.stack.skills
             items, _ = self.ctx.double.store.list(f"{kind}.{config.GROUP}", self.ctx.namespace)
             points = [{"id": index + 1, "vector": embed(item["metadata"]["name"] + " " +
                                                        str((item.get("spec") or {}).get("description", ""))),
@@ -167,14 +207,24 @@ class Orchestrator:
             body = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             return json_error(400, "body is not JSON")
+        if isinstance(body, dict) and "input" not in body and isinstance(body.get("request"), str):
+            session = body.get("session_id") or f"invoke:{secrets.token_hex(8)}"
+            body = {**body, "input": body["request"], "session": session}
         if not isinstance(body, dict) or not all(isinstance(body.get(k), str) for k in ("session", "input")):
-            return json_error(400, "need a JSON object with string fields session and input")
+            return json_error(400, "need a JSON object with string fields session and input (or request)")
+        try:
+            tools = parse_tools(body.get("tools"))
+        except BadTools as exc:
+            return json_error(400, str(exc))
         sender = request.headers.get("x-agent-sender", "")
         signed = request.headers.get("x-agent-sender-assertion", "")
         asserted = bool(sender) and bool(self.assertion_secret) and hmac.compare_digest(
             signed, sender_assertion(self.assertion_secret, sender))
         invocation = Invocation(secrets.token_hex(8), body["session"], sender if asserted else caller, caller,
-                                body["input"], str(body.get("agent") or config.STUB_AGENT))
+                                body["input"], str(body.get("agent") or config.STUB_AGENT),
+                                identity=identity.invoke_caller(caller, sender if asserted else None),
+                                repository=str(body["repository"]) if body.get("repository") else None,
+                                tools=tools, tool_choice=body.get("tool_choice"))
         self.invocations[invocation.id] = invocation
         invocation.task = asyncio.ensure_future(self._turn(invocation))
         return web.json_response({"id": invocation.id, "status": "pending"}, status=202)
@@ -191,7 +241,7 @@ class Orchestrator:
 
     async def _turn(self, inv: Invocation) -> None:
         try:
-            inv.text = await self._run_turn(inv)
+            inv.text = await (self._planned_turn(inv) if inv.tools else self._run_turn(inv))
             inv.status = "succeeded"
         except TurnFailed as exc:
             inv.error = f"agent {inv.agent} produced no reply within {config.LEGACY_NO_REPLY_MS}ms" \
@@ -199,29 +249,37 @@ class Orchestrator:
             inv.status = "failed"
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a turn never takes the orchestrator down; the gateway quotes it
+        except Exception as exc:
             inv.error = f"internal error in the orchestrator: {type(exc).__name__}: {exc}"
             inv.status = "failed"
         self.ctx.log(f"invocation {inv.id} {inv.status}: {inv.error or ''}")
+
+    async def _planned_turn(self, inv: Invocation) -> str:
+        plan = await self.planner.run([{"role": "user", "content": inv.goal}], inv.tools, inv.tool_choice)
+        inv.pending = plan.tool_calls
+        self.ctx.log(f"invocation {inv.id}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
+                     f"executed={plan.executed} pending={[c.name for c in plan.tool_calls]}")
+        return plan.text
 
     async def _run_turn(self, inv: Invocation) -> str:
         store = self.ctx.double.store
         agent = store.get(config.AGENTS, self.ctx.namespace, inv.agent)
         if agent is None:
             raise TurnFailed(f"agent {inv.agent} is not in the catalog (is the community-components release deployed?)")
-        subject = inv.caller if "subject-keying" in self.ctx.bugs else inv.subject
-        found = credentials.claude(store, self.ctx.namespace, subject, self.key)
-        if "claude" in ((agent.get("spec") or {}).get("identityProviders") or []) and \
-                "CLAUDE_CODE_OAUTH_TOKEN" not in found:
+        caller = inv.identity or identity.invoke_caller(inv.caller, inv.subject if inv.subject != inv.caller else None)
+        if "subject-keying" in self.ctx.bugs:  # the shipped bug: every turn keyed by the gateway's own subject
+            caller = identity.invoke_caller(caller.bearer, None)
+        verdict = await self.gate.preflight(caller, inv.agent, inv.goal, inv.session, repository=inv.repository)
+        if isinstance(verdict, identity.Park):
             inv.parked = True
-            return (f"I can't start {inv.agent} for you yet: link your accounts first. This needs 2 accounts, "
-                    f"GitHub and Claude Remote Control; link your accounts at "
-                    f"https://agent-controller.example/link?session={inv.session}")
+            return verdict.text
+        if isinstance(verdict, identity.Refuse):
+            return verdict.text
         try:
             run = self._live_run(inv.session)
             reattached = run is not None
             if run is None:
-                run = self._launch(inv, subject)
+                run = self._launch(inv, verdict)
         except RedisUnavailable as exc:
             raise TurnFailed(f"session store unavailable: {exc}") from None
         inv.run = run
@@ -237,12 +295,12 @@ class Orchestrator:
             return None
         return run if (obj.get("status") or {}).get("phase") in ACTIVE else None
 
-    def _launch(self, inv: Invocation, subject: str) -> str:
+    def _launch(self, inv: Invocation, launch: identity.Launch) -> str:
         name = f"{inv.agent}-{secrets.token_hex(4)}"
         run = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun",
                "metadata": {"name": name, "namespace": self.ctx.namespace},
-               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": subject,
-                        "secretEnv": ["AGENT_ACTOR_LOGIN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_LOGIN_CREDENTIALS_JSON"]}}
+               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": launch.subject,
+                        "secretEnv": list(launch.secret_env), **launch.spec}}
         try:
             self.ctx.double.store.create(config.AGENTRUNS, run)
         except ApiError as exc:
@@ -261,7 +319,7 @@ class Orchestrator:
             while True:
                 try:
                     subject, message = await asyncio.wait_for(inbox.get(), timeout=window)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     raise TurnFailed(f"agent {inv.agent} went silent for {window * 1000:.0f}ms after {progress} "
                                      f"progress message(s) (AgentRun {run})") from None
                 if subject.endswith(".progress"):

@@ -3,24 +3,33 @@
 The stack runs Redis with ``--save "" --appendonly no`` on an emptyDir: it is session state only, and a restart
 forgets every key. So here: deleting the pod loses everything; credentials live in Kubernetes Secrets and survive.
 The pod answers ``kubectl exec`` with the ``redis-cli`` subset specs use (``--scan --pattern P``, ``GET``, ``SET``,
-``DEL``, ``KEYS``, ``DBSIZE``, ``PING``) and ``sh -c 'redis-cli --scan --pattern P | xargs [-r] redis-cli del'``,
-the one-exec sweep.
+``DEL``, ``KEYS``, ``DBSIZE``, ``PING``), and runs ``sh ...`` for real: under the host's POSIX ``sh`` with the
+same ``redis-cli`` (:mod:`fakes.stack.redis_cli`) first on ``PATH``, the pod's keys written to its state file before
+and read back after (so a sweep script such as ``harness.RedisSessions``' runs as it would in the pod).
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
-import shlex
+import json
+import os
+import sys
+import tempfile
 import threading
 from typing import TYPE_CHECKING
 
 from fakes.kube.exec import ExecRequest, ExecResult
 from fakes.stack import config
 from fakes.stack.network import Unreachable
+from harness import process
 
 if TYPE_CHECKING:
     from fakes.stack.node import Node, PodContext
+
+REDIS_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "redis_cli.py")
+SHELL_TIMEOUT = 30.0
+"""Seconds one ``sh`` command in the pod may run (then its process group is killed: exit 137)."""
 
 
 class RedisUnavailable(ConnectionError):
@@ -75,8 +84,8 @@ class RedisServer:
 
     def exec(self, request: ExecRequest) -> ExecResult:
         argv = list(request.command)
-        if argv[:2] == ["sh", "-c"] and len(argv) == 3:
-            return self._sweep(argv[2])
+        if argv[:1] in (["sh"], ["/bin/sh"]):
+            return self._shell(argv)
         if not argv or argv[0] != "redis-cli":
             return ExecResult(127, stderr=f"sh: {argv[0] if argv else ''}: not found\n")
         return self._cli(argv[1:])
@@ -104,20 +113,27 @@ class RedisServer:
             return ExecResult(0, stdout=f"{self.delete(*rest)}\n")
         return ExecResult(0, stdout=f"(error) ERR unknown command '{args[0]}' or wrong arguments\n")
 
-    def _sweep(self, script: str) -> ExecResult:
-        left, bar, right = script.partition("|")
-        scan = shlex.split(left)
-        xargs = shlex.split(right) if bar else []
-        xargs = [a for a in xargs if a != "-r"]
-        if scan[:2] != ["redis-cli", "--scan"] or (bar and xargs[:2] != ["xargs", "redis-cli"]):
-            return ExecResult(127, stderr="sh: only 'redis-cli --scan --pattern P [| xargs [-r] redis-cli del]' "
-                                          "is available in the twin's Redis pod\n")
-        keys = self.scan(scan[scan.index("--pattern") + 1] if "--pattern" in scan[:-1] else "*")
-        if not bar:
-            return ExecResult(0, stdout="".join(f"{k}\n" for k in keys))
-        if xargs[2:3] and xargs[2].lower() == "del":
-            return ExecResult(0, stdout=f"{self.delete(*keys)}\n" if keys else "")
-        return ExecResult(127, stderr="sh: only 'xargs redis-cli del' is available here\n")
+    def _shell(self, argv: list[str]) -> ExecResult:
+        """``argv`` under the host's ``sh`` with this pod's ``redis-cli`` first on ``PATH``, on this pod's keys."""
+        with tempfile.TemporaryDirectory(prefix="twin-redis-") as work, self.lock:
+            state = os.path.join(work, "state.json")
+            with open(state, "w") as f:
+                json.dump({"keys": self.data}, f)
+            bin_dir = os.path.join(work, "bin")
+            os.mkdir(bin_dir)
+            wrapper = os.path.join(bin_dir, "redis-cli")
+            with open(wrapper, "w") as f:
+                f.write(f'#!/bin/sh\nexec "{sys.executable}" "{REDIS_CLI}" "$@"\n')
+            os.chmod(wrapper, 0o755)
+            env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "LC_ALL": "C",
+                   "TWIN_REDIS_STATE": state}
+            try:
+                done = process.run_bounded(["sh", *argv[1:]], timeout=SHELL_TIMEOUT, env=env)
+            except process.Timeout as exc:
+                return ExecResult(137, exc.stdout, exc.stderr + f"\n(killed after {SHELL_TIMEOUT:.0f} s)\n")
+            with open(state) as f:
+                self.data = {str(k): str(v) for k, v in (json.load(f).get("keys") or {}).items()}
+            return ExecResult(done.returncode, done.stdout, done.stderr)
 
 
 class RedisClient:

@@ -89,7 +89,7 @@ class Up:
             "ATLASSIAN_CLIENT_SECRET": secrets.token_hex(16),
         }
         orchestrator = {
-            "OPENAI_API_KEY": "twin-has-no-model",
+            "OPENAI_API_KEY": "sk-fake-e2e",  # the twin's model is the fake endpoint (any key is accepted)
             "IDENTITY_LINK_GATEWAY_TOKEN": config.IDENTITY_LINK_TOKEN,
             "AGENT_SENDER_ASSERTION_SECRET": config.SENDER_ASSERTION_SECRET,
         }
@@ -107,7 +107,11 @@ class Up:
     def fakes(self) -> None:
         for directory in ("github", "qdrant"):
             self._run("fakes", "apply", "-f", str(FAKES / directory / "manifests"))
-        self._available("fakes", ["fake-github", "fake-qdrant"], 120)
+        # The fake model endpoint with the twin's script (its ConfigMap first: the pod reads it at start).
+        self._run("fakes", "apply", "-f", str(MANIFESTS / "45-model-script.yaml"))
+        for name in ("deployment.yaml", "service.yaml"):
+            self._run("fakes", "apply", "-f", str(FAKES / "openai" / "manifests" / name))
+        self._available("fakes", ["fake-github", "fake-qdrant", "fake-openai"], 120)
 
     def release(self) -> None:
         self._run("release", "apply", "-f", str(MANIFESTS / "40-release.yaml"))

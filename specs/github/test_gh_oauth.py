@@ -261,3 +261,35 @@ def test_oauth_calls_do_not_spend_the_rest_api_rate_limit(fake_inproc: FakeHandl
         repo = http.get(f"/repos/{REPO}")
     assert repo.status_code == 200
     assert repo.headers["x-ratelimit-used"] == "1"
+
+
+def test_a_seeded_refresh_token_refreshes_with_the_client_secret_only(fake_inproc: FakeHandle[FakeGitHub]) -> None:
+    """The admin route ``refresh_tokens`` stands for a link made earlier (the stack's gateway refreshes it): like
+    any web-flow refresh token it needs ``client_secret``, answers with a rotated pair, and cannot be used twice."""
+    with fake_inproc.client() as http:
+        seeded = http.post("/_fake/github/refresh_tokens", json={"login": "e2e-user", "refresh_token": "ghr_seeded"})
+        grant = {**CLIENT, "grant_type": "refresh_token", "refresh_token": "ghr_seeded"}
+        refused = http.post("/login/oauth/access_token", data=grant, headers=JSON)
+        refreshed = http.post("/login/oauth/access_token", data={**grant, "client_secret": "s"}, headers=JSON)
+        again = http.post("/login/oauth/access_token", data={**grant, "client_secret": "s"}, headers=JSON)
+        me = http.get("/user", headers={"authorization": f"Bearer {refreshed.json().get('access_token')}"})
+    assert seeded.status_code == 201
+    assert refused.status_code == 200
+    assert refused.json()["error"] == "invalid_client"
+    assert refreshed.json()["access_token"].startswith("ghu_")
+    assert refreshed.json()["refresh_token"] != "ghr_seeded"
+    assert again.json()["error"] == "bad_refresh_token"
+    assert me.json()["login"] == "e2e-user"
+
+
+def test_the_journal_tells_which_credential_a_call_used_without_holding_it(
+    fake_inproc: FakeHandle[FakeGitHub],
+) -> None:
+    from harness.github_journal import credential_fingerprint
+
+    with fake_inproc.client() as http:
+        http.get(f"/repos/{REPO}", headers={"authorization": f"Bearer {TOKEN}"})
+        http.get(f"/repos/{REPO}")
+        journal = http.get("/_fake/requests", params={"path_prefix": f"/repos/{REPO}"}).json()["requests"]
+    assert [entry["credential"] for entry in journal] == [credential_fingerprint(f"Bearer {TOKEN}"), None]
+    assert TOKEN not in str(journal)

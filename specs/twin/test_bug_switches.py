@@ -20,6 +20,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HAPPY = "specs/cluster/test_happy_path.py"
 SILENT = "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent"
 GATEWAY_ROLLOUT = "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout"
+CALLER_ONE = "specs/cluster/test_caller_tools.py::test_one_caller_tool_comes_back_as_a_tool_call"
+CALLER_REFUSED = "specs/cluster/test_caller_tools.py::test_a_skill_that_refuses_caller_tools_offers_none"
+ADVERTISING = "specs/cluster/test_tool_advertising.py"
+CONTINUITY = "specs/cluster/test_identity_continuity.py"
+JWT_EXPIRY = f"{CONTINUITY}::test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires"
+HIJACK = f"{CONTINUITY}::test_another_caller_cannot_resume_the_owners_parked_request"
+REFRESH = "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed"
 
 CASES = {
     "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
@@ -28,6 +35,16 @@ CASES = {
                                       "/assignees -> 501"]),
     "legacy-no-reply-relabel": (SILENT, ["relabelled with the legacy 'produced no reply within' message"]),
     "label-kept-after-restart": (GATEWAY_ROLLOUT, ["but never removed its ai-triage label"]),
+    "caller-prefix-leak": (CALLER_ONE, ["the orchestrator's internal 'caller:' prefix leaked into the advertised "
+                                        "tool names", "offered ['caller:get_device_battery']"]),
+    "refused-skill-advertises": (CALLER_REFUSED, ["on a turn that must offer none (skill e2e-caller-tool-refused "
+                                                  "refuses caller tools)"]),
+    "unadvertised-tool-call": (ADVERTISING, ["a tool the model was never offered",
+                                             "which the model was never offered on this turn: GitHub saw"]),
+    "jwt-expiry-fallback": (JWT_EXPIRY, ["a resume ran as client-integration-gateway instead of the caller it "
+                                         "arrived as: yet"]),
+    "parked-turn-hijack": (HIJACK, ["resumed the owner's parked request"]),
+    "refresh-without-client-secret": (REFRESH, ["read the link as dead instead of refreshing it"]),
 }
 INNER_TIMEOUT = 600.0
 """Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""

@@ -1,0 +1,251 @@
+"""The planner: one model-driven turn with tools, and the tool-advertising contract it keeps.
+
+A turn that brings caller tools (chat or ``/invoke``) is planned here instead of being handed to an agent:
+
+1. The caller tools are stored (:class:`~fakes.stack.caller_tools.CallerToolStore`, content-hash cache).
+2. The skill is chosen (:meth:`~fakes.stack.skills.SkillIndex.select`: retrieval, then the model's selector).
+3. The tools *advertised* to the model are decided, and they are exactly:
+
+   - nothing at all when the client sent ``tool_choice: "none"``;
+   - otherwise the active skill's catalog Tools, plus at most ``k`` caller tools (``callerToolTopK``: 3 in e2e),
+     unless the skill refuses caller tools (``allowCallerTools: false``). The caller tools are the ones the skill
+     orders first, then the best of the rest by retrieval against the request (ranked among *this request's*
+     tools only);
+   - every name bare: the internal ``caller:`` namespace never reaches the model (nor the client).
+
+4. The model is asked (the planner prompt, the skill's instructions, the conversation). When the skill orders a
+   caller tool that was advertised and the conversation has no result for it yet, ``tool_choice`` forces that
+   function: dispatch that does not depend on the model's judgement. A client's own ``tool_choice`` otherwise goes
+   through unchanged.
+5. The answer's tool calls are sorted: a call of an advertised caller tool goes back to the client (finish reason
+   ``tool_calls``); a call of an advertised catalog Tool is run here and its result given back to the model (at
+   most :data:`MAX_ROUNDS` rounds); a call of anything that was *not advertised* is neither run nor returned: it is
+   dropped and the turn says so.
+
+An Open WebUI housekeeping prompt (a title or tag request starting ``### Task:``) is answered by the model with no
+tools at all, whatever the request carried.
+
+Catalog Tools run over HTTP when their resource has ``spec.http: {method, url}``; ``{arg}`` placeholders in the URL
+take the call's JSON arguments *(twin's reading: how upstream runs catalog tools is not part of the material; the
+twin needs a side effect a spec can observe, here a request to the fake GitHub)*.
+
+Bug switches (:mod:`fakes.stack.bugs`): ``caller-prefix-leak`` advertises caller tools under their internal
+``caller:`` names; ``refused-skill-advertises`` ignores ``allowCallerTools: false``; ``unadvertised-tool-call`` runs
+or returns whatever the model calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from fakes.stack import config
+from fakes.stack.caller_tools import CallerTool, CallerToolStore
+from fakes.stack.model import Completion, ModelClient, ModelToolCall
+from fakes.stack.skills import Skill, SkillIndex
+
+if TYPE_CHECKING:
+    from fakes.kube.store import Store
+    from fakes.stack.network import ClusterClient
+
+TOOLS = f"tools.{config.GROUP}"
+MAX_ROUNDS = 4
+HOUSEKEEPING_MARK = "### Task:"
+PLANNER_PROMPT = ("You are the agent orchestrator's planner. Answer the user's request; call a tool only when it is "
+                  "needed, and only the tools offered.")
+DROPPED_TEXT = "The model asked for tool(s) that were not offered on this turn ({names}); nothing was run."
+RESULT_LIMIT = 4000
+
+
+@dataclass
+class Plan:
+    """What a planned turn produced: ``text``, ``tool_calls`` for the client (bare names), ``finish_reason``
+    (``stop`` or ``tool_calls``), and what was decided: ``skill``, ``advertised`` (names sent to the model on the
+    last model call), ``dropped`` (calls of tools not advertised), ``executed`` (catalog tools run)."""
+
+    text: str
+    tool_calls: list[ModelToolCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    skill: str | None = None
+    advertised: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    executed: list[str] = field(default_factory=list)
+
+
+def is_housekeeping(messages: list[dict[str, Any]]) -> bool:
+    """True when the last user message is an Open WebUI housekeeping task (title, tags, follow-ups)."""
+    return last_user_text(messages).lstrip().startswith(HOUSEKEEPING_MARK)
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return content_text(message.get("content"))
+    return ""
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the ``text`` parts of a content array joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+class Planner:
+    def __init__(self, *, store: Store, namespace: str, model: ModelClient, skills: SkillIndex,
+                 caller_tools: CallerToolStore, http: ClusterClient, top_k: int, bugs: frozenset[str],
+                 log: Callable[[str], None]) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.model = model
+        self.skills = skills
+        self.caller_tools = caller_tools
+        self.http = http
+        self.top_k = top_k
+        self.bugs = bugs
+        self.log = log
+
+    async def housekeeping(self, messages: list[dict[str, Any]]) -> Plan:
+        answer = await self.model.complete("housekeeping", _model_messages(None, messages))
+        return Plan(answer.text)
+
+    async def run(self, messages: list[dict[str, Any]], tools: list[CallerTool], tool_choice: Any) -> Plan:
+        """Plan one turn (see the module docstring). Raises ``ModelFailed`` and what Qdrant access raises."""
+        query = last_user_text(messages)
+        ids = await self.caller_tools.index(tools)
+        vector = (await self.model.embed([query or " "]))[0]
+        skill = await self.skills.select(query, vector)
+        advertised = await self._advertise(skill, tools, ids, vector, tool_choice)
+        plan = Plan("", skill=skill.name if skill else None, advertised=[_name(t) for t in advertised])
+        choice = self._choice(skill, plan.advertised, tools, messages, tool_choice)
+        conversation = _model_messages(skill, messages)
+        caller_names = {t.name for t in tools}
+        for _ in range(MAX_ROUNDS):
+            answer = await self.model.complete("planner", conversation, tools=advertised, tool_choice=choice)
+            plan.text = answer.text
+            returned, run = self._sort(answer, plan, caller_names)
+            if returned:
+                plan.tool_calls, plan.finish_reason = returned, "tool_calls"
+                return plan
+            if not run:
+                break
+            conversation.append(_assistant(answer, run))
+            for call in run:
+                conversation.append({"role": "tool", "tool_call_id": call.id, "content": await self._execute(call)})
+                plan.executed.append(call.name)
+            choice = None  # the ordered or forced call was made: the model answers freely now
+        if not plan.text and plan.dropped:
+            plan.text = DROPPED_TEXT.format(names=", ".join(plan.dropped))
+        return plan
+
+    # --- what the model is offered ------------------------------------------------------------------------------
+
+    async def _advertise(self, skill: Skill | None, tools: list[CallerTool], ids: list[str], vector: list[float],
+                         tool_choice: Any) -> list[dict[str, Any]]:
+        if tool_choice == "none":
+            return []
+        offered = [self._catalog_tool(name) for name in (skill.catalog_tools if skill else ())]
+        advertised = [t for t in offered if t is not None]
+        refused = skill is not None and not skill.allow_caller_tools and "refused-skill-advertises" not in self.bugs
+        if tools and not refused:
+            advertised += [t.openai(t.internal_name if "caller-prefix-leak" in self.bugs else None)
+                           for t in await self._caller_choice(skill, tools, ids, vector)]
+        return advertised
+
+    async def _caller_choice(self, skill: Skill | None, tools: list[CallerTool], ids: list[str],
+                             vector: list[float]) -> list[CallerTool]:
+        by_name = {t.name: t for t in tools}
+        ordered = [by_name[n] for n in (skill.ordered_caller_tools if skill else ()) if n in by_name]
+        ranked = [by_name[n] for n in await self.caller_tools.search(vector, ids, self.top_k) if n in by_name]
+        chosen: list[CallerTool] = []
+        for tool in ordered + ranked:
+            if tool not in chosen and len(chosen) < self.top_k:
+                chosen.append(tool)
+        return chosen
+
+    def _catalog_tool(self, name: str) -> dict[str, Any] | None:
+        obj = self.store.get(TOOLS, self.namespace, name)
+        if obj is None:
+            self.log(f"planner: the skill names catalog tool {name}, which does not exist")
+            return None
+        spec = obj.get("spec") or {}
+        function: dict[str, Any] = {"name": name, "description": str(spec.get("description", "")),
+                                    "parameters": spec.get("parameters") or {"type": "object", "properties": {}}}
+        return {"type": "function", "function": function}
+
+    def _choice(self, skill: Skill | None, advertised: list[str], tools: list[CallerTool],
+                messages: list[dict[str, Any]], tool_choice: Any) -> Any:
+        if tool_choice is not None and tool_choice != "auto":
+            return tool_choice
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        for name in skill.ordered_caller_tools if skill else ():
+            if name in advertised and not answered and messages and messages[-1].get("role") == "user":
+                return {"type": "function", "function": {"name": name}}
+        return tool_choice
+
+    # --- what the model answered -------------------------------------------------------------------------------
+
+    def _sort(self, answer: Completion, plan: Plan, caller_names: set[str]) -> tuple[list[ModelToolCall],
+                                                                                      list[ModelToolCall]]:
+        """(calls for the client, catalog calls to run here); records the dropped ones on ``plan``."""
+        returned, run = [], []
+        leaky = "unadvertised-tool-call" in self.bugs
+        for call in answer.tool_calls:
+            name = call.name.removeprefix("caller:") if "caller-prefix-leak" not in self.bugs else call.name
+            advertised = call.name in plan.advertised
+            if name in caller_names and (advertised or leaky):
+                returned.append(ModelToolCall(call.id, name, call.arguments))
+            elif (advertised or leaky) and self.store.get(TOOLS, self.namespace, call.name) is not None:
+                run.append(call)
+            elif leaky:
+                returned.append(call)
+            else:
+                plan.dropped.append(call.name)
+                self.log(f"planner: dropped a call of {call.name!r}: not advertised on this turn "
+                         f"(advertised: {plan.advertised})")
+        return returned, run
+
+    async def _execute(self, call: ModelToolCall) -> str:
+        obj = self.store.get(TOOLS, self.namespace, call.name) or {}
+        http = (obj.get("spec") or {}).get("http") or {}
+        if not isinstance(http, dict) or not http.get("url"):
+            return f"tool {call.name} has no runner in this deployment"
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return f"tool {call.name}: the arguments are not JSON"
+        if not isinstance(arguments, dict):
+            return f"tool {call.name}: the arguments are not an object"
+        url = str(http["url"])
+        for key, value in arguments.items():
+            url = url.replace("{" + str(key) + "}", quote(str(value), safe=""))
+        try:
+            response = await self.http.request(str(http.get("method", "GET")).upper(), url,
+                                               headers={"accept": "application/vnd.github+json"})
+        except Exception as exc:
+            return f"tool {call.name} failed: {type(exc).__name__}: {exc}"
+        self.log(f"planner: ran catalog tool {call.name}: {url} -> {response.status_code}")
+        return f"HTTP {response.status_code}: {response.text[:RESULT_LIMIT]}"
+
+
+def _name(tool: dict[str, Any]) -> str:
+    return str(tool["function"]["name"])
+
+
+def _model_messages(skill: Skill | None, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    system = PLANNER_PROMPT
+    if skill is not None:
+        system += f"\n\nActive skill {skill.name}: {skill.instructions or skill.description}"
+    kept = [m for m in messages if m.get("role") in ("user", "assistant", "tool")]
+    return [{"role": "system", "content": system}, *kept]
+
+
+def _assistant(answer: Completion, run: list[ModelToolCall]) -> dict[str, Any]:
+    return {"role": "assistant", "content": answer.text or None,
+            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                           for c in run]}
