@@ -5,6 +5,8 @@
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).
+- ``stack_evidence`` (every cluster spec): a failed spec's evidence folder holds the stack's workloads (describe,
+  pod logs with ``--previous``, a rollout explanation) and the AgentRuns created in its window.
 - ``clean_agent_runs`` (module): AgentRuns (and their ``<run>-identity`` Secrets) a module created are deleted
   when it ends, unless one of its specs failed or ``E2E_KEEP_AGENT_RUNS=1`` is set: then nothing is deleted and the
   ``kubectl describe`` commands for them are printed (failure modes 8 and 9).
@@ -14,15 +16,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
 from harness import ForwardPool, Kube
+from harness.diagnostics_plugin import EvidenceRequest
 from harness.credentials import CredentialStore, decode_key
 from harness.agentruns import AGENTRUN_RESOURCE
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()
+
+STACK_WORKLOADS = (
+    "deployment/agent-controller-integration-gateway",
+    "deployment/agent-orchestrator",
+    "deployment/core-controller",
+)
+"""The stack's own services: when a cluster spec fails, their logs usually say why."""
+
+
+@pytest.fixture(autouse=True)
+def stack_evidence(evidence: EvidenceRequest, since: datetime) -> None:
+    evidence.watch(*STACK_WORKLOADS)
+    evidence.agent_runs_since(since)
 
 
 @pytest.hookimpl(hookwrapper=True)
