@@ -77,6 +77,7 @@ class _SpecState:
     fixtures: dict[str, Any] = field(default_factory=dict)
     interest: Interest = field(default_factory=Interest)
     evidence: str | None = None
+    failure: str | None = None  # the first failure's message, for the report
     index_counts: dict[str, int] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
     forwards: list[Any] = field(default_factory=list)
@@ -295,6 +296,8 @@ def pytest_runtest_makereport(
     state.forwards += [f for f in _find_forwards(state) if all(f is not seen for seen in state.forwards)]
     if not report.failed:
         return
+    if state.failure is None:
+        state.failure = _failure_message(report)
     run.failed_modules.add(_module_id(item))
     if run.ready:
         artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
@@ -331,6 +334,15 @@ def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: st
         index, explanations = collect(folder, sources, budget=run.budget)
     state.explanations = explanations
     state.index_counts = {s: index.count(s) for s in ("ok", "failed", "cut", "not-found", "not-started")}
+
+
+def _failure_message(report: pytest.TestReport) -> str:
+    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    if isinstance(message, str) and message.strip():
+        return message
+    return "\n".join(report.longreprtext.strip().splitlines()[-8:])
 
 
 def _note_later_failure(state: _SpecState, phase: str, report: pytest.TestReport) -> None:
@@ -450,7 +462,9 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
-    spec = report.spec_entry(item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations)
+    spec = report.spec_entry(
+        item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, failure=state.failure
+    )
     _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 

@@ -25,6 +25,8 @@ from harness.rollout import Explanation
 from harness.timeline import SpecRecord
 
 MAX_ATTEMPTS = 400
+MAX_FAILURE_CHARS = 2000
+"""A failure's message on the page is clipped here; the evidence folder holds all of it."""
 COLOURS = {
     "passed": "#3c9a5f",
     "failed": "#d64545",
@@ -57,8 +59,11 @@ def spec_entry(
     record: SpecRecord,
     forwards: list[Any],
     explanations: list[Explanation],
+    *,
+    failure: str | None = None,
 ) -> dict[str, Any]:
-    """One spec as the report needs it (JSON-ready). ``phases``: when -> (start, stop, outcome), epoch seconds."""
+    """One spec as the report needs it (JSON-ready). ``phases``: when -> (start, stop, outcome), epoch seconds;
+    ``failure``: the failure's message (shown on the page, clipped to :data:`MAX_FAILURE_CHARS`)."""
     now = time.time()
     start = min((p[0] for p in phases.values()), default=now)
     end = max((p[1] for p in phases.values()), default=now)
@@ -75,6 +80,7 @@ def spec_entry(
         "start": start,
         "end": end,
         "evidence": evidence,
+        "failure": failure[:MAX_FAILURE_CHARS] if failure else None,
         "phases": {when: list(p) for when, p in phases.items()},
         "waits": [_wait(w) for w in record.waits],
         "rollouts": rollouts,
@@ -145,7 +151,8 @@ def _forward(fwd: Any, spec_start: float, spec_end: float) -> dict[str, Any] | N
         "start": start,
         "ready": ready + to_wall if ready else None,
         "end": end,
-        "how": exit_.how() if exit_ is not None else "still running",
+        "how": exit_.how() if exit_ is not None else "still running when the spec ended",
+        "seen_until": spec_end,
         "died": exit_ is not None and not exit_.stopped_by_harness,
         "stderr": fwd.stderr_tail(5) if hasattr(fwd, "stderr_tail") else "",
     }
@@ -266,7 +273,8 @@ def _spec_block(spec: dict[str, Any], axis: _Axis, folder: Path) -> str:
         relative = _relative(Path(spec["evidence"]), folder)
         link = f' <a class="evidence" href="{_e(relative)}/INDEX.txt">evidence</a>'
     head = _row(spec["nodeid"], _svg(bars), "spec", link)
-    rows = [_wait_row(w, axis) for w in spec.get("waits", [])]
+    rows = [f'<pre class="failure">{_e(spec["failure"])}</pre>'] if spec.get("failure") else []
+    rows += [_wait_row(w, axis) for w in spec.get("waits", [])]
     for rollout in spec.get("rollouts", []):
         rows += _rollout_rows(rollout, axis)
     rows += [_forward_row(f, axis) for f in spec.get("forwards", [])]
@@ -338,7 +346,7 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
 
 
 def _forward_row(fwd: dict[str, Any], axis: _Axis) -> str:
-    end = fwd["end"] or axis.t1
+    end = fwd["end"] or fwd.get("seen_until") or axis.t1  # a live forward is drawn as far as the spec saw it
     parts = [
         axis.bar(
             fwd["start"],
@@ -362,7 +370,7 @@ def _forward_row(fwd: dict[str, Any], axis: _Axis) -> str:
 
 def _legend() -> str:
     keys = [
-        ("passed", "spec passed"),
+        ("passed", "spec or phase passed"),
         ("failed", "failed"),
         ("error", "error (set-up/teardown)"),
         ("ok", "attempt ready"),
@@ -413,7 +421,7 @@ header h1 { font-size: 18px; margin: 14px 0 2px; }
 .meta { margin: 0 0 6px; color: #555; }
 .legend span { margin-right: 12px; white-space: nowrap; }
 .legend i { display: inline-block; width: 11px; height: 11px; margin-right: 4px; vertical-align: -1px; }
-.row { display: grid; grid-template-columns: minmax(280px, 34%) 1fr; align-items: center; min-height: 18px; }
+.row { display: grid; grid-template-columns: minmax(320px, 40%) 1fr; align-items: center; min-height: 18px; }
 .label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; padding-right: 8px; }
 .track { position: relative; height: 16px; background: repeating-linear-gradient(90deg, #f4f4f4 0 1px,
   transparent 1px 10%); }
@@ -431,5 +439,7 @@ details.failed > summary .label, details.error > summary .label { color: #b00020
 .pod .label { padding-left: 30px; color: #555; font-size: 12px; }
 .headline { color: #b00020; }
 .evidence { font-weight: normal; margin-left: 4px; }
+.failure { margin: 2px 0 6px 18px; padding: 4px 8px; background: #fff4f4; border-left: 3px solid #d64545;
+  white-space: pre-wrap; font-size: 12px; max-height: 14em; overflow: auto; }
 .empty { color: #999; font-size: 12px; padding: 2px 0 4px 18px; }
 """

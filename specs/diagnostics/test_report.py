@@ -206,3 +206,34 @@ def test_fails():
     result.stdout.fnmatch_lines([f"harness report: *{runs[0].name}/report.html"])
     records = [json.loads(line) for part in (runs[0] / ".timeline").iterdir() for line in part.read_text().splitlines()]
     assert {r["outcome"] for r in records} == {"passed", "failed"}
+    failed = next(r for r in records if r["outcome"] == "failed")
+    assert failed["failure"] == "assert 1 == 2"  # the failure's message itself, not only a link to the evidence
+    assert "assert 1 == 2" in (runs[0] / "report.html").read_text()
+
+
+def test_a_failure_message_is_on_the_page_escaped_and_clipped(tmp_path: Path) -> None:
+    long = "<b>did not roll out</b>: " + "x" * 5000
+    entry = spec("specs/test_a.py::test_x", "failed", T0, failure=long[: report.MAX_FAILURE_CHARS])
+    text = report.render([entry], "run-1", tmp_path)
+    assert "&lt;b&gt;did not roll out&lt;/b&gt;" in text
+    assert "<b>did not roll out</b>" not in text
+    assert Page(text).find("pre", **{"class": "failure"})
+
+
+def test_a_forward_alive_when_its_spec_ended_is_drawn_to_the_spec_end_not_the_run_end(tmp_path: Path) -> None:
+    fwd = {
+        "target": "svc/gw :8090",
+        "start": T0 + 1,
+        "ready": T0 + 1.2,
+        "end": None,
+        "seen_until": T0 + 4,
+        "how": "still running when the spec ended",
+        "died": False,
+        "stderr": "",
+    }
+    first = spec("specs/test_a.py::test_x", "passed", T0, forwards=[fwd])
+    later = spec("specs/test_a.py::test_y", "passed", T0 + 100)
+    text = report.render([first, later], "run-1", tmp_path)
+    bar = next(a for a in Page(text).find("rect", data_kind="forward"))
+    axis_width = 100 + 4  # the run spans T0 .. T0 + 104
+    assert float(bar["width"].rstrip("%")) < 100 * 10 / axis_width  # ends near T0 + 4, far from T0 + 104
