@@ -1,7 +1,8 @@
 """Cleanup that keeps the evidence: label what the harness creates, delete it in reverse order, keep it after a failure.
 
 Upstream's suite piled up dozens of AgentRuns and Secrets across runs (failure mode 8 in ``specs/cluster/README.md``)
-and, once it cleaned up, deleted the evidence of the failure it followed (failure mode 9). Here:
+and, once it cleaned up, deleted the evidence of the failure it followed (failure mode 9 in specs/cluster/README.md).
+Here:
 
 - everything created through a :class:`Ledger` carries the label ``stack-harness.dev/run=<run id>`` (and
   ``stack-harness.dev/issue=<n>`` when the spec has an issue number), on the object and on its pod template, so

@@ -6,8 +6,8 @@ The contract is accept-then-poll (``specs/cluster/README.md`` §1): ``POST /invo
 invocation); ``GET /invoke/<id>`` answers 200 with the record ``{"id", "status": "pending" | "succeeded" |
 "failed", "result"?, "error"?, "pendingToolCalls"?: [{"id", "name", "arguments"}], ...}`` and 404 (empty body) for an
 id it does not hold. Records live in the serving process's memory, so an orchestrator restart turns a known id into a
-404 for good (failure mode 33). An ``/invoke`` turn carries no user identity: it runs as the shared subject of the
-bearer (``client-integration-gateway`` in e2e).
+404 for good (failure mode 33 in specs/cluster/README.md). An ``/invoke`` turn carries no user identity: it runs
+as the shared subject of the bearer (``client-integration-gateway`` in e2e).
 
 :class:`InvokeClient` sends everything through :func:`harness.fetch.fetch_through_sync` (one total deadline per
 exchange; a port-forward's death or a stalled service is named as the hop that failed) and polls with

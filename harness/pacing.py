@@ -3,7 +3,8 @@
 The stub agent reads its pacing from the Agent resource's ``spec.env`` at every launch, so a patch applies to the
 next AgentRun. Upstream's helper replaced ``spec.env`` wholesale, which removed the chart's
 ``AGENT_REPLY_ACK_TIMEOUT_MS`` (the 90 s reply hold) and never restored it (failure mode 44 in
-specs/cluster/README.md); leftover pacing then slowed or broke later specs (failure mode 26). Here:
+specs/cluster/README.md); leftover pacing then slowed or broke later specs (failure mode 26 in
+specs/cluster/README.md). Here:
 
 - :func:`paced_env` computes the new list: entries named in the pacing are replaced in place (or appended), every
   other entry is kept as it was, in order;

@@ -608,7 +608,8 @@ def port_forward(
 
     ``target`` is ``svc/NAME``, ``pod/NAME`` or ``deploy/NAME``; ``remote_port`` the port in the pod or
     service. ``ready_path`` adds an HTTP readiness probe (any status counts) to the TCP one; leave it
-    ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12).
+    ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12 in
+    specs/cluster/README.md).
     Raises ``ValueError`` / ``TypeError`` at once for arguments :func:`check_forward_args` refuses.
     """
     return PortForward(

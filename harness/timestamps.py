@@ -4,7 +4,8 @@
 kubernetes/kubernetes#124200). A run created at x.800 is stamped x.000, so ``created >= since`` with a
 host-clock ``since`` of x.200 excluded it forever (``specs/cluster/README.md`` §7, failure mode 3: "timed out after
 420000ms waiting for an AgentRun to be created (204 attempts)" while the reply was posted). Host and
-minikube clocks also drift apart (failure mode 4). :func:`created_since` therefore widens the cutoff by
+minikube clocks also drift apart (failure mode 4 in specs/cluster/README.md). :func:`created_since` therefore widens
+the cutoff by
 the stamp's granularity plus a skew allowance, and refuses a widening so large that the previous
 turn's run could match (triggers are about 20 s apart).
 """
