@@ -473,6 +473,21 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     _summarise_skipped_cluster_specs(terminalreporter)
     _summarise_unusable_cluster(terminalreporter)
     _summarise_waits(terminalreporter, config.getoption("--harness-waits"))
+    _summarise_interrupted_waits(terminalreporter)
+
+
+def _summarise_interrupted_waits(terminalreporter: Any) -> None:
+    """After Ctrl-C: the waits that were running, with their spec (no report of that spec exists to carry them)."""
+    interrupted = [s for s in waiting.take_recorded() if s.outcome == "interrupted"]
+    if not interrupted:
+        return
+    terminalreporter.write_sep("-", f"interrupted while waiting ({len(interrupted)})")
+    for s in interrupted:
+        counts = f"{s.count('not-yet')} not yet, {s.count('failed')} failed, {s.count('hung')} hung"
+        terminalreporter.write_line(
+            f"{s.spec or '(outside a spec)'}: waiting for {s.describe}: {waiting.seconds(s.elapsed)}s of "
+            f"{waiting.seconds(s.budget)}s, {waiting.plural(len(s.attempts), 'attempt')} ({counts})"
+        )
 
 
 def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:

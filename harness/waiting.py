@@ -27,6 +27,7 @@ import contextvars
 import functools
 import inspect
 import math
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -81,6 +82,7 @@ class WaitSummary:
     notes: list[str] = field(default_factory=list)
     _started: float = field(default_factory=time.monotonic, repr=False)
     started_at: float = field(default_factory=time.time)  # wall clock (epoch seconds), for timelines
+    spec: str | None = None  # the pytest spec it ran in (from PYTEST_CURRENT_TEST), ``None`` outside pytest
 
     def count(self, outcome: Outcome) -> int:
         """How many attempts ended with ``outcome``."""
@@ -223,6 +225,8 @@ def take_recorded() -> list[WaitSummary]:
 
 
 def _record(summary: WaitSummary) -> None:
+    current = os.environ.get("PYTEST_CURRENT_TEST")
+    summary.spec = current.rsplit(" (", 1)[0] if current else None
     with _recorded_lock:
         _recorded.append(summary)
 

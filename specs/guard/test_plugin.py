@@ -173,3 +173,28 @@ def test_unique_issue_numbers_give_up_on_a_held_lock_within_their_bound(tmp_path
     finally:
         os.close(holder)
     assert FIRST <= unique_issue_number(state) <= LAST
+
+
+def test_ctrl_c_names_the_spec_and_the_wait_it_interrupted(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_inner="""
+import os, signal
+from harness import wait_for_sync
+
+def test_slow_rollout():
+    calls = []
+    def probe():
+        calls.append(1)
+        if len(calls) == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # what Ctrl-C sends
+        return None
+    wait_for_sync("deployment/web to roll out", probe, timeout=60, interval=0.05)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=60)
+    result.stdout.fnmatch_lines(
+        [
+            "*interrupted while waiting (1)*",
+            "test_inner.py::test_slow_rollout: waiting for deployment/web to roll out: * of 60.0s, * attempt*",
+        ]
+    )
