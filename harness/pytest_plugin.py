@@ -41,13 +41,16 @@ from typing import Any
 
 import pytest
 
-from harness import process, target_plugin, waiting
+from harness import process, waiting
 from harness.config import load_config
 from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
 
+# Loaded by pytest after this module, which marks them for assertion rewriting first: so this module must not import
+# them at its top (pytest would warn "Module already imported so cannot be rewritten" wherever `harness` is not on
+# sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
     "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
@@ -129,7 +132,9 @@ def guard_verdict(config: pytest.Config) -> Verdict:
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
-    if (twin := target_plugin.guard_verdict(config)) is not None:
+    from harness.target_plugin import guard_verdict as twin_verdict  # imported by pytest by now (pytest_plugins)
+
+    if (twin := twin_verdict(config)) is not None:
         return twin
     try:
         harness_config = load_config(config.rootpath)
@@ -188,7 +193,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """What the cluster specs will touch, before anything runs."""
     if not cluster_specs_selectable(config):
         return ["harness: cluster specs deselected by -m; no kube context is touched"]
-    twin = target_plugin.twin_session(config)
+    from harness.target_plugin import twin_session  # imported by pytest by now (see pytest_plugins)
+
+    twin = twin_session(config)
     if twin is not None:  # started before the first cluster spec, so it has no API server yet
         return [
             f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
