@@ -1,33 +1,109 @@
-"""``python -m harness diagnose deployment/NAME``: why a rollout is stuck, for a person at a terminal.
+"""``python -m harness diagnose NAME``: why a rollout is stuck, for a person at a terminal.
 
-    python -m harness diagnose deployment/agent-orchestrator
+    python -m harness diagnose agent-orchestrator                      # a bare name is deployment/NAME
     python -m harness diagnose statefulset/nats --namespace controller-agent
     python -m harness diagnose pod/agent-orchestrator-6d9f7c8b5-x2x7q --context minikube
 
 Prints the same explanation a failed ``Kube.rollout_status`` raises (:mod:`harness.rollout`). The context goes
-through the same guard as the specs: ``--context`` (or kubectl's current context) must be in ``[tool.harness]
-allowed_contexts`` of the nearest ``pyproject.toml``, and is pinned on every kubectl call.
+through the same guard as the specs: ``--context`` (or the kubeconfig's current context) must be in ``[tool.harness]
+allowed_contexts`` of the nearest ``pyproject.toml``, and is pinned on every kubectl call. Before any kubectl call,
+the API server gets the check the pytest plugin runs once per session (:meth:`Kube.check_api_server`), so a stopped
+cluster or a paused VM is named as such. ``--budget`` bounds the whole command: the kubeconfig is read without
+kubectl, and the check and the reads share the budget.
 
-Exit status: 0 the workload is rolled out (or the pod ready), 1 it is not (or it was not found), 2 bad arguments or
-the context guard refused (the reason on stderr).
+Exit status (:data:`EXIT_CODES`): 0 the workload is rolled out (or the pod ready); 1 it is not (or it was not
+found); 2 bad arguments, or no context to use (the guard refused it, it is not in the kubeconfig, there is no
+kubeconfig); 3 the cluster cannot be used (the API server refused the connection, did not answer, failed TLS,
+rejected the credentials, the namespace is missing) or the workload could not be read within the budget. The
+reason for 2 and 3 is on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
-from harness.errors import HarnessError
-from harness.kube import Kube
-from harness.rollout import DEFAULT_BUDGET, explain_workload, parse_ref
+from harness.errors import ApiServerUnusable, HarnessError
+from harness.kube import ContextPick, Kube
+from harness.rollout import DEFAULT_BUDGET, explain, gather, parse_ref
+
+EXIT_ROLLED_OUT = 0
+EXIT_NOT_ROLLED_OUT = 1
+EXIT_USAGE = 2
+EXIT_CLUSTER_UNUSABLE = 3
+EXIT_CODES = {
+    EXIT_ROLLED_OUT: "rolled out (a pod: ready)",
+    EXIT_NOT_ROLLED_OUT: "did not roll out, or not found",
+    EXIT_USAGE: "bad arguments, or no context to use (refused by the guard, not in the kubeconfig)",
+    EXIT_CLUSTER_UNUSABLE: "the cluster cannot be used (API server down, paused, rejecting), or the workload "
+    "could not be read within the budget",
+}
+"""Exit status of ``python -m harness diagnose`` and what it means."""
+
+CLI_PICK = ContextPick("--context", "`python -m harness diagnose NAME --context minikube`")
+"""How the guard's messages tell a person at the terminal to pick another context: this command's flag."""
+
+_PROG = "python -m harness diagnose"
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        ref = "/".join(parse_ref(args.target))  # a bare name is deployment/NAME, as Kube.rollout_status reads it
+        if not args.budget > 0:
+            raise ValueError(f"--budget must be a positive number of seconds, got {args.budget}")
+        deadline = time.monotonic() + args.budget
+        kube = Kube.connect(
+            args.context,
+            args.namespace,
+            kubectl=args.kubectl,
+            kubeconfig=args.kubeconfig,
+            pick=CLI_PICK,
+            read_files=True,
+        )
+    except (ValueError, HarnessError) as exc:
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _diagnose(kube, ref, deadline)
+    finally:
+        kube.close()
+
+
+def _diagnose(kube: Kube, ref: str, deadline: float) -> int:
+    """The API server check, then the reads, all before ``deadline``; prints the explanation, returns the status."""
+    try:
+        kube.check_api_server(deadline=deadline)
+    except ApiServerUnusable as exc:
+        print(f"{_PROG}: cluster unusable: {exc}", file=sys.stderr)
+        return EXIT_CLUSTER_UNUSABLE
+    except HarnessError as exc:  # the kubernetes client cannot load the context the guard accepted
+        print(f"{_PROG}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    snap = gather(kube, ref, budget=max(0.0, deadline - time.monotonic()))
+    explanation = explain(snap)
+    print(f"context {kube.context}, namespace {kube.namespace}")
+    print(explanation.text())
+    if snap.workload is None and not snap.missing:  # neither "rolled out" nor "did not": the reads failed
+        return EXIT_CLUSTER_UNUSABLE
+    return EXIT_ROLLED_OUT if explanation.healthy else EXIT_NOT_ROLLED_OUT
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness", description="stack-harness tools")
     commands = parser.add_subparsers(dest="command", required=True)
-    diagnose = commands.add_parser("diagnose", help="explain a deployment's, statefulset's or pod's rollout")
-    diagnose.add_argument("target", help="deployment/NAME, statefulset/NAME or pod/NAME")
-    diagnose.add_argument("--context", default=None, help="kube context (default: kubectl's current one; guarded)")
+    statuses = "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items())
+    diagnose = commands.add_parser(
+        "diagnose",
+        help="explain a deployment's, statefulset's or pod's rollout",
+        description="Explain why a rollout is stuck, from the objects, events and previous logs.",
+        epilog=f"exit status: {statuses}",
+    )
+    diagnose.add_argument("target", help="NAME (a deployment), deployment/NAME, statefulset/NAME or pod/NAME")
+    diagnose.add_argument(
+        "--context", default=None, help="kube context (default: the kubeconfig's current one; guarded)"
+    )
     diagnose.add_argument("--namespace", "-n", default=None, help="namespace (default: [tool.harness] namespace)")
     diagnose.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: kubectl's)")
     diagnose.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: the one on PATH)")
@@ -35,24 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         "--budget",
         type=float,
         default=DEFAULT_BUDGET,
-        help=f"seconds all reads together may take (default {DEFAULT_BUDGET:.0f})",
+        help=f"seconds the whole command may take: API server check and reads (default {DEFAULT_BUDGET:.0f})",
     )
-    args = parser.parse_args(argv)
-    try:
-        parse_ref(args.target)
-        if not args.budget > 0:
-            raise ValueError(f"--budget must be a positive number of seconds, got {args.budget}")
-        kube = Kube.connect(args.context, args.namespace, kubectl=args.kubectl, kubeconfig=args.kubeconfig)
-    except (ValueError, HarnessError) as exc:
-        print(f"python -m harness diagnose: {exc}", file=sys.stderr)
-        return 2
-    try:
-        explanation = explain_workload(kube, args.target, budget=args.budget)
-    finally:
-        kube.close()
-    print(f"context {kube.context}, namespace {kube.namespace}")
-    print(explanation.text())
-    return 0 if explanation.healthy else 1
+    return parser
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import shutil
 import ssl
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -80,6 +81,25 @@ the harness). Proxy variables are left out: the allowed contexts are local clust
 kubeconfig's own ``proxy-url`` still applies); so are ``KUBECTL_*`` switches and ``KUBECACHEDIR``."""
 
 
+@dataclass(frozen=True)
+class ContextPick:
+    """How the person reading a guard message picks the context, so its fix names flags they can pass.
+
+    ``flag`` is the option that chooses the context (``--kube-context`` for pytest, ``--context`` for
+    ``python -m harness diagnose``); ``example`` is a whole command line choosing ``minikube``, in backquotes.
+    """
+
+    flag: str
+    example: str
+
+
+PYTEST_PICK = ContextPick(
+    "--kube-context",
+    '`make e2e PYTEST_ARGS="--kube-context minikube"` (plain pytest: `pytest --kube-context minikube`)',
+)
+"""The pytest plugin's way to pick a context (the default of every guard message)."""
+
+
 class Kube:
     """kubectl and kubernetes-client access bound to one allowed context and one namespace.
 
@@ -97,6 +117,7 @@ class Kube:
         kubectl_path: str,
         kubeconfig: str | None = None,
         cache_dir: str | None = None,
+        pick: ContextPick = PYTEST_PICK,
     ) -> None:
         check_namespace(namespace)
         self.context = context
@@ -110,7 +131,9 @@ class Kube:
         self.env = kubectl_environment(self.kubeconfig_path)
         """The whole environment of every kubectl child (see :func:`kubectl_environment`)."""
         self._api_client: Any = None
-        check_allowed(context, allowed)
+        #: how a guard message tells its reader to pick another context (pytest's flags by default)
+        self.pick = pick
+        check_allowed(context, allowed, pick)
 
     # --- construction and the guard ------------------------------------------------------------------
 
@@ -123,8 +146,16 @@ class Kube:
         config: HarnessConfig | None = None,
         kubectl: str = "kubectl",
         kubeconfig: str | None = None,
+        pick: ContextPick = PYTEST_PICK,
+        read_files: bool = False,
     ) -> Kube:
         """Resolve the context (``context`` or kubectl's current one), guard it, and return a pinned :class:`Kube`.
+
+        With ``read_files`` the current context and the defined contexts are read from the kubeconfig files
+        themselves (:func:`kubeconfig_contexts`, merged as kubectl merges them) instead of ``kubectl config``:
+        no child runs, so no time goes to a kubectl wrapper that asks the API server first (the gcloud SDK's
+        ``kubectl`` dispatcher asks the server's version even for ``config``: up to 5 s against a hung server).
+        ``pick`` says how the caller's user picks a context, for the fixes the messages give.
 
         Raises ``ValueError`` for an empty ``context`` or a namespace that is not a Kubernetes name;
         :class:`ContextNotAllowed` when the context is outside ``[tool.harness] allowed_contexts`` (default
@@ -136,19 +167,23 @@ class Kube:
             raise ValueError("context must be a non-empty name (or None for kubectl's current context)")
         config = config or load_config()
         if context is not None:
-            check_allowed(context, config.allowed_contexts)  # refuse before running anything at all
+            check_allowed(context, config.allowed_contexts, pick)  # refuse before running anything at all
         if kubeconfig is not None and not os.path.isfile(kubeconfig):
             raise NoKubeContext(f"kubeconfig {kubeconfig!r} does not exist")
         path = resolve_kubectl(kubectl)
-        resolved = context or current_context(path, kubeconfig=kubeconfig)
+        if read_files:
+            resolved = context or current_context_from_files(resolve_kubeconfig(kubeconfig), pick)
+        else:
+            resolved = context or current_context(path, kubeconfig=kubeconfig, pick=pick)
         kube = cls(
             resolved,
             namespace or config.namespace,
             allowed=config.allowed_contexts,
             kubectl_path=path,
             kubeconfig=kubeconfig,
+            pick=pick,
         )
-        kube.require_context_in_kubeconfig()
+        kube.require_context_in_kubeconfig(read_files=read_files)
         return kube
 
     def in_namespace(self, namespace: str) -> Kube:
@@ -165,27 +200,34 @@ class Kube:
             kubectl_path=self.kubectl_path,
             kubeconfig=self.kubeconfig,
             cache_dir=self.cache_dir,
+            pick=self.pick,
         )
 
-    def require_context_in_kubeconfig(self) -> None:
-        """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig (one bounded call)."""
-        argv = [self.kubectl_path, *self._kubeconfig_flag(), "config", "get-contexts", "-o", "name"]
-        try:
-            done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT, env=self.env)
-        except process.Timeout as exc:
-            raise KubectlTimeout(argv, _CONFIG_TIMEOUT, exc.stderr) from None
-        names = done.stdout.split()
-        if done.returncode != 0 or self.context not in names:
+    def require_context_in_kubeconfig(self, *, read_files: bool = False) -> None:
+        """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig: one bounded
+        ``kubectl config get-contexts``, or with ``read_files`` the files themselves (:func:`kubeconfig_contexts`)."""
+        if read_files:
+            names = kubeconfig_contexts(self.kubeconfig_path)[1]
+            found = self.context in names
+        else:
+            argv = [self.kubectl_path, *self._kubeconfig_flag(), "config", "get-contexts", "-o", "name"]
+            try:
+                done = process.run_bounded(argv, timeout=_CONFIG_TIMEOUT, env=self.env)
+            except process.Timeout as exc:
+                raise KubectlTimeout(argv, _CONFIG_TIMEOUT, exc.stderr) from None
+            names = done.stdout.split()
+            found = done.returncode == 0 and self.context in names
+        if not found:
             known = ", ".join(names) or "none"
             raise NoKubeContext(
                 f"context {self.context!r} is not in the kubeconfig (contexts: {known}; "
                 f"{_looked_at(self.kubeconfig_path)}); start minikube (`minikube start`) so that it creates the "
-                "context, or pass --kube-context with one that exists"
+                f"context, or pass {self.pick.flag} with one that exists"
             )
 
     def guard(self) -> None:
         """Re-check the pinned context against the allow-list. Raises :class:`ContextNotAllowed`."""
-        check_allowed(self.context, self.allowed)
+        check_allowed(self.context, self.allowed, self.pick)
 
     # --- kubectl ---------------------------------------------------------------------------------------
 
@@ -350,19 +392,25 @@ class Kube:
             )
         return email.utils.parsedate_to_datetime(date).astimezone(UTC)
 
-    def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT) -> ApiServerInfo:
+    def check_api_server(self, *, timeout: float = API_CHECK_TIMEOUT, deadline: float | None = None) -> ApiServerInfo:
         """Check once that the pinned API server can be used: ``GET /version``, then the namespace.
 
-        Each request is bounded by ``timeout`` seconds. Returns :class:`ApiServerInfo`. Raises
+        Each request is bounded by ``timeout`` seconds, shortened so that none outlasts ``deadline`` (a
+        ``time.monotonic()`` value; a request with less than 0.1 s left still gets 0.1 s). Returns
+        :class:`ApiServerInfo`. Raises
         :class:`ApiServerUnreachable` / :class:`ApiServerRejected` (both :class:`ApiServerUnusable`) with a
         one-line message naming the context, the server URL, what happened and the likely fix; kinds as in
         :class:`~harness.errors.ApiServerUnusable` (``namespace-missing`` when the namespace does not exist).
         """
         __tracebackhide__ = True
         self.guard()
-        version = self._get("/version", timeout)
+
+        def bound() -> float:
+            return timeout if deadline is None else max(0.1, min(timeout, deadline - time.monotonic()))
+
+        version = self._get("/version", bound())
         try:
-            self._get(f"/api/v1/namespaces/{self.namespace}", timeout)
+            self._get(f"/api/v1/namespaces/{self.namespace}", bound())
         except ApiServerRejected as exc:
             if exc.status != 404:
                 raise
@@ -732,23 +780,47 @@ def kubectl_environment(kubeconfig_path: str | None = None) -> dict[str, str]:
     return env
 
 
-def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
-    """The ``server`` of ``context``'s cluster in the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
-    or a short note saying why there is none."""
+def _kubeconfig_files(kubeconfig_path: str) -> Iterator[dict[str, Any]]:
+    """Each readable kubeconfig file of ``kubeconfig_path`` (``os.pathsep``-joined), parsed, in kubectl's order;
+    a missing or unreadable file is skipped, as kubectl skips it."""
     import yaml
 
-    contexts: dict[str, Any] = {}
-    clusters: dict[str, Any] = {}
     for path in kubeconfig_path.split(os.pathsep):
         try:
             with open(path, encoding="utf-8") as f:
                 data = yaml.safe_load(f) or {}
         except (OSError, yaml.YAMLError):
             continue
-        for entry in data.get("contexts") or []:
-            contexts.setdefault(entry.get("name"), entry.get("context") or {})
-        for entry in data.get("clusters") or []:
-            clusters.setdefault(entry.get("name"), entry.get("cluster") or {})
+        if isinstance(data, dict):
+            yield data
+
+
+def _merged(kubeconfig_path: str, section: str, field: str) -> dict[str, Any]:
+    """``name -> entry[field]`` of a kubeconfig list section, merged as kubectl merges: the first file wins."""
+    merged: dict[str, Any] = {}
+    for data in _kubeconfig_files(kubeconfig_path):
+        for entry in data.get(section) or []:
+            if isinstance(entry, dict) and entry.get("name"):
+                merged.setdefault(str(entry["name"]), entry.get(field) or {})
+    return merged
+
+
+def kubeconfig_contexts(kubeconfig_path: str) -> tuple[str | None, list[str]]:
+    """``(current_context, context_names)`` of the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
+    read without kubectl and merged as kubectl merges them (client-go's loading rules): the first file that sets
+    ``current-context`` gives it; a context name defined in several files is listed once. ``None`` when no file
+    sets a current context."""
+    current = next(
+        (str(d["current-context"]) for d in _kubeconfig_files(kubeconfig_path) if d.get("current-context")), None
+    )
+    return current, list(_merged(kubeconfig_path, "contexts", "context"))
+
+
+def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
+    """The ``server`` of ``context``'s cluster in the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
+    or a short note saying why there is none."""
+    contexts = _merged(kubeconfig_path, "contexts", "context")
+    clusters = _merged(kubeconfig_path, "clusters", "cluster")
     cluster = clusters.get(contexts.get(context, {}).get("cluster"))
     if not cluster or not cluster.get("server"):
         return f"(no server for context {context!r} in {kubeconfig_path})"
@@ -770,9 +842,9 @@ def resolve_kubectl(kubectl: str = "kubectl") -> str:
     return path
 
 
-def current_context(kubectl_path: str, *, kubeconfig: str | None = None) -> str:
+def current_context(kubectl_path: str, *, kubeconfig: str | None = None, pick: ContextPick = PYTEST_PICK) -> str:
     """``kubectl config current-context``. Raises :class:`NoKubeContext` when there is none; when no kubeconfig
-    file exists at all, the message says so and where kubectl looked."""
+    file exists at all, the message says so and where kubectl looked (``pick``: the flag its fix names)."""
     kubeconfig_path = resolve_kubeconfig(kubeconfig)
     argv = [kubectl_path, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "config", "current-context"]
     try:
@@ -784,26 +856,44 @@ def current_context(kubectl_path: str, *, kubeconfig: str | None = None) -> str:
     name = done.stdout.strip()
     if done.returncode == 0 and name:
         return name
+    _require_a_kubeconfig_file(kubeconfig_path, explicit=kubeconfig is not None)
+    said = process.tail(done.stderr, 1) or "no output"
+    raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass {pick.flag}")
+
+
+def current_context_from_files(kubeconfig_path: str, pick: ContextPick = PYTEST_PICK) -> str:
+    """The ``current-context`` of the kubeconfig files ``kubeconfig_path`` (see :func:`kubeconfig_contexts`), read
+    without kubectl. Raises :class:`NoKubeContext` as :func:`current_context` does."""
+    _require_a_kubeconfig_file(kubeconfig_path, explicit=False)
+    name = kubeconfig_contexts(kubeconfig_path)[0]
+    if name:
+        return name
+    raise NoKubeContext(
+        f"no current kube context (none set in {kubeconfig_path}); start minikube (`minikube start`) "
+        f"or pass {pick.flag}"
+    )
+
+
+def _require_a_kubeconfig_file(kubeconfig_path: str, *, explicit: bool) -> None:
     paths = kubeconfig_path.split(os.pathsep)
     if not any(os.path.isfile(p) for p in paths):
-        source = "$KUBECONFIG" if os.environ.get("KUBECONFIG") and not kubeconfig else "its default"
+        source = "$KUBECONFIG" if os.environ.get("KUBECONFIG") and not explicit else "its default"
         raise NoKubeContext(
             f"no kubeconfig found: kubectl looked at {', '.join(paths)} ({source}) and there is no file; "
             "start minikube (`minikube start`) to create it, or point KUBECONFIG at yours"
         )
-    said = process.tail(done.stderr, 1) or "no output"
-    raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass --kube-context")
 
 
-def check_allowed(context: str, allowed: tuple[str, ...]) -> None:
-    """Raise :class:`ContextNotAllowed` unless ``context`` matches one of the ``allowed`` glob patterns."""
+def check_allowed(context: str, allowed: tuple[str, ...], pick: ContextPick = PYTEST_PICK) -> None:
+    """Raise :class:`ContextNotAllowed` unless ``context`` matches one of the ``allowed`` glob patterns; the
+    message's fix picks a context the way ``pick`` says (pytest's ``--kube-context`` by default)."""
     if any(fnmatch.fnmatchcase(context, pattern) for pattern in allowed):
         return
     raise ContextNotAllowed(
-        f"refusing kube context {context!r}: cluster specs may only touch {', '.join(allowed)} "
+        f"refusing kube context {context!r}: the harness may only touch {', '.join(allowed)} "
         f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube`, or pick "
-        f'the context for this run: `make e2e PYTEST_ARGS="--kube-context minikube"` (plain pytest: '
-        f"`pytest --kube-context minikube`); to allow another local cluster, add it to allowed_contexts in a commit."
+        f"the context for this run: {pick.example}; to allow another local cluster, add it to allowed_contexts "
+        "in a commit."
     )
 
 

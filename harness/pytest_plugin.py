@@ -5,8 +5,9 @@
 - Options ``--kube-context``, ``--namespace``, ``--cluster-lock-timeout`` and ``--harness-waits``.
 - The context guard runs once per session, in the main process (xdist workers receive its verdict): no kubectl,
   no kubeconfig or no current context skips every cluster spec with a one-line reason; a context outside
-  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, with the fix. The
-  session header says which context, API server and namespace the cluster specs will touch, or why none.
+  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, each with one line;
+  the reason and the fix come once, in the terminal summary. The session header says which context, API server
+  and namespace the cluster specs will touch, or why none.
 - Before the first cluster spec, the API server is checked once (:meth:`harness.Kube.check_api_server`, 5 s per
   request): when it cannot be used (refused, no answer, TLS, an error status, unauthorized, no namespace), every
   cluster spec errors at set-up at once with that one line, instead of each spec running its own retry loop.
@@ -40,13 +41,16 @@ from typing import Any
 
 import pytest
 
-from harness import process, target_plugin, waiting
+from harness import process, waiting
 from harness.config import load_config
 from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
 
+# Loaded by pytest after this module, which marks them for assertion rewriting first: so this module must not import
+# them at its top (pytest would warn "Module already imported so cannot be rewritten" wherever `harness` is not on
+# sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
     "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
@@ -60,6 +64,7 @@ _LOCK_FAILED = pytest.StashKey[str]()
 _WAIT_PREFIX = "harness.wait."
 _WORKER_GUARD = "harness_guard"
 _UNUSABLE = "cluster unusable: "
+_GUARD_FAILED = "kube context guard: "
 CLUSTER_GROUP = "cluster"
 """The ``xdist_group`` every cluster spec gets: ``--dist loadgroup`` sends them all to one worker."""
 
@@ -127,7 +132,9 @@ def guard_verdict(config: pytest.Config) -> Verdict:
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
-    if (twin := target_plugin.guard_verdict(config)) is not None:
+    from harness.target_plugin import guard_verdict as twin_verdict  # imported by pytest by now (pytest_plugins)
+
+    if (twin := twin_verdict(config)) is not None:
         return twin
     try:
         harness_config = load_config(config.rootpath)
@@ -186,7 +193,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """What the cluster specs will touch, before anything runs."""
     if not cluster_specs_selectable(config):
         return ["harness: cluster specs deselected by -m; no kube context is touched"]
-    twin = target_plugin.twin_session(config)
+    from harness.target_plugin import twin_session  # imported by pytest by now (see pytest_plugins)
+
+    twin = twin_session(config)
     if twin is not None:  # started before the first cluster spec, so it has no API server yet
         return [
             f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
@@ -195,8 +204,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
-    if state == "fail":
-        return [f"harness: cluster specs will fail at set-up: {detail}"]
+    if state == "fail":  # the whole reason and the fix come once, in the terminal summary
+        return [f"harness: cluster specs will fail at set-up: {_headline(str(detail))} (reason and fix at the end)"]
     kube: Kube = detail
     return [
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
@@ -272,10 +281,21 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
-        pytest.fail(str(detail), pytrace=False)
+        pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
     api_state, api_detail = _api_verdict(item.config, detail)
     if api_state == "fail":
         pytest.fail(str(api_detail), pytrace=False)
+
+
+def _guard_failed_line(detail: str) -> str:
+    """A cluster spec's one-line set-up error when the guard failed: what happened, pointing at the one place
+    (the terminal summary) that gives the whole reason and the fix, instead of repeating them for every spec."""
+    return f"{_GUARD_FAILED}{_headline(detail)} (reason and fix once, under 'cluster specs not run' at the end)"
+
+
+def _headline(detail: str) -> str:
+    """``"refusing kube context 'x'"`` of ``"refusing kube context 'x': the harness may only touch ..."``."""
+    return detail.split(": ", 1)[0]
 
 
 def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
@@ -295,7 +315,7 @@ def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
-        pytest.fail(str(detail), pytrace=False)
+        pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
     assert isinstance(detail, Kube)
     yield detail
     detail.close()
@@ -471,6 +491,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     _summarise_skipped_cluster_specs(terminalreporter)
+    _summarise_failed_guard(terminalreporter, config)
     _summarise_unusable_cluster(terminalreporter)
     _summarise_waits(terminalreporter, config.getoption("--harness-waits"))
     _summarise_interrupted_waits(terminalreporter)
@@ -502,6 +523,23 @@ def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:
         terminalreporter.write_sep("-", f"cluster specs skipped ({len(rows)})")
         for row in rows:
             terminalreporter.write_line(row)
+
+
+def _summarise_failed_guard(terminalreporter: Any, config: pytest.Config) -> None:
+    """The guard's whole reason and fix (a refused context), once, then the cluster specs it stopped."""
+    nodeids = [
+        report.nodeid
+        for report in terminalreporter.stats.get("error", [])
+        if str(getattr(report, "longrepr", "") or "").startswith(_GUARD_FAILED)
+    ]
+    if not nodeids:
+        return
+    state, detail = config.stash.get(_GUARD, ("fail", None))
+    terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the kube context guard stopped them")
+    if state == "fail" and detail:
+        terminalreporter.write_line(str(detail))
+    for nodeid in nodeids:
+        terminalreporter.write_line(f"  {nodeid}")
 
 
 def _summarise_unusable_cluster(terminalreporter: Any) -> None:

@@ -66,14 +66,19 @@ TIMELINE_ENTRIES = 40
 
 
 def parse_ref(ref: str) -> tuple[str, str]:
-    """``"deployment/web"`` (also ``deploy/``, ``statefulset/``, ``sts/``, ``pod/``) to ``("deployment", "web")``.
+    """``"deployment/web"`` (also ``deploy/``, ``statefulset/``, ``sts/``, ``pod/``) to ``("deployment", "web")``;
+    a bare name is a deployment (``"web"`` is ``deployment/web``), as ``Kube.rollout_status`` reads it.
 
     Raises ``ValueError`` naming the accepted forms for anything else.
     """
+    if "/" not in ref and ref.strip():
+        return "deployment", ref.strip()
     kind, _, name = ref.partition("/")
     canonical = KINDS.get(kind.strip().lower())
     if canonical is None or not name.strip() or "/" in name:
-        raise ValueError(f"not a workload reference: {ref!r} (expected deployment/NAME, statefulset/NAME or pod/NAME)")
+        raise ValueError(
+            f"not a workload reference: {ref!r} (expected NAME or deployment/NAME, statefulset/NAME or pod/NAME)"
+        )
     return canonical, name.strip()
 
 

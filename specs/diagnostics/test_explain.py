@@ -189,13 +189,14 @@ def test_statefulset_verdicts_match_kubectl() -> None:
         ("sts/nats", ("statefulset", "nats")),
         ("pod/web-1", ("pod", "web-1")),
         ("Deployments.apps/x", ("deployment", "x")),
+        ("web", ("deployment", "web")),  # a bare name, as Kube.rollout_status reads it
     ],
 )
 def test_workload_references(ref: str, parsed: tuple[str, str]) -> None:
     assert parse_ref(ref) == parsed
 
 
-@pytest.mark.parametrize("ref", ["web", "service/web", "deployment/", "deployment/a/b"])
+@pytest.mark.parametrize("ref", ["", " ", "service/web", "deployment/", "deployment/a/b"])
 def test_bad_workload_references_are_refused(ref: str) -> None:
     with pytest.raises(ValueError, match="not a workload reference"):
         parse_ref(ref)

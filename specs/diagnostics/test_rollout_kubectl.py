@@ -8,8 +8,10 @@ through the context guard.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import pytest
 
 from harness import Kube, RolloutFailed, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError, StopWaiting
+from harness.testing.apiserver import refusing_port, silent_port, write_kubeconfig
 from harness.testing.objects import bare_double
 
 from .conftest import load_into
@@ -125,10 +128,15 @@ def test_explaining_a_missing_deployment_says_not_found(shop: Kube) -> None:
 
 
 def diagnose(kd: Any, tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subprocess.CompletedProcess[str]:
+    return run_diagnose(tmp_path, *args, "--kubeconfig", kd.kubeconfig, "--context", kd.context, allowed=allowed)
+
+
+def run_diagnose(tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subprocess.CompletedProcess[str]:
+    """``python -m harness diagnose args...`` in ``tmp_path``, whose pyproject.toml allows ``allowed``."""
     (tmp_path / "pyproject.toml").write_text(f'[tool.harness]\nallowed_contexts = ["{allowed}"]\nnamespace = "shop"\n')
-    env = dict(os.environ, KUBECACHEDIR=kd.cache_dir, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "harness", "diagnose", *args, "--kubeconfig", kd.kubeconfig, "--context", kd.context],
+        [sys.executable, "-m", "harness", "diagnose", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -165,3 +173,68 @@ def test_diagnose_refuses_a_bad_target(kd: Any, tmp_path: Path) -> None:
     done = diagnose(kd, tmp_path, "service/web")
     assert done.returncode == 2
     assert "not a workload reference: 'service/web'" in done.stderr
+
+
+def test_diagnose_reads_a_bare_name_as_a_deployment(kd: Any, shop: Kube, tmp_path: Path) -> None:
+    load_into(kd, "imagepull")
+    done = diagnose(kd, tmp_path, "web")
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines()[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
+
+
+def test_diagnose_names_its_own_flag_in_the_guards_fix(kd: Any, tmp_path: Path) -> None:
+    refused = diagnose(kd, tmp_path, "web", allowed="minikube")
+    assert "`python -m harness diagnose NAME --context minikube`" in refused.stderr
+    assert "--kube-context" not in refused.stderr
+    assert "PYTEST_ARGS" not in refused.stderr
+    missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "minikube", allowed="minikube")
+    assert missing.returncode == 2
+    assert "context 'minikube' is not in the kubeconfig" in missing.stderr
+    assert "or pass --context with one that exists" in missing.stderr
+
+
+def test_diagnose_help_lists_the_exit_statuses() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "diagnose", "--help"],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    text = " ".join(done.stdout.split())  # argparse wraps the epilog
+    assert done.returncode == 0
+    assert "exit status: 0 rolled out" in text
+    assert "1 did not roll out" in text
+    assert "2 bad arguments" in text
+    assert "3 the cluster cannot be used" in text
+
+
+# --- diagnose against an API server that cannot be used: the plugin's check, its words, exit 3 ------------------
+
+
+def test_diagnose_on_a_stopped_cluster_exits_3_naming_it_as_the_plugin_does(tmp_path: Path) -> None:
+    with refusing_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        done = run_diagnose(tmp_path, "web", "--kubeconfig", str(kubeconfig), allowed="minikube")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stdout == ""  # no explanation of a rollout nobody could read
+    assert done.stderr.startswith(
+        f"python -m harness diagnose: cluster unusable: the API server of context 'minikube' (http://127.0.0.1:{port}) "
+        "refused the connection on GET /version; nothing listens there: the cluster is stopped."
+    )
+
+
+def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> None:
+    with silent_port() as port:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        started = time.monotonic()
+        done = run_diagnose(tmp_path, "web", "--kubeconfig", str(kubeconfig), "--budget", "3", allowed="minikube")
+        took = time.monotonic() - started
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "cluster unusable: the API server of context 'minikube'" in done.stderr
+    said = re.search(
+        r"did not answer within ([0-9.]+)s on GET /version; the VM may be paused or overloaded", done.stderr
+    )
+    assert said is not None, done.stderr
+    assert float(said[1]) <= 3.0  # the check's bound is what is left of the budget
+    assert took < 3 + 4  # generous: the interpreter's start on a loaded machine, then at most the budget

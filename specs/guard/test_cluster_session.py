@@ -143,6 +143,41 @@ def test_the_refusal_gives_the_make_e2e_form_too(pytester: pytest.Pytester, kube
     result.stdout.fnmatch_lines(['*make e2e PYTEST_ARGS="--kube-context minikube"*'])
 
 
+FIVE_CLUSTER_SPECS = """
+import pytest
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("i", range(5))
+def test_c(kube, i):
+    pass
+"""
+
+
+@pytest.mark.parametrize("how", [("-p", "no:xdist"), ("-n", "2")], ids=["in-process", "xdist"])
+def test_a_refused_context_gives_its_reason_once_and_each_spec_one_line(
+    pytester: pytest.Pytester, kubectl_standin: KubectlStandIn, how: tuple[str, str]
+) -> None:
+    kubectl_standin.set_current_context("gke_prod_europe")
+    pytester.makepyfile(FIVE_CLUSTER_SPECS)
+    result = pytester.runpytest_subprocess("-rE", "-p", "no:randomly", "--target", "cluster", *how, timeout=120)
+    result.assert_outcomes(errors=5)
+    out = result.stdout.lines
+    whole = [line for line in out if "to allow another local cluster, add it to allowed_contexts" in line]
+    assert len(whole) == 1  # the reason and the fix, once
+    assert whole[0].startswith("refusing kube context 'gke_prod_europe': the harness may only touch minikube")
+    errors = [line for line in out if line.startswith("kube context guard: ")]  # each spec's set-up error
+    assert len(errors) == 5
+    assert set(errors) == {
+        "kube context guard: refusing kube context 'gke_prod_europe' "
+        "(reason and fix once, under 'cluster specs not run' at the end)"
+    }
+    heading = next(i for i, line in enumerate(out) if "cluster specs not run (5): the kube context guard" in line)
+    assert out[heading + 1] == whole[0]
+    assert sorted(line.strip() for line in out[heading + 2 : heading + 7]) == [
+        f"test_a_refused_context_gives_its_reason_once_and_each_spec_one_line.py::test_c[{i}]" for i in range(5)
+    ]
+
+
 OVERLAP_SPECS = """
 import json, os, time
 import pytest

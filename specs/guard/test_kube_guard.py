@@ -26,6 +26,7 @@ from harness import (
     wait_for_sync,
 )
 from harness.config import HarnessConfig, load_config
+from harness.kube import kubeconfig_contexts
 from harness.process import LIVE_CHILDREN, group_alive
 
 MINIKUBE_ONLY = HarnessConfig(("minikube",), "controller-agent")
@@ -153,6 +154,33 @@ def test_a_context_missing_from_the_kubeconfig_is_a_skip_reason_not_a_failure_la
     kubectl_standin.set_current_context(None).set_contexts()
     with pytest.raises(NoKubeContext, match="context 'minikube' is not in the kubeconfig"):
         Kube.connect("minikube", config=MINIKUBE_ONLY)
+
+
+def test_read_files_resolves_the_context_from_the_kubeconfig_without_running_kubectl(
+    kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_text("apiVersion: v1\nkind: Config\ncontexts:\n- name: kind-dev\n  context: {cluster: c}\n")
+    second.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: minikube\n"
+        "contexts:\n- name: minikube\n  context: {cluster: c}\n- name: kind-dev\n  context: {cluster: d}\n"
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{first}:{tmp_path / 'absent'}:{second}")
+    kubectl_standin.set_current_context("gke_prod_europe")  # what kubectl would say: not asked
+    kube = Kube.connect(config=MINIKUBE_ONLY, read_files=True)
+    assert kube.context == "minikube"
+    assert kubectl_standin.argvs() == []
+    assert kubeconfig_contexts(f"{first}:{second}") == ("minikube", ["kind-dev", "minikube"])
+    with pytest.raises(NoKubeContext, match="context 'minikube' is not in the kubeconfig"):
+        Kube.connect("minikube", config=MINIKUBE_ONLY, kubeconfig=str(first), read_files=True)
+
+
+def test_read_files_names_a_kubeconfig_without_a_current_context(
+    kubectl_standin, empty_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(NoKubeContext, match=r"no current kube context \(none set in .*\).*or pass --kube-context"):
+        Kube.connect(config=MINIKUBE_ONLY, read_files=True)
+    assert kubectl_standin.argvs() == []
 
 
 def test_a_missing_kubeconfig_file_and_an_empty_context_are_named(kubectl_standin, tmp_path: Path) -> None:

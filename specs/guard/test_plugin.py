@@ -198,3 +198,17 @@ def test_slow_rollout():
             "test_inner.py::test_slow_rollout: waiting for deployment/web to roll out: * of 60.0s, * attempt*",
         ]
     )
+
+
+def test_specs_outside_the_repository_load_the_plugin_without_an_assert_rewrite_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytester's directory is outside the repository, so `harness` is found only through the installed package (as
+    # in a user's project), not on sys.path: a plugin module the entry point imported before pytest could mark it
+    # for rewriting warned "Module already imported so cannot be rewritten" on every run.
+    assert not Path.cwd().is_relative_to(Path(__file__).resolve().parents[2])
+    pytester.makepyfile("def test_plain():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-W", "error::pytest.PytestAssertRewriteWarning")
+    assert result.ret == pytest.ExitCode.OK, "\n".join(result.stdout.lines + result.stderr.lines)
+    assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
