@@ -279,9 +279,13 @@ def _config_map(double: KubeDouble, namespace: str, name: str) -> dict[str, str]
 
 def _field(pod: dict[str, Any], path: str) -> str | None:
     meta = pod.get("metadata") or {}
-    return {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
-            "metadata.uid": meta.get("uid"), "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
-            "status.podIP": (pod.get("status") or {}).get("podIP")}.get(path)
+    return {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
+        "status.podIP": (pod.get("status") or {}).get("podIP"),
+    }.get(path)
 
 
 class PodProcessHandle:

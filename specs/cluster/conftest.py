@@ -84,5 +84,6 @@ def clean_agent_runs(request: pytest.FixtureRequest, stack: Stack) -> Iterator[N
         print(f"\nkept {len(created)} AgentRun(s) for inspection ({why}): {hints}")
         return
     stack.kube.kubectl("delete", AGENTRUN_RESOURCE, *created, "--wait=false", "--ignore-not-found")
-    stack.kube.kubectl("delete", "secret", *(f"{name}-identity" for name in created), "--wait=false",
-                       "--ignore-not-found")
+    stack.kube.kubectl(
+        "delete", "secret", *(f"{name}-identity" for name in created), "--wait=false", "--ignore-not-found"
+    )

@@ -19,13 +19,30 @@ from specs.cluster.stack import timeout_for
 pytestmark = pytest.mark.cluster
 
 GROUP = "core.controller-agent.dev"
-CRD_KINDS = ["agentruns", "agents", "tools", "skills", "integrationroutes", "corpora", "connections",
-             "knowledgebases", "mcpservers", "mcptools"]
-DEPLOYMENTS = ["agent-orchestrator", "agent-controller-integration-gateway", "core-controller", "fake-github",
-               "temporal-dev-server"]
+CRD_KINDS = [
+    "agentruns",
+    "agents",
+    "tools",
+    "skills",
+    "integrationroutes",
+    "corpora",
+    "connections",
+    "knowledgebases",
+    "mcpservers",
+    "mcptools",
+]
+DEPLOYMENTS = [
+    "agent-orchestrator",
+    "agent-controller-integration-gateway",
+    "core-controller",
+    "fake-github",
+    "temporal-dev-server",
+]
 CATALOG_KINDS = [f"{kind}.{GROUP}" for kind in ("tools", "skills", "agents", "integrationroutes")]
-SELECTORS = {"NATS server": "app.kubernetes.io/component=nats",
-             "Redis": "app.kubernetes.io/name=agent-orchestrator-redis"}
+SELECTORS = {
+    "NATS server": "app.kubernetes.io/component=nats",
+    "Redis": "app.kubernetes.io/name=agent-orchestrator-redis",
+}
 COLLECTIONS = {"tools", "skills", "agents", "caller_tools"}
 AVAILABLE = 300.0
 """The set-up's own bound for the orchestrator and the gateway (kubectl wait --timeout=300s)."""
@@ -50,8 +67,9 @@ def test_deployment_is_available(kube: Kube, deployment: str) -> None:
         conditions = kube.kubectl_json("get", "deployment", deployment).get("status", {}).get("conditions", [])
         return True if any(c["type"] == "Available" and c["status"] == "True" for c in conditions) else None
 
-    assert wait_for_sync(f"deployment/{deployment} to be Available", available, timeout=AVAILABLE, interval=5.0,
-                         probe_timeout=30.0)
+    assert wait_for_sync(
+        f"deployment/{deployment} to be Available", available, timeout=AVAILABLE, interval=5.0, probe_timeout=30.0
+    )
 
 
 @pytest.mark.parametrize("kind", CATALOG_KINDS)
@@ -110,5 +128,7 @@ def test_agent_runs_listing_is_readable(kube: Kube) -> None:
     # Every run must carry a readable creationTimestamp and a known phase; one that does not breaks every window.
     runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=timezone.utc), kube=kube)  # all of them
     assert all(run.created.tzinfo is not None for run in runs)
-    unknown = [(run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")]
+    unknown = [
+        (run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")
+    ]
     assert not unknown, f"AgentRuns with a phase the specs do not know: {unknown}"
