@@ -100,7 +100,7 @@ class StubAgent:
                 await asyncio.wait_for(self.acked.wait(), timeout=min(self.retry, deadline - time.monotonic()))
                 self._exit(0, f"reply acknowledged after {offer} offer(s)")
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         self._exit(1, f"reply never acknowledged within {self.hold * 1000:.0f}ms ({offer} offers)")
 

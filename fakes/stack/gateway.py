@@ -207,7 +207,7 @@ class Gateway:
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")
         except asyncio.CancelledError:
             raise  # the outbox keeps the turn for the next gateway's sweep
-        except Exception as exc:  # noqa: BLE001 - keep the turn in the outbox; say why
+        except Exception as exc:  # any failure: keep the turn in the outbox; say why
             self.ctx.log(f"gateway: turn {turn['id']} stopped at {turn['step']}: {type(exc).__name__}: {exc}")
 
     async def _ask(self, turn: dict[str, Any]) -> str:

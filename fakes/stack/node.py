@@ -229,7 +229,7 @@ class Node:
         running.context.log(f"stopping (grace {grace:.0f}s)")
         try:
             await asyncio.wait_for(running.container.stop(grace), timeout=grace + 1.0)
-        except (asyncio.TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
+        except (TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
             log.warning("%s/%s did not stop cleanly within %.0fs: %r", namespace, name, grace, exc)
         self.double.ports.clear(namespace, name)
 
@@ -317,7 +317,7 @@ class PodProcessHandle:
     async def _run(self, pod: dict[str, Any]) -> None:
         try:
             running = await self.node.start(pod)
-        except Exception as exc:  # noqa: BLE001 - a container that fails to start exits 1, as a process would
+        except Exception as exc:  # a container that fails to start exits 1, as a process would
             log.warning("%s/%s failed to start: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
             await self.node.stop(self.namespace, self.name, grace=0.0)
             self._exit = 1

@@ -21,9 +21,9 @@ from datetime import datetime
 import pytest
 
 from harness import ForwardPool, Kube
-from harness.diagnostics_plugin import EvidenceRequest
-from harness.credentials import CredentialStore, decode_key
 from harness.agentruns import AGENTRUN_RESOURCE
+from harness.credentials import CredentialStore, decode_key
+from harness.diagnostics_plugin import EvidenceRequest
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()

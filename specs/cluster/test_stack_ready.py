@@ -7,7 +7,7 @@ re-run rather than reading as a product bug later.
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -105,7 +105,7 @@ def test_qdrant_collections_exist(kube: Kube, forwards: ForwardPool) -> None:
     answer = fetch_through_sync(forwards.get(kube, "svc/agent-controller-qdrant", 6333), "GET", "/collections")
     assert answer.status_code == 200, f"GET /collections answered {answer.status_code}: {answer.text[:200]}"
     names = {c["name"] for c in answer.json()["result"]["collections"]}
-    assert COLLECTIONS <= names, f"Qdrant lacks the collections {sorted(COLLECTIONS - names)}"
+    assert names >= COLLECTIONS, f"Qdrant lacks the collections {sorted(COLLECTIONS - names)}"
 
 
 def test_temporal_grpc_port_accepts_tcp(kube: Kube, forwards: ForwardPool) -> None:
@@ -126,7 +126,7 @@ def test_clock_skew_fits_the_window_allowance(kube: Kube) -> None:
 
 def test_agent_runs_listing_is_readable(kube: Kube) -> None:
     # Every run must carry a readable creationTimestamp and a known phase; one that does not breaks every window.
-    runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=timezone.utc), kube=kube)  # all of them
+    runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=UTC), kube=kube)  # all of them
     assert all(run.created.tzinfo is not None for run in runs)
     unknown = [
         (run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")
