@@ -72,7 +72,8 @@ BUGS: dict[str, Bug] = {
         Bug(
             "unadvertised-tool-call",
             "agent-orchestrator",
-            "a tool call the model makes is run or handed to the client even when that tool was not offered on the turn",
+            "a tool call the model makes is run or handed to the client even when that tool was not offered on the "
+            "turn",
             "specs/cluster/test_tool_advertising.py",
         ),
         Bug(
@@ -86,14 +87,15 @@ BUGS: dict[str, Bug] = {
         Bug(
             "parked-turn-hijack",
             "agent-orchestrator",
-            "any caller in a conversation resumes the parked request found on its session, not only the request's owner",
+            "any caller in a conversation resumes the parked request found on its session, not only the request's "
+            "owner",
             "specs/cluster/test_identity_continuity.py::test_another_caller_cannot_resume_the_owners_parked_request",
         ),
         Bug(
             "refresh-without-client-secret",
             "integration-gateway",
-            "the identity-link API refreshes an expired GitHub link without the App's client_secret, which GitHub refuses "
-            "(HTTP 200 invalid_client), so the link reads as dead",
+            "the identity-link API refreshes an expired GitHub link without the App's client_secret, which GitHub "
+            "refuses (HTTP 200 invalid_client), so the link reads as dead",
             "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed",
         ),
     )

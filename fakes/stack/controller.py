@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from typing import Any
 
 from fakes.kube.clock import parse_rfc3339
@@ -185,10 +186,8 @@ class CoreController:
                 done = (run.get("status") or {}).get("phase") in ("Succeeded", "Failed")
                 created = parse_rfc3339(run["metadata"]["creationTimestamp"])
                 if done and now - created > config.RUN_RETENTION:
-                    try:
+                    with contextlib.suppress(ApiError):
                         self.store.delete(config.AGENTRUNS, self.ns, run["metadata"]["name"])
-                    except ApiError:
-                        pass
 
 
 def job_phase(job: dict[str, Any]) -> str:

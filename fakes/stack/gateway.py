@@ -76,7 +76,7 @@ class Gateway:
 
     async def start(self) -> None:
         self.ctx.map_port(config.GATEWAY_PORT, await self.listener.start())
-        pending = [turn for turn in self.outbox.values()]
+        pending = list(self.outbox.values())
         if pending:
             self.ctx.log(f"gateway: start-up sweep resumes {len(pending)} unfinished turn(s)")
         for turn in pending:

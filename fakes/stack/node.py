@@ -17,6 +17,7 @@ import asyncio
 import base64
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -96,10 +97,8 @@ class PodContext:
         self.lines.append(f"{stamp} {message}")
         book = self.node.logbook
         if book is not None:
-            try:
+            with contextlib.suppress(KeyError):  # the pod is already gone
                 book.append(self.namespace, self.name, message)
-            except KeyError:
-                pass  # the pod is already gone
         log.info("%s/%s: %s", self.namespace, self.name, message)
 
     def env_ms(self, name: str, default: float) -> float:

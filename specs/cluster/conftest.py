@@ -15,9 +15,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 
+import pluggy
 import pytest
 
 from harness import ForwardPool, Kube
@@ -43,7 +44,9 @@ def stack_evidence(evidence: EvidenceRequest, since: datetime) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     if report.failed and isinstance(item, pytest.Function):

@@ -120,7 +120,8 @@ def test_clock_skew_fits_the_window_allowance(kube: Kube) -> None:
     skew = kube.clock_skew()
     assert abs(skew) < DEFAULT_SKEW, (
         f"host clock is {skew:+.1f}s off the API server's, beyond the {DEFAULT_SKEW:.0f}s skew allowance; "
-        "anchor `since` on the server clock (the `since` fixture does) or resync the VM (`minikube ssh -- sudo date -s @$(date +%s)`)"
+        "anchor `since` on the server clock (the `since` fixture does) or resync the VM "
+        "(`minikube ssh -- sudo date -s @$(date +%s)`)"
     )
 
 

@@ -145,12 +145,12 @@ def plan(model: FakeHandle[OpenAIFake], qdrant: Any) -> PlanRun:
                 await skills.start()
                 await skills.stop()
                 planner = Planner(
-                    store=catalog,
+                    store=catalog,  # type: ignore[arg-type]  # duck-typed stand-in for the API double's Store
                     namespace=NS,
                     model=llm,
-                    skills=skills,  # type: ignore[arg-type]
+                    skills=skills,
                     caller_tools=CallerToolStore(q, llm.embed),
-                    http=http,  # type: ignore[arg-type]
+                    http=http,  # type: ignore[arg-type]  # a plain httpx client stands in for ClusterClient
                     top_k=3,
                     bugs=frozenset(bugs),
                     log=lambda line: None,
