@@ -43,13 +43,26 @@ CLAMP_NOTE = "budget clamped"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption("--target", choices=TARGETS, default="auto",
-                    help="stack the cluster specs run against: cluster (a kube context), twin (started here), "
-                         "auto (cluster if --kube-context or a current context, else twin)")
-    group.addoption("--twin-bug", action="append", default=[], metavar="NAME",
-                    help="switch a known product bug back on in the twin (repeatable; fakes/stack/bugs.py)")
-    group.addoption("--stack-source", default=None, metavar="DIR",
-                    help="the upstream stack's source tree, for specs that read it (they skip without it)")
+    group.addoption(
+        "--target",
+        choices=TARGETS,
+        default="auto",
+        help="stack the cluster specs run against: cluster (a kube context), twin (started here), "
+        "auto (cluster if --kube-context or a current context, else twin)",
+    )
+    group.addoption(
+        "--twin-bug",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="switch a known product bug back on in the twin (repeatable; fakes/stack/bugs.py)",
+    )
+    group.addoption(
+        "--stack-source",
+        default=None,
+        metavar="DIR",
+        help="the upstream stack's source tree, for specs that read it (they skip without it)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,8 +77,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     bugs = tuple(config.getoption("--twin-bug") or ())
     if bugs and choice.kind != "twin":
-        raise pytest.UsageError(f"--twin-bug applies to the stack twin only, but the target is the cluster "
-                                f"({choice.reason})")
+        raise pytest.UsageError(
+            f"--twin-bug applies to the stack twin only, but the target is the cluster ({choice.reason})"
+        )
     _check_bugs(bugs)
     config.stash[TARGET] = choice
     config.stash[TWINS] = []
@@ -140,8 +154,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if item.config.stash[TARGET].kind == "twin" and report.passed:
         what, note = clamped[0]
         report.outcome = "failed"
-        report.longrepr = (f"budget does not fit (failure mode 43 in specs/cluster/README.md): the wait for {what} "
-                           f"had its {note}; raise the spec's timeout marker or shorten its budgets")
+        report.longrepr = (
+            f"budget does not fit (failure mode 43 in specs/cluster/README.md): the wait for {what} "
+            f"had its {note}; raise the spec's timeout marker or shorten its budgets"
+        )
 
 
 def _peek_waits() -> list[waiting.WaitSummary]:
@@ -156,8 +172,12 @@ def _peek_waits() -> list[waiting.WaitSummary]:
 def _twin_report(session: TwinSession) -> dict[str, Any] | None:
     if session.info is None:
         return {"failed": session.failure} if session.failure else None
-    return {"seconds": session.wall_start or 0.0, "memory": session.memory_bytes(), "bugs": list(session.bugs),
-            "context": session.context}
+    return {
+        "seconds": session.wall_start or 0.0,
+        "memory": session.memory_bytes(),
+        "bugs": list(session.bugs),
+        "context": session.context,
+    }
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -183,8 +203,15 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     if TARGET not in config.stash:
         return
-    rows = sorted({f"{report.nodeid}: {value}" for reports in terminalreporter.stats.values() for report in reports
-                   for name, value in getattr(report, "user_properties", ()) if name == CLAMPED})
+    rows = sorted(
+        {
+            f"{report.nodeid}: {value}"
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            for name, value in getattr(report, "user_properties", ())
+            if name == CLAMPED
+        }
+    )
     if rows:
         terminalreporter.write_sep("-", f"budgets that do not fit their spec's timeout ({len(rows)})")
         for row in rows:

@@ -22,9 +22,18 @@ from harness.fetch import Forward, fetch_through_sync
 WEBHOOK_PATH = "/webhooks/github"
 
 
-def issues_labeled_payload(*, owner: str, repo: str, number: int, title: str, label: str, sender: str,
-                           body: str | None = None, labels: list[str] | None = None,
-                           sender_type: str = "User") -> dict[str, Any]:
+def issues_labeled_payload(
+    *,
+    owner: str,
+    repo: str,
+    number: int,
+    title: str,
+    label: str,
+    sender: str,
+    body: str | None = None,
+    labels: list[str] | None = None,
+    sender_type: str = "User",
+) -> dict[str, Any]:
     """The ``issues``/``labeled`` payload fields the gateway reads (GitHub sends many more)."""
     names = labels if labels is not None else [label]
     return {
@@ -60,8 +69,15 @@ class WebhookDelivery:
     answer: str
 
 
-def send_webhook(forward: Forward | str, event: str, payload: Any, *, secret: SecretValue | str,
-                 delivery: str | None = None, timeout: float = 20.0) -> WebhookDelivery:
+def send_webhook(
+    forward: Forward | str,
+    event: str,
+    payload: Any,
+    *,
+    secret: SecretValue | str,
+    delivery: str | None = None,
+    timeout: float = 20.0,
+) -> WebhookDelivery:
     """Serialise ``payload`` once, sign those bytes, POST them to ``/webhooks/github`` through ``forward``.
 
     Returns the :class:`WebhookDelivery` whatever the status (the spec asserts 202: accepted, not done).
@@ -70,7 +86,12 @@ def send_webhook(forward: Forward | str, event: str, payload: Any, *, secret: Se
     """
     body = serialise(payload)
     delivery = delivery or str(uuid.uuid4())
-    headers = {"content-type": "application/json", "x-github-event": event, "x-github-delivery": delivery,
-               "x-hub-signature-256": sign(body, secret), "user-agent": "GitHub-Hookshot/stack-harness"}
+    headers = {
+        "content-type": "application/json",
+        "x-github-event": event,
+        "x-github-delivery": delivery,
+        "x-hub-signature-256": sign(body, secret),
+        "user-agent": "GitHub-Hookshot/stack-harness",
+    }
     answer = fetch_through_sync(forward, "POST", WEBHOOK_PATH, content=body, headers=headers, timeout=timeout)
     return WebhookDelivery(delivery, event, body, answer.status_code, answer.text[:2000])

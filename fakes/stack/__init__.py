@@ -48,8 +48,14 @@ class TwinHandle:
     """A running twin: ``kubeconfig``, ``context``, ``namespace``, ``kd`` (the API double's handle), ``node``,
     ``bugs``, ``start_seconds`` (wall time of the whole start, set-up included) and ``up_steps``."""
 
-    def __init__(self, kd: fakes.kube.KubeHandle, node: Node, bugs: frozenset[str], start_seconds: float,
-                 up_steps: list[tuple[str, float]]) -> None:
+    def __init__(
+        self,
+        kd: fakes.kube.KubeHandle,
+        node: Node,
+        bugs: frozenset[str],
+        start_seconds: float,
+        up_steps: list[tuple[str, float]],
+    ) -> None:
         self.kd = kd
         self.node = node
         self.bugs = bugs
@@ -74,10 +80,16 @@ def register_images(node: Node) -> None:
     from fakes.stack.pods import IdlePod, TcpPod, fake_github, fake_qdrant
     from fakes.stack.redis import RedisServer
 
-    for image, factory in (("integration-gateway:", Gateway), ("agent-orchestrator:", Orchestrator),
-                           ("core-controller:", CoreController), ("stub-agent:", StubAgent),
-                           ("nats:", NatsServer), ("nats-box:", IdlePod), ("redis:", RedisServer),
-                           ("temporal-dev-server:", TcpPod)):
+    for image, factory in (
+        ("integration-gateway:", Gateway),
+        ("agent-orchestrator:", Orchestrator),
+        ("core-controller:", CoreController),
+        ("stub-agent:", StubAgent),
+        ("nats:", NatsServer),
+        ("nats-box:", IdlePod),
+        ("redis:", RedisServer),
+        ("temporal-dev-server:", TcpPod),
+    ):
         node.register(IMAGE_PREFIX + image, factory)
     node.register("fake-github:", fake_github)
     node.register("fake-qdrant:", fake_qdrant)
@@ -94,9 +106,14 @@ def _serve_missing_kinds(kd: fakes.kube.KubeHandle) -> None:
 
 
 @contextlib.contextmanager
-def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAULT_CONTEXT, *,
-          bugs: list[str] | tuple[str, ...] = (), kubectl_version: str = fakes.kube.DEFAULT_KUBECTL_VERSION,
-          kubectl: str = "kubectl") -> Iterator[TwinHandle]:
+def serve(
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str = DEFAULT_CONTEXT,
+    *,
+    bugs: list[str] | tuple[str, ...] = (),
+    kubectl_version: str = fakes.kube.DEFAULT_KUBECTL_VERSION,
+    kubectl: str = "kubectl",
+) -> Iterator[TwinHandle]:
     """Start the API double, the node and the stack; yields a :class:`TwinHandle`; stops everything on exit.
 
     Raises :class:`fakes.stack.bugs.UnknownBug` for an unknown switch, :class:`fakes.stack.up.UpFailed` when a
@@ -104,8 +121,9 @@ def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAU
     """
     switched = bug_switches.parse(list(bugs))
     began = time.monotonic()
-    with fakes.kube.serve(kubeconfig, context=context, namespace=config.NAMESPACE,
-                          kubectl_version=kubectl_version) as kd:
+    with fakes.kube.serve(
+        kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
+    ) as kd:
         _serve_missing_kinds(kd)
         node = Node(kd.double, config.NAMESPACE, switched)
         register_images(node)
@@ -114,8 +132,9 @@ def serve(kubeconfig: str | os.PathLike[str] | None = None, context: str = DEFAU
             runner = NodeRunner(node)
             kd.controllers.kubelet.containers.register(runner.matches, runner)
             node.logbook = kd.controllers.logs
-            up = Up(lambda *args, input=None, timeout=60.0: kd.kubectl(*args, input=input, timeout=timeout,
-                                                                        kubectl=kubectl))
+            up = Up(
+                lambda *args, input=None, timeout=60.0: kd.kubectl(*args, input=input, timeout=timeout, kubectl=kubectl)
+            )
             up.run()
             yield TwinHandle(kd, node, switched, time.monotonic() - began, up.steps)
         finally:

@@ -49,8 +49,9 @@ class StubAgent:
         self.hold = knob(env, "AGENT_REPLY_ACK_TIMEOUT_MS", config.REPLY_HOLD_DEFAULT)
         self.exit_code: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.acked = asyncio.Event()
-        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=self.run,
-                               on_closed=self._nats_closed)
+        self.nats = NatsClient(
+            ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=self.run, on_closed=self._nats_closed
+        )
         self.main: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -99,7 +100,7 @@ class StubAgent:
                 await asyncio.wait_for(self.acked.wait(), timeout=min(self.retry, deadline - time.monotonic()))
                 self._exit(0, f"reply acknowledged after {offer} offer(s)")
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
         self._exit(1, f"reply never acknowledged within {self.hold * 1000:.0f}ms ({offer} offers)")
 

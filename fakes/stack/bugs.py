@@ -19,49 +19,87 @@ class Bug:
     caught_by: str
 
 
-BUGS: dict[str, Bug] = {bug.name: bug for bug in (
-    Bug("subject-keying", "agent-orchestrator",
-        "the pre-flight looks credentials up under the gateway's own subject (client-integration-gateway) instead "
-        "of the sender's github:<login>, so every webhook turn is parked",
-        "specs/cluster/test_happy_path.py"),
-    Bug("label-kept-after-restart", "integration-gateway",
-        "the start-up sweep posts the pending reply but forgets the trigger label, so a gateway restart leaves "
-        "ai-triage on the issue",
-        "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout"),
-    Bug("legacy-no-reply-relabel", "agent-orchestrator",
-        "every agent failure is relabelled 'produced no reply within 3660000ms' (the incident behind the "
-        "resilience spec), hiding 'went silent for 30000ms'",
-        "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent"),
-    Bug("job-env-missing", "core-controller",
-        "the Job's container env leaves AGENT_ACTOR_LOGIN out although the AgentRun requests it",
-        "specs/cluster/test_happy_path.py"),
-    Bug("unstubbed-github-call", "integration-gateway",
-        "after replying the gateway also assigns the issue (POST .../assignees), an endpoint the fake GitHub "
-        "does not model (501)",
-        "specs/cluster/test_happy_path.py"),
-    Bug("caller-prefix-leak", "agent-orchestrator",
-        "caller tools are advertised to the model under their internal names (caller:get_device_battery) instead "
-        "of the names the client sent",
-        "specs/cluster/test_caller_tools.py::test_one_caller_tool_comes_back_as_a_tool_call"),
-    Bug("refused-skill-advertises", "agent-orchestrator",
-        "a skill with allowCallerTools: false still has the caller's tools advertised to the model",
-        "specs/cluster/test_caller_tools.py::test_a_skill_that_refuses_caller_tools_offers_none"),
-    Bug("unadvertised-tool-call", "agent-orchestrator",
-        "a tool call the model makes is run or handed to the client even when that tool was not offered on the turn",
-        "specs/cluster/test_tool_advertising.py"),
-    Bug("jwt-expiry-fallback", "agent-orchestrator",
-        "a parked chat turn's resume verifies the user's JWT again and, once it has expired, runs as the gateway "
-        "bearer's shared subject (client-integration-gateway) and launches on its credentials",
-        "specs/cluster/test_identity_continuity.py::"
-        "test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires"),
-    Bug("parked-turn-hijack", "agent-orchestrator",
-        "any caller in a conversation resumes the parked request found on its session, not only the request's owner",
-        "specs/cluster/test_identity_continuity.py::test_another_caller_cannot_resume_the_owners_parked_request"),
-    Bug("refresh-without-client-secret", "integration-gateway",
-        "the identity-link API refreshes an expired GitHub link without the App's client_secret, which GitHub refuses "
-        "(HTTP 200 invalid_client), so the link reads as dead",
-        "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed"),
-)}
+BUGS: dict[str, Bug] = {
+    bug.name: bug
+    for bug in (
+        Bug(
+            "subject-keying",
+            "agent-orchestrator",
+            "the pre-flight looks credentials up under the gateway's own subject (client-integration-gateway) instead "
+            "of the sender's github:<login>, so every webhook turn is parked",
+            "specs/cluster/test_happy_path.py",
+        ),
+        Bug(
+            "label-kept-after-restart",
+            "integration-gateway",
+            "the start-up sweep posts the pending reply but forgets the trigger label, so a gateway restart leaves "
+            "ai-triage on the issue",
+            "specs/cluster/test_label_durability.py::test_label_removed_after_gateway_rollout",
+        ),
+        Bug(
+            "legacy-no-reply-relabel",
+            "agent-orchestrator",
+            "every agent failure is relabelled 'produced no reply within 3660000ms' (the incident behind the "
+            "resilience spec), hiding 'went silent for 30000ms'",
+            "specs/cluster/test_resilience.py::test_silent_agent_is_reported_as_silent",
+        ),
+        Bug(
+            "job-env-missing",
+            "core-controller",
+            "the Job's container env leaves AGENT_ACTOR_LOGIN out although the AgentRun requests it",
+            "specs/cluster/test_happy_path.py",
+        ),
+        Bug(
+            "unstubbed-github-call",
+            "integration-gateway",
+            "after replying the gateway also assigns the issue (POST .../assignees), an endpoint the fake GitHub "
+            "does not model (501)",
+            "specs/cluster/test_happy_path.py",
+        ),
+        Bug(
+            "caller-prefix-leak",
+            "agent-orchestrator",
+            "caller tools are advertised to the model under their internal names (caller:get_device_battery) instead "
+            "of the names the client sent",
+            "specs/cluster/test_caller_tools.py::test_one_caller_tool_comes_back_as_a_tool_call",
+        ),
+        Bug(
+            "refused-skill-advertises",
+            "agent-orchestrator",
+            "a skill with allowCallerTools: false still has the caller's tools advertised to the model",
+            "specs/cluster/test_caller_tools.py::test_a_skill_that_refuses_caller_tools_offers_none",
+        ),
+        Bug(
+            "unadvertised-tool-call",
+            "agent-orchestrator",
+            "a tool call the model makes is run or handed to the client even when that tool was not offered on the "
+            "turn",
+            "specs/cluster/test_tool_advertising.py",
+        ),
+        Bug(
+            "jwt-expiry-fallback",
+            "agent-orchestrator",
+            "a parked chat turn's resume verifies the user's JWT again and, once it has expired, runs as the gateway "
+            "bearer's shared subject (client-integration-gateway) and launches on its credentials",
+            "specs/cluster/test_identity_continuity.py::"
+            "test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires",
+        ),
+        Bug(
+            "parked-turn-hijack",
+            "agent-orchestrator",
+            "any caller in a conversation resumes the parked request found on its session, not only the request's "
+            "owner",
+            "specs/cluster/test_identity_continuity.py::test_another_caller_cannot_resume_the_owners_parked_request",
+        ),
+        Bug(
+            "refresh-without-client-secret",
+            "integration-gateway",
+            "the identity-link API refreshes an expired GitHub link without the App's client_secret, which GitHub "
+            "refuses (HTTP 200 invalid_client), so the link reads as dead",
+            "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed",
+        ),
+    )
+}
 
 
 class UnknownBug(ValueError):

@@ -75,8 +75,12 @@ class CallerTool:
         return PREFIX + self.name
 
     def canonical(self) -> str:
-        return json.dumps({"name": self.name, "description": self.description, "parameters": self.parameters},
-                          sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(
+            {"name": self.name, "description": self.description, "parameters": self.parameters},
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
 
     @property
     def hash(self) -> str:
@@ -104,28 +108,36 @@ def parse_tools(raw: Any) -> list[CallerTool]:
     if not isinstance(raw, list):
         raise BadTools(f"Invalid type for 'tools': expected an array, but got {type(raw).__name__} instead.", "tools")
     if len(raw) > MAX_TOOLS:
-        raise BadTools(f"Invalid 'tools': array too long. Expected an array with maximum length {MAX_TOOLS}, but got "
-                       f"an array with length {len(raw)} instead.", "tools")
+        raise BadTools(
+            f"Invalid 'tools': array too long. Expected an array with maximum length {MAX_TOOLS}, but got "
+            f"an array with length {len(raw)} instead.",
+            "tools",
+        )
     tools: list[CallerTool] = []
     for index, item in enumerate(raw):
         where = f"tools[{index}]"
         if not isinstance(item, dict) or item.get("type") != "function" or not isinstance(item.get("function"), dict):
-            raise BadTools(f"Invalid '{where}': expected a function tool "
-                           "{type: 'function', function: {name, ...}}.", where)
+            raise BadTools(
+                f"Invalid '{where}': expected a function tool {{type: 'function', function: {{name, ...}}}}.", where
+            )
         function = item["function"]
         name = function.get("name")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-            raise BadTools(f"Invalid '{where}.function.name': string does not match pattern. Expected a string that "
-                           f"matches the pattern '^[a-zA-Z0-9_-]+$' (1 to 64 characters), got {name!r}.",
-                           f"{where}.function.name")
+            raise BadTools(
+                f"Invalid '{where}.function.name': string does not match pattern. Expected a string that "
+                f"matches the pattern '^[a-zA-Z0-9_-]+$' (1 to 64 characters), got {name!r}.",
+                f"{where}.function.name",
+            )
         description = function.get("description", "")
         parameters = function.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(description, str):
-            raise BadTools(f"Invalid type for '{where}.function.description': expected a string.",
-                           f"{where}.function.description")
+            raise BadTools(
+                f"Invalid type for '{where}.function.description': expected a string.", f"{where}.function.description"
+            )
         if not isinstance(parameters, dict):
-            raise BadTools(f"Invalid type for '{where}.function.parameters': expected an object.",
-                           f"{where}.function.parameters")
+            raise BadTools(
+                f"Invalid type for '{where}.function.parameters': expected an object.", f"{where}.function.parameters"
+            )
         if any(t.name == name for t in tools):
             raise BadTools(f"Invalid '{where}.function.name': duplicate tool name {name!r}.", f"{where}.function.name")
         tools.append(CallerTool(name, description, parameters))
@@ -145,8 +157,9 @@ class CallerToolStore:
     """The ``caller_tools`` cache (see the module docstring). ``embed`` turns texts into 1536-float vectors;
     ``clock`` gives epoch milliseconds. Raises what ``qdrant`` and ``embed`` raise."""
 
-    def __init__(self, qdrant: Qdrant, embed: Embedder, *, collection: str = COLLECTION,
-                 clock: Clock = epoch_ms) -> None:
+    def __init__(
+        self, qdrant: Qdrant, embed: Embedder, *, collection: str = COLLECTION, clock: Clock = epoch_ms
+    ) -> None:
         self.qdrant = qdrant
         self.embed = embed
         self.collection = collection
@@ -155,8 +168,9 @@ class CallerToolStore:
     async def ensure(self, size: int = EMBEDDING_SIZE) -> None:
         """Create the collection (cosine, ``size`` dimensions) unless it exists."""
         if not await self._exists():
-            await self.qdrant("PUT", f"/collections/{self.collection}",
-                              {"vectors": {"size": size, "distance": "Cosine"}})
+            await self.qdrant(
+                "PUT", f"/collections/{self.collection}", {"vectors": {"size": size, "distance": "Cosine"}}
+            )
 
     async def drop(self) -> None:
         """Delete the collection (a throwaway one: the deployment's own is never dropped)."""
@@ -168,36 +182,47 @@ class CallerToolStore:
         if not tools:
             return []
         ids = [tool.point_id for tool in tools]
-        found = await self.qdrant("POST", f"/collections/{self.collection}/points",
-                                  {"ids": ids, "with_payload": False, "with_vector": False})
+        found = await self.qdrant(
+            "POST", f"/collections/{self.collection}/points", {"ids": ids, "with_payload": False, "with_vector": False}
+        )
         stored = {str(point["id"]) for point in found}
         now = int(self.clock())
         fresh = [tool for tool in tools if tool.point_id not in stored]
         if fresh:
             vectors = await self.embed([tool.embedding_text() for tool in fresh])
-            points = [{"id": tool.point_id, "vector": vector, "payload": self._payload(tool, now)}
-                      for tool, vector in zip(fresh, vectors, strict=True)]
+            points = [
+                {"id": tool.point_id, "vector": vector, "payload": self._payload(tool, now)}
+                for tool, vector in zip(fresh, vectors, strict=True)
+            ]
             await self.qdrant("PUT", f"/collections/{self.collection}/points?wait=true", {"points": points})
         seen = [tool.point_id for tool in tools if tool.point_id in stored]
         if seen:
-            await self.qdrant("POST", f"/collections/{self.collection}/points/payload?wait=true",
-                              {"payload": {"lastSeenAt": now}, "points": seen})
+            await self.qdrant(
+                "POST",
+                f"/collections/{self.collection}/points/payload?wait=true",
+                {"payload": {"lastSeenAt": now}, "points": seen},
+            )
         return ids
 
     async def search(self, vector: list[float], ids: Sequence[str], k: int) -> list[str]:
         """Names of the at most ``k`` definitions among ``ids`` nearest to ``vector``, best first."""
         if not ids or k <= 0:
             return []
-        hits = await self.qdrant("POST", f"/collections/{self.collection}/points/search", {
-            "vector": vector, "limit": k, "with_payload": ["name"],
-            "filter": {"must": [{"has_id": list(ids)}]}})
+        hits = await self.qdrant(
+            "POST",
+            f"/collections/{self.collection}/points/search",
+            {"vector": vector, "limit": k, "with_payload": ["name"], "filter": {"must": [{"has_id": list(ids)}]}},
+        )
         return [str(hit["payload"]["name"]) for hit in hits]
 
     async def prune(self, max_age_ms: float) -> None:
         """Delete every definition not seen for ``max_age_ms`` milliseconds (by filter, ``wait=true``)."""
         cutoff = self.clock() - max_age_ms
-        await self.qdrant("POST", f"/collections/{self.collection}/points/delete?wait=true",
-                          {"filter": {"must": [{"key": "lastSeenAt", "range": {"lt": cutoff}}]}})
+        await self.qdrant(
+            "POST",
+            f"/collections/{self.collection}/points/delete?wait=true",
+            {"filter": {"must": [{"key": "lastSeenAt", "range": {"lt": cutoff}}]}},
+        )
 
     async def _exists(self) -> bool:
         answer = await self.qdrant("GET", f"/collections/{self.collection}/exists", None)
@@ -205,8 +230,13 @@ class CallerToolStore:
 
     @staticmethod
     def _payload(tool: CallerTool, now: int) -> dict[str, Any]:
-        return {"hash": tool.hash, "name": tool.name, "description": tool.description,
-                "parametersJson": json.dumps(tool.parameters, sort_keys=True), "lastSeenAt": now}
+        return {
+            "hash": tool.hash,
+            "name": tool.name,
+            "description": tool.description,
+            "parametersJson": json.dumps(tool.parameters, sort_keys=True),
+            "lastSeenAt": now,
+        }
 
 
 class QdrantFailed(RuntimeError):

@@ -61,6 +61,7 @@ KEEPALIVE = b": keep-alive\n\n"
 
 # --- the wire: chunk builders ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ChunkHead:
     """What every chunk of one completion shares: ``id`` (``chatcmpl-...``), ``created`` (epoch seconds), ``model``."""
@@ -70,8 +71,13 @@ class ChunkHead:
     model: str = MODEL_NAME
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
 
 
 def role_chunk(head: ChunkHead) -> dict[str, Any]:
@@ -80,17 +86,31 @@ def role_chunk(head: ChunkHead) -> dict[str, Any]:
 
 def text_chunks(head: ChunkHead, text: str, piece: int = TEXT_PIECE) -> Iterator[dict[str, Any]]:
     for start in range(0, len(text), piece):
-        yield head.chunk({"content": text[start:start + piece]})
+        yield head.chunk({"content": text[start : start + piece]})
 
 
-def tool_call_chunks(head: ChunkHead, calls: list[ModelToolCall], piece: int = ARGUMENT_PIECE,
-                     ) -> Iterator[dict[str, Any]]:
+def tool_call_chunks(
+    head: ChunkHead,
+    calls: list[ModelToolCall],
+    piece: int = ARGUMENT_PIECE,
+) -> Iterator[dict[str, Any]]:
     for index, call in enumerate(calls):
-        yield head.chunk({"tool_calls": [{"index": index, "id": call.id, "type": "function",
-                                          "function": {"name": call.name, "arguments": ""}}]})
+        yield head.chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
         for start in range(0, len(call.arguments), piece):
-            yield head.chunk({"tool_calls": [{"index": index,
-                                              "function": {"arguments": call.arguments[start:start + piece]}}]})
+            yield head.chunk(
+                {"tool_calls": [{"index": index, "function": {"arguments": call.arguments[start : start + piece]}}]}
+            )
 
 
 def finish_chunk(head: ChunkHead, reason: str) -> dict[str, Any]:
@@ -101,11 +121,16 @@ def completion(head: ChunkHead, text: str, calls: list[ModelToolCall], reason: s
     """The same turn as one ``chat.completion`` (``stream`` false)."""
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name,
-                                                                               "arguments": c.arguments}}
-                                 for c in calls]
-    return {"id": head.id, "object": "chat.completion", "created": head.created, "model": head.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}]}
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ]
+    return {
+        "id": head.id,
+        "object": "chat.completion",
+        "created": head.created,
+        "model": head.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reason, "logprobs": None}],
+    }
 
 
 def frames(head: ChunkHead, text: str, calls: list[ModelToolCall], reason: str) -> list[bytes]:
@@ -120,8 +145,9 @@ def sse(obj: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
 
-def error_body(message: str, *, type: str = "invalid_request_error", param: str | None = None,
-               code: str | None = None) -> dict[str, Any]:
+def error_body(
+    message: str, *, type: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict[str, Any]:
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
@@ -130,6 +156,7 @@ def error_response(status: int, message: str, **kw: Any) -> web.Response:
 
 
 # --- the facade --------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ChatRequest:
@@ -195,15 +222,17 @@ class ChatFacade:
     async def _answer(self, chat: ChatRequest, request: web.Request, bearer_subject: str, outlet: Outlet) -> Answer:
         refused = identity.chat_caller(request.headers, bearer_subject, self.orch.gate.jwt_secret).refused
         if refused:  # no identity: the gate refuses, nothing is planned or launched
-            return await agent_turn(self.orch, request, bearer_subject, chat.session, last_user_text(chat.messages),
-                                    outlet)
+            return await agent_turn(
+                self.orch, request, bearer_subject, chat.session, last_user_text(chat.messages), outlet
+            )
         if is_housekeeping(chat.messages):
             plan = await self.orch.planner.housekeeping(chat.messages)
         elif chat.tools:
             plan = await self.orch.planner.run(chat.messages, parse_tools(chat.tools), chat.tool_choice)
         else:
-            return await agent_turn(self.orch, request, bearer_subject, chat.session,
-                                    last_user_text(chat.messages), outlet)
+            return await agent_turn(
+                self.orch, request, bearer_subject, chat.session, last_user_text(chat.messages), outlet
+            )
         self.orch.ctx.log(_plan_line(chat.session, plan))
         return plan.text, plan.tool_calls, plan.finish_reason
 
@@ -217,8 +246,13 @@ class ChatFacade:
         return web.json_response(completion(head, outlet.sent + text, calls, reason))
 
     async def _stream(self, chat: ChatRequest, request: web.Request, bearer_subject: str) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"content-type": "text/event-stream; charset=utf-8",
-                                               "cache-control": "no-cache", "x-accel-buffering": "no"})
+        response = web.StreamResponse(
+            headers={
+                "content-type": "text/event-stream; charset=utf-8",
+                "cache-control": "no-cache",
+                "x-accel-buffering": "no",
+            }
+        )
         await response.prepare(request)
         head = ChunkHead()
         await response.write(sse(role_chunk(head)))
@@ -240,8 +274,9 @@ class ChatFacade:
         return response
 
 
-async def agent_turn(orch: Orchestrator, request: web.Request, bearer_subject: str, session: str, goal: str,
-                     outlet: Outlet) -> Answer:
+async def agent_turn(
+    orch: Orchestrator, request: web.Request, bearer_subject: str, session: str, goal: str, outlet: Outlet
+) -> Answer:
     """A chat turn for an agent: the identity gate's pre-flight, then launch and the agent's reply, exactly like an
     ``/invoke`` turn. A parked turn streams its prompt at once and is held open (:meth:`identity.Gate.hold`) for the
     user to link; the owner's parked request on this session is what their next turn resumes."""
@@ -252,8 +287,9 @@ async def agent_turn(orch: Orchestrator, request: web.Request, bearer_subject: s
     pending = None if caller.refused else orch.gate.resumable(session, caller)
     if pending is not None:
         agent, goal = pending.agent, pending.text
-    inv = Invocation(secrets.token_hex(8), session, caller.subject or bearer_subject, bearer_subject, goal, agent,
-                     identity=caller)
+    inv = Invocation(
+        secrets.token_hex(8), session, caller.subject or bearer_subject, bearer_subject, goal, agent, identity=caller
+    )
     text = await orch._run_turn(inv)
     if not inv.parked:
         return text, [], "stop"
@@ -304,8 +340,9 @@ def _check_tool_choice(choice: Any, names: list[str]) -> None:
         return
     name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
     if not isinstance(choice, dict) or choice.get("type") != "function" or not isinstance(name, str):
-        raise ValueError("Invalid 'tool_choice': expected 'none', 'auto', 'required' or "
-                         "{type: 'function', function: {name}}.")
+        raise ValueError(
+            "Invalid 'tool_choice': expected 'none', 'auto', 'required' or {type: 'function', function: {name}}."
+        )
     if name not in names:
         raise ValueError(f"Invalid 'tool_choice': function {name!r} is not one of the tools sent.")
 
@@ -315,5 +352,7 @@ def _failure(exc: BaseException) -> str:
 
 
 def _plan_line(session: str, plan: Plan) -> str:
-    return (f"chat {session}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
-            f"executed={plan.executed} returned={[c.name for c in plan.tool_calls]} finish={plan.finish_reason}")
+    return (
+        f"chat {session}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
+        f"executed={plan.executed} returned={[c.name for c in plan.tool_calls]} finish={plan.finish_reason}"
+    )

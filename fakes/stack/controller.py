@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 from typing import Any
 
 from fakes.kube.clock import parse_rfc3339
@@ -105,29 +106,68 @@ class CoreController:
         if agent is None:
             self._phase(name, "Failed", f"agent {spec.get('agentRef')!r} not found")
             return
-        owner = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun", "name": name,
-                 "uid": run["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        owner = {
+            "apiVersion": f"{config.GROUP}/{config.VERSION}",
+            "kind": "AgentRun",
+            "name": name,
+            "uid": run["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         wanted = [str(n) for n in spec.get("secretEnv") or []]
         values = identity.run_secret_values(self.store, self.ns, self.key, spec)
-        self._create("secrets", {
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": f"{name}-identity", "namespace": self.ns, "ownerReferences": [owner],
-                         "labels": {RUN_LABEL: name}},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items() if k in wanted}})
+        self._create(
+            "secrets",
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "type": "Opaque",
+                "metadata": {
+                    "name": f"{name}-identity",
+                    "namespace": self.ns,
+                    "ownerReferences": [owner],
+                    "labels": {RUN_LABEL: name},
+                },
+                "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items() if k in wanted},
+            },
+        )
         refs = [n for n in wanted if not ("job-env-missing" in self.ctx.bugs and n == "AGENT_ACTOR_LOGIN")]
         env = [dict(e) for e in ((agent.get("spec") or {}).get("env") or []) if isinstance(e, dict)]
-        env += [{"name": "AGENT_RUN_NAME", "value": name}, {"name": "AGENT_GOAL", "value": str(spec.get("goal", ""))},
-                {"name": "NATS_URL", "value": f"nats://{config.NATS}.{self.ns}.svc.cluster.local:{config.NATS_PORT}"}]
-        env += [{"name": n, "valueFrom": {"secretKeyRef": {"name": f"{name}-identity", "key": n, "optional": True}}}
-                for n in refs]
-        self._create("jobs.batch", {
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "namespace": self.ns, "ownerReferences": [owner], "labels": {RUN_LABEL: name}},
-            "spec": {"backoffLimit": 0, "template": {
-                "metadata": {"labels": {RUN_LABEL: name}},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 30,
-                         "containers": [{"name": "agent", "image": str((agent.get("spec") or {}).get("image", "")),
-                                         "env": env}]}}}})
+        env += [
+            {"name": "AGENT_RUN_NAME", "value": name},
+            {"name": "AGENT_GOAL", "value": str(spec.get("goal", ""))},
+            {"name": "NATS_URL", "value": f"nats://{config.NATS}.{self.ns}.svc.cluster.local:{config.NATS_PORT}"},
+        ]
+        env += [
+            {"name": n, "valueFrom": {"secretKeyRef": {"name": f"{name}-identity", "key": n, "optional": True}}}
+            for n in refs
+        ]
+        self._create(
+            "jobs.batch",
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {
+                    "name": name,
+                    "namespace": self.ns,
+                    "ownerReferences": [owner],
+                    "labels": {RUN_LABEL: name},
+                },
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        "metadata": {"labels": {RUN_LABEL: name}},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "terminationGracePeriodSeconds": 30,
+                            "containers": [
+                                {"name": "agent", "image": str((agent.get("spec") or {}).get("image", "")), "env": env}
+                            ],
+                        },
+                    },
+                },
+            },
+        )
         self.ctx.log(f"core-controller: Job {name} created with env {[e['name'] for e in env]}")
 
     def _create(self, resource: str, obj: dict[str, Any]) -> None:
@@ -146,10 +186,8 @@ class CoreController:
                 done = (run.get("status") or {}).get("phase") in ("Succeeded", "Failed")
                 created = parse_rfc3339(run["metadata"]["creationTimestamp"])
                 if done and now - created > config.RUN_RETENTION:
-                    try:
+                    with contextlib.suppress(ApiError):
                         self.store.delete(config.AGENTRUNS, self.ns, run["metadata"]["name"])
-                    except ApiError:
-                        pass
 
 
 def job_phase(job: dict[str, Any]) -> str:
@@ -165,4 +203,3 @@ def job_phase(job: dict[str, Any]) -> str:
     if status.get("failed"):
         return "Failed"
     return "Running"
-

@@ -39,10 +39,14 @@ SUBJECT_LABEL = "controller-agent.io/subject"
 #: Labels the product stamps per record kind (object-name prefix): the credential label's value and the extras.
 KIND_LABELS: dict[str, dict[str, str]] = {
     config.GITHUB_LINK_PREFIX: {config.CREDENTIAL_LABEL: "identity-link", "controller-agent.io/provider": "github"},
-    config.CLAUDE_SECRET_PREFIXES[0]: {config.CREDENTIAL_LABEL: "claude-auth",
-                                       "controller-agent.io/claude-auth-kind": "setup-token"},
-    config.CLAUDE_SECRET_PREFIXES[1]: {config.CREDENTIAL_LABEL: "claude-auth",
-                                       "controller-agent.io/claude-auth-kind": "login"},
+    config.CLAUDE_SECRET_PREFIXES[0]: {
+        config.CREDENTIAL_LABEL: "claude-auth",
+        "controller-agent.io/claude-auth-kind": "setup-token",
+    },
+    config.CLAUDE_SECRET_PREFIXES[1]: {
+        config.CREDENTIAL_LABEL: "claude-auth",
+        "controller-agent.io/claude-auth-kind": "login",
+    },
 }
 
 
@@ -111,6 +115,7 @@ def claude(store: Store, namespace: str, subject: str, key_text: str) -> dict[st
 
 # --- the product's writes ----------------------------------------------------------------------------------------
 
+
 def seal_field(plaintext: str, key: bytes) -> str:
     """``plaintext`` packed as a stored encrypted field: ``base64(iv):base64(tag):base64(ciphertext)``."""
     iv = os.urandom(12)
@@ -161,8 +166,13 @@ def write(store: Store, namespace: str, subject: str, prefix: str, fields: dict[
     data = {k: base64.b64encode(v.encode()).decode() for k, v in {**fields, RECORD_KEY: subject}.items()}
     labels = {**KIND_LABELS.get(prefix, {config.CREDENTIAL_LABEL: "unknown"}), SUBJECT_LABEL: subject_label(subject)}
     name = secret_name(prefix, subject)
-    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                           "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": data}
+    obj: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "data": data,
+    }
     try:
         store.create("secrets", obj)
     except ApiError as exc:
@@ -171,8 +181,9 @@ def write(store: Store, namespace: str, subject: str, prefix: str, fields: dict[
         store.update("secrets", obj, check_version=False)
 
 
-def move(store: Store, namespace: str, prefix: str, source: str, destination: str
-         ) -> Literal["moved", "not-found", "occupied"]:
+def move(
+    store: Store, namespace: str, prefix: str, source: str, destination: str
+) -> Literal["moved", "not-found", "occupied"]:
     """Move ``source``'s record of kind ``prefix`` to ``destination`` in the product's order (see the module
     docstring). Raises ``ApiError`` when a write fails, and ``RuntimeError`` when the read-back differs."""
     if source == destination:

@@ -76,7 +76,7 @@ class Gateway:
 
     async def start(self) -> None:
         self.ctx.map_port(config.GATEWAY_PORT, await self.listener.start())
-        pending = [turn for turn in self.outbox.values()]
+        pending = list(self.outbox.values())
         if pending:
             self.ctx.log(f"gateway: start-up sweep resumes {len(pending)} unfinished turn(s)")
         for turn in pending:
@@ -144,13 +144,32 @@ class Gateway:
             if len(self.seen) > SEEN_LIMIT:
                 for old in sorted(self.seen, key=self.seen.__getitem__)[: len(self.seen) - SEEN_LIMIT]:
                     del self.seen[old]
-        return {"id": delivery or f"turn-{time.time_ns()}", "owner": owner, "repo": name, "number": number,
-                "session": f"github:{owner}/{name}#{number}", "subject": f"github:{login.lower()}", "login": login,
-                "label": label, "agent": route.agent, "repository": f"{owner}/{name}",
-                "input": route.render({"repository": f"{owner}/{name}", "owner": owner, "name": name,
-                                       "number": str(number), "title": str(issue.get("title", "")),
-                                       "body": str(issue.get("body") or "")}),
-                "step": "relay", "invocation": None, "deadline": None, "answer": None}
+        return {
+            "id": delivery or f"turn-{time.time_ns()}",
+            "owner": owner,
+            "repo": name,
+            "number": number,
+            "session": f"github:{owner}/{name}#{number}",
+            "subject": f"github:{login.lower()}",
+            "login": login,
+            "label": label,
+            "agent": route.agent,
+            "repository": f"{owner}/{name}",
+            "input": route.render(
+                {
+                    "repository": f"{owner}/{name}",
+                    "owner": owner,
+                    "name": name,
+                    "number": str(number),
+                    "title": str(issue.get("title", "")),
+                    "body": str(issue.get("body") or ""),
+                }
+            ),
+            "step": "relay",
+            "invocation": None,
+            "deadline": None,
+            "answer": None,
+        }
 
     # --- the relay --------------------------------------------------------------------------------------------
 
@@ -160,24 +179,35 @@ class Gateway:
                 turn["answer"] = await self._ask(turn)
                 turn["step"] = "comment"
             if turn["step"] == "comment":
-                await self._github("POST", f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}/comments",
-                                   {"body": turn["answer"]})
+                await self._github(
+                    "POST",
+                    f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}/comments",
+                    {"body": turn["answer"]},
+                )
                 turn["step"] = "label"
                 if "unstubbed-github-call" in self.ctx.bugs:
-                    await self._github("POST", f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}"
-                                               "/assignees", {"assignees": [turn["login"]]}, tolerate=(501,))
+                    await self._github(
+                        "POST",
+                        f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}/assignees",
+                        {"assignees": [turn["login"]]},
+                        tolerate=(501,),
+                    )
             if turn["step"] == "label":
                 if swept and "label-kept-after-restart" in self.ctx.bugs:
                     self.ctx.log(f"gateway: swept turn {turn['id']} done (label left in place)")
                 else:
-                    await self._github("DELETE", f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}"
-                                                 f"/labels/{quote(turn.get('label', self.label), safe='')}", None,
-                                       tolerate=(404,))
+                    await self._github(
+                        "DELETE",
+                        f"/repos/{turn['owner']}/{turn['repo']}/issues/{turn['number']}"
+                        f"/labels/{quote(turn.get('label', self.label), safe='')}",
+                        None,
+                        tolerate=(404,),
+                    )
             self.outbox.pop(turn["id"], None)
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")
         except asyncio.CancelledError:
             raise  # the outbox keeps the turn for the next gateway's sweep
-        except Exception as exc:  # noqa: BLE001 - keep the turn in the outbox; say why
+        except Exception as exc:  # any failure: keep the turn in the outbox; say why
             self.ctx.log(f"gateway: turn {turn['id']} stopped at {turn['step']}: {type(exc).__name__}: {exc}")
 
     async def _ask(self, turn: dict[str, Any]) -> str:
@@ -191,13 +221,16 @@ class Gateway:
         while time.time() < turn["deadline"]:
             await asyncio.sleep(self.interval)
             try:
-                answer = await self.http.request("GET", f"{self.orchestrator}/invoke/{turn['invocation']}",
-                                                 headers=self._orchestrator_headers(turn))
+                answer = await self.http.request(
+                    "GET", f"{self.orchestrator}/invoke/{turn['invocation']}", headers=self._orchestrator_headers(turn)
+                )
             except (Unreachable, httpx.HTTPError):
                 continue  # a restarting orchestrator: poll again
             if answer.status_code == 404:
-                return (f"{config.ERROR_PREFIX} the orchestrator no longer knows invocation {turn['invocation']} "
-                        "(it restarted while the turn was in flight); add the label again to collect the reply")
+                return (
+                    f"{config.ERROR_PREFIX} the orchestrator no longer knows invocation {turn['invocation']} "
+                    "(it restarted while the turn was in flight); add the label again to collect the reply"
+                )
             if answer.status_code != 200:
                 continue
             body = answer.json()
@@ -205,18 +238,26 @@ class Gateway:
                 return f"{config.REPLY_MARKER}\n{(body.get('result') or {}).get('text', '')}"
             if body.get("status") == "failed":
                 return f"{config.ERROR_PREFIX} {body.get('error')}"
-        return (f"{config.ERROR_PREFIX} no answer from the orchestrator within {self.budget * 1000:.0f}ms "
-                f"(invocation {turn['invocation']} still pending)")
+        return (
+            f"{config.ERROR_PREFIX} no answer from the orchestrator within {self.budget * 1000:.0f}ms "
+            f"(invocation {turn['invocation']} still pending)"
+        )
 
     async def _submit(self, turn: dict[str, Any]) -> str:
         last: Exception | None = None
         while time.time() < turn["deadline"]:
             try:
-                answer = await self.http.request("POST", f"{self.orchestrator}/invoke",
-                                                 headers=self._orchestrator_headers(turn),
-                                                 json={"session": turn["session"], "input": turn["input"],
-                                                       "agent": turn.get("agent"),
-                                                       "repository": turn.get("repository")})
+                answer = await self.http.request(
+                    "POST",
+                    f"{self.orchestrator}/invoke",
+                    headers=self._orchestrator_headers(turn),
+                    json={
+                        "session": turn["session"],
+                        "input": turn["input"],
+                        "agent": turn.get("agent"),
+                        "repository": turn.get("repository"),
+                    },
+                )
                 if answer.status_code == 202:
                     return str(answer.json()["id"])
                 last = ValueError(f"POST /invoke answered {answer.status_code}: {answer.text[:200]}")
@@ -227,15 +268,21 @@ class Gateway:
 
     def _orchestrator_headers(self, turn: dict[str, Any]) -> dict[str, str]:
         secret = self.ctx.env.get("GATEWAY_SENDER_ASSERTION_SECRET", "")
-        return {"authorization": f"Bearer {self.ctx.env.get('GATEWAY_ORCHESTRATOR_TOKEN', '')}",
-                "x-agent-sender": turn["subject"],
-                "x-agent-sender-assertion": sender_assertion(secret, turn["subject"])}
+        return {
+            "authorization": f"Bearer {self.ctx.env.get('GATEWAY_ORCHESTRATOR_TOKEN', '')}",
+            "x-agent-sender": turn["subject"],
+            "x-agent-sender-assertion": sender_assertion(secret, turn["subject"]),
+        }
 
-    async def _github(self, method: str, path: str, body: dict[str, Any] | None, *,
-                      tolerate: tuple[int, ...] = ()) -> None:
+    async def _github(
+        self, method: str, path: str, body: dict[str, Any] | None, *, tolerate: tuple[int, ...] = ()
+    ) -> None:
         """One GitHub call, retried on 5xx and refused connections (bounded); raises when it never succeeds."""
-        headers = {"authorization": f"Bearer {self.token}", "accept": "application/vnd.github+json",
-                   "x-github-api-version": "2022-11-28"}
+        headers = {
+            "authorization": f"Bearer {self.token}",
+            "accept": "application/vnd.github+json",
+            "x-github-api-version": "2022-11-28",
+        }
         last = ""
         for attempt in range(GITHUB_RETRIES):
             try:

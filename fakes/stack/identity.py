@@ -128,14 +128,25 @@ class Pending:
 
 # --- callers -------------------------------------------------------------------------------------------------------
 
+
 def resolve_user_jwt(token: str, secret: str, now: float | None = None) -> str | None:
     """The Open WebUI user id a forwarded JWT names, or ``None`` when it does not verify (see the module docstring)."""
     if not token or not secret:
         return None
     try:
-        claims = jwt.decode(token, secret, algorithms=["HS256"],
-                            options={"verify_exp": False, "verify_nbf": False, "verify_iat": False,
-                                     "verify_aud": False, "verify_iss": False, "verify_sub": False})
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=["HS256"],
+            options={
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+                "verify_aud": False,
+                "verify_iss": False,
+                "verify_sub": False,
+            },
+        )
     except jwt.InvalidTokenError:
         return None
     second = math.floor(time.time() if now is None else now)
@@ -151,17 +162,23 @@ def resolve_user_jwt(token: str, secret: str, now: float | None = None) -> str |
     return user if isinstance(user, str) and user else None
 
 
-def chat_caller(headers: Mapping[str, str], bearer_subject: str, jwt_secret: str, *,
-                now: float | None = None) -> Caller:
+def chat_caller(
+    headers: Mapping[str, str], bearer_subject: str, jwt_secret: str, *, now: float | None = None
+) -> Caller:
     """The caller of a chat request that authenticated as ``bearer_subject`` (see the module docstring)."""
     token = headers.get(JWT_HEADER)
     if token is None:
         return Caller(bearer_subject, bearer_subject, per_user=False)
     user = resolve_user_jwt(token, jwt_secret, now)
     if user is None:
-        return Caller("", bearer_subject, per_user=False, jwt=token,
-                      refused=f"{NO_IDENTITY}: the forwarded Open WebUI user token did not verify (expired, not yet "
-                              "valid, signed with another secret, or naming no user)")
+        return Caller(
+            "",
+            bearer_subject,
+            per_user=False,
+            jwt=token,
+            refused=f"{NO_IDENTITY}: the forwarded Open WebUI user token did not verify (expired, not yet "
+            "valid, signed with another secret, or naming no user)",
+        )
     return Caller(f"{OPENWEBUI_PREFIX}{user}", bearer_subject, per_user=True, jwt=token)
 
 
@@ -174,21 +191,27 @@ def invoke_caller(bearer_subject: str, asserted_sender: str | None) -> Caller:
 
 # --- prompts -------------------------------------------------------------------------------------------------------
 
+
 def github_link_prompt(agent: str, session: str) -> str:
-    return (f"Before I can run {agent} for you, please link your GitHub account: open "
-            f"{LINK_BASE}/github/start?session={session} and sign in with GitHub. I'll carry on with your request "
-            "as soon as the link is done.")
+    return (
+        f"Before I can run {agent} for you, please link your GitHub account: open "
+        f"{LINK_BASE}/github/start?session={session} and sign in with GitHub. I'll carry on with your request "
+        "as soon as the link is done."
+    )
 
 
 def accounts_prompt(agent: str, session: str, names: list[str]) -> str:
     count = f"{len(names)} account{'s' if len(names) != 1 else ''}"
     listed = " and ".join(names)
-    return (f"To run {agent} for you I need you to link your accounts first. This needs {count}: {listed}. "
-            f"Link {'them' if len(names) != 1 else 'it'} here: {LINK_BASE}/claude/start?session={session} "
-            "(one page covers every account listed). Then ask again.")
+    return (
+        f"To run {agent} for you I need you to link your accounts first. This needs {count}: {listed}. "
+        f"Link {'them' if len(names) != 1 else 'it'} here: {LINK_BASE}/claude/start?session={session} "
+        "(one page covers every account listed). Then ask again."
+    )
 
 
 # --- the gate ------------------------------------------------------------------------------------------------------
+
 
 class Gate:
     """The pre-flight of one orchestrator instance: reads and moves credential Secrets in the API double's store,
@@ -205,8 +228,9 @@ class Gate:
 
     # --- the pre-flight --------------------------------------------------------------------------------------------
 
-    async def preflight(self, caller: Caller, agent_name: str, text: str, session: str, *,
-                        repository: str | None = None) -> Verdict:
+    async def preflight(
+        self, caller: Caller, agent_name: str, text: str, session: str, *, repository: str | None = None
+    ) -> Verdict:
         """The verdict for running ``agent_name`` on ``text`` for ``caller``. ``repository`` (``owner/name``) is
         the repository an event came from (webhook turns); chat turns name theirs in ``text``."""
         if caller.refused:
@@ -220,8 +244,7 @@ class Gate:
             return Park(github_link_prompt(agent_name, session), ("github",))
         missing = self._claude(caller, principal, providers)
         if missing:
-            return Park(accounts_prompt(agent_name, session, [CLAUDE_PROVIDERS[p][2] for p in missing]),
-                        tuple(missing))
+            return Park(accounts_prompt(agent_name, session, [CLAUDE_PROVIDERS[p][2] for p in missing]), tuple(missing))
         env = [CLAUDE_PROVIDERS[p][1] for p in providers if p in CLAUDE_PROVIDERS]
         if principal.startswith(GITHUB_PREFIX):
             env.insert(0, "AGENT_ACTOR_LOGIN")
@@ -266,8 +289,9 @@ class Gate:
 
     def park(self, session: str, caller: Caller, agent: str, text: str) -> None:
         """Record ``caller``'s parked request on the session (best effort: no Redis, no resume after a new turn)."""
-        self._session_update(session, lambda state: state.__setitem__(
-            "pending", Pending(caller.subject, agent, text).to_json()))
+        self._session_update(
+            session, lambda state: state.__setitem__("pending", Pending(caller.subject, agent, text).to_json())
+        )
 
     def resumable(self, session: str, caller: Caller) -> Pending | None:
         """The parked request on ``session`` that ``caller`` may resume: only its owner's (with the
@@ -284,9 +308,17 @@ class Gate:
         """Forget the session's parked request (it launched)."""
         self._session_update(session, lambda state: state.pop("pending", None))
 
-    async def hold(self, caller: Caller, agent: str, text: str, session: str, *,
-                   alive: Callable[[], Awaitable[bool]], hold: float = PARK_HOLD,
-                   interval: float = RESUME_INTERVAL) -> Verdict | None:
+    async def hold(
+        self,
+        caller: Caller,
+        agent: str,
+        text: str,
+        session: str,
+        *,
+        alive: Callable[[], Awaitable[bool]],
+        hold: float = PARK_HOLD,
+        interval: float = RESUME_INTERVAL,
+    ) -> Verdict | None:
         """Hold a parked chat turn open: every ``interval`` seconds run the pre-flight again as the caller resolved
         on arrival, until it no longer parks (the verdict) or ``hold`` seconds pass (``None``). ``alive()`` is awaited
         before each resume (the facade's keep-alive write); ``False`` means the client went away: stop."""

@@ -75,8 +75,14 @@ class IdentityLinkApi:
             link = await self._refresh(subject, link, now)
             if link is None:
                 return json_error(404, "the GitHub link expired and could not be refreshed: link the account again")
-        return web.json_response({"subject": subject, "githubLogin": link["githubLogin"], "token": link["token"],
-                                  "expiresAt": link["expiresAt"]})
+        return web.json_response(
+            {
+                "subject": subject,
+                "githubLogin": link["githubLogin"],
+                "token": link["token"],
+                "expiresAt": link["expiresAt"],
+            }
+        )
 
     def _link(self, subject: str) -> dict[str, str] | None:
         if not subject:
@@ -92,8 +98,9 @@ class IdentityLinkApi:
         if "refresh-without-client-secret" not in self.ctx.bugs:
             form["client_secret"] = self.client_secret
         try:
-            answer = await self.http.request("POST", f"{self.github}/login/oauth/access_token", data=form,
-                                             headers={"accept": "application/json"})
+            answer = await self.http.request(
+                "POST", f"{self.github}/login/oauth/access_token", data=form, headers={"accept": "application/json"}
+            )
             grant: Any = answer.json() if answer.status_code == 200 else None
         except (Unreachable, httpx.HTTPError, ValueError) as exc:
             self.ctx.log(f"identity-link: refreshing {subject}'s GitHub link failed: {exc}")
@@ -105,9 +112,11 @@ class IdentityLinkApi:
         key = credentials.key_bytes(self.key)
         if key is None:
             return None
-        fields = {"githubLogin": link["githubLogin"],
-                  "expiresAt": credentials.js_iso(now + timedelta(seconds=int(grant.get("expires_in", 28800)))),
-                  "token": credentials.seal_field(str(grant["access_token"]), key)}
+        fields = {
+            "githubLogin": link["githubLogin"],
+            "expiresAt": credentials.js_iso(now + timedelta(seconds=int(grant.get("expires_in", 28800)))),
+            "token": credentials.seal_field(str(grant["access_token"]), key),
+        }
         if grant.get("refresh_token"):
             fields["refreshToken"] = credentials.seal_field(str(grant["refresh_token"]), key)
             lifetime = int(grant.get("refresh_token_expires_in", 15811200))

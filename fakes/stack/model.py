@@ -58,9 +58,16 @@ class Completion:
 class ModelClient:
     """Chat completions and embeddings at ``base_url`` with bearer ``api_key``, through the cluster network."""
 
-    def __init__(self, http: ClusterClient, *, base_url: str = DEFAULT_BASE_URL, api_key: str = "",
-                 chat_model: str = CHAT_MODEL, embedding_model: str = EMBEDDING_MODEL,
-                 timeout: float = TIMEOUT) -> None:
+    def __init__(
+        self,
+        http: ClusterClient,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str = "",
+        chat_model: str = CHAT_MODEL,
+        embedding_model: str = EMBEDDING_MODEL,
+        timeout: float = TIMEOUT,
+    ) -> None:
         self.http = http
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -68,8 +75,14 @@ class ModelClient:
         self.embedding_model = embedding_model
         self.timeout = timeout
 
-    async def complete(self, purpose: str, messages: list[dict[str, Any]], *,
-                       tools: list[dict[str, Any]] | None = None, tool_choice: Any = None) -> Completion:
+    async def complete(
+        self,
+        purpose: str,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+    ) -> Completion:
         """One non-streamed chat completion. ``purpose`` names the call in errors (``planner``, ``selector``).
         ``tools`` are OpenAI function tools, sent only when non-empty (with ``tool_choice`` when given)."""
         body: dict[str, Any] = {"model": self.chat_model, "messages": messages}
@@ -81,26 +94,34 @@ class ModelClient:
         try:
             completion = ChatCompletion.model_validate(raw)
         except ValidationError as exc:
-            raise ModelFailed(f"{purpose}: the model endpoint answered something that is not a chat completion: "
-                              f"{exc.errors()[0].get('msg', exc)}") from None
+            raise ModelFailed(
+                f"{purpose}: the model endpoint answered something that is not a chat completion: "
+                f"{exc.errors()[0].get('msg', exc)}"
+            ) from None
         if not completion.choices:
             raise ModelFailed(f"{purpose}: the model endpoint answered a completion without choices")
         choice = completion.choices[0]
-        calls = tuple(ModelToolCall(c.id, c.function.name, c.function.arguments)
-                      for c in choice.message.tool_calls or [] if c.type == "function")
+        calls = tuple(
+            ModelToolCall(c.id, c.function.name, c.function.arguments)
+            for c in choice.message.tool_calls or []
+            if c.type == "function"
+        )
         return Completion(choice.message.content or "", calls, str(choice.finish_reason))
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One embedding per text, in order (one request for all of them)."""
         if not texts:
             return []
-        raw = await self._post("embeddings", "/embeddings", {"model": self.embedding_model, "input": texts,
-                                                             "encoding_format": "float"})
+        raw = await self._post(
+            "embeddings", "/embeddings", {"model": self.embedding_model, "input": texts, "encoding_format": "float"}
+        )
         try:
             answer = CreateEmbeddingResponse.model_validate(raw)
         except ValidationError as exc:
-            raise ModelFailed(f"embeddings: the model endpoint answered something that is not an embedding list: "
-                              f"{exc.errors()[0].get('msg', exc)}") from None
+            raise ModelFailed(
+                f"embeddings: the model endpoint answered something that is not an embedding list: "
+                f"{exc.errors()[0].get('msg', exc)}"
+            ) from None
         vectors = sorted(answer.data, key=lambda item: item.index)
         if len(vectors) != len(texts):
             raise ModelFailed(f"embeddings: asked for {len(texts)} vectors, got {len(vectors)}")
@@ -109,20 +130,23 @@ class ModelClient:
     async def _post(self, purpose: str, path: str, body: dict[str, Any]) -> Any:
         url = f"{self.base_url}{path}"
         try:
-            response = await self.http.request("POST", url, json=body, timeout=self.timeout,
-                                               headers={"authorization": f"Bearer {self.api_key}"})
+            response = await self.http.request(
+                "POST", url, json=body, timeout=self.timeout, headers={"authorization": f"Bearer {self.api_key}"}
+            )
         except Unreachable as exc:
             raise ModelFailed(f"{purpose}: the model endpoint is unreachable: {exc}") from None
         except httpx.HTTPError as exc:
             raise ModelFailed(f"{purpose}: POST {url} failed: {type(exc).__name__}: {exc}") from None
         if response.status_code != 200:
-            raise ModelFailed(f"{purpose}: the model endpoint answered HTTP {response.status_code}: "
-                              f"{_error_text(response)}")
+            raise ModelFailed(
+                f"{purpose}: the model endpoint answered HTTP {response.status_code}: {_error_text(response)}"
+            )
         try:
             return response.json()
         except json.JSONDecodeError:
-            raise ModelFailed(f"{purpose}: the model endpoint answered a body that is not JSON: "
-                              f"{response.text[:200]!r}") from None
+            raise ModelFailed(
+                f"{purpose}: the model endpoint answered a body that is not JSON: {response.text[:200]!r}"
+            ) from None
 
 
 def _error_text(response: httpx.Response) -> str:

@@ -34,7 +34,7 @@ def mounted_file(ctx: PodContext, path: str) -> str | None:
         if not path.startswith(root) or not source.get("name"):
             continue
         config_map = ctx.double.store.get("configmaps", ctx.namespace, str(source["name"])) or {}
-        value = (config_map.get("data") or {}).get(path[len(root):])
+        value = (config_map.get("data") or {}).get(path[len(root) :])
         if value is not None:
             return str(value)
     return None

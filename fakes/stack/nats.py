@@ -98,9 +98,16 @@ class NatsServer:
 class NatsClient:
     """A NATS connection with the client library's reconnect policy (see the module docstring)."""
 
-    def __init__(self, node: Node, url: str, *, name: str, max_reconnects: int | None = config.NATS_RECONNECTS,
-                 reconnect_wait: float = config.NATS_RECONNECT_WAIT,
-                 on_closed: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        url: str,
+        *,
+        name: str,
+        max_reconnects: int | None = config.NATS_RECONNECTS,
+        reconnect_wait: float = config.NATS_RECONNECT_WAIT,
+        on_closed: Callable[[str], None] | None = None,
+    ) -> None:
         self.node = node
         self.url = url
         self.name = name
@@ -170,8 +177,9 @@ class NatsClient:
                 return
             except Unreachable as exc:
                 why = str(exc)
-        self._close(f"NATS connection closed after {attempt} reconnect attempts {self.reconnect_wait:.0f}s apart: "
-                    f"{why}")
+        self._close(
+            f"NATS connection closed after {attempt} reconnect attempts {self.reconnect_wait:.0f}s apart: {why}"
+        )
 
     def _close(self, reason: str) -> None:
         self.closed = True

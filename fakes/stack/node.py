@@ -17,6 +17,7 @@ import asyncio
 import base64
 import collections
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -96,10 +97,8 @@ class PodContext:
         self.lines.append(f"{stamp} {message}")
         book = self.node.logbook
         if book is not None:
-            try:
+            with contextlib.suppress(KeyError):  # the pod is already gone
                 book.append(self.namespace, self.name, message)
-            except KeyError:
-                pass  # the pod is already gone
         log.info("%s/%s: %s", self.namespace, self.name, message)
 
     def env_ms(self, name: str, default: float) -> float:
@@ -229,7 +228,7 @@ class Node:
         running.context.log(f"stopping (grace {grace:.0f}s)")
         try:
             await asyncio.wait_for(running.container.stop(grace), timeout=grace + 1.0)
-        except (asyncio.TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
+        except (TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
             log.warning("%s/%s did not stop cleanly within %.0fs: %r", namespace, name, grace, exc)
         self.double.ports.clear(namespace, name)
 
@@ -279,9 +278,13 @@ def _config_map(double: KubeDouble, namespace: str, name: str) -> dict[str, str]
 
 def _field(pod: dict[str, Any], path: str) -> str | None:
     meta = pod.get("metadata") or {}
-    return {"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
-            "metadata.uid": meta.get("uid"), "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
-            "status.podIP": (pod.get("status") or {}).get("podIP")}.get(path)
+    return {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
+        "status.podIP": (pod.get("status") or {}).get("podIP"),
+    }.get(path)
 
 
 class PodProcessHandle:
@@ -313,7 +316,7 @@ class PodProcessHandle:
     async def _run(self, pod: dict[str, Any]) -> None:
         try:
             running = await self.node.start(pod)
-        except Exception as exc:  # noqa: BLE001 - a container that fails to start exits 1, as a process would
+        except Exception as exc:  # a container that fails to start exits 1, as a process would
             log.warning("%s/%s failed to start: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
             await self.node.stop(self.namespace, self.name, grace=0.0)
             self._exit = 1

@@ -89,8 +89,12 @@ class Invocation:
     pending: list[ModelToolCall] = field(default_factory=list)
 
     def answer(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": self.id, "status": self.status, "parked": self.parked, "pendingToolCalls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.pending]}
+        body: dict[str, Any] = {
+            "id": self.id,
+            "status": self.status,
+            "parked": self.parked,
+            "pendingToolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.pending],
+        }
         if self.status == "succeeded" and not self.pending:
             body["result"] = {"text": self.text}
         if self.status == "failed":
@@ -138,15 +142,26 @@ class Orchestrator:
     def _tools_wiring(self, env: dict[str, str]) -> None:
         """The model client, the Skill index, the caller-tool store and the planner (see their modules)."""
         qdrant = cluster_qdrant(self.http, env.get("QDRANT_URL", f"http://{config.QDRANT}:{config.QDRANT_PORT}"))
-        self.model = ModelClient(self.http, base_url=env.get("OPENAI_BASE_URL", "") or "http://fake-openai/v1",
-                                 api_key=env.get("OPENAI_API_KEY", ""),
-                                 chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
-                                 embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"))
+        self.model = ModelClient(
+            self.http,
+            base_url=env.get("OPENAI_BASE_URL", "") or "http://fake-openai/v1",
+            api_key=env.get("OPENAI_API_KEY", ""),
+            chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
+            embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"),
+        )
         self.skills = SkillIndex(self.ctx.double.store, self.ctx.namespace, qdrant, self.model, self.ctx.log)
         store = CallerToolStore(qdrant, self.model.embed)
-        self.planner = Planner(store=self.ctx.double.store, namespace=self.ctx.namespace, model=self.model,
-                               skills=self.skills, caller_tools=store, http=self.http,
-                               top_k=int(env.get("CALLER_TOOL_TOP_K", "3")), bugs=self.ctx.bugs, log=self.ctx.log)
+        self.planner = Planner(
+            store=self.ctx.double.store,
+            namespace=self.ctx.namespace,
+            model=self.model,
+            skills=self.skills,
+            caller_tools=store,
+            http=self.http,
+            top_k=int(env.get("CALLER_TOOL_TOP_K", "3")),
+            bugs=self.ctx.bugs,
+            log=self.ctx.log,
+        )
 
     async def stop(self, grace: float) -> None:
         self.draining = True
@@ -166,8 +181,11 @@ class Orchestrator:
         while True:
             try:
                 for name in COLLECTIONS:
-                    answer = await self.http.request("PUT", f"{base}/collections/{name}",
-                                                     json={"vectors": {"size": EMBEDDING_SIZE, "distance": "Cosine"}})
+                    answer = await self.http.request(
+                        "PUT",
+                        f"{base}/collections/{name}",
+                        json={"vectors": {"size": EMBEDDING_SIZE, "distance": "Cosine"}},
+                    )
                     if answer.status_code not in (200, 409):
                         raise Unreachable(f"qdrant answered {answer.status_code} creating {name}")
                 await self._index_catalog(base)
@@ -180,12 +198,20 @@ class Orchestrator:
     async def _index_catalog(self, base: str) -> None:
         for kind, collection in (("tools", "tools"), ("agents", "agents")):  # skills: fakes.stack.skills
             items, _ = self.ctx.double.store.list(f"{kind}.{config.GROUP}", self.ctx.namespace)
-            points = [{"id": index + 1, "vector": embed(item["metadata"]["name"] + " " +
-                                                       str((item.get("spec") or {}).get("description", ""))),
-                       "payload": {"name": item["metadata"]["name"]}} for index, item in enumerate(items)]
+            points = [
+                {
+                    "id": index + 1,
+                    "vector": embed(
+                        item["metadata"]["name"] + " " + str((item.get("spec") or {}).get("description", ""))
+                    ),
+                    "payload": {"name": item["metadata"]["name"]},
+                }
+                for index, item in enumerate(items)
+            ]
             if points:
-                await self.http.request("PUT", f"{base}/collections/{collection}/points?wait=true",
-                                        json={"points": points})
+                await self.http.request(
+                    "PUT", f"{base}/collections/{collection}/points?wait=true", json={"points": points}
+                )
 
     # --- HTTP -------------------------------------------------------------------------------------------------
 
@@ -218,13 +244,23 @@ class Orchestrator:
             return json_error(400, str(exc))
         sender = request.headers.get("x-agent-sender", "")
         signed = request.headers.get("x-agent-sender-assertion", "")
-        asserted = bool(sender) and bool(self.assertion_secret) and hmac.compare_digest(
-            signed, sender_assertion(self.assertion_secret, sender))
-        invocation = Invocation(secrets.token_hex(8), body["session"], sender if asserted else caller, caller,
-                                body["input"], str(body.get("agent") or config.STUB_AGENT),
-                                identity=identity.invoke_caller(caller, sender if asserted else None),
-                                repository=str(body["repository"]) if body.get("repository") else None,
-                                tools=tools, tool_choice=body.get("tool_choice"))
+        asserted = (
+            bool(sender)
+            and bool(self.assertion_secret)
+            and hmac.compare_digest(signed, sender_assertion(self.assertion_secret, sender))
+        )
+        invocation = Invocation(
+            secrets.token_hex(8),
+            body["session"],
+            sender if asserted else caller,
+            caller,
+            body["input"],
+            str(body.get("agent") or config.STUB_AGENT),
+            identity=identity.invoke_caller(caller, sender if asserted else None),
+            repository=str(body["repository"]) if body.get("repository") else None,
+            tools=tools,
+            tool_choice=body.get("tool_choice"),
+        )
         self.invocations[invocation.id] = invocation
         invocation.task = asyncio.ensure_future(self._turn(invocation))
         return web.json_response({"id": invocation.id, "status": "pending"}, status=202)
@@ -244,8 +280,11 @@ class Orchestrator:
             inv.text = await (self._planned_turn(inv) if inv.tools else self._run_turn(inv))
             inv.status = "succeeded"
         except TurnFailed as exc:
-            inv.error = f"agent {inv.agent} produced no reply within {config.LEGACY_NO_REPLY_MS}ms" \
-                if "legacy-no-reply-relabel" in self.ctx.bugs else str(exc)
+            inv.error = (
+                f"agent {inv.agent} produced no reply within {config.LEGACY_NO_REPLY_MS}ms"
+                if "legacy-no-reply-relabel" in self.ctx.bugs
+                else str(exc)
+            )
             inv.status = "failed"
         except asyncio.CancelledError:
             raise
@@ -257,8 +296,10 @@ class Orchestrator:
     async def _planned_turn(self, inv: Invocation) -> str:
         plan = await self.planner.run([{"role": "user", "content": inv.goal}], inv.tools, inv.tool_choice)
         inv.pending = plan.tool_calls
-        self.ctx.log(f"invocation {inv.id}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
-                     f"executed={plan.executed} pending={[c.name for c in plan.tool_calls]}")
+        self.ctx.log(
+            f"invocation {inv.id}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
+            f"executed={plan.executed} pending={[c.name for c in plan.tool_calls]}"
+        )
         return plan.text
 
     async def _run_turn(self, inv: Invocation) -> str:
@@ -297,10 +338,19 @@ class Orchestrator:
 
     def _launch(self, inv: Invocation, launch: identity.Launch) -> str:
         name = f"{inv.agent}-{secrets.token_hex(4)}"
-        run = {"apiVersion": f"{config.GROUP}/{config.VERSION}", "kind": "AgentRun",
-               "metadata": {"name": name, "namespace": self.ctx.namespace},
-               "spec": {"agentRef": inv.agent, "goal": inv.goal, "session": inv.session, "subject": launch.subject,
-                        "secretEnv": list(launch.secret_env), **launch.spec}}
+        run = {
+            "apiVersion": f"{config.GROUP}/{config.VERSION}",
+            "kind": "AgentRun",
+            "metadata": {"name": name, "namespace": self.ctx.namespace},
+            "spec": {
+                "agentRef": inv.agent,
+                "goal": inv.goal,
+                "session": inv.session,
+                "subject": launch.subject,
+                "secretEnv": list(launch.secret_env),
+                **launch.spec,
+            },
+        }
         try:
             self.ctx.double.store.create(config.AGENTRUNS, run)
         except ApiError as exc:
@@ -320,16 +370,19 @@ class Orchestrator:
                 try:
                     subject, message = await asyncio.wait_for(inbox.get(), timeout=window)
                 except TimeoutError:
-                    raise TurnFailed(f"agent {inv.agent} went silent for {window * 1000:.0f}ms after {progress} "
-                                     f"progress message(s) (AgentRun {run})") from None
+                    raise TurnFailed(
+                        f"agent {inv.agent} went silent for {window * 1000:.0f}ms after {progress} "
+                        f"progress message(s) (AgentRun {run})"
+                    ) from None
                 if subject.endswith(".progress"):
                     progress += 1
                 elif subject.endswith(".reply"):
                     self.nats.publish(f"agent.{run}.ack", {"offer": message.get("offer")})
                     return str(message.get("text", ""))
                 else:
-                    raise TurnFailed(f"agent {inv.agent} failed: {message.get('error', 'no reason given')} "
-                                     f"(AgentRun {run})")
+                    raise TurnFailed(
+                        f"agent {inv.agent} failed: {message.get('error', 'no reason given')} (AgentRun {run})"
+                    )
         finally:
             for undo in unsubscribe:
                 undo()

@@ -54,8 +54,10 @@ if TYPE_CHECKING:
 TOOLS = f"tools.{config.GROUP}"
 MAX_ROUNDS = 4
 HOUSEKEEPING_MARK = "### Task:"
-PLANNER_PROMPT = ("You are the agent orchestrator's planner. Answer the user's request; call a tool only when it is "
-                  "needed, and only the tools offered.")
+PLANNER_PROMPT = (
+    "You are the agent orchestrator's planner. Answer the user's request; call a tool only when it is "
+    "needed, and only the tools offered."
+)
 DROPPED_TEXT = "The model asked for tool(s) that were not offered on this turn ({names}); nothing was run."
 RESULT_LIMIT = 4000
 
@@ -97,9 +99,19 @@ def content_text(content: Any) -> str:
 
 
 class Planner:
-    def __init__(self, *, store: Store, namespace: str, model: ModelClient, skills: SkillIndex,
-                 caller_tools: CallerToolStore, http: ClusterClient, top_k: int, bugs: frozenset[str],
-                 log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        namespace: str,
+        model: ModelClient,
+        skills: SkillIndex,
+        caller_tools: CallerToolStore,
+        http: ClusterClient,
+        top_k: int,
+        bugs: frozenset[str],
+        log: Callable[[str], None],
+    ) -> None:
         self.store = store
         self.namespace = namespace
         self.model = model
@@ -145,20 +157,24 @@ class Planner:
 
     # --- what the model is offered ------------------------------------------------------------------------------
 
-    async def _advertise(self, skill: Skill | None, tools: list[CallerTool], ids: list[str], vector: list[float],
-                         tool_choice: Any) -> list[dict[str, Any]]:
+    async def _advertise(
+        self, skill: Skill | None, tools: list[CallerTool], ids: list[str], vector: list[float], tool_choice: Any
+    ) -> list[dict[str, Any]]:
         if tool_choice == "none":
             return []
         offered = [self._catalog_tool(name) for name in (skill.catalog_tools if skill else ())]
         advertised = [t for t in offered if t is not None]
         refused = skill is not None and not skill.allow_caller_tools and "refused-skill-advertises" not in self.bugs
         if tools and not refused:
-            advertised += [t.openai(t.internal_name if "caller-prefix-leak" in self.bugs else None)
-                           for t in await self._caller_choice(skill, tools, ids, vector)]
+            advertised += [
+                t.openai(t.internal_name if "caller-prefix-leak" in self.bugs else None)
+                for t in await self._caller_choice(skill, tools, ids, vector)
+            ]
         return advertised
 
-    async def _caller_choice(self, skill: Skill | None, tools: list[CallerTool], ids: list[str],
-                             vector: list[float]) -> list[CallerTool]:
+    async def _caller_choice(
+        self, skill: Skill | None, tools: list[CallerTool], ids: list[str], vector: list[float]
+    ) -> list[CallerTool]:
         by_name = {t.name: t for t in tools}
         ordered = [by_name[n] for n in (skill.ordered_caller_tools if skill else ()) if n in by_name]
         ranked = [by_name[n] for n in await self.caller_tools.search(vector, ids, self.top_k) if n in by_name]
@@ -174,12 +190,21 @@ class Planner:
             self.log(f"planner: the skill names catalog tool {name}, which does not exist")
             return None
         spec = obj.get("spec") or {}
-        function: dict[str, Any] = {"name": name, "description": str(spec.get("description", "")),
-                                    "parameters": spec.get("parameters") or {"type": "object", "properties": {}}}
+        function: dict[str, Any] = {
+            "name": name,
+            "description": str(spec.get("description", "")),
+            "parameters": spec.get("parameters") or {"type": "object", "properties": {}},
+        }
         return {"type": "function", "function": function}
 
-    def _choice(self, skill: Skill | None, advertised: list[str], tools: list[CallerTool],
-                messages: list[dict[str, Any]], tool_choice: Any) -> Any:
+    def _choice(
+        self,
+        skill: Skill | None,
+        advertised: list[str],
+        tools: list[CallerTool],
+        messages: list[dict[str, Any]],
+        tool_choice: Any,
+    ) -> Any:
         if tool_choice is not None and tool_choice != "auto":
             return tool_choice
         answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
@@ -190,8 +215,9 @@ class Planner:
 
     # --- what the model answered -------------------------------------------------------------------------------
 
-    def _sort(self, answer: Completion, plan: Plan, caller_names: set[str]) -> tuple[list[ModelToolCall],
-                                                                                      list[ModelToolCall]]:
+    def _sort(
+        self, answer: Completion, plan: Plan, caller_names: set[str]
+    ) -> tuple[list[ModelToolCall], list[ModelToolCall]]:
         """(calls for the client, catalog calls to run here); records the dropped ones on ``plan``."""
         returned, run = [], []
         leaky = "unadvertised-tool-call" in self.bugs
@@ -206,8 +232,10 @@ class Planner:
                 returned.append(call)
             else:
                 plan.dropped.append(call.name)
-                self.log(f"planner: dropped a call of {call.name!r}: not advertised on this turn "
-                         f"(advertised: {plan.advertised})")
+                self.log(
+                    f"planner: dropped a call of {call.name!r}: not advertised on this turn "
+                    f"(advertised: {plan.advertised})"
+                )
         return returned, run
 
     async def _execute(self, call: ModelToolCall) -> str:
@@ -225,8 +253,9 @@ class Planner:
         for key, value in arguments.items():
             url = url.replace("{" + str(key) + "}", quote(str(value), safe=""))
         try:
-            response = await self.http.request(str(http.get("method", "GET")).upper(), url,
-                                               headers={"accept": "application/vnd.github+json"})
+            response = await self.http.request(
+                str(http.get("method", "GET")).upper(), url, headers={"accept": "application/vnd.github+json"}
+            )
         except Exception as exc:
             return f"tool {call.name} failed: {type(exc).__name__}: {exc}"
         self.log(f"planner: ran catalog tool {call.name}: {url} -> {response.status_code}")
@@ -246,6 +275,10 @@ def _model_messages(skill: Skill | None, messages: list[dict[str, Any]]) -> list
 
 
 def _assistant(answer: Completion, run: list[ModelToolCall]) -> dict[str, Any]:
-    return {"role": "assistant", "content": answer.text or None,
-            "tool_calls": [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                           for c in run]}
+    return {
+        "role": "assistant",
+        "content": answer.text or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in run
+        ],
+    }

@@ -37,8 +37,9 @@ class FakeServicePod:
 def fake_github(ctx: PodContext) -> FakeServicePod:
     import fakes.github
 
-    return FakeServicePod(ctx, fakes.github.serve, config.FAKE_GITHUB_PORT,
-                          public_base_url=ctx.env.get("PUBLIC_BASE_URL"))
+    return FakeServicePod(
+        ctx, fakes.github.serve, config.FAKE_GITHUB_PORT, public_base_url=ctx.env.get("PUBLIC_BASE_URL")
+    )
 
 
 def fake_qdrant(ctx: PodContext) -> FakeServicePod:

@@ -125,8 +125,11 @@ class RedisServer:
             with open(wrapper, "w") as f:
                 f.write(f'#!/bin/sh\nexec "{sys.executable}" "{REDIS_CLI}" "$@"\n')
             os.chmod(wrapper, 0o755)
-            env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "LC_ALL": "C",
-                   "TWIN_REDIS_STATE": state}
+            env = {
+                "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                "LC_ALL": "C",
+                "TWIN_REDIS_STATE": state,
+            }
             try:
                 done = process.run_bounded(["sh", *argv[1:]], timeout=SHELL_TIMEOUT, env=env)
             except process.Timeout as exc:

@@ -33,11 +33,11 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         elif c == "?":
             out.append(".")
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] == "^" else i + 1)
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] == "^" else i + 1)
             if end == -1:
                 out.append(re.escape(c))
             else:
-                body = pattern[i + 1:end]
+                body = pattern[i + 1 : end]
                 negate = body.startswith("^")
                 body = body[1:] if negate else body
                 out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")

@@ -59,36 +59,48 @@ class RepoGate:
         self.ctx = ctx
         self.http = http
         self.github = env.get("GITHUB_API_URL", f"http://{config.FAKE_GITHUB}").rstrip("/")
-        self.gateway = env.get("IDENTITY_LINK_GATEWAY_URL",
-                               f"http://{config.GATEWAY}:{config.GATEWAY_PORT}").rstrip("/")
+        self.gateway = env.get("IDENTITY_LINK_GATEWAY_URL", f"http://{config.GATEWAY}:{config.GATEWAY_PORT}").rstrip(
+            "/"
+        )
         self.link_token = env.get("IDENTITY_LINK_GATEWAY_TOKEN", "")
         self.default_owner = env.get("DEFAULT_GITHUB_OWNER", "")
 
-    async def decide(self, caller: Caller, agent: str, text: str, session: str,
-                     repository: str | None) -> Launch | Park | Refuse:
+    async def decide(
+        self, caller: Caller, agent: str, text: str, session: str, repository: str | None
+    ) -> Launch | Park | Refuse:
         """The repository part of the verdict: a :class:`Launch` carrying only the extra ``secret_env`` and
         ``spec`` fields (its ``subject`` is unused), or the :class:`Park` / :class:`Refuse` that stops the turn."""
         if repository:
             return Launch("", ("AGENT_TARGET_REPOSITORY",), {"targetRepository": repository})
         if not caller.chat_user:
-            return Refuse(f"{agent} works in a GitHub repository as the person who asked, and this turn carries no "
-                          "per-user identity to read one as, so I did not start it.")
+            return Refuse(
+                f"{agent} works in a GitHub repository as the person who asked, and this turn carries no "
+                "per-user identity to read one as, so I did not start it."
+            )
         target = target_repository(text, self.default_owner)
         if target is None:
-            return Refuse(f"Which GitHub repository should {agent} work in? Name it as owner/name and ask again; "
-                          "nothing was started.")
+            return Refuse(
+                f"Which GitHub repository should {agent} work in? Name it as owner/name and ask again; "
+                "nothing was started."
+            )
         token = await self._user_token(caller.subject)
         if token is None:
             return Park(github_link_prompt(agent, session), ("github",))
         status = await self._read_status(target, token)
         if status == 200:
-            return Launch("", ("AGENT_TARGET_REPOSITORY", "GITHUB_TOKEN"),
-                          {"targetRepository": target, "githubLinkSubject": caller.subject})
+            return Launch(
+                "",
+                ("AGENT_TARGET_REPOSITORY", "GITHUB_TOKEN"),
+                {"targetRepository": target, "githubLinkSubject": caller.subject},
+            )
         if status in (403, 404):
-            return Refuse(f"I can't see `{target}` with your GitHub account, so I did not start {agent}. Check the "
-                          "name, or ask someone who can read it to run this.")
-        return Refuse(f"I could not check whether you can read `{target}`: GitHub answered {status}. Nothing was "
-                      "started.")
+            return Refuse(
+                f"I can't see `{target}` with your GitHub account, so I did not start {agent}. Check the "
+                "name, or ask someone who can read it to run this."
+            )
+        return Refuse(
+            f"I could not check whether you can read `{target}`: GitHub answered {status}. Nothing was started."
+        )
 
     async def _user_token(self, subject: str) -> str | None:
         """The caller's GitHub token from the gateway, or ``None`` when the gateway says the link is dead (404).
@@ -107,8 +119,9 @@ class RepoGate:
 
     async def _read_status(self, repo: str, token: str) -> int:
         try:
-            answer = await self.http.request("GET", f"{self.github}/repos/{repo}",
-                                             headers={**GITHUB_HEADERS, "authorization": f"Bearer {token}"})
+            answer = await self.http.request(
+                "GET", f"{self.github}/repos/{repo}", headers={**GITHUB_HEADERS, "authorization": f"Bearer {token}"}
+            )
         except (Unreachable, httpx.HTTPError) as exc:
             raise RuntimeError(f"GitHub is unreachable for the read check of {repo}: {exc}") from None
         return answer.status_code

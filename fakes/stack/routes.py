@@ -42,6 +42,7 @@ def issue_label_route(store: Store, namespace: str, label: str) -> Route | None:
     for item in items:
         spec = item.get("spec") or {}
         if spec.get("source") == "github" and spec.get("event") == "issues.labeled" and spec.get("label") == label:
-            return Route(str(item["metadata"]["name"]), label, str(spec.get("agent", "")),
-                         str(spec.get("promptTemplate", "")))
+            return Route(
+                str(item["metadata"]["name"]), label, str(spec.get("agent", "")), str(spec.get("promptTemplate", ""))
+            )
     return None

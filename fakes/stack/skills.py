@@ -45,7 +45,8 @@ RETRY = 3.0
 """Seconds between indexing attempts after a failure."""
 SELECTOR_PROMPT = (
     "You are the agent orchestrator's skill selector. Pick the one skill below that fits the user's request, "
-    "or none. Answer with the skill's name only, or the word none.\n\nCandidate skills:\n")
+    "or none. Answer with the skill's name only, or the word none.\n\nCandidate skills:\n"
+)
 
 Qdrant = Callable[[str, str, "dict[str, Any] | None"], Awaitable[Any]]
 
@@ -65,11 +66,14 @@ class Skill:
     def from_resource(cls, obj: dict[str, Any]) -> Skill:
         spec = obj.get("spec") or {}
         tools = [str(t) for t in spec.get("tools") or [] if isinstance(t, str)]
-        return cls(name=str(obj["metadata"]["name"]), description=str(spec.get("description", "")),
-                   instructions=str(spec.get("instructions", "")),
-                   catalog_tools=tuple(t for t in tools if not t.startswith(PREFIX)),
-                   ordered_caller_tools=tuple(t.removeprefix(PREFIX) for t in tools if t.startswith(PREFIX)),
-                   allow_caller_tools=spec.get("allowCallerTools", True) is not False)
+        return cls(
+            name=str(obj["metadata"]["name"]),
+            description=str(spec.get("description", "")),
+            instructions=str(spec.get("instructions", "")),
+            catalog_tools=tuple(t for t in tools if not t.startswith(PREFIX)),
+            ordered_caller_tools=tuple(t.removeprefix(PREFIX) for t in tools if t.startswith(PREFIX)),
+            allow_caller_tools=spec.get("allowCallerTools", True) is not False,
+        )
 
 
 def point_id(name: str) -> str:
@@ -79,8 +83,9 @@ def point_id(name: str) -> str:
 class SkillIndex:
     """Skill resources of ``namespace`` mirrored into Qdrant (see the module docstring)."""
 
-    def __init__(self, store: Store, namespace: str, qdrant: Qdrant, model: ModelClient,
-                 log: Callable[[str], None]) -> None:
+    def __init__(
+        self, store: Store, namespace: str, qdrant: Qdrant, model: ModelClient, log: Callable[[str], None]
+    ) -> None:
         self.store = store
         self.namespace = namespace
         self.qdrant = qdrant
@@ -141,18 +146,26 @@ class SkillIndex:
         skills = [Skill.from_resource(self.store.get(SKILLS, self.namespace, name) or {}) for name in present]
         if skills:
             vectors = await self.model.embed([f"{s.name}: {s.description}" for s in skills])
-            points = [{"id": point_id(s.name), "vector": v, "payload": {"name": s.name, "description": s.description}}
-                      for s, v in zip(skills, vectors, strict=True)]
+            points = [
+                {"id": point_id(s.name), "vector": v, "payload": {"name": s.name, "description": s.description}}
+                for s, v in zip(skills, vectors, strict=True)
+            ]
             await self.qdrant("PUT", f"/collections/{COLLECTION}/points?wait=true", {"points": points})
         if gone:
-            await self.qdrant("POST", f"/collections/{COLLECTION}/points/delete?wait=true",
-                              {"points": [point_id(name) for name in gone]})
+            await self.qdrant(
+                "POST",
+                f"/collections/{COLLECTION}/points/delete?wait=true",
+                {"points": [point_id(name) for name in gone]},
+            )
         if skills or gone:
             self.log(f"skill index: indexed {[s.name for s in skills]}, removed {gone}")
 
     async def _indexed_names(self) -> set[str]:
-        page = await self.qdrant("POST", f"/collections/{COLLECTION}/points/scroll",
-                                 {"limit": 1000, "with_payload": ["name"], "with_vector": False})
+        page = await self.qdrant(
+            "POST",
+            f"/collections/{COLLECTION}/points/scroll",
+            {"limit": 1000, "with_payload": ["name"], "with_vector": False},
+        )
         return {str(p["payload"]["name"]) for p in page.get("points", []) if (p.get("payload") or {}).get("name")}
 
     # --- a turn's choice ---------------------------------------------------------------------------------------
@@ -160,8 +173,11 @@ class SkillIndex:
     async def retrieve(self, vector: list[float]) -> list[Skill]:
         """The candidates for a query embedding: at most :data:`CANDIDATES`, best first, each scoring at least
         :data:`MIN_SCORE` and still present as a resource."""
-        hits = await self.qdrant("POST", f"/collections/{COLLECTION}/points/search", {
-            "vector": vector, "limit": CANDIDATES, "with_payload": ["name"], "score_threshold": MIN_SCORE})
+        hits = await self.qdrant(
+            "POST",
+            f"/collections/{COLLECTION}/points/search",
+            {"vector": vector, "limit": CANDIDATES, "with_payload": ["name"], "score_threshold": MIN_SCORE},
+        )
         found = []
         for hit in hits:
             obj = self.store.get(SKILLS, self.namespace, str(hit["payload"]["name"]))
@@ -175,7 +191,8 @@ class SkillIndex:
         if not candidates:
             return None
         listing = "\n".join(f"- {s.name}: {s.description}" for s in candidates)
-        answer = await self.model.complete("selector", [{"role": "system", "content": SELECTOR_PROMPT + listing},
-                                                        {"role": "user", "content": query}])
+        answer = await self.model.complete(
+            "selector", [{"role": "system", "content": SELECTOR_PROMPT + listing}, {"role": "user", "content": query}]
+        )
         chosen = answer.text.strip().strip("`'\".").strip()
         return next((s for s in candidates if s.name == chosen), None)

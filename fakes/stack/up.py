@@ -27,16 +27,30 @@ from fakes.stack import config
 
 MANIFESTS = Path(__file__).parent / "manifests"
 FAKES = Path(__file__).parent.parent
-CRD_KINDS = ("agentruns", "agents", "tools", "skills", "integrationroutes", "corpora", "connections",
-             "knowledgebases", "mcpservers", "mcptools")
+CRD_KINDS = (
+    "agentruns",
+    "agents",
+    "tools",
+    "skills",
+    "integrationroutes",
+    "corpora",
+    "connections",
+    "knowledgebases",
+    "mcpservers",
+    "mcptools",
+)
 CATALOG_KINDS = ("tools", "skills", "agents")
 
 
 def secret_manifest(name: str, values: dict[str, str]) -> dict[str, Any]:
     """An Opaque Secret as ``kubectl create secret generic --from-literal ... --dry-run=client`` prints it."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": name, "namespace": config.NAMESPACE},
-            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": config.NAMESPACE},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
+    }
 
 
 class UpFailed(RuntimeError):
@@ -51,9 +65,16 @@ class Up:
     steps: list[tuple[str, float]] = field(default_factory=list)
 
     def run(self) -> None:
-        for name, step in (("namespace", self.namespace), ("CRDs", self.crds), ("secrets", self.secrets),
-                           ("temporal", self.temporal), ("fakes", self.fakes), ("release", self.release),
-                           ("catalog", self.catalog), ("available", self.available)):
+        for name, step in (
+            ("namespace", self.namespace),
+            ("CRDs", self.crds),
+            ("secrets", self.secrets),
+            ("temporal", self.temporal),
+            ("fakes", self.fakes),
+            ("release", self.release),
+            ("catalog", self.catalog),
+            ("available", self.available),
+        ):
             began = time.monotonic()
             step()
             self.steps.append((name, time.monotonic() - began))
@@ -61,8 +82,10 @@ class Up:
     def _run(self, step: str, *args: str, input: str | None = None, timeout: float = 60.0) -> str:
         done = self.kubectl(*args, input=input, timeout=timeout)
         if done.returncode != 0:
-            raise UpFailed(f"stack set-up, step {step}: `kubectl {' '.join(args)}` exited {done.returncode}: "
-                           f"{done.stderr.strip()[-600:]}")
+            raise UpFailed(
+                f"stack set-up, step {step}: `kubectl {' '.join(args)}` exited {done.returncode}: "
+                f"{done.stderr.strip()[-600:]}"
+            )
         return str(done.stdout)
 
     def namespace(self) -> None:
@@ -73,8 +96,10 @@ class Up:
         served = set(self._run("CRDs", "api-resources", f"--api-group={config.GROUP}", "-o", "name").split())
         missing = [k for k in CRD_KINDS if f"{k}.{config.GROUP}" not in served]
         if missing:
-            raise UpFailed(f"stack set-up, step CRDs: applied but not served: {', '.join(missing)} "
-                           "(the orchestrator would crash-loop on a bare 404)")
+            raise UpFailed(
+                f"stack set-up, step CRDs: applied but not served: {', '.join(missing)} "
+                "(the orchestrator would crash-loop on a bare 404)"
+            )
 
     def secrets(self) -> None:
         gateway = {
@@ -95,9 +120,14 @@ class Up:
         }
         jwt = {"AGENT_OPENWEBUI_USER_JWT_SECRET": "e2e-openwebui-forward-jwt-secret"}
         # An upsert, as upstream's dry-run piped into apply, for the three at once (one kubectl instead of six).
-        items = [secret_manifest(name, values) for name, values in (
-            (config.GATEWAY_SECRETS, gateway), ("agent-orchestrator-secrets", orchestrator),
-            ("e2e-openwebui-forward-jwt", jwt))]
+        items = [
+            secret_manifest(name, values)
+            for name, values in (
+                (config.GATEWAY_SECRETS, gateway),
+                ("agent-orchestrator-secrets", orchestrator),
+                ("e2e-openwebui-forward-jwt", jwt),
+            )
+        ]
         self._run("secrets", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
     def temporal(self) -> None:
@@ -122,12 +152,21 @@ class Up:
         names = self._run("catalog", "-n", config.NAMESPACE, "get", kinds, "-o", "name").split()
         for kind in CATALOG_KINDS:
             if not any(name.startswith(f"{kind[:-1]}.") for name in names):
-                raise UpFailed(f"stack set-up, step catalog: no {kind} in {config.NAMESPACE}: every turn would "
-                               "time out silently")
+                raise UpFailed(
+                    f"stack set-up, step catalog: no {kind} in {config.NAMESPACE}: every turn would time out silently"
+                )
 
     def available(self) -> None:
         self._available("available", [config.ORCHESTRATOR, config.GATEWAY, config.CONTROLLER], 300)
 
     def _available(self, step: str, deployments: list[str], seconds: int) -> None:
-        self._run(step, "-n", config.NAMESPACE, "wait", "--for=condition=Available", f"--timeout={seconds}s",
-                  *(f"deployment/{d}" for d in deployments), timeout=seconds + 10.0)
+        self._run(
+            step,
+            "-n",
+            config.NAMESPACE,
+            "wait",
+            "--for=condition=Available",
+            f"--timeout={seconds}s",
+            *(f"deployment/{d}" for d in deployments),
+            timeout=seconds + 10.0,
+        )

@@ -15,15 +15,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 
+import pluggy
 import pytest
 
 from harness import ForwardPool, Kube
-from harness.diagnostics_plugin import EvidenceRequest
-from harness.credentials import CredentialStore, decode_key
 from harness.agentruns import AGENTRUN_RESOURCE
+from harness.credentials import CredentialStore, decode_key
+from harness.diagnostics_plugin import EvidenceRequest
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()
@@ -43,7 +44,9 @@ def stack_evidence(evidence: EvidenceRequest, since: datetime) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
     if report.failed and isinstance(item, pytest.Function):
@@ -84,5 +87,6 @@ def clean_agent_runs(request: pytest.FixtureRequest, stack: Stack) -> Iterator[N
         print(f"\nkept {len(created)} AgentRun(s) for inspection ({why}): {hints}")
         return
     stack.kube.kubectl("delete", AGENTRUN_RESOURCE, *created, "--wait=false", "--ignore-not-found")
-    stack.kube.kubectl("delete", "secret", *(f"{name}-identity" for name in created), "--wait=false",
-                       "--ignore-not-found")
+    stack.kube.kubectl(
+        "delete", "secret", *(f"{name}-identity" for name in created), "--wait=false", "--ignore-not-found"
+    )

@@ -85,6 +85,7 @@ def chat_subject(user: str) -> str:
 
 # --- credentials and sessions -------------------------------------------------------------------------------------
 
+
 class Identities:
     """Seeding and clearing linked credentials (Secrets, as the stack stores them) and sweeping ``sess:*``."""
 
@@ -120,6 +121,7 @@ class Identities:
 
 # --- turns --------------------------------------------------------------------------------------------------------
 
+
 class Chat:
     """Chat turns as an Open WebUI user (or as the shared bearer alone) through the orchestrator's forward."""
 
@@ -127,15 +129,33 @@ class Chat:
         self.stack = stack
         self.secret = read_secret_value(stack.kube, *JWT_SECRET)
 
-    def turn(self, user: str, request: str, *, session: str | None = None, jwt_expires_in: float | None = None,
-             without_jwt: bool = False, allow_park: bool = False, timeout: float = CHAT_LAUNCH) -> ChatTurn:
+    def turn(
+        self,
+        user: str,
+        request: str,
+        *,
+        session: str | None = None,
+        jwt_expires_in: float | None = None,
+        without_jwt: bool = False,
+        allow_park: bool = False,
+        timeout: float = CHAT_LAUNCH,
+    ) -> ChatTurn:
         """One streamed turn of ``request`` as ``user`` (``x-openwebui-user-jwt`` minted now, expiring in
         ``jwt_expires_in`` seconds when given; none with ``without_jwt``), within ``timeout`` seconds."""
         jwt = None if without_jwt else mint_user_jwt(self.secret.reveal(), user, expires_in=jwt_expires_in)
         chat_id = session or session_id(f"chat-{user}")
-        return self.stack.through(ORCHESTRATOR, lambda fwd: chat_turn_sync(
-            fwd, [{"role": "user", "content": request}], chat_id=chat_id, token=BEARER, user_jwt=jwt,
-            timeout=timeout, allow_park=allow_park))
+        return self.stack.through(
+            ORCHESTRATOR,
+            lambda fwd: chat_turn_sync(
+                fwd,
+                [{"role": "user", "content": request}],
+                chat_id=chat_id,
+                token=BEARER,
+                user_jwt=jwt,
+                timeout=timeout,
+                allow_park=allow_park,
+            ),
+        )
 
 
 @dataclass
@@ -146,31 +166,51 @@ class RepoTrigger(Trigger):
     repo: str = REPO
 
     def new_comments(self) -> list[str]:
-        posted = self.stack.through(GITHUB, lambda fwd: GitHubJournal(fwd).comments(self.owner, self.repo,
-                                                                                    self.issue))
-        return posted[self.comments_before:]
+        posted = self.stack.through(GITHUB, lambda fwd: GitHubJournal(fwd).comments(self.owner, self.repo, self.issue))
+        return posted[self.comments_before :]
 
 
-def label_issue(stack: Stack, issue: int, *, sender: str = SENDER, label: str = LABEL, owner: str = OWNER,
-                repo: str = REPO, title: str | None = None) -> RepoTrigger:
+def label_issue(
+    stack: Stack,
+    issue: int,
+    *,
+    sender: str = SENDER,
+    label: str = LABEL,
+    owner: str = OWNER,
+    repo: str = REPO,
+    title: str | None = None,
+) -> RepoTrigger:
     """Open ``owner/repo#issue`` with ``label`` and send the signed ``labeled`` webhook from ``sender``."""
     full = f"{owner}/{repo}"
     text = title or f"{label} from {sender} ({issue})"
-    stack.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=text, user=SENDER, repo=full,
-                                                             labels=(label,)))
+    stack.through(
+        GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=text, user=SENDER, repo=full, labels=(label,))
+    )
     since = stack.kube.server_time()
     before = stack.run_names()
     comments_before = len(stack.through(GITHUB, lambda fwd: GitHubJournal(fwd).comments(owner, repo, issue)))
-    payload = issues_labeled_payload(owner=owner, repo=repo, number=issue, title=text, label=label, sender=sender,
-                                     body=f"Opened by the harness for issue {issue}.")
+    payload = issues_labeled_payload(
+        owner=owner,
+        repo=repo,
+        number=issue,
+        title=text,
+        label=label,
+        sender=sender,
+        body=f"Opened by the harness for issue {issue}.",
+    )
     delivery = str(uuid.uuid4())
-    sent = stack.through(GATEWAY, lambda fwd: send_webhook(fwd, "issues", payload, delivery=delivery,
-                                                            secret=stack.secret("GITHUB_WEBHOOK_SECRET")))
+    sent = stack.through(
+        GATEWAY,
+        lambda fwd: send_webhook(
+            fwd, "issues", payload, delivery=delivery, secret=stack.secret("GITHUB_WEBHOOK_SECRET")
+        ),
+    )
     assert 200 <= sent.status < 300, f"the gateway answered the webhook {sent.status}: {sent.answer}"
     return RepoTrigger(stack, issue, since, before, comments_before, sent.status, owner=owner, repo=repo)
 
 
 # --- launches -----------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Launches:
@@ -197,8 +237,10 @@ class Launches:
                 return runs[-1]  # the oldest: the one this turn launched first
             said = answered() if answered is not None else None
             if said is not None:
-                raise StopWaiting(f"the turn was answered but no AgentRun was launched: it parked or was refused. "
-                                  f"It said: {said[-600:]!r}")
+                raise StopWaiting(
+                    f"the turn was answered but no AgentRun was launched: it parked or was refused. "
+                    f"It said: {said[-600:]!r}"
+                )
             return None
 
         found: AgentRunRecord = wait_for_sync(what, probe, timeout=timeout, interval=2.0)
@@ -237,10 +279,19 @@ def agent_ref(run: AgentRunRecord) -> str:
 
 # --- the gateway's identity-link API ------------------------------------------------------------------------------
 
+
 def _identity_link(stack: Stack, route: str, subject: str) -> Any:
-    return stack.through(GATEWAY, lambda fwd: fetch_through_sync(
-        fwd, "GET", f"/identity-link/github/{route}", params={"subject": subject},
-        headers={"authorization": f"Bearer {IDENTITY_LINK_BEARER}"}, timeout=20.0))
+    return stack.through(
+        GATEWAY,
+        lambda fwd: fetch_through_sync(
+            fwd,
+            "GET",
+            f"/identity-link/github/{route}",
+            params={"subject": subject},
+            headers={"authorization": f"Bearer {IDENTITY_LINK_BEARER}"},
+            timeout=20.0,
+        ),
+    )
 
 
 def identity_link_token_status(stack: Stack, subject: str) -> int:

@@ -125,11 +125,22 @@ class Stack:
         since = self.kube.server_time()
         before = self.run_names()
         comments_before = len(self.comments(issue))
-        payload = issues_labeled_payload(owner=OWNER, repo=REPO, number=issue, title=title, label=LABEL,
-                                         sender=sender, body=f"Opened by the harness for issue {issue}.")
+        payload = issues_labeled_payload(
+            owner=OWNER,
+            repo=REPO,
+            number=issue,
+            title=title,
+            label=LABEL,
+            sender=sender,
+            body=f"Opened by the harness for issue {issue}.",
+        )
         delivery = str(uuid.uuid4())
-        sent = self.through(GATEWAY, lambda fwd: send_webhook(fwd, "issues", payload, delivery=delivery,
-                                                               secret=self.secret("GITHUB_WEBHOOK_SECRET")))
+        sent = self.through(
+            GATEWAY,
+            lambda fwd: send_webhook(
+                fwd, "issues", payload, delivery=delivery, secret=self.secret("GITHUB_WEBHOOK_SECRET")
+            ),
+        )
         assert 200 <= sent.status < 300, f"the gateway answered the webhook {sent.status}: {sent.answer}"
         return Trigger(self, issue, since, before, comments_before, sent.status)
 
@@ -150,7 +161,7 @@ class Trigger:
         return [r for r in agent_runs_since(self.since, kube=self.stack.kube) if r.name not in self.before]
 
     def new_comments(self) -> list[str]:
-        return self.stack.comments(self.issue)[self.comments_before:]
+        return self.stack.comments(self.issue)[self.comments_before :]
 
     def wait_run_created(self, timeout: float = RUN_CREATED) -> AgentRunRecord:
         """The AgentRun this turn launched. Ends early, with what the gateway posted, when the issue got its answer
@@ -162,12 +173,13 @@ class Trigger:
                 return runs[0]
             answered = self.new_comments()
             if answered:
-                raise StopWaiting(f"the gateway answered issue #{self.issue} but no AgentRun was created: the turn "
-                                  f"was parked or failed before launch. It posted: {answered[-1]!r}")
+                raise StopWaiting(
+                    f"the gateway answered issue #{self.issue} but no AgentRun was created: the turn "
+                    f"was parked or failed before launch. It posted: {answered[-1]!r}"
+                )
             return None
 
-        return wait_for_sync(f"an AgentRun for issue #{self.issue} to be created", probe, timeout=timeout,
-                             interval=2.0)
+        return wait_for_sync(f"an AgentRun for issue #{self.issue} to be created", probe, timeout=timeout, interval=2.0)
 
     def wait_comment(self, timeout: float, what: str = "the gateway's comment") -> str:
         """The first comment posted on the issue after the trigger."""

@@ -60,44 +60,72 @@ REFUSED = "e2e-caller-tool-refused"
 REFUSAL = "SEALED_RACK_NO_TOOL"
 ASK_BATTERY = f"What is the battery level of telemetry device {DEVICE}? Use my device tool."
 ASK_RACK = "What is the state of sealed rack SR-9? Do not use any tool."
-HOUSEKEEPING = ("### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n"
-                "### Guidelines:\n- The title should clearly represent the main theme of the conversation.\n"
-                f"### Chat History:\n<chat_history>\nUSER: {ASK_BATTERY}\n</chat_history>")
+HOUSEKEEPING = (
+    "### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n"
+    "### Guidelines:\n- The title should clearly represent the main theme of the conversation.\n"
+    f"### Chat History:\n<chat_history>\nUSER: {ASK_BATTERY}\n</chat_history>"
+)
 CATALOG = ("tools", "skills", "agents")
 
 SKILLS = [
-    skill_manifest(TELEMETRY, "caller-tools", {
-        "description": f"Reports the battery level of rack telemetry device {DEVICE} through the caller's "
-                       f"{BATTERY} tool (e2e fixture).",
-        "instructions": f"Call caller:{BATTERY} with the device id the user names, then report its battery level.",
-        "tools": [f"caller:{BATTERY}"], "allowCallerTools": True}),
-    skill_manifest(REFUSED, "caller-tools", {
-        "description": "Answers about the state of sealed rack SR-9, which has no tools (e2e fixture).",
-        "instructions": f"Reply exactly {REFUSAL} and nothing else.",
-        "tools": [], "allowCallerTools": False}),
+    skill_manifest(
+        TELEMETRY,
+        "caller-tools",
+        {
+            "description": f"Reports the battery level of rack telemetry device {DEVICE} through the caller's "
+            f"{BATTERY} tool (e2e fixture).",
+            "instructions": f"Call caller:{BATTERY} with the device id the user names, then report its battery level.",
+            "tools": [f"caller:{BATTERY}"],
+            "allowCallerTools": True,
+        },
+    ),
+    skill_manifest(
+        REFUSED,
+        "caller-tools",
+        {
+            "description": "Answers about the state of sealed rack SR-9, which has no tools (e2e fixture).",
+            "instructions": f"Reply exactly {REFUSAL} and nothing else.",
+            "tools": [],
+            "allowCallerTools": False,
+        },
+    ),
 ]
 MODEL_RULES = [  # what a real model answers for these fixtures (used where the fake model is the orchestrator's)
-    {"name": "caller-tools-select-telemetry", "when": {"system": "skill selector", "last_user": DEVICE},
-     "reply": {"text": TELEMETRY}},
-    {"name": "caller-tools-select-refused", "when": {"system": "skill selector", "last_user": "SR-9"},
-     "reply": {"text": REFUSED}},
-    {"name": "caller-tools-battery-call", "when": {"tool_choice": BATTERY},
-     "reply": {"tool_calls": [{"name": BATTERY, "arguments": {"device_id": DEVICE}}]}},
+    {
+        "name": "caller-tools-select-telemetry",
+        "when": {"system": "skill selector", "last_user": DEVICE},
+        "reply": {"text": TELEMETRY},
+    },
+    {
+        "name": "caller-tools-select-refused",
+        "when": {"system": "skill selector", "last_user": "SR-9"},
+        "reply": {"text": REFUSED},
+    },
+    {
+        "name": "caller-tools-battery-call",
+        "when": {"tool_choice": BATTERY},
+        "reply": {"tool_calls": [{"name": BATTERY, "arguments": {"device_id": DEVICE}}]},
+    },
     {"name": "caller-tools-refusal", "when": {"system": REFUSAL}, "reply": {"text": REFUSAL}},
 ]
 
 
 def battery_tool(variant: str = "") -> dict[str, Any]:
-    return function_tool(BATTERY, f"Reads the battery level of a telemetry device by its id{variant}.",
-                         {"device_id": {"type": "string"}})
+    return function_tool(
+        BATTERY, f"Reads the battery level of a telemetry device by its id{variant}.", {"device_id": {"type": "string"}}
+    )
 
 
 def other_tools(variant: str) -> list[dict[str, Any]]:
-    return [function_tool(name, f"{text}{variant}.", {"id": {"type": "string"}}) for name, text in (
-        ("get_device_firmware", "Reads the firmware version of a device"),
-        ("reboot_device", "Reboots a device"),
-        ("list_rack_alarms", "Lists the open alarms of a rack"),
-        ("get_room_temperature", "Reads the temperature of a server room"))]
+    return [
+        function_tool(name, f"{text}{variant}.", {"id": {"type": "string"}})
+        for name, text in (
+            ("get_device_firmware", "Reads the firmware version of a device"),
+            ("reboot_device", "Reboots a device"),
+            ("list_rack_alarms", "Lists the open alarms of a rack"),
+            ("get_room_temperature", "Reads the temperature of a server room"),
+        )
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +158,7 @@ TELEMETRY_TURN = Expect(sent=(BATTERY,), include=(BATTERY,))
 
 
 # --- the store block ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(timeout_for(120.0))
 def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_prunes_by_age(stack: Stack) -> None:
@@ -192,6 +221,7 @@ def char_hash(text: str) -> list[float]:
 
 # --- the round trip ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED))
 def test_the_caller_tool_and_catalog_collections_exist(stack: Stack, world: dict[str, int | None]) -> None:
     view = qdrant(stack)
@@ -212,16 +242,19 @@ def test_one_caller_tool_comes_back_as_a_tool_call(turns: ToolTurns) -> None:
     if turns.journal is not None:  # the stack relayed the model's own call: forced by the skill, unchanged
         planner = [r for r in turn.requests if r.emitted]
         assert planner, f"no model request answered with a tool call: {[r.line() for r in turn.requests]}"
-        assert planner[-1].tool_choice == {"type": "function", "function": {"name": BATTERY}}, \
+        assert planner[-1].tool_choice == {"type": "function", "function": {"name": BATTERY}}, (
             f"the skill's ordered tool was not forced: {planner[-1].line()}"
+        )
         emitted = planner[-1].emitted[0]
-        assert (emitted.get("id"), emitted.get("arguments")) == (call.id, call.arguments), \
+        assert (emitted.get("id"), emitted.get("arguments")) == (call.id, call.arguments), (
             f"the client got {call.id}/{call.arguments}, the model answered {emitted}"
+        )
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
-def test_the_catalog_collections_are_untouched_by_caller_tools(stack: Stack, turns: ToolTurns,
-                                                               world: dict[str, int | None]) -> None:
+def test_the_catalog_collections_are_untouched_by_caller_tools(
+    stack: Stack, turns: ToolTurns, world: dict[str, int | None]
+) -> None:
     turns.chat(ask(ASK_BATTERY), TELEMETRY_TURN, tools=[battery_tool()], what="one caller tool, again")
     view = qdrant(stack)
     now = view.point_counts(CATALOG)
@@ -235,10 +268,21 @@ def test_the_catalog_collections_are_untouched_by_caller_tools(stack: Stack, tur
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_the_turn_resumes_with_the_tool_result(turns: ToolTurns) -> None:
     call_id = "call_e2e_battery_1"
-    messages = [*ask(ASK_BATTERY),
-                {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {
-                    "name": BATTERY, "arguments": json.dumps({"device_id": DEVICE})}}]},
-                {"role": "tool", "tool_call_id": call_id, "content": READING}]
+    messages = [
+        *ask(ASK_BATTERY),
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": BATTERY, "arguments": json.dumps({"device_id": DEVICE})},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": READING},
+    ]
     turn = turns.chat(messages, TELEMETRY_TURN, tools=[battery_tool()], what="resumed with the tool result")
     chat = turn.chat
     assert chat is not None
@@ -247,15 +291,17 @@ def test_the_turn_resumes_with_the_tool_result(turns: ToolTurns) -> None:
     assert "37" in chat.text, f"the answer does not carry the tool's reading: {chat.describe()}"
     if turns.journal is not None:  # the result reached the model with its call id, and its answer reached the client
         last = turn.requests[-1]
-        assert {"call": call_id, "text": READING} in [{"call": m.get("tool_call_id"), "text": m.get("text")}
-                                                       for m in last.tool_results], last.line()
+        assert {"call": call_id, "text": READING} in [
+            {"call": m.get("tool_call_id"), "text": m.get("text")} for m in last.tool_results
+        ], last.line()
         assert last.tool_choice is None, f"the ordered tool was forced again after its result: {last.line()}"
         assert chat.text == last.text, f"the client got {chat.text!r}, the model said {last.text!r}"
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN * 3))
-def test_more_tools_than_k_still_call_the_ordered_one_and_the_cache_counts_exactly(stack: Stack,
-                                                                                  turns: ToolTurns) -> None:
+def test_more_tools_than_k_still_call_the_ordered_one_and_the_cache_counts_exactly(
+    stack: Stack, turns: ToolTurns
+) -> None:
     variant = " (five-tool set)"
     tools = [battery_tool(variant), *other_tools(variant)]
     sent = tuple(t["function"]["name"] for t in tools)
@@ -267,24 +313,32 @@ def test_more_tools_than_k_still_call_the_ordered_one_and_the_cache_counts_exact
     assert chat.tool_calls, f"no tool call with five tools: {chat.describe()}"
     assert chat.tool_calls[0].name == BATTERY, f"the first call is not {BATTERY}: {chat.describe()}"
     after = view.point_counts(("caller_tools", "tools"))
-    assert after["caller_tools"] == (before["caller_tools"] or 0) + 5, \
+    assert after["caller_tools"] == (before["caller_tools"] or 0) + 5, (
         f"caller_tools went from {before['caller_tools']} to {after['caller_tools']}, expected +5"
+    )
     assert after["tools"] == before["tools"], f"the tools collection changed: {before['tools']} -> {after['tools']}"
 
     turns.chat(ask(ASK_BATTERY), expect, tools=tools, what="the same five tools resent")
     resent = view.point_count("caller_tools")
     assert resent == after["caller_tools"], f"resending identical definitions: {after['caller_tools']} -> {resent}"
 
-    edited = [*tools[:-1], function_tool(sent[-1], "Reads the temperature of a server room, edited" + variant,
-                                         {"id": {"type": "string"}})]
+    edited = [
+        *tools[:-1],
+        function_tool(sent[-1], "Reads the temperature of a server room, edited" + variant, {"id": {"type": "string"}}),
+    ]
     turns.chat(ask(ASK_BATTERY), expect, tools=edited, what="one description edited")
     assert view.point_count("caller_tools") == after["caller_tools"] + 1, "editing one description did not add one"
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_tool_choice_none_offers_nothing_and_calls_nothing(turns: ToolTurns) -> None:
-    chat = turns.chat(ask(ASK_BATTERY), Expect(sent=(BATTERY,), none='tool_choice "none"'), tools=[battery_tool()],
-                      tool_choice="none", what='tool_choice "none"').chat
+    chat = turns.chat(
+        ask(ASK_BATTERY),
+        Expect(sent=(BATTERY,), none='tool_choice "none"'),
+        tools=[battery_tool()],
+        tool_choice="none",
+        what='tool_choice "none"',
+    ).chat
     assert chat is not None
     assert chat.tool_calls == [], f'tool_choice "none" still produced tool calls: {chat.describe()}'
     assert chat.finish_reason == "stop", chat.describe()
@@ -292,8 +346,12 @@ def test_tool_choice_none_offers_nothing_and_calls_nothing(turns: ToolTurns) -> 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_a_skill_that_refuses_caller_tools_offers_none(turns: ToolTurns) -> None:
-    chat = turns.chat(ask(ASK_RACK), Expect(sent=(BATTERY,), none=f"skill {REFUSED} refuses caller tools"),
-                      tools=[battery_tool()], what=f"the refusing skill {REFUSED}").chat
+    chat = turns.chat(
+        ask(ASK_RACK),
+        Expect(sent=(BATTERY,), none=f"skill {REFUSED} refuses caller tools"),
+        tools=[battery_tool()],
+        what=f"the refusing skill {REFUSED}",
+    ).chat
     assert chat is not None
     assert chat.tool_calls == [], f"the refusing skill's turn called a tool: {chat.describe()}"
     assert REFUSAL in chat.text, f"the refusing skill did not answer {REFUSAL}: {chat.describe()}"
@@ -301,8 +359,12 @@ def test_a_skill_that_refuses_caller_tools_offers_none(turns: ToolTurns) -> None
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_an_open_webui_housekeeping_prompt_offers_no_tools(turns: ToolTurns) -> None:
-    chat = turns.chat(ask(HOUSEKEEPING), Expect(sent=(BATTERY,), none="an Open WebUI housekeeping prompt"),
-                      tools=[battery_tool()], what="housekeeping prompt").chat
+    chat = turns.chat(
+        ask(HOUSEKEEPING),
+        Expect(sent=(BATTERY,), none="an Open WebUI housekeeping prompt"),
+        tools=[battery_tool()],
+        what="housekeeping prompt",
+    ).chat
     assert chat is not None
     assert chat.tool_calls == [], f"the housekeeping prompt produced tool calls: {chat.describe()}"
     assert chat.finish_reason == "stop", chat.describe()
@@ -332,6 +394,9 @@ def test_an_invalid_tool_name_is_refused_on_both_entry_points(turns: ToolTurns) 
 def test_submit_refuses_the_same_bad_name_through_the_client(turns: ToolTurns) -> None:
     """The harness's own client reports the refusal as InvokeRejected with the status (not a pending turn)."""
     with pytest.raises(InvokeRejected) as refused:
-        turns.invoke(ASK_BATTERY, Expect(none="the request is refused"),
-                     tools=[{"type": "function", "function": {"name": "not valid!"}}])
+        turns.invoke(
+            ASK_BATTERY,
+            Expect(none="the request is refused"),
+            tools=[{"type": "function", "function": {"name": "not valid!"}}],
+        )
     assert refused.value.status == 400

@@ -87,10 +87,21 @@ def test_a_streamed_turn_is_server_sent_events_from_a_role_frame_to_done(turns: 
 @pytest.mark.timeout(timeout_for(TOOL_TURN))
 def test_without_stream_the_turn_is_one_chat_completion(stack: Stack) -> None:
     body = {"model": "agent-orchestrator", "messages": ask("### Task:\nGenerate a title.\nUSER: hi")}
-    answer = stack.through(ORCHESTRATOR, lambda fwd: fetch_through_sync(
-        fwd, "POST", "/v1/chat/completions", timeout=TOOL_TURN, content=json.dumps(body).encode(),
-        headers={"authorization": f"Bearer {BEARER}", "content-type": "application/json",
-                 "x-openwebui-chat-id": f"e2e-chat-{uuid.uuid4().hex[:12]}"}))
+    answer = stack.through(
+        ORCHESTRATOR,
+        lambda fwd: fetch_through_sync(
+            fwd,
+            "POST",
+            "/v1/chat/completions",
+            timeout=TOOL_TURN,
+            content=json.dumps(body).encode(),
+            headers={
+                "authorization": f"Bearer {BEARER}",
+                "content-type": "application/json",
+                "x-openwebui-chat-id": f"e2e-chat-{uuid.uuid4().hex[:12]}",
+            },
+        ),
+    )
     assert answer.status_code == 200, f"non-streamed chat answered {answer.status_code}: {answer.text[:300]}"
     completion = ChatCompletion.model_validate(answer.json())
     assert completion.choices[0].finish_reason == "stop"
@@ -102,8 +113,12 @@ def test_an_unknown_bearer_is_refused_with_openais_error_shape(stack: Stack) -> 
     from harness.chat import chat_turn_sync
 
     with pytest.raises(ChatRejected) as refused:
-        stack.through(ORCHESTRATOR, lambda fwd: chat_turn_sync(fwd, ask("hello"), chat_id="e2e-chat-bad-bearer",
-                                                               token="not-a-token", timeout=TOOL_TURN))
+        stack.through(
+            ORCHESTRATOR,
+            lambda fwd: chat_turn_sync(
+                fwd, ask("hello"), chat_id="e2e-chat-bad-bearer", token="not-a-token", timeout=TOOL_TURN
+            ),
+        )
     assert refused.value.status == 401
     assert isinstance(refused.value.error, dict), f"401 without OpenAI's error object: {refused.value.body[:200]}"
     assert refused.value.error.get("message"), refused.value.body
@@ -111,8 +126,9 @@ def test_an_unknown_bearer_is_refused_with_openais_error_shape(stack: Stack) -> 
 
 @pytest.mark.usefixtures("clean_agent_runs")
 @pytest.mark.timeout(timeout_for(CHAT_TURN))
-def test_an_agent_turn_streams_the_agents_reply_under_the_chat_session(stack: Stack, turns: ToolTurns,
-                                                                      shared_subject_linked: str) -> None:
+def test_an_agent_turn_streams_the_agents_reply_under_the_chat_session(
+    stack: Stack, turns: ToolTurns, shared_subject_linked: str
+) -> None:
     chat_id = f"e2e-chat-{uuid.uuid4().hex[:12]}"
     goal = f"Delegate this to stub-agent: say hello to chat {chat_id}"
     chat = turns.chat(ask(goal), NO_TOOLS, chat_id=chat_id, timeout=CHAT_TURN, what="an agent turn").chat
@@ -121,16 +137,23 @@ def test_an_agent_turn_streams_the_agents_reply_under_the_chat_session(stack: St
     assert chat.text.startswith(STUB_REPLY), f"expected the stub agent's reply: {chat.describe()}"
     assert chat_id in chat.text, f"the reply does not echo the goal: {chat.describe()}"
     keys = RedisSessions(stack.kube).keys(f"sess:chat:{chat_id}").keys
-    assert keys == [f"sess:chat:{chat_id}"], (f"no session keyed by the x-openwebui-chat-id header (failure mode 19): "
-                                             f"Redis has {keys}")
+    assert keys == [f"sess:chat:{chat_id}"], (
+        f"no session keyed by the x-openwebui-chat-id header (failure mode 19): Redis has {keys}"
+    )
 
 
 @pytest.mark.timeout(timeout_for(PARK_READ, TOOL_TURN))
 def test_a_parked_turn_streams_its_prompt_at_once_and_holds_the_stream(turns: ToolTurns) -> None:
     user = f"e2e-unlinked-{uuid.uuid4().hex[:8]}"
     token = mint_user_jwt(E2E_SECRET, user, expires_in=600)
-    chat = turns.chat(ask("Delegate this to stub-agent: anything"), NO_TOOLS, user_jwt=token, allow_park=True,
-                      timeout=PARK_READ, what="a parked turn").chat
+    chat = turns.chat(
+        ask("Delegate this to stub-agent: anything"),
+        NO_TOOLS,
+        user_jwt=token,
+        allow_park=True,
+        timeout=PARK_READ,
+        what="a parked turn",
+    ).chat
     assert chat is not None
     assert chat.parked, f"the stream ended instead of holding the parked turn: {chat.describe()}"
     assert "link your" in chat.text.lower(), f"the link prompt was not streamed before the hold: {chat.describe()}"

@@ -40,8 +40,10 @@ def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linke
 
     env = wait_for_sync(f"the Job of AgentRun {run.name}", lambda: _job_env(stack, run.name), timeout=JOB_CREATED)
     for name in requested:
-        assert env.count(name) == 1, (f"{name} appears {env.count(name)} time(s) in Job {run.name}'s env, not exactly "
-                                      f"once: the run requested {requested}, the Job has {env}")
+        assert env.count(name) == 1, (
+            f"{name} appears {env.count(name)} time(s) in Job {run.name}'s env, not exactly "
+            f"once: the run requested {requested}, the Job has {env}"
+        )
 
     wait_phase(stack, run.name, ("Succeeded", "Failed"), RUN_TERMINAL)
 
@@ -51,11 +53,15 @@ def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linke
     assert "AGENT_ACTOR_LOGIN" in comment, f"the agent did not get AGENT_ACTOR_LOGIN, its reply says: {comment!r}"
 
     # The label removal is the gateway's last step: after it, every GitHub call of the turn is in the journal.
-    wait_for_sync(f"the trigger label's removal from issue #{issue}",
-                  lambda: stack.label_removals(issue) or None, timeout=LABEL_REMOVED)
+    wait_for_sync(
+        f"the trigger label's removal from issue #{issue}",
+        lambda: stack.label_removals(issue) or None,
+        timeout=LABEL_REMOVED,
+    )
     unstubbed = stack.unstubbed()
-    assert not unstubbed, ("the stack called GitHub endpoints the fake does not model (answered 501): "
-                           + "; ".join(call.line() for call in unstubbed))
+    assert not unstubbed, "the stack called GitHub endpoints the fake does not model (answered 501): " + "; ".join(
+        call.line() for call in unstubbed
+    )
 
 
 def _job_env(stack: Stack, job: str) -> list[str] | None:

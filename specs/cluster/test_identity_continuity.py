@@ -82,61 +82,91 @@ def request_with(marker: str) -> str:
 
 
 @pytest.mark.timeout(timeout_for(CHAT_LAUNCH))
-def test_a_turn_without_a_jwt_runs_as_the_shared_subject(stack: Stack, identities: Identities, chat: Chat,
-                                                         stack_target: TargetChoice) -> None:
+def test_a_turn_without_a_jwt_runs_as_the_shared_subject(
+    stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
+) -> None:
     launches = Launches.start(stack)
 
-    turn = chat.turn(chat_user("no-jwt"), request_with("no jwt"), without_jwt=True, allow_park=True,
-                     timeout=CHAT_LAUNCH)
+    turn = chat.turn(
+        chat_user("no-jwt"), request_with("no jwt"), without_jwt=True, allow_park=True, timeout=CHAT_LAUNCH
+    )
 
-    run = launches.wait(f"a launch on {SHARED_SUBJECT}'s credentials for a turn without a JWT", CHAT_LAUNCH,
-                        answered=lambda: turn.text)
+    run = launches.wait(
+        f"a launch on {SHARED_SUBJECT}'s credentials for a turn without a JWT", CHAT_LAUNCH, answered=lambda: turn.text
+    )
     expected = ("stub-agent",) if stack_target.kind == "twin" else CREDENTIAL_AGENTS  # the twin's pick is the named
     assert agent_ref(run) in expected, f"{run.name} runs {agent_ref(run)}, not one of {expected}"
 
 
 @pytest.mark.timeout(timeout_for(PARKED_HOLD, CONTINUITY_WINDOW))
 def test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires(
-        stack: Stack, identities: Identities, chat: Chat) -> None:
+    stack: Stack, identities: Identities, chat: Chat
+) -> None:
     user = chat_user("expiring")
     launches = Launches.start(stack)
 
-    turn = chat.turn(user, request_with("expiring jwt"), session=session_id("expiring"),
-                     jwt_expires_in=EXPIRING_JWT, allow_park=True, timeout=PARKED_HOLD)
+    turn = chat.turn(
+        user,
+        request_with("expiring jwt"),
+        session=session_id("expiring"),
+        jwt_expires_in=EXPIRING_JWT,
+        allow_park=True,
+        timeout=PARKED_HOLD,
+    )
 
     assert LINK_GITHUB.search(turn.text), f"an unlinked caller was not asked to link GitHub: {turn.describe()}"
-    launches.none_within(CONTINUITY_WINDOW, f"{user}'s JWT expired {EXPIRING_JWT:.0f} s into the parked turn, and "
-                                            f"a resume ran as {SHARED_SUBJECT} instead of the caller it arrived as")
+    launches.none_within(
+        CONTINUITY_WINDOW,
+        f"{user}'s JWT expired {EXPIRING_JWT:.0f} s into the parked turn, and "
+        f"a resume ran as {SHARED_SUBJECT} instead of the caller it arrived as",
+    )
     assert turn.parked, f"the parked turn did not stay open for the {PARKED_HOLD:.0f} s hold: {turn.describe()}"
 
 
 @pytest.mark.timeout(timeout_for(OWNER_PARK, CHAT_LAUNCH))
-def test_another_caller_cannot_resume_the_owners_parked_request(stack: Stack, identities: Identities,
-                                                                chat: Chat) -> None:
+def test_another_caller_cannot_resume_the_owners_parked_request(
+    stack: Stack, identities: Identities, chat: Chat
+) -> None:
     session, marker = session_id("shared-conversation"), f"owner-request-{uuid.uuid4().hex[:10]}"
-    owner = chat.turn(chat_user("owner"), request_with(marker), session=session, allow_park=True,
-                      timeout=OWNER_PARK)
+    owner = chat.turn(chat_user("owner"), request_with(marker), session=session, allow_park=True, timeout=OWNER_PARK)
     assert LINK_GITHUB.search(owner.text), f"the owner's turn did not park on the link prompt: {owner.describe()}"
     launches = Launches.start(stack)
 
-    other = chat.turn(chat_user("other"), request_with("the other caller's own request"), session=session,
-                      without_jwt=True, allow_park=True, timeout=CHAT_LAUNCH)
+    other = chat.turn(
+        chat_user("other"),
+        request_with("the other caller's own request"),
+        session=session,
+        without_jwt=True,
+        allow_park=True,
+        timeout=CHAT_LAUNCH,
+    )
 
     assert other.done, f"the other caller's turn did not finish: {other.describe()}"
-    assert marker not in other.text, (f"the other caller ({SHARED_SUBJECT}) resumed the owner's parked request "
-                                      f"on session {session}: {other.describe()}")
+    assert marker not in other.text, (
+        f"the other caller ({SHARED_SUBJECT}) resumed the owner's parked request "
+        f"on session {session}: {other.describe()}"
+    )
     carrying = [r.name for r in launches.runs() if marker in json.dumps(r.raw)]
     assert not carrying, f"the owner's parked request launched under another caller's turn: {carrying}"
 
 
 @pytest.mark.timeout(timeout_for(REFUSED_CHAT, CONTINUITY_WINDOW))
-def test_an_expired_jwt_resolves_no_identity_and_launches_nothing(stack: Stack, identities: Identities,
-                                                                  chat: Chat) -> None:
+def test_an_expired_jwt_resolves_no_identity_and_launches_nothing(
+    stack: Stack, identities: Identities, chat: Chat
+) -> None:
     launches = Launches.start(stack)
 
-    turn = chat.turn(chat_user("expired"), request_with("expired jwt"), jwt_expires_in=EXPIRED_JWT,
-                     allow_park=True, timeout=REFUSED_CHAT)
+    turn = chat.turn(
+        chat_user("expired"),
+        request_with("expired jwt"),
+        jwt_expires_in=EXPIRED_JWT,
+        allow_park=True,
+        timeout=REFUSED_CHAT,
+    )
 
     assert NO_IDENTITY in turn.text, f"an expired JWT was not refused with {NO_IDENTITY!r}: {turn.describe()}"
-    launches.none_within(CONTINUITY_WINDOW, f"an expired JWT must not fall back to {SHARED_SUBJECT}",
-                         processed=lambda: turn.text if turn.done else None)
+    launches.none_within(
+        CONTINUITY_WINDOW,
+        f"an expired JWT must not fall back to {SHARED_SUBJECT}",
+        processed=lambda: turn.text if turn.done else None,
+    )

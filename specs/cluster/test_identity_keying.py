@@ -90,8 +90,9 @@ def chat(stack: Stack) -> Chat:
     return Chat(stack)
 
 
-def expect_credential_agent(stack_target: TargetChoice, launches: Launches, what: str,
-                            answered: str | None = None) -> str:
+def expect_credential_agent(
+    stack_target: TargetChoice, launches: Launches, what: str, answered: str | None = None
+) -> str:
     """The run a chat turn launched, checked to be an agent that needs the credentials under test (so a planner
     mis-pick names itself instead of surfacing as a missing variable)."""
     run = launches.wait(what, CHAT_LAUNCH, answered=lambda: answered)
@@ -115,6 +116,7 @@ def comment_posted(trigger: RepoTrigger) -> Callable[[], str | None]:
 
 # --- the webhook entry point --------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(timeout_for(POSITIVE_LAUNCH))
 def test_webhook_turn_resolves_claude_credentials_from_the_sender(stack: Stack, identities: Identities) -> None:
     identities.reset("claude-auth")
@@ -136,8 +138,10 @@ def test_webhook_turn_never_uses_the_shared_subjects_credentials(stack: Stack, i
 
     trigger = label_issue(stack, unique_issue_number(), sender=SENDER)
     ended = Launches(stack, trigger.since, trigger.before).none_within(
-        KEYING_WINDOW, f"only {SHARED_SUBJECT} holds Claude credentials, which every sender would share",
-        processed=comment_posted(trigger))
+        KEYING_WINDOW,
+        f"only {SHARED_SUBJECT} holds Claude credentials, which every sender would share",
+        processed=comment_posted(trigger),
+    )
     print(f"absence check ended: {ended}")
 
 
@@ -148,8 +152,10 @@ def test_one_senders_credentials_do_not_serve_another_sender(stack: Stack, ident
 
     trigger = label_issue(stack, unique_issue_number(), sender=SENDER)
     ended = Launches(stack, trigger.since, trigger.before).none_within(
-        KEYING_WINDOW, f"only {SOMEONE_ELSE} holds Claude credentials and {SENDER} sent the webhook",
-        processed=comment_posted(trigger))
+        KEYING_WINDOW,
+        f"only {SOMEONE_ELSE} holds Claude credentials and {SENDER} sent the webhook",
+        processed=comment_posted(trigger),
+    )
     print(f"absence check ended: {ended}")
 
 
@@ -164,9 +170,11 @@ def test_webhook_casing_and_oauth_casing_are_one_subject(stack: Stack, identitie
 
 # --- chat and triage converge on one credential -------------------------------------------------------------------
 
+
 @pytest.mark.timeout(timeout_for(CHAT_LAUNCH, CHAT_LAUNCH))
-def test_chat_turn_resolves_credentials_from_the_principal(stack: Stack, identities: Identities, chat: Chat,
-                                                           stack_target: TargetChoice) -> None:
+def test_chat_turn_resolves_credentials_from_the_principal(
+    stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
+) -> None:
     user = chat_user("chat-user")
     identities.reset()
     identities.seed_link(chat_subject(user), SENDER)
@@ -175,8 +183,9 @@ def test_chat_turn_resolves_credentials_from_the_principal(stack: Stack, identit
 
     turn = chat.turn(user, REQUEST)
 
-    run = launches.wait("a chat-driven AgentRun on the canonically keyed credentials", CHAT_LAUNCH,
-                        answered=lambda: turn.text)
+    run = launches.wait(
+        "a chat-driven AgentRun on the canonically keyed credentials", CHAT_LAUNCH, answered=lambda: turn.text
+    )
     ref = agent_ref(run)
     if stack_target.kind == "twin":
         assert ref == "stub-agent", f"the request names stub-agent, the planner launched {ref} ({run.name})"
@@ -185,13 +194,15 @@ def test_chat_turn_resolves_credentials_from_the_principal(stack: Stack, identit
     names = secret_env(run)
     for name in CLAUDE_NAMES:
         assert name in names, f"AgentRun {run.name} requests {names}, not {name}"
-    assert "GITHUB_TOKEN" not in names, ("the principal step is link-only, yet the run was handed the user's GitHub "
-                                         f"token: {names}")
+    assert "GITHUB_TOKEN" not in names, (
+        f"the principal step is link-only, yet the run was handed the user's GitHub token: {names}"
+    )
 
 
 @pytest.mark.timeout(timeout_for(CHAT_LAUNCH, CHAT_LAUNCH))
 def test_chat_adopts_a_pre_principal_credential_instead_of_asking_again(
-        stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice) -> None:
+    stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
+) -> None:
     user = chat_user("chat-user")
     subject = chat_subject(user)
     identities.reset()
@@ -201,8 +212,9 @@ def test_chat_adopts_a_pre_principal_credential_instead_of_asking_again(
 
     turn = chat.turn(user, REQUEST)
 
-    expect_credential_agent(stack_target, launches, "the adopted credential to carry a launch with no "
-                            "re-authorisation", turn.text)
+    expect_credential_agent(
+        stack_target, launches, "the adopted credential to carry a launch with no re-authorisation", turn.text
+    )
     for kind in ("setup-token", "login"):
         subjects = identities.claude_subjects(kind)
         assert CANONICAL in subjects, f"the {kind} credential was not moved to {CANONICAL}: held by {subjects}"
@@ -210,8 +222,9 @@ def test_chat_adopts_a_pre_principal_credential_instead_of_asking_again(
 
 
 @pytest.mark.timeout(timeout_for(PARKED_CHAT))
-def test_chat_principal_never_serves_another_humans_credential(stack: Stack, identities: Identities,
-                                                               chat: Chat) -> None:
+def test_chat_principal_never_serves_another_humans_credential(
+    stack: Stack, identities: Identities, chat: Chat
+) -> None:
     user = chat_user("chat-user")
     identities.reset()
     identities.seed_link(chat_subject(user), SENDER)
@@ -221,15 +234,18 @@ def test_chat_principal_never_serves_another_humans_credential(stack: Stack, ide
     turn = chat.turn(user, REQUEST, allow_park=True, timeout=PARKED_CHAT)
 
     runs = launches.runs()
-    assert not runs, (f"{SOMEONE_ELSE}'s credential served {user}'s turn: {[r.name for r in runs]} launched "
-                      f"(the turn said {turn.text[-300:]!r})")
+    assert not runs, (
+        f"{SOMEONE_ELSE}'s credential served {user}'s turn: {[r.name for r in runs]} launched "
+        f"(the turn said {turn.text[-300:]!r})"
+    )
     owners = identities.claude_subjects("login")
     assert SOMEONE_ELSE in owners, f"the other human's credential was moved or deleted: login records {owners}"
 
 
 @pytest.mark.timeout(timeout_for(CHAT_LAUNCH, CHAT_LAUNCH))
-def test_chat_does_not_reprompt_a_caller_whose_github_link_expired(stack: Stack, identities: Identities,
-                                                                   chat: Chat, stack_target: TargetChoice) -> None:
+def test_chat_does_not_reprompt_a_caller_whose_github_link_expired(
+    stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
+) -> None:
     user = chat_user("chat-user")
     identities.reset()
     identities.seed_link(chat_subject(user), SENDER, expired=True)
@@ -239,13 +255,15 @@ def test_chat_does_not_reprompt_a_caller_whose_github_link_expired(stack: Stack,
     turn = chat.turn(user, REQUEST)
 
     assert not LINK_GITHUB.search(turn.text), f"an expired link re-prompted the caller: {turn.text[-400:]!r}"
-    expect_credential_agent(stack_target, launches, "an AgentRun launched from a stale-link caller's principal",
-                            turn.text)
+    expect_credential_agent(
+        stack_target, launches, "an AgentRun launched from a stale-link caller's principal", turn.text
+    )
 
 
 @pytest.mark.timeout(timeout_for(PARKED_CHAT))
-def test_chat_prompts_a_caller_with_no_link_and_launches_nothing(stack: Stack, identities: Identities,
-                                                                 chat: Chat) -> None:
+def test_chat_prompts_a_caller_with_no_link_and_launches_nothing(
+    stack: Stack, identities: Identities, chat: Chat
+) -> None:
     user = chat_user("chat-user")
     identities.reset()
     identities.seed_claude(CANONICAL)
@@ -274,8 +292,10 @@ def test_expired_link_with_a_refresh_token_is_renewed(stack: Stack, identities: 
     assert before < now, f"the seeded link expires at {before}, not before now ({now})"
 
     status = identity_link_token_status(stack, REFRESH_SUBJECT)
-    assert status == 200, (f"the gateway answered {status} for an expired link that holds a refresh token: it "
-                           "read the link as dead instead of refreshing it (was client_secret sent?)")
+    assert status == 200, (
+        f"the gateway answered {status} for an expired link that holds a refresh token: it "
+        "read the link as dead instead of refreshing it (was client_secret sent?)"
+    )
 
     after = identities.store.github_link_expiry(REFRESH_SUBJECT)
     assert after is not None, f"the refreshed link of {REFRESH_SUBJECT} has no expiresAt"
@@ -301,6 +321,7 @@ def test_identity_lookup_is_404_when_nothing_is_linked(stack: Stack, identities:
 
 # --- linked credentials survive a Redis restart -------------------------------------------------------------------
 
+
 @pytest.mark.disruptive
 @pytest.mark.timeout(timeout_for(BOUNCE_TIMEOUT))
 def test_credentials_and_link_survive_a_redis_restart(stack: Stack, identities: Identities) -> None:
@@ -324,7 +345,8 @@ def test_credentials_and_link_survive_a_redis_restart(stack: Stack, identities: 
 @pytest.mark.disruptive
 @pytest.mark.timeout(timeout_for(BOUNCE_TIMEOUT, CHAT_LAUNCH, CHAT_LAUNCH))
 def test_a_turn_after_a_redis_restart_launches_instead_of_asking_to_relink(
-        stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice) -> None:
+    stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
+) -> None:
     user = chat_user("durability-user")
     identities.reset()
     identities.seed_link(chat_subject(user), SENDER)
@@ -334,14 +356,16 @@ def test_a_turn_after_a_redis_restart_launches_instead_of_asking_to_relink(
 
     turn = chat.turn(user, REQUEST)
 
-    name = expect_credential_agent(stack_target, launches, "an AgentRun on credentials that outlived the Redis "
-                                   "restart", turn.text)
+    name = expect_credential_agent(
+        stack_target, launches, "an AgentRun on credentials that outlived the Redis restart", turn.text
+    )
     run = next(r for r in launches.runs() if r.name == name)
     for claude in CLAUDE_NAMES:
         assert claude in secret_env(run), f"AgentRun {name} requests {secret_env(run)}, not {claude}"
 
 
 # --- a turn needing two credentials asks for both at once ---------------------------------------------------------
+
 
 @pytest.mark.timeout(timeout_for(COMMENT))
 def test_a_turn_needing_two_credentials_asks_for_both_in_one_comment(stack: Stack, identities: Identities) -> None:

@@ -47,9 +47,11 @@ def wait_label_removed(stack: Stack, trigger: Trigger, timeout: float) -> None:
                 commented_at.append(time.monotonic())
             if time.monotonic() - commented_at[0] > LABEL_AFTER_COMMENT:
                 labels = stack.labels(trigger.issue)
-                raise StopWaiting(f"the gateway answered issue #{trigger.issue} but never removed its {LABEL} label: "
-                                  f"{LABEL_AFTER_COMMENT:.0f}s after the comment there is no DELETE .../labels/{LABEL} "
-                                  f"in the fake GitHub's journal, and the issue still has the labels {labels}")
+                raise StopWaiting(
+                    f"the gateway answered issue #{trigger.issue} but never removed its {LABEL} label: "
+                    f"{LABEL_AFTER_COMMENT:.0f}s after the comment there is no DELETE .../labels/{LABEL} "
+                    f"in the fake GitHub's journal, and the issue still has the labels {labels}"
+                )
         return None
 
     wait_for_sync(f"the {LABEL} label's removal from issue #{trigger.issue}", probe, timeout=timeout, interval=2.0)

@@ -42,8 +42,13 @@ def test_core_controller_is_available(kube: Kube) -> None:
 def test_no_agent_run_is_left_without_a_phase(kube: Kube) -> None:
     now = kube.server_time()
     runs = kube.kubectl_json("get", AGENTRUN_RESOURCE).get("items") or []
-    ages = {run["metadata"]["name"]: (now - parse_k8s_time(run["metadata"]["creationTimestamp"])).total_seconds()
-            for run in runs if not (run.get("status") or {}).get("phase")}
+    ages = {
+        run["metadata"]["name"]: (now - parse_k8s_time(run["metadata"]["creationTimestamp"])).total_seconds()
+        for run in runs
+        if not (run.get("status") or {}).get("phase")
+    }
     stuck = [f"{name} ({age:.0f}s)" for name, age in sorted(ages.items()) if age > PHASELESS_GRACE]
-    assert not stuck, (f"AgentRuns older than {PHASELESS_GRACE:.0f}s without a phase (the core-controller is not "
-                       f"acting on them: check its RBAC and its pod): {', '.join(stuck)}")
+    assert not stuck, (
+        f"AgentRuns older than {PHASELESS_GRACE:.0f}s without a phase (the core-controller is not "
+        f"acting on them: check its RBAC and its pod): {', '.join(stuck)}"
+    )

@@ -95,45 +95,66 @@ def journal_now(stack: Stack) -> float:
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, CHAT_LAUNCH))
 def test_chat_launches_into_a_readable_repository_checked_with_the_callers_token(
-        stack: Stack, chat: Chat, gate_user: str) -> None:
+    stack: Stack, chat: Chat, gate_user: str
+) -> None:
     launches, since = Launches.start(stack), journal_now(stack)
 
-    turn = chat.turn(gate_user, f"Delegate this to {GATED_AGENT}: fix the failing test in e2e-org/e2e-repo",
-                     session=session_id("readable"), allow_park=True, timeout=GATE_CHAT)
+    turn = chat.turn(
+        gate_user,
+        f"Delegate this to {GATED_AGENT}: fix the failing test in e2e-org/e2e-repo",
+        session=session_id("readable"),
+        allow_park=True,
+        timeout=GATE_CHAT,
+    )
 
-    run = launches.wait(f"{GATED_AGENT} to launch into a readable repository", CHAT_LAUNCH,
-                        answered=lambda: turn.text)
+    run = launches.wait(f"{GATED_AGENT} to launch into a readable repository", CHAT_LAUNCH, answered=lambda: turn.text)
     assert agent_ref(run) == GATED_AGENT, f"{run.name} runs {agent_ref(run)}, not {GATED_AGENT}"
     names = secret_env(run)
     assert "AGENT_TARGET_REPOSITORY" in names, f"the run is not told which repository was checked: {names}"
     assert "GITHUB_TOKEN" in names, f"reads must run as the caller, the run has no GITHUB_TOKEN: {names}"
     checks = read_checks(stack, "e2e-org/e2e-repo", since)
-    assert SEEDED_USER_TOKEN in checks, (f"no read check of e2e-org/e2e-repo used the caller's own token "
-                                         f"({SEEDED_USER_TOKEN}); checks made with: {checks}")
+    assert SEEDED_USER_TOKEN in checks, (
+        f"no read check of e2e-org/e2e-repo used the caller's own token "
+        f"({SEEDED_USER_TOKEN}); checks made with: {checks}"
+    )
 
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, READ_GATE_WINDOW))
 def test_chat_launches_nothing_into_a_repository_the_caller_cannot_read(
-        stack: Stack, chat: Chat, gate_user: str) -> None:
+    stack: Stack, chat: Chat, gate_user: str
+) -> None:
     launches, since = Launches.start(stack), journal_now(stack)
 
-    turn = chat.turn(gate_user, f"Delegate this to {GATED_AGENT}: fix the failing test in e2e-org/e2e-private",
-                     session=session_id("private"), allow_park=True, timeout=GATE_CHAT)
+    turn = chat.turn(
+        gate_user,
+        f"Delegate this to {GATED_AGENT}: fix the failing test in e2e-org/e2e-private",
+        session=session_id("private"),
+        allow_park=True,
+        timeout=GATE_CHAT,
+    )
 
     assert re.search(r"can't see `e2e-org/e2e-private`", turn.text), f"no refusal naming the repo: {turn.describe()}"
     checks = read_checks(stack, "e2e-org/e2e-private", since)
-    assert checks.count(SEEDED_USER_TOKEN) == 1, (f"the refusal must come from one read check with the caller's "
-                                                  f"token ({SEEDED_USER_TOKEN}); checks made with: {checks}")
+    assert checks.count(SEEDED_USER_TOKEN) == 1, (
+        f"the refusal must come from one read check with the caller's "
+        f"token ({SEEDED_USER_TOKEN}); checks made with: {checks}"
+    )
     launches.none_within(READ_GATE_WINDOW, "the caller cannot read e2e-org/e2e-private")
 
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, READ_GATE_WINDOW))
 def test_chat_refuses_rather_than_launching_when_no_repository_is_named(
-        stack: Stack, chat: Chat, gate_user: str, stack_target: TargetChoice) -> None:
+    stack: Stack, chat: Chat, gate_user: str, stack_target: TargetChoice
+) -> None:
     launches = Launches.start(stack)
 
-    turn = chat.turn(gate_user, f"Delegate this to {GATED_AGENT}: fix the failing test",
-                     session=session_id("unnamed"), allow_park=True, timeout=GATE_CHAT)
+    turn = chat.turn(
+        gate_user,
+        f"Delegate this to {GATED_AGENT}: fix the failing test",
+        session=session_id("unnamed"),
+        allow_park=True,
+        timeout=GATE_CHAT,
+    )
 
     assert re.search(r"Which GitHub repository|can't see `e2e-org/", turn.text), f"not refused: {turn.describe()}"
     if stack_target.kind == "twin":  # no model in the extraction: it must ask, not guess
@@ -143,23 +164,30 @@ def test_chat_refuses_rather_than_launching_when_no_repository_is_named(
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, CHAT_LAUNCH))
 def test_chat_resolves_a_bare_repository_name_against_the_default_owner(
-        stack: Stack, chat: Chat, gate_user: str) -> None:
+    stack: Stack, chat: Chat, gate_user: str
+) -> None:
     launches, since = Launches.start(stack), journal_now(stack)
 
-    turn = chat.turn(gate_user, f"Delegate this to {GATED_AGENT}: fix the failing test in the e2e-repo repository",
-                     session=session_id("bare"), allow_park=True, timeout=GATE_CHAT)
+    turn = chat.turn(
+        gate_user,
+        f"Delegate this to {GATED_AGENT}: fix the failing test in the e2e-repo repository",
+        session=session_id("bare"),
+        allow_park=True,
+        timeout=GATE_CHAT,
+    )
 
-    run = launches.wait(f"{GATED_AGENT} to launch into e2e-org/e2e-repo from its bare name", CHAT_LAUNCH,
-                        answered=lambda: turn.text)
+    run = launches.wait(
+        f"{GATED_AGENT} to launch into e2e-org/e2e-repo from its bare name", CHAT_LAUNCH, answered=lambda: turn.text
+    )
     assert agent_ref(run) == GATED_AGENT, f"{run.name} runs {agent_ref(run)}, not {GATED_AGENT}"
     checks = read_checks(stack, "e2e-org/e2e-repo", since)
-    assert SEEDED_USER_TOKEN in checks, (f"the bare name was not checked as e2e-org/e2e-repo with the caller's "
-                                         f"token; checks made with: {checks}")
+    assert SEEDED_USER_TOKEN in checks, (
+        f"the bare name was not checked as e2e-org/e2e-repo with the caller's token; checks made with: {checks}"
+    )
 
 
 @pytest.mark.timeout(timeout_for(POSITIVE_LAUNCH))
-def test_review_webhook_launches_into_the_events_repository_without_a_user_token(
-        stack: Stack, gate_user: str) -> None:
+def test_review_webhook_launches_into_the_events_repository_without_a_user_token(stack: Stack, gate_user: str) -> None:
     since = journal_now(stack)
 
     trigger = label_issue(stack, unique_issue_number(), sender=SENDER, label=REVIEW_LABEL)
@@ -169,6 +197,8 @@ def test_review_webhook_launches_into_the_events_repository_without_a_user_token
     names = secret_env(run)
     assert "AGENT_TARGET_REPOSITORY" in names, f"the run is not told the event's repository: {names}"
     assert "GITHUB_TOKEN" not in names, f"a shared webhook subject must never hand a run a user's token: {names}"
-    logins = [call.path for call in stack.through(GITHUB, lambda fwd: GitHubJournal(fwd).calls(
-        path_prefix="/login/", since=since))]
+    logins = [
+        call.path
+        for call in stack.through(GITHUB, lambda fwd: GitHubJournal(fwd).calls(path_prefix="/login/", since=since))
+    ]
     assert logins == [], f"a GitHub link was started under the webhook's subject: {logins}"

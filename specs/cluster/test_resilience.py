@@ -76,15 +76,19 @@ def test_silent_agent_is_reported_as_silent(stack: Stack, issue: int) -> None:
         trigger.wait_run_created(RUN_CREATED)
         comment = trigger.wait_comment(COMMENT, "the error comment")
     assert REPLY_MARKER not in comment, f"a silent agent got a reply posted: {comment!r}"
-    assert LEGACY_NO_REPLY not in comment, (f"the failure was relabelled with the legacy '{LEGACY_NO_REPLY}' message "
-                                            f"instead of naming the silence: {comment!r}")
+    assert LEGACY_NO_REPLY not in comment, (
+        f"the failure was relabelled with the legacy '{LEGACY_NO_REPLY}' message "
+        f"instead of naming the silence: {comment!r}"
+    )
     assert re.search(r"went silent for 30000ms", comment), f"the comment does not name the silence: {comment!r}"
 
 
 @pytest.mark.disruptive
-@pytest.mark.skip(reason="upstream keeps it skipped: expected Succeeded, observed Failed. The agent pod's NATS "
-                         "client gives up after about 20 s of reconnects (10 x 2 s) while a bounce takes 20-40 s, "
-                         "so the agent side fails (failure mode 31)")
+@pytest.mark.skip(
+    reason="upstream keeps it skipped: expected Succeeded, observed Failed. The agent pod's NATS "
+    "client gives up after about 20 s of reconnects (10 x 2 s) while a bounce takes 20-40 s, "
+    "so the agent side fails (failure mode 31)"
+)
 @pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, BOUNCE, RUN_TERMINAL, COMMENT))
 def test_nats_bounce_during_narration(stack: Stack, issue: int) -> None:
     with pace_stub_agent(stack.kube, narrate_for=50.0, narrate_every=5.0):
@@ -129,8 +133,9 @@ def test_retrigger_after_rollout_collects_the_held_reply(stack: Stack, issue: in
         again = stack.trigger(issue, title=f"rollout then re-trigger {issue}", open_issue=False)
         reply = _wait_reply(again, GATEWAY_POLL)
     assert STUB_REPLY in reply, f"the re-triggered turn's reply is not the stub's: {reply!r}"
-    assert [r.name for r in first.runs()] == [run.name], "the re-trigger launched another AgentRun instead of " \
-                                                         "collecting the held reply of the first"
+    assert [r.name for r in first.runs()] == [run.name], (
+        "the re-trigger launched another AgentRun instead of collecting the held reply of the first"
+    )
     phase = wait_phase(stack, run.name, ("Succeeded", "Failed"), RUN_TERMINAL)
     assert phase == "Succeeded", f"AgentRun {run.name} ended {phase}"
 

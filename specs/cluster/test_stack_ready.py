@@ -7,7 +7,7 @@ re-run rather than reading as a product bug later.
 from __future__ import annotations
 
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -19,13 +19,30 @@ from specs.cluster.stack import timeout_for
 pytestmark = pytest.mark.cluster
 
 GROUP = "core.controller-agent.dev"
-CRD_KINDS = ["agentruns", "agents", "tools", "skills", "integrationroutes", "corpora", "connections",
-             "knowledgebases", "mcpservers", "mcptools"]
-DEPLOYMENTS = ["agent-orchestrator", "agent-controller-integration-gateway", "core-controller", "fake-github",
-               "temporal-dev-server"]
+CRD_KINDS = [
+    "agentruns",
+    "agents",
+    "tools",
+    "skills",
+    "integrationroutes",
+    "corpora",
+    "connections",
+    "knowledgebases",
+    "mcpservers",
+    "mcptools",
+]
+DEPLOYMENTS = [
+    "agent-orchestrator",
+    "agent-controller-integration-gateway",
+    "core-controller",
+    "fake-github",
+    "temporal-dev-server",
+]
 CATALOG_KINDS = [f"{kind}.{GROUP}" for kind in ("tools", "skills", "agents", "integrationroutes")]
-SELECTORS = {"NATS server": "app.kubernetes.io/component=nats",
-             "Redis": "app.kubernetes.io/name=agent-orchestrator-redis"}
+SELECTORS = {
+    "NATS server": "app.kubernetes.io/component=nats",
+    "Redis": "app.kubernetes.io/name=agent-orchestrator-redis",
+}
 COLLECTIONS = {"tools", "skills", "agents", "caller_tools"}
 AVAILABLE = 300.0
 """The set-up's own bound for the orchestrator and the gateway (kubectl wait --timeout=300s)."""
@@ -50,8 +67,9 @@ def test_deployment_is_available(kube: Kube, deployment: str) -> None:
         conditions = kube.kubectl_json("get", "deployment", deployment).get("status", {}).get("conditions", [])
         return True if any(c["type"] == "Available" and c["status"] == "True" for c in conditions) else None
 
-    assert wait_for_sync(f"deployment/{deployment} to be Available", available, timeout=AVAILABLE, interval=5.0,
-                         probe_timeout=30.0)
+    assert wait_for_sync(
+        f"deployment/{deployment} to be Available", available, timeout=AVAILABLE, interval=5.0, probe_timeout=30.0
+    )
 
 
 @pytest.mark.parametrize("kind", CATALOG_KINDS)
@@ -87,7 +105,7 @@ def test_qdrant_collections_exist(kube: Kube, forwards: ForwardPool) -> None:
     answer = fetch_through_sync(forwards.get(kube, "svc/agent-controller-qdrant", 6333), "GET", "/collections")
     assert answer.status_code == 200, f"GET /collections answered {answer.status_code}: {answer.text[:200]}"
     names = {c["name"] for c in answer.json()["result"]["collections"]}
-    assert COLLECTIONS <= names, f"Qdrant lacks the collections {sorted(COLLECTIONS - names)}"
+    assert names >= COLLECTIONS, f"Qdrant lacks the collections {sorted(COLLECTIONS - names)}"
 
 
 def test_temporal_grpc_port_accepts_tcp(kube: Kube, forwards: ForwardPool) -> None:
@@ -102,13 +120,16 @@ def test_clock_skew_fits_the_window_allowance(kube: Kube) -> None:
     skew = kube.clock_skew()
     assert abs(skew) < DEFAULT_SKEW, (
         f"host clock is {skew:+.1f}s off the API server's, beyond the {DEFAULT_SKEW:.0f}s skew allowance; "
-        "anchor `since` on the server clock (the `since` fixture does) or resync the VM (`minikube ssh -- sudo date -s @$(date +%s)`)"
+        "anchor `since` on the server clock (the `since` fixture does) or resync the VM "
+        "(`minikube ssh -- sudo date -s @$(date +%s)`)"
     )
 
 
 def test_agent_runs_listing_is_readable(kube: Kube) -> None:
     # Every run must carry a readable creationTimestamp and a known phase; one that does not breaks every window.
-    runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=timezone.utc), kube=kube)  # all of them
+    runs = agent_runs_since(datetime(1970, 1, 1, 0, 0, 10, tzinfo=UTC), kube=kube)  # all of them
     assert all(run.created.tzinfo is not None for run in runs)
-    unknown = [(run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")]
+    unknown = [
+        (run.name, run.phase) for run in runs if run.phase not in (None, "Pending", "Running", "Succeeded", "Failed")
+    ]
     assert not unknown, f"AgentRuns with a phase the specs do not know: {unknown}"

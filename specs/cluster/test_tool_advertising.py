@@ -55,29 +55,45 @@ NEVER_SENT = "get_device_temperature"
 OUTSIDE_K = "zz_archive_weather_records"
 DROPPED = "not offered"
 
-SKILLS = [skill_manifest(READER_SKILL, "tool-advertising", {
-    "description": f"Reads GitHub issue {MARK_READ} of the e2e repository with {READER} (e2e fixture).",
-    "instructions": f"Read the issue with {READER}, then summarise it.",
-    "tools": [READER], "allowCallerTools": True})]
+SKILLS = [
+    skill_manifest(
+        READER_SKILL,
+        "tool-advertising",
+        {
+            "description": f"Reads GitHub issue {MARK_READ} of the e2e repository with {READER} (e2e fixture).",
+            "instructions": f"Read the issue with {READER}, then summarise it.",
+            "tools": [READER],
+            "allowCallerTools": True,
+        },
+    )
+]
 
 
 def battery() -> dict[str, Any]:
-    return function_tool("get_device_battery", "Reads the battery level of a telemetry device by its id",
-                         {"device_id": {"type": "string"}})
+    return function_tool(
+        "get_device_battery",
+        "Reads the battery level of a telemetry device by its id",
+        {"device_id": {"type": "string"}},
+    )
 
 
 def five_tools() -> list[dict[str, Any]]:
-    related = [("get_device_battery", "Reads the battery level of a telemetry device"),
-               ("get_device_firmware", "Reads the firmware version of a telemetry device"),
-               ("reboot_device", "Reboots a telemetry device"),
-               ("list_device_alarms", "Lists the open alarms of a telemetry device"),
-               (OUTSIDE_K, "Archives yesterday's weather observations into cold storage")]
+    related = [
+        ("get_device_battery", "Reads the battery level of a telemetry device"),
+        ("get_device_firmware", "Reads the firmware version of a telemetry device"),
+        ("reboot_device", "Reboots a telemetry device"),
+        ("list_device_alarms", "Lists the open alarms of a telemetry device"),
+        (OUTSIDE_K, "Archives yesterday's weather observations into cold storage"),
+    ]
     return [function_tool(name, f"{text} (advertising set)", {"id": {"type": "string"}}) for name, text in related]
 
 
 def call(name: str, arguments: dict[str, Any], mark: str) -> dict[str, Any]:
-    return {"name": f"advertising-{mark}", "when": {"last_user": mark, "last_role": "user", "no_tools": False},
-            "reply": {"tool_calls": [{"name": name, "arguments": arguments}]}}
+    return {
+        "name": f"advertising-{mark}",
+        "when": {"last_user": mark, "last_role": "user", "no_tools": False},
+        "reply": {"tool_calls": [{"name": name, "arguments": arguments}]},
+    }
 
 
 @pytest.fixture(scope="module")
@@ -109,24 +125,37 @@ def issue_reads(stack: Stack, issue: int) -> list[str]:
 def test_a_call_of_a_tool_the_client_never_sent_is_not_returned(turns: ToolTurns, journal: ModelJournal) -> None:
     expect = Expect(sent=("get_device_battery",))
     with journal.scripted([call(NEVER_SENT, {"device_id": "SN-4417"}, MARK_NEVER_SENT)]):
-        chat_turn = turns.chat(ask(f"Check the device for {MARK_NEVER_SENT}."), expect, tools=[battery()],
-                               what="chat, the model calls a tool never sent")
-        invoke_turn = turns.invoke(f"Check the device for {MARK_NEVER_SENT}.", expect, tools=[battery()],
-                                   what="/invoke, the model calls a tool never sent")
-    assert NEVER_SENT in [e.get("name") for r in chat_turn.requests for e in r.emitted], \
+        chat_turn = turns.chat(
+            ask(f"Check the device for {MARK_NEVER_SENT}."),
+            expect,
+            tools=[battery()],
+            what="chat, the model calls a tool never sent",
+        )
+        invoke_turn = turns.invoke(
+            f"Check the device for {MARK_NEVER_SENT}.",
+            expect,
+            tools=[battery()],
+            what="/invoke, the model calls a tool never sent",
+        )
+    assert NEVER_SENT in [e.get("name") for r in chat_turn.requests for e in r.emitted], (
         "precondition: the scripted model did not call the unoffered tool"
+    )
     chat = chat_turn.chat
     assert chat is not None
-    assert chat.tool_calls == [], (f"the stack handed the client a call of {[c.name for c in chat.tool_calls]}, a "
-                                   f"tool the model was never offered (offered: {chat_turn.offered}): "
-                                   f"{chat.describe()}")
+    assert chat.tool_calls == [], (
+        f"the stack handed the client a call of {[c.name for c in chat.tool_calls]}, a "
+        f"tool the model was never offered (offered: {chat_turn.offered}): "
+        f"{chat.describe()}"
+    )
     assert chat.finish_reason == "stop", chat.describe()
     assert DROPPED in chat.text, f"the turn did not say the call was not run: {chat.describe()}"
     record = invoke_turn.invocation
     assert record is not None
     assert record.status == "succeeded", f"/invoke ended {record.describe()}: {record.error}"
-    assert not record.pending_tool_calls, (f"/invoke returned pending calls {record.pending_tool_calls} of a tool "
-                                           f"the model was never offered (offered: {invoke_turn.offered})")
+    assert not record.pending_tool_calls, (
+        f"/invoke returned pending calls {record.pending_tool_calls} of a tool "
+        f"the model was never offered (offered: {invoke_turn.offered})"
+    )
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
@@ -134,24 +163,36 @@ def test_a_sent_caller_tool_outside_the_top_k_is_not_returned(turns: ToolTurns, 
     tools = five_tools()
     expect = Expect(sent=tuple(t["function"]["name"] for t in tools))
     with journal.scripted([call(OUTSIDE_K, {"id": "SN-4417"}, MARK_OUTSIDE_K)]):
-        turn = turns.chat(ask(f"What is the battery level of telemetry device SN-4417? ({MARK_OUTSIDE_K})"),
-                          expect, tools=tools, what="five tools, the model calls one not offered")
-    assert OUTSIDE_K not in turn.offered, (f"precondition: {OUTSIDE_K} (unrelated to the request) was among the K "
-                                           f"offered: {turn.offered}")
+        turn = turns.chat(
+            ask(f"What is the battery level of telemetry device SN-4417? ({MARK_OUTSIDE_K})"),
+            expect,
+            tools=tools,
+            what="five tools, the model calls one not offered",
+        )
+    assert OUTSIDE_K not in turn.offered, (
+        f"precondition: {OUTSIDE_K} (unrelated to the request) was among the K offered: {turn.offered}"
+    )
     chat = turn.chat
     assert chat is not None
-    assert chat.tool_calls == [], (f"the stack handed the client {[c.name for c in chat.tool_calls]}, outside the "
-                                   f"{len(turn.offered)} tools offered ({turn.offered}): {chat.describe()}")
+    assert chat.tool_calls == [], (
+        f"the stack handed the client {[c.name for c in chat.tool_calls]}, outside the "
+        f"{len(turn.offered)} tools offered ({turn.offered}): {chat.describe()}"
+    )
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
-def test_an_unoffered_catalog_tool_is_not_run(stack: Stack, turns: ToolTurns, journal: ModelJournal,
-                                               issue: int) -> None:
+def test_an_unoffered_catalog_tool_is_not_run(
+    stack: Stack, turns: ToolTurns, journal: ModelJournal, issue: int
+) -> None:
     stack.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=f"advertising {issue}", user=SENDER))
     arguments = {"owner": OWNER, "repo": REPO, "number": issue}
     with journal.scripted([call(READER, arguments, MARK_CATALOG)]):
-        turn = turns.chat(ask(f"Look at the device for {MARK_CATALOG}."), Expect(sent=("get_device_battery",)),
-                          tools=[battery()], what=f"the model calls {READER}, not offered")
+        turn = turns.chat(
+            ask(f"Look at the device for {MARK_CATALOG}."),
+            Expect(sent=("get_device_battery",)),
+            tools=[battery()],
+            what=f"the model calls {READER}, not offered",
+        )
     chat = turn.chat
     assert chat is not None
     assert READER not in turn.offered, f"precondition: {READER} was offered: {turn.offered}"
@@ -161,17 +202,26 @@ def test_an_unoffered_catalog_tool_is_not_run(stack: Stack, turns: ToolTurns, jo
 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
-def test_an_offered_catalog_tool_is_run_and_its_result_goes_back_to_the_model(stack: Stack, turns: ToolTurns,
-                                                                              journal: ModelJournal,
-                                                                              issue: int) -> None:
+def test_an_offered_catalog_tool_is_run_and_its_result_goes_back_to_the_model(
+    stack: Stack, turns: ToolTurns, journal: ModelJournal, issue: int
+) -> None:
     stack.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=f"advertising {issue}", user=SENDER))
     arguments = {"owner": OWNER, "repo": REPO, "number": issue}
-    rules = [{"name": "advertising-select-reader", "when": {"system": "skill selector", "last_user": MARK_READ},
-              "reply": {"text": READER_SKILL}}, call(READER, arguments, MARK_READ)]
+    rules = [
+        {
+            "name": "advertising-select-reader",
+            "when": {"system": "skill selector", "last_user": MARK_READ},
+            "reply": {"text": READER_SKILL},
+        },
+        call(READER, arguments, MARK_READ),
+    ]
     with journal.scripted(rules):
-        turn = turns.chat(ask(f"Read GitHub issue {MARK_READ} of the e2e repository and summarise it."),
-                          Expect(sent=("get_device_battery",), catalog=(READER,)), tools=[battery()],
-                          what=f"skill {READER_SKILL} offers {READER}")
+        turn = turns.chat(
+            ask(f"Read GitHub issue {MARK_READ} of the e2e repository and summarise it."),
+            Expect(sent=("get_device_battery",), catalog=(READER,)),
+            tools=[battery()],
+            what=f"skill {READER_SKILL} offers {READER}",
+        )
     chat = turn.chat
     assert chat is not None
     reads = issue_reads(stack, issue)

@@ -59,6 +59,7 @@ definitions would be a permanent hit and "indexing happened" would pass once per
 
 # --- the model's capture --------------------------------------------------------------------------------------------
 
+
 def model_capture(stack: Stack, target: TargetChoice) -> ModelJournal | None:
     """The fake model's capture when it is the orchestrator's model (always on the twin), else ``None``."""
     if target.kind == "cluster":
@@ -70,9 +71,11 @@ def model_capture(stack: Stack, target: TargetChoice) -> ModelJournal | None:
 
 def require_capture(journal: ModelJournal | None) -> ModelJournal:
     if journal is None:
-        pytest.skip("needs the fake model endpoint (fakes/openai) deployed as the orchestrator's model, to read "
-                    "what each turn offered the model: see fakes/README.md 'Pointing the orchestrator at the fake "
-                    "model' (always the case on the stack twin)")
+        pytest.skip(
+            "needs the fake model endpoint (fakes/openai) deployed as the orchestrator's model, to read "
+            "what each turn offered the model: see fakes/README.md 'Pointing the orchestrator at the fake "
+            "model' (always the case on the stack twin)"
+        )
     return journal
 
 
@@ -101,29 +104,37 @@ def check_advertised(requests: Sequence[ModelRequest], expect: Expect, turn: str
     names = offered(requests)
     trail = "; ".join(r.line() for r in requests) or "no model request"
     leaked = [n for n in names if ":" in n]
-    assert not leaked, (f"{turn}: the model was offered {leaked}: the orchestrator's internal 'caller:' prefix leaked "
-                        f"into the advertised tool names (the client sent {list(expect.sent)}). Model requests: "
-                        f"{trail}")
+    assert not leaked, (
+        f"{turn}: the model was offered {leaked}: the orchestrator's internal 'caller:' prefix leaked "
+        f"into the advertised tool names (the client sent {list(expect.sent)}). Model requests: "
+        f"{trail}"
+    )
     if expect.none is not None:
-        assert not names, f"{turn}: the model was offered {names} on a turn that must offer none ({expect.none}). " \
-                          f"Model requests: {trail}"
+        assert not names, (
+            f"{turn}: the model was offered {names} on a turn that must offer none ({expect.none}). "
+            f"Model requests: {trail}"
+        )
         return names
     callers = [n for n in names if n in expect.sent]
     others = [n for n in names if n not in expect.sent]
-    assert len(callers) <= TOP_K, (f"{turn}: {len(callers)} caller tools offered, more than K={TOP_K}: {callers}. "
-                                   f"Model requests: {trail}")
+    assert len(callers) <= TOP_K, (
+        f"{turn}: {len(callers)} caller tools offered, more than K={TOP_K}: {callers}. Model requests: {trail}"
+    )
     assert len(callers) == min(TOP_K, len(expect.sent)), (
         f"{turn}: {len(callers)} of the {len(expect.sent)} caller tools sent were offered ({callers}); expected "
-        f"{min(TOP_K, len(expect.sent))} (at most K={TOP_K}). Model requests: {trail}")
+        f"{min(TOP_K, len(expect.sent))} (at most K={TOP_K}). Model requests: {trail}"
+    )
     missing = [n for n in expect.include if n not in callers]
     assert not missing, f"{turn}: {missing} not offered although the skill orders it. Model requests: {trail}"
     assert sorted(others) == sorted(expect.catalog), (
         f"{turn}: catalog tools offered {others}, expected exactly the skill's {list(expect.catalog)}. "
-        f"Model requests: {trail}")
+        f"Model requests: {trail}"
+    )
     return names
 
 
 # --- turns ------------------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Turn:
@@ -145,15 +156,34 @@ class ToolTurns:
         self.stack = stack
         self.journal = journal
 
-    def chat(self, messages: list[dict[str, Any]], expect: Expect, *, tools: list[dict[str, Any]] | None = None,
-             tool_choice: Any = None, chat_id: str | None = None, timeout: float = TOOL_TURN,
-             what: str = "chat turn", **kwargs: Any) -> Turn:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        expect: Expect,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        chat_id: str | None = None,
+        timeout: float = TOOL_TURN,
+        what: str = "chat turn",
+        **kwargs: Any,
+    ) -> Turn:
         mark = self.journal.mark() if self.journal else 0
         error: ChatError | None = None
         try:
-            chat = self.stack.through(ORCHESTRATOR, lambda fwd: chat_turn_sync(
-                fwd, messages, chat_id=chat_id or f"e2e-chat-{uuid.uuid4().hex[:12]}", token=BEARER, tools=tools,
-                tool_choice=tool_choice, timeout=timeout, **kwargs))
+            chat = self.stack.through(
+                ORCHESTRATOR,
+                lambda fwd: chat_turn_sync(
+                    fwd,
+                    messages,
+                    chat_id=chat_id or f"e2e-chat-{uuid.uuid4().hex[:12]}",
+                    token=BEARER,
+                    tools=tools,
+                    tool_choice=tool_choice,
+                    timeout=timeout,
+                    **kwargs,
+                ),
+            )
         except ChatError as exc:
             error, chat = exc, exc.partial
         turn = self._checked(mark, expect, what)
@@ -162,11 +192,23 @@ class ToolTurns:
             raise error
         return turn
 
-    def invoke(self, request: str, expect: Expect, *, tools: list[dict[str, Any]] | None = None,
-               tool_choice: Any = None, what: str = "/invoke turn", timeout: float = TOOL_TURN) -> Turn:
+    def invoke(
+        self,
+        request: str,
+        expect: Expect,
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: Any = None,
+        what: str = "/invoke turn",
+        timeout: float = TOOL_TURN,
+    ) -> Turn:
         mark = self.journal.mark() if self.journal else 0
-        invocation = self.stack.through(ORCHESTRATOR, lambda fwd: InvokeClient(fwd, bearer=BEARER).turn(
-            request, tools=tools, **({} if tool_choice is None else {"tool_choice": tool_choice}), timeout=timeout))
+        invocation = self.stack.through(
+            ORCHESTRATOR,
+            lambda fwd: InvokeClient(fwd, bearer=BEARER).turn(
+                request, tools=tools, **({} if tool_choice is None else {"tool_choice": tool_choice}), timeout=timeout
+            ),
+        )
         turn = self._checked(mark, expect, what)
         turn.invocation = invocation
         return turn
@@ -187,9 +229,14 @@ def qdrant(stack: Stack) -> QdrantView:
 
 # --- fixture skills -------------------------------------------------------------------------------------------------
 
+
 def skill_manifest(name: str, fixture: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "core.controller-agent.dev/v1alpha1", "kind": "Skill",
-            "metadata": {"name": name, "labels": {FIXTURE_LABEL: fixture}}, "spec": spec}
+    return {
+        "apiVersion": "core.controller-agent.dev/v1alpha1",
+        "kind": "Skill",
+        "metadata": {"name": name, "labels": {FIXTURE_LABEL: fixture}},
+        "spec": spec,
+    }
 
 
 def skills_applied(stack: Stack, fixture: str, skills: list[dict[str, Any]]) -> Iterator[list[str]]:
@@ -199,20 +246,31 @@ def skills_applied(stack: Stack, fixture: str, skills: list[dict[str, Any]]) -> 
     names = [s["metadata"]["name"] for s in skills]
     stack.kube.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": skills}))
     try:
+
         def indexed() -> bool | None:
             stored = qdrant(stack).payload_values("skills", "name") or []
             return True if all(name in stored for name in names) else None
 
-        wait_for_sync(f"skills {names} to be indexed in Qdrant's skills collection", indexed, timeout=SKILL_INDEXED,
-                      interval=SKILL_POLL)
+        wait_for_sync(
+            f"skills {names} to be indexed in Qdrant's skills collection",
+            indexed,
+            timeout=SKILL_INDEXED,
+            interval=SKILL_POLL,
+        )
         yield names
     finally:
-        stack.kube.kubectl("delete", SKILL_GROUP, "-l", f"{FIXTURE_LABEL}={fixture}", "--ignore-not-found",
-                           "--wait=false")
+        stack.kube.kubectl(
+            "delete", SKILL_GROUP, "-l", f"{FIXTURE_LABEL}={fixture}", "--ignore-not-found", "--wait=false"
+        )
 
 
 def function_tool(name: str, description: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
     """An OpenAI function tool whose description carries :data:`RUN_TOKEN`."""
-    return {"type": "function", "function": {
-        "name": name, "description": f"{description} [{RUN_TOKEN}]",
-        "parameters": {"type": "object", "properties": properties or {}}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{description} [{RUN_TOKEN}]",
+            "parameters": {"type": "object", "properties": properties or {}},
+        },
+    }

@@ -31,18 +31,31 @@ REFRESH = "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refre
 CASES = {
     "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
     "job-env-missing": (HAPPY, ["AGENT_ACTOR_LOGIN appears 0 time(s) in Job"]),
-    "unstubbed-github-call": (HAPPY, ["the stack called GitHub endpoints the fake does not model (answered 501)",
-                                      "/assignees -> 501"]),
+    "unstubbed-github-call": (
+        HAPPY,
+        ["the stack called GitHub endpoints the fake does not model (answered 501)", "/assignees -> 501"],
+    ),
     "legacy-no-reply-relabel": (SILENT, ["relabelled with the legacy 'produced no reply within' message"]),
     "label-kept-after-restart": (GATEWAY_ROLLOUT, ["but never removed its ai-triage label"]),
-    "caller-prefix-leak": (CALLER_ONE, ["the orchestrator's internal 'caller:' prefix leaked into the advertised "
-                                        "tool names", "offered ['caller:get_device_battery']"]),
-    "refused-skill-advertises": (CALLER_REFUSED, ["on a turn that must offer none (skill e2e-caller-tool-refused "
-                                                  "refuses caller tools)"]),
-    "unadvertised-tool-call": (ADVERTISING, ["a tool the model was never offered",
-                                             "which the model was never offered on this turn: GitHub saw"]),
-    "jwt-expiry-fallback": (JWT_EXPIRY, ["a resume ran as client-integration-gateway instead of the caller it "
-                                         "arrived as: yet"]),
+    "caller-prefix-leak": (
+        CALLER_ONE,
+        [
+            "the orchestrator's internal 'caller:' prefix leaked into the advertised tool names",
+            "offered ['caller:get_device_battery']",
+        ],
+    ),
+    "refused-skill-advertises": (
+        CALLER_REFUSED,
+        ["on a turn that must offer none (skill e2e-caller-tool-refused refuses caller tools)"],
+    ),
+    "unadvertised-tool-call": (
+        ADVERTISING,
+        ["a tool the model was never offered", "which the model was never offered on this turn: GitHub saw"],
+    ),
+    "jwt-expiry-fallback": (
+        JWT_EXPIRY,
+        ["a resume ran as client-integration-gateway instead of the caller it arrived as: yet"],
+    ),
     "parked-turn-hijack": (HIJACK, ["resumed the owner's parked request"]),
     "refresh-without-client-secret": (REFRESH, ["read the link as dead instead of refreshing it"]),
 }
@@ -61,8 +74,17 @@ def test_every_bug_switch_has_a_case() -> None:
 def test_bug_switch_turns_its_spec_red(pytester: pytest.Pytester, bug: str) -> None:
     spec, expected = CASES[bug]
     result = pytester.runpytest_subprocess(
-        str(ROOT / spec), "--target=twin", f"--twin-bug={bug}", f"--rootdir={ROOT}", "-c", str(ROOT / "pyproject.toml"),
-        "-p", "no:cacheprovider", "-q", timeout=INNER_TIMEOUT)
+        str(ROOT / spec),
+        "--target=twin",
+        f"--twin-bug={bug}",
+        f"--rootdir={ROOT}",
+        "-c",
+        str(ROOT / "pyproject.toml"),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        timeout=INNER_TIMEOUT,
+    )
     output = result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, f"with {bug} on, {spec} did not fail:\n{output[-3000:]}"

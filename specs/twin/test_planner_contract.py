@@ -27,29 +27,47 @@ pytestmark = pytest.mark.timeout(60)
 NS = "controller-agent"
 TELEMETRY, REFUSED, READER = "skill-telemetry", "skill-refused", "skill-reader"
 RULES = [
-    {"name": "select-telemetry", "when": {"system": "skill selector", "last_user": "SN-4417"},
-     "reply": {"text": TELEMETRY}},
+    {
+        "name": "select-telemetry",
+        "when": {"system": "skill selector", "last_user": "SN-4417"},
+        "reply": {"text": TELEMETRY},
+    },
     {"name": "select-refused", "when": {"system": "skill selector", "last_user": "SR-9"}, "reply": {"text": REFUSED}},
     {"name": "select-reader", "when": {"system": "skill selector", "last_user": "ISSUE-1"}, "reply": {"text": READER}},
-    {"name": "forced", "when": {"tool_choice": "get_device_battery"},
-     "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device_id": "SN-4417"}}]}},
-    {"name": "unoffered", "when": {"last_user": "UNOFFERED", "last_role": "user"},
-     "reply": {"tool_calls": [{"name": "get_device_temperature", "arguments": {}}]}},
-    {"name": "read", "when": {"last_user": "ISSUE-1", "last_role": "user", "tools": ["issue-reader"]},
-     "reply": {"tool_calls": [{"name": "issue-reader", "arguments": {"name": "skills"}}]}},
+    {
+        "name": "forced",
+        "when": {"tool_choice": "get_device_battery"},
+        "reply": {"tool_calls": [{"name": "get_device_battery", "arguments": {"device_id": "SN-4417"}}]},
+    },
+    {
+        "name": "unoffered",
+        "when": {"last_user": "UNOFFERED", "last_role": "user"},
+        "reply": {"tool_calls": [{"name": "get_device_temperature", "arguments": {}}]},
+    },
+    {
+        "name": "read",
+        "when": {"last_user": "ISSUE-1", "last_role": "user", "tools": ["issue-reader"]},
+        "reply": {"tool_calls": [{"name": "issue-reader", "arguments": {"name": "skills"}}]},
+    },
     {"name": "after-tool", "when": {"last_role": "tool"}, "reply": {"text": "done: {last_tool_result}"}},
 ]
 
 
 def tool(name: str, description: str) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": name, "description": description,
-                                             "parameters": {"type": "object", "properties": {}}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": {"type": "object", "properties": {}}},
+    }
 
 
 BATTERY = tool("get_device_battery", "Reads the battery level of a telemetry device")
-FIVE = [BATTERY, tool("get_device_firmware", "Reads the firmware of a telemetry device"),
-        tool("reboot_device", "Reboots a telemetry device"), tool("list_device_alarms", "Lists a device's alarms"),
-        tool("archive_weather", "Archives weather observations")]
+FIVE = [
+    BATTERY,
+    tool("get_device_firmware", "Reads the firmware of a telemetry device"),
+    tool("reboot_device", "Reboots a telemetry device"),
+    tool("list_device_alarms", "Lists a device's alarms"),
+    tool("archive_weather", "Archives weather observations"),
+]
 
 
 class Catalog:
@@ -60,13 +78,28 @@ class Catalog:
             return {"metadata": {"name": name}, "spec": {"description": description, **spec}}
 
         self.objects: dict[str, dict[str, dict[str, Any]]] = {
-            "skills.core.controller-agent.dev": {s["metadata"]["name"]: s for s in (
-                skill(TELEMETRY, "Battery level of telemetry device SN-4417", tools=["caller:get_device_battery"]),
-                skill(REFUSED, "State of sealed rack SR-9", instructions="Reply exactly NO_TOOL",
-                      allowCallerTools=False),
-                skill(READER, "Reads issue ISSUE-1 with the issue reader", tools=["issue-reader"]))},
-            "tools.core.controller-agent.dev": {"issue-reader": {"metadata": {"name": "issue-reader"}, "spec": {
-                "description": "Reads a collection", "http": {"url": f"{qdrant_url}/collections/{{name}}"}}}},
+            "skills.core.controller-agent.dev": {
+                s["metadata"]["name"]: s
+                for s in (
+                    skill(TELEMETRY, "Battery level of telemetry device SN-4417", tools=["caller:get_device_battery"]),
+                    skill(
+                        REFUSED,
+                        "State of sealed rack SR-9",
+                        instructions="Reply exactly NO_TOOL",
+                        allowCallerTools=False,
+                    ),
+                    skill(READER, "Reads issue ISSUE-1 with the issue reader", tools=["issue-reader"]),
+                )
+            },
+            "tools.core.controller-agent.dev": {
+                "issue-reader": {
+                    "metadata": {"name": "issue-reader"},
+                    "spec": {
+                        "description": "Reads a collection",
+                        "http": {"url": f"{qdrant_url}/collections/{{name}}"},
+                    },
+                }
+            },
         }
 
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -103,16 +136,25 @@ def plan(model: FakeHandle[OpenAIFake], qdrant: Any) -> PlanRun:
             async with httpx.AsyncClient(trust_env=False, timeout=10.0) as http:
                 q = cluster_qdrant(http, qdrant.url)
                 for name in ("skills", "caller_tools"):
-                    await http.put(f"{qdrant.url}/collections/{name}",
-                                   json={"vectors": {"size": 1536, "distance": "Cosine"}})
+                    await http.put(
+                        f"{qdrant.url}/collections/{name}", json={"vectors": {"size": 1536, "distance": "Cosine"}}
+                    )
                 llm = ModelClient(http, base_url=f"{model.url}/v1", api_key="k")  # type: ignore[arg-type]
                 catalog = Catalog(qdrant.url)
                 skills = SkillIndex(catalog, NS, q, llm, lambda line: None)  # type: ignore[arg-type]
                 await skills.start()
                 await skills.stop()
-                planner = Planner(store=catalog, namespace=NS, model=llm, skills=skills,  # type: ignore[arg-type]
-                                  caller_tools=CallerToolStore(q, llm.embed), http=http,  # type: ignore[arg-type]
-                                  top_k=3, bugs=frozenset(bugs), log=lambda line: None)
+                planner = Planner(
+                    store=catalog,  # type: ignore[arg-type]  # duck-typed stand-in for the API double's Store
+                    namespace=NS,
+                    model=llm,
+                    skills=skills,
+                    caller_tools=CallerToolStore(q, llm.embed),
+                    http=http,  # type: ignore[arg-type]  # a plain httpx client stands in for ClusterClient
+                    top_k=3,
+                    bugs=frozenset(bugs),
+                    log=lambda line: None,
+                )
                 return await planner.run([{"role": "user", "content": text}], parse_tools(tools), tool_choice)
 
         before = model.app.log().model_calls()[-1].seq if model.app.log().model_calls() else 0
@@ -143,8 +185,9 @@ def test_tool_choice_none_offers_nothing(plan: PlanRun) -> None:
 
 
 @pytest.mark.parametrize(("bugs", "offers"), [((), []), (("refused-skill-advertises",), ["get_device_battery"])])
-def test_a_refusing_skill_offers_no_caller_tools_unless_the_bug_is_on(plan: PlanRun, bugs: tuple[str, ...],
-                                                                      offers: list[str]) -> None:
+def test_a_refusing_skill_offers_no_caller_tools_unless_the_bug_is_on(
+    plan: PlanRun, bugs: tuple[str, ...], offers: list[str]
+) -> None:
     result, calls = plan("State of sealed rack SR-9?", [BATTERY], bugs=bugs)
     assert result.skill == REFUSED
     assert offered(calls) == offers
@@ -156,8 +199,9 @@ def test_the_prefix_leak_bug_offers_internal_names_and_the_model_refuses_them(pl
 
 
 @pytest.mark.parametrize(("bugs", "returned"), [((), []), (("unadvertised-tool-call",), ["get_device_temperature"])])
-def test_a_call_of_an_unoffered_tool_is_dropped_unless_the_bug_is_on(plan: PlanRun, bugs: tuple[str, ...],
-                                                                     returned: list[str]) -> None:
+def test_a_call_of_an_unoffered_tool_is_dropped_unless_the_bug_is_on(
+    plan: PlanRun, bugs: tuple[str, ...], returned: list[str]
+) -> None:
     result, _ = plan("UNOFFERED please", [BATTERY], bugs=bugs)
     assert [c.name for c in result.tool_calls] == returned
     if not bugs:

@@ -7,8 +7,9 @@ import pytest
 from fakes.stack.agent import knob
 
 
-@pytest.mark.parametrize(("raw", "seconds"), [("60000", 60.0), ("0", 0.0), ("999999999", 600.0), ("junk", 7.0),
-                                              ("-5", 7.0), ("nan", 7.0)])
+@pytest.mark.parametrize(
+    ("raw", "seconds"), [("60000", 60.0), ("0", 0.0), ("999999999", 600.0), ("junk", 7.0), ("-5", 7.0), ("nan", 7.0)]
+)
 def test_knobs_are_milliseconds_clamped_with_junk_meaning_the_default(raw: str, seconds: float) -> None:
     assert knob({"K": raw}, "K", 7.0) == seconds
 

@@ -43,31 +43,59 @@ def kube(twin: Any) -> Any:
 
 
 def test_the_stack_comes_up_in_the_set_up_order(twin: Any, kube: Any) -> None:
-    assert [name for name, _ in twin.up_steps] == ["namespace", "CRDs", "secrets", "temporal", "fakes", "release",
-                                                   "catalog", "available"]
+    assert [name for name, _ in twin.up_steps] == [
+        "namespace",
+        "CRDs",
+        "secrets",
+        "temporal",
+        "fakes",
+        "release",
+        "catalog",
+        "available",
+    ]
     pods = kube.kubectl_json("get", "pods")["items"]
     assert all(p["status"]["phase"] == "Running" for p in pods), [p["metadata"]["name"] for p in pods]
     assert {p["metadata"]["labels"].get("app.kubernetes.io/name") for p in pods} >= {
-        "integration-gateway", "agent-orchestrator", "core-controller", "agent-orchestrator-redis", "nats",
-        "fake-github", "fake-qdrant", "temporal-dev-server"}
+        "integration-gateway",
+        "agent-orchestrator",
+        "core-controller",
+        "agent-orchestrator-redis",
+        "nats",
+        "fake-github",
+        "fake-qdrant",
+        "temporal-dev-server",
+    }
 
 
 def test_the_gateway_refuses_an_unsigned_webhook(kube: Any, pool: ForwardPool) -> None:
-    answer = fetch_through_sync(pool.get(kube, *GATEWAY), "POST", "/webhooks/github", content=b"{}",
-                                headers={"x-github-event": "issues", "x-hub-signature-256": "sha256=00"})
+    answer = fetch_through_sync(
+        pool.get(kube, *GATEWAY),
+        "POST",
+        "/webhooks/github",
+        content=b"{}",
+        headers={"x-github-event": "issues", "x-hub-signature-256": "sha256=00"},
+    )
     assert answer.status_code == 401
 
 
 def test_an_unlisted_sender_is_dropped_silently(kube: Any, pool: ForwardPool) -> None:
     secret = read_secret_value(kube, "e2e-integration-gateway-secrets", "GITHUB_WEBHOOK_SECRET")
-    github_seed.seed_world(pool.get(kube, *GITHUB),
-                           bot_token=read_secret_value(kube, "e2e-integration-gateway-secrets", "GITHUB_TOKEN"))
+    github_seed.seed_world(
+        pool.get(kube, *GITHUB), bot_token=read_secret_value(kube, "e2e-integration-gateway-secrets", "GITHUB_TOKEN")
+    )
     before = {r["metadata"]["name"] for r in kube.kubectl_json("get", "agentruns.core.controller-agent.dev")["items"]}
     for sender, kind in (("mallory", "User"), ("e2e-bot", "User"), ("e2e-user", "Bot")):
         issue = unique_issue_number()
         github_seed.open_issue(pool.get(kube, *GITHUB), issue, title="t")
-        payload = issues_labeled_payload(owner="e2e-org", repo="e2e-repo", number=issue, title="t",
-                                         label="ai-triage", sender=sender, sender_type=kind)
+        payload = issues_labeled_payload(
+            owner="e2e-org",
+            repo="e2e-repo",
+            number=issue,
+            title="t",
+            label="ai-triage",
+            sender=sender,
+            sender_type=kind,
+        )
         assert send_webhook(pool.get(kube, *GATEWAY), "issues", payload, secret=secret).status == 202
     time.sleep(3.0)  # an absence: two gateway poll intervals for anything to show up
     after = {r["metadata"]["name"] for r in kube.kubectl_json("get", "agentruns.core.controller-agent.dev")["items"]}
@@ -77,12 +105,19 @@ def test_an_unlisted_sender_is_dropped_silently(kube: Any, pool: ForwardPool) ->
 
 def test_an_orchestrator_restart_loses_its_invocation_records(kube: Any, pool: ForwardPool) -> None:
     headers = {"authorization": "Bearer e2e-gateway-token"}
-    answer = fetch_through_sync(pool.get(kube, *ORCHESTRATOR), "POST", "/invoke", headers=headers,
-                                json={"session": "spec:restart", "input": "hello"})
+    answer = fetch_through_sync(
+        pool.get(kube, *ORCHESTRATOR),
+        "POST",
+        "/invoke",
+        headers=headers,
+        json={"session": "spec:restart", "input": "hello"},
+    )
     assert answer.status_code == 202
     invocation = answer.json()["id"]
-    assert fetch_through_sync(pool.get(kube, *ORCHESTRATOR), "GET", f"/invoke/{invocation}",
-                              headers=headers).status_code == 200
+    assert (
+        fetch_through_sync(pool.get(kube, *ORCHESTRATOR), "GET", f"/invoke/{invocation}", headers=headers).status_code
+        == 200
+    )
     bounce_pod(kube, "app.kubernetes.io/name=agent-orchestrator", new_name=True, timeout=60.0, interval=0.5)
     with pytest.raises(PortForwardDied, match="failed to find sandbox"):
         # kubectl stays pinned to the deleted pod until a connection fails, then exits: as on a cluster.
@@ -108,27 +143,40 @@ def test_a_redis_bounce_forgets_every_session(kube: Any) -> None:
 
 def test_service_lines_are_in_kubectl_logs(kube: Any) -> None:
     pod = kube.kubectl_json("get", "pods", "-l", "app.kubernetes.io/name=core-controller")["items"][0]
-    wait_for_sync("the core-controller's start line in its logs",
-                  lambda: "started" in kube.kubectl("logs", pod["metadata"]["name"]).stdout or None, timeout=30.0)
+    wait_for_sync(
+        "the core-controller's start line in its logs",
+        lambda: "started" in kube.kubectl("logs", pod["metadata"]["name"]).stdout or None,
+        timeout=30.0,
+    )
 
 
 def test_runs_wait_for_a_stopped_core_controller_and_are_launched_when_it_returns(kube: Any) -> None:
     kube.kubectl("scale", "deployment/core-controller", "--replicas=0")
-    wait_for_sync("the core-controller's pod to be gone",
-                  lambda: not kube.kubectl_json("get", "pods", "-l", "app.kubernetes.io/name=core-controller")["items"]
-                  or None, timeout=60.0, interval=0.2)
-    run = {"apiVersion": "core.controller-agent.dev/v1alpha1", "kind": "AgentRun",
-           "metadata": {"name": "spec-while-down"},
-           "spec": {"agentRef": "stub-agent", "subject": "github:e2e-user", "secretEnv": ["AGENT_ACTOR_LOGIN"]}}
+    wait_for_sync(
+        "the core-controller's pod to be gone",
+        lambda: not kube.kubectl_json("get", "pods", "-l", "app.kubernetes.io/name=core-controller")["items"] or None,
+        timeout=60.0,
+        interval=0.2,
+    )
+    run = {
+        "apiVersion": "core.controller-agent.dev/v1alpha1",
+        "kind": "AgentRun",
+        "metadata": {"name": "spec-while-down"},
+        "spec": {"agentRef": "stub-agent", "subject": "github:e2e-user", "secretEnv": ["AGENT_ACTOR_LOGIN"]},
+    }
     kube.kubectl("apply", "-f", "-", input=json.dumps(run))
     time.sleep(2.0)  # an absence: nothing may act on the run while the controller is down
-    assert "phase" not in (kube.kubectl_json("get", "agentruns.core.controller-agent.dev", "spec-while-down")
-                           .get("status") or {})
+    assert "phase" not in (
+        kube.kubectl_json("get", "agentruns.core.controller-agent.dev", "spec-while-down").get("status") or {}
+    )
     assert kube.kubectl("get", "job", "spec-while-down", "--ignore-not-found", "-o", "name").stdout == ""
     kube.kubectl("scale", "deployment/core-controller", "--replicas=1")
-    wait_for_sync("the run to be launched after the controller's resync",
-                  lambda: kube.kubectl("get", "job", "spec-while-down", "--ignore-not-found", "-o", "name").stdout
-                  or None, timeout=60.0, interval=0.5)
+    wait_for_sync(
+        "the run to be launched after the controller's resync",
+        lambda: kube.kubectl("get", "job", "spec-while-down", "--ignore-not-found", "-o", "name").stdout or None,
+        timeout=60.0,
+        interval=0.5,
+    )
     phase = kube.kubectl_json("get", "agentruns.core.controller-agent.dev", "spec-while-down")["status"]["phase"]
     assert phase in ("Running", "Succeeded", "Failed")
     env = kube.kubectl_json("get", "job", "spec-while-down")["spec"]["template"]["spec"]["containers"][0]["env"]
