@@ -63,8 +63,9 @@ def test_no_tracked_file_cites_a_document_outside_the_repository() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        "as the notes say (stack-under-test.md §9)",
-        "see ../shared/reference/fakes-api.md",
+        # built from parts, so this file does not itself hold what it forbids
+        "as the notes say (stack-under-test" + ".md §9)",
+        "see .." + "/shared/reference/fakes-api" + ".md",
         "Pytest fixtures for port-forwards (issue #3)",
         "fixed in (#12)",
         "exit code 1 since PR #114460",
