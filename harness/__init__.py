@@ -27,10 +27,6 @@ Public API (see README.md for a tour):
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness.agentruns import AgentRunRecord, agent_runs_since
-from harness.attempts import Attempt, clamp_to_attempt, current_attempt
-from harness.chat import ChatTurn, ToolCall, chat_turn, chat_turn_sync
-from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.errors import (
     ApiServerRejected,
     ApiServerUnreachable,
@@ -45,6 +41,7 @@ from harness.errors import (
     CredentialError,
     CredentialKeyError,
     ForwardLeak,
+    HarnessConfigError,
     HarnessError,
     HopFailure,
     InvocationNotFound,
@@ -85,19 +82,12 @@ from harness.errors import (
     WaitStopped,
     WaitTimeout,
 )
-from harness.fetch import fetch_through, fetch_through_sync, stream_through
-from harness.forward_pool import ForwardPool
-from harness.ids import unique_issue_number
-from harness.invoke import Invocation, InvokeClient, PendingToolCall
-from harness.kube import Kube
-from harness.portforward import ForwardExit, PortForward, port_forward
-from harness.qdrant import QdrantView
-from harness.redis_sessions import RedisSessions, SweepResult
-from harness.rollout import explain_workload, rollout_complete
-from harness.timestamps import created_since, parse_k8s_time, window_cutoff
-from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
 if TYPE_CHECKING:
+    from harness.agentruns import AgentRunRecord, agent_runs_since
+    from harness.attempts import Attempt, clamp_to_attempt, current_attempt
+    from harness.chat import ChatTurn, ToolCall, chat_turn, chat_turn_sync
+    from harness.cleanup import Ledger, cleanup_agent_runs_since
     from harness.credentials import (
         CLAUDE_LOGIN,
         CLAUDE_SETUP_TOKEN,
@@ -106,11 +96,39 @@ if TYPE_CHECKING:
         CredentialStore,
         secret_name,
     )
+    from harness.fetch import fetch_through, fetch_through_sync, stream_through
+    from harness.forward_pool import ForwardPool
+    from harness.ids import unique_issue_number
+    from harness.invoke import Invocation, InvokeClient, PendingToolCall
+    from harness.kube import Kube
     from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
+    from harness.portforward import ForwardExit, PortForward, port_forward
+    from harness.qdrant import QdrantView
+    from harness.redis_sessions import RedisSessions, SweepResult
+    from harness.rollout import explain_workload, rollout_complete
+    from harness.timestamps import created_since, parse_k8s_time, window_cutoff
+    from harness.waiting import WaitSummary, wait_for, wait_for_sync
 
-# Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
-# otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
+# Imported on first use: `import harness` (and so the pytest plugin, which every pytest run in the venv loads) costs
+# the exceptions alone; a name brings its module when a spec first uses it. The heavy ones pull in anyio, httpx, the
+# kubernetes client, cryptography and PyJWT (hundreds of modules), and a bigger sys.modules slows what scans it
+# (inspect.getmodule in pytest's traceback formatting).
 _LAZY = {
+    **dict.fromkeys(("AgentRunRecord", "agent_runs_since"), "harness.agentruns"),
+    **dict.fromkeys(("Attempt", "clamp_to_attempt", "current_attempt"), "harness.attempts"),
+    **dict.fromkeys(("ChatTurn", "ToolCall", "chat_turn", "chat_turn_sync"), "harness.chat"),
+    **dict.fromkeys(("Ledger", "cleanup_agent_runs_since"), "harness.cleanup"),
+    **dict.fromkeys(("fetch_through", "fetch_through_sync", "stream_through"), "harness.fetch"),
+    **dict.fromkeys(("ForwardPool",), "harness.forward_pool"),
+    **dict.fromkeys(("unique_issue_number",), "harness.ids"),
+    **dict.fromkeys(("Invocation", "InvokeClient", "PendingToolCall"), "harness.invoke"),
+    **dict.fromkeys(("Kube",), "harness.kube"),
+    **dict.fromkeys(("ForwardExit", "PortForward", "port_forward"), "harness.portforward"),
+    **dict.fromkeys(("QdrantView",), "harness.qdrant"),
+    **dict.fromkeys(("RedisSessions", "SweepResult"), "harness.redis_sessions"),
+    **dict.fromkeys(("explain_workload", "rollout_complete"), "harness.rollout"),
+    **dict.fromkeys(("created_since", "parse_k8s_time", "window_cutoff"), "harness.timestamps"),
+    **dict.fromkeys(("WaitSummary", "wait_for", "wait_for_sync"), "harness.waiting"),
     **dict.fromkeys(
         (
             "CLAUDE_LOGIN",
@@ -158,6 +176,7 @@ __all__ = [
     "ForwardLeak",
     "ForwardPool",
     "GITHUB_LINK",
+    "HarnessConfigError",
     "HarnessError",
     "HopFailure",
     "Invocation",

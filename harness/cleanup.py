@@ -6,7 +6,7 @@ Here:
 
 - everything created through a :class:`Ledger` carries the label ``stack-harness.dev/run=<run id>`` (and
   ``stack-harness.dev/issue=<n>`` when the spec has an issue number), on the object and on its pod template, so
-  ``kubectl get all,agentruns,secrets -l stack-harness.dev/run=<run id>`` finds it later;
+  ``kubectl get all,secrets -l stack-harness.dev/run=<run id>`` (and ``agentruns`` where served) finds it later;
 - at the end of its scope the ledger deletes what it recorded, newest first, in one bounded ``kubectl delete
   --wait=false --ignore-not-found``; :func:`cleanup_agent_runs_since` removes the AgentRuns created since a
   ``since`` and their ``<run>-identity`` Secrets (the controller's one-hour retention would keep them otherwise);
@@ -30,12 +30,14 @@ import yaml
 
 from harness.agentruns import AGENTRUN_RESOURCE, agent_runs_since
 from harness.artifacts import ISSUE_LABEL, RUN_LABEL
-from harness.errors import KubectlError
+from harness.errors import HarnessError, KubectlError
 
 if TYPE_CHECKING:
     from harness.kube import Kube
 
 DEFAULT_DELETE_TIMEOUT = 30.0
+DISCOVERY_TIMEOUT = 10.0
+"""Seconds the "kept" commands may spend asking the API server which resource types it serves."""
 
 
 @dataclass
@@ -190,19 +192,34 @@ class Ledger:
         }
 
     def keep_commands(self) -> list[str]:
-        """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace)."""
+        """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace).
+
+        They name only resource types the API server serves: ``agentruns`` only where discovery (one bounded
+        ``kubectl api-resources``, :data:`DISCOVERY_TIMEOUT` seconds) lists it, so the command works as printed on a
+        cluster without that CustomResourceDefinition."""
         base = _pinned(self.kube)
         selector = f"{RUN_LABEL}={self.run_id}"
-        commands = [f"{base} get all,agentruns,secrets -l {selector}"]
+        runs = served(self.kube, "agentruns")
+        commands = [f"{base} get {'all,agentruns,secrets' if runs else 'all,secrets'} -l {selector}"]
         if self.refs:
             commands.append(
                 f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false --ignore-not-found"
             )
-        for since in self.sweeps:
+        for since in self.sweeps if runs else []:
             commands.append(
                 f"{base} get agentruns  # those created since {since.isoformat()} (and their <run>-identity Secrets)"
             )
         return commands
+
+
+def served(kube: Kube, resource: str, *, timeout: float = DISCOVERY_TIMEOUT) -> bool:
+    """Whether the API server serves ``resource`` (a plural such as ``agentruns``), by discovery: ``kubectl
+    api-resources -o name`` within ``timeout`` seconds. False when discovery fails or does not answer in time."""
+    try:
+        done = kube.kubectl("api-resources", "-o", "name", timeout=timeout, check=False)
+    except (HarnessError, OSError):  # a timeout, the guard, kubectl gone: say nothing of types we cannot confirm
+        return False
+    return any(line.split(".", 1)[0] == resource for line in done.stdout.split())
 
 
 def _pinned(kube: Kube) -> str:

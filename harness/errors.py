@@ -10,6 +10,7 @@ The tree (``harness`` exports every public name; the module where each error is 
 
     Exception
     ├── HarnessError ··························· the harness's own set-up or infrastructure failed
+    │   ├── HarnessConfigError ················· [tool.harness] is wrong (also a ValueError)
     │   ├── KubectlNotFound
     │   ├── KubectlError ······················· the kubectl hop: a kubectl call exited non-zero
     │   │   ├── KubectlTimeout ················· ...or was killed at its bound
@@ -115,6 +116,12 @@ class StrayProcessWarning(UserWarning):
 
 
 # --- the harness's own set-up --------------------------------------------------------------------------
+
+
+class HarnessConfigError(HarnessError, ValueError):
+    """The ``[tool.harness]`` table is wrong: an unknown key (the message names it and the known keys) or a value
+    of the wrong shape (the message names the file, the key and what it must be). The pytest plugin turns it into
+    one usage error at session start."""
 
 
 class KubectlNotFound(HarnessError):

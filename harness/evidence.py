@@ -50,7 +50,7 @@ from harness.timeline import SpecRecord
 if TYPE_CHECKING:
     from harness.kube import Kube
 
-DEFAULT_BUDGET = 60.0
+DEFAULT_BUDGET = artifacts.DEFAULT_EVIDENCE_BUDGET
 DEFAULT_STEP_TIMEOUT = 20.0
 DEFAULT_LOG_LINES = 200
 DEFAULT_LOG_BYTES = 256 * 1024

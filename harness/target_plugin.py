@@ -21,13 +21,13 @@ Marker ``twin``: specs that start stack twins of their own (the product-bug swit
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import waiting
 from harness.errors import KubectlNotFound
 from harness.target import TARGETS, TargetChoice, TwinSession, TwinStartFailed, choose_target
 
@@ -125,7 +125,8 @@ def twin_session(config: pytest.Config) -> TwinSession | None:
     return config.stash.get(TWIN, None)
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
+def target_line(config: pytest.Config) -> list[str]:
+    """The ``stack target: ...`` line for the harness's lines after collection (none when no target was chosen)."""
     return [config.stash[TARGET].line()] if TARGET in config.stash else []
 
 
@@ -160,7 +161,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
 
 
-def _peek_waits() -> list[waiting.WaitSummary]:
+def _peek_waits() -> list[Any]:
+    waiting = sys.modules.get("harness.waiting")  # not loaded: no wait ran
     lock = getattr(waiting, "_recorded_lock", None)
     recorded = getattr(waiting, "_recorded", None)
     if lock is None or recorded is None:

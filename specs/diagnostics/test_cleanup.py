@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -219,7 +219,8 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(
         [
             f"*cluster resources kept (2 scope(s), run {run})*",
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
+            # no agentruns: this double has no AgentRun CRD, and the printed command must work as printed
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,secrets -l "
             f"stack-harness.dev/run={run}",
             f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
             "--wait=false --ignore-not-found",
@@ -277,3 +278,22 @@ def test_id(harness_run_id):
 """,
     )
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(passed=1)
+
+
+def test_the_kept_commands_name_agentruns_only_where_the_server_serves_them(kube: Kube) -> None:
+    """Discovery decides: without the AgentRun CRD the inspect command lists ``all,secrets`` and would run as printed
+    (kubectl fails the whole ``get`` on one unknown type: "the server doesn't have a resource type")."""
+    ledger = Ledger(kube, RUN, scope="spec")
+    ledger.track("configmap/kept")
+    ledger.sweep_agent_runs_since(datetime(2026, 11, 30, 14, 0, tzinfo=UTC))
+    without = ledger.keep_commands()
+    assert "get all,secrets -l" in without[0]
+    assert not any("agentruns" in command for command in without)
+    inspect = without[0].split(" ", 1)[1].split()
+    assert kube.kubectl(*inspect[inspect.index("get") :], check=False).returncode == 0
+    kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
+    with_crd = Ledger(kube, RUN, scope="spec")
+    with_crd.sweep_agent_runs_since(datetime(2026, 11, 30, 14, 0, tzinfo=UTC))
+    commands = with_crd.keep_commands()
+    assert "get all,agentruns,secrets -l" in commands[0]
+    assert any(command.endswith("(and their <run>-identity Secrets)") for command in commands)

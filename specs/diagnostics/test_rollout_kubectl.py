@@ -134,10 +134,17 @@ def diagnose(kd: Any, tmp_path: Path, *args: str, allowed: str = "fake-kube") ->
 def run_diagnose(tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subprocess.CompletedProcess[str]:
     """``python -m harness diagnose args...`` in ``tmp_path``, whose pyproject.toml allows ``allowed``."""
     (tmp_path / "pyproject.toml").write_text(f'[tool.harness]\nallowed_contexts = ["{allowed}"]\nnamespace = "shop"\n')
+    return run_in(tmp_path, *args)
+
+
+def run_in(folder: Path, *args: str, kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m harness diagnose args...`` with ``folder`` as the current folder (and ``$KUBECONFIG``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = kubeconfig
     return subprocess.run(
         [sys.executable, "-m", "harness", "diagnose", *args],
-        cwd=tmp_path,
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
@@ -182,15 +189,53 @@ def test_diagnose_reads_a_bare_name_as_a_deployment(kd: Any, shop: Kube, tmp_pat
     assert done.stdout.splitlines()[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
 
 
-def test_diagnose_names_its_own_flag_in_the_guards_fix(kd: Any, tmp_path: Path) -> None:
-    refused = diagnose(kd, tmp_path, "web", allowed="minikube")
-    assert "`python -m harness diagnose NAME --context minikube`" in refused.stderr
+def test_diagnose_names_its_own_flag_and_an_allowed_context_of_the_kubeconfig_in_the_guards_fix(
+    kd: Any, tmp_path: Path
+) -> None:
+    """The fix is built from the allow-list and the kubeconfig: a ``kind-*`` allow-list refusal suggests the kind
+    context the kubeconfig has, picked with this command's flag; never minikube, never pytest's flag."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9", context="kind-dev")
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["kind-*"]\n')
+    two = f"{kd.kubeconfig}{os.pathsep}{kubeconfig}"  # kubectl merges them: fake-kube and kind-dev
+    refused = run_in(tmp_path, "web", "--context", kd.context, kubeconfig=two)
+    assert refused.returncode == 2
+    assert "refusing kube context 'fake-kube': the harness may only touch kind-*" in refused.stderr
+    assert "`kubectl config use-context kind-dev`" in refused.stderr
+    assert "`python -m harness diagnose NAME --context kind-dev`" in refused.stderr
+    assert f"[tool.harness] allowed_contexts in {tmp_path / 'pyproject.toml'}" in refused.stderr
+    assert "minikube" not in refused.stderr
     assert "--kube-context" not in refused.stderr
-    assert "PYTEST_ARGS" not in refused.stderr
-    missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "minikube", allowed="minikube")
+    none_allowed = diagnose(kd, tmp_path, "web", allowed="kind-*")
+    assert "no context in your kubeconfig is allowed: create a local cluster whose context is allowed: " in (
+        none_allowed.stderr
+    )
+    assert "`kind create cluster`" in none_allowed.stderr
+    assert "minikube" not in none_allowed.stderr
+    missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "kind-x", allowed="kind-*")
     assert missing.returncode == 2
-    assert "context 'minikube' is not in the kubeconfig" in missing.stderr
-    assert "or pass --context with one that exists" in missing.stderr
+    assert "context 'kind-x' is not in the kubeconfig" in missing.stderr
+    assert "or pass --context with a context that exists" in missing.stderr
+
+
+def test_diagnose_works_from_any_folder_and_says_when_it_uses_the_defaults(kd: Any, shop: Kube, tmp_path: Path) -> None:
+    load_into(kd, "imagepull")
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["fake-*"]\nnamespace = "shop"\n')
+    args = ["--kubeconfig", kd.kubeconfig, "--context", kd.context]
+    configured = run_in(elsewhere, "web", *args, "--config", str(project))
+    assert configured.returncode == 1, configured.stderr
+    assert configured.stdout.splitlines()[0] == "context fake-kube, namespace shop"
+    assert "using the defaults" not in configured.stderr
+    defaults = run_in(elsewhere, "web", *args)
+    assert defaults.returncode == 2
+    assert f"no [tool.harness] in a pyproject.toml at or above {elsewhere}: using the defaults" in defaults.stderr
+    assert "the harness's default allow-list of local cluster contexts" in defaults.stderr
+    assert not re.search(r"allowed_contexts in \S*pyproject", defaults.stderr)  # none was read, so none is quoted
+    typo = run_in(elsewhere, "web", *args, "--config", str(elsewhere / "missing.toml"))
+    assert typo.returncode == 2
+    assert f"harness configuration '{elsewhere / 'missing.toml'}' does not exist" in typo.stderr
 
 
 def test_diagnose_help_lists_the_exit_statuses() -> None:
@@ -220,7 +265,8 @@ def test_diagnose_on_a_stopped_cluster_exits_3_naming_it_as_the_plugin_does(tmp_
     assert done.stdout == ""  # no explanation of a rollout nobody could read
     assert done.stderr.startswith(
         f"python -m harness diagnose: cluster unusable: the API server of context 'minikube' (http://127.0.0.1:{port}) "
-        "refused the connection on GET /version; nothing listens there: the cluster is stopped."
+        "refused the connection on GET /version; nothing listens there: the cluster is stopped; start it with "
+        "`minikube start`"  # the context is minikube: its own command
     )
 
 
@@ -233,7 +279,8 @@ def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> No
     assert done.returncode == 3, done.stdout + done.stderr
     assert "cluster unusable: the API server of context 'minikube'" in done.stderr
     said = re.search(
-        r"did not answer within ([0-9.]+)s on GET /version; the VM may be paused or overloaded", done.stderr
+        r"did not answer within ([0-9.]+)s on GET /version; the cluster \(or its VM\) may be paused or overloaded",
+        done.stderr,
     )
     assert said is not None, done.stderr
     assert float(said[1]) <= 3.0  # the check's bound is what is left of the budget

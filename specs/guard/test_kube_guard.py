@@ -84,12 +84,15 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
     assert summary.count("not-yet") >= 1
 
 
-def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
+def test_wrong_current_context_is_refused_before_any_other_call(
+    kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))  # no allowed context to suggest: create one
     kubectl_standin.set_current_context("prod-eu-1")
     with pytest.raises(ContextNotAllowed) as caught:
         Kube.connect(config=MINIKUBE_ONLY)
     assert "'prod-eu-1'" in str(caught.value)
-    assert "kubectl config use-context minikube" in str(caught.value)
+    assert "create a local cluster whose context is allowed: `minikube start`" in str(caught.value)
     assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 
@@ -115,7 +118,7 @@ def test_allow_list_globs_come_from_committed_config_only(
 
 def test_malformed_config_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = "minikube"\n')
-    with pytest.raises(ValueError, match="allowed_contexts must be a list"):
+    with pytest.raises(ValueError, match="allowed_contexts must be a non-empty list"):
         load_config(tmp_path)
 
 
