@@ -154,7 +154,8 @@ def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool
     Raises :class:`ChatRejected` for an error event (a frame whose ``error`` is set: ``null``, ``{}`` and other empty
     values are what healthy chunks of some providers carry, as the ``openai`` package's ``Stream`` also reads them;
     or an ``event: error`` frame), and :class:`ChatStreamMalformed` for a frame that cannot be read as a chunk (the
-    shapes are in the module docstring). Either way ``turn`` is left as it was before the frame.
+    shapes are in the module docstring). Either way ``turn`` is left as it was before the frame, but for its
+    ``frames`` count, which includes the offending frame.
     """
     if frame.data is None:
         turn.keepalives += 1

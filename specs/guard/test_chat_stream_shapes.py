@@ -20,7 +20,7 @@ from fakes.server import FakeHandle
 from fakes.testing import examples, fuzzing
 from harness import ChatError, ChatRejected, ChatStreamMalformed, ChatTurn, chat_turn_sync
 from harness.chat import MAX_FRAME_SHOWN, feed
-from harness.sse import SSEFrame
+from harness.sse import SSEDecoder, SSEFrame
 
 PATH = "/v1/chat/completions"
 USER = [{"role": "user", "content": "battery of SN-4417?"}]
@@ -146,6 +146,16 @@ def test_keepalives_and_a_null_frame_are_skipped(fake: FakeHandle[Any]) -> None:
     turn = _chat(fake)
     assert (turn.text, turn.done, turn.role_frames) == ("a b", True, 1)
     assert turn.keepalives >= 4
+
+
+def test_a_byte_order_mark_before_the_first_event_does_not_lose_it() -> None:
+    decoder = SSEDecoder()
+    raw = b"\xef\xbb\xbf" + _sse(_text("first"), _text(" second \ufeff")).encode()
+    frames = decoder.feed(raw[:2]) + decoder.feed(raw[2:]) + decoder.close()
+    turn = ChatTurn(status=200)
+    for frame in frames:
+        feed(turn, frame)
+    assert turn.text == "first second \ufeff"  # only the stream's leading mark is dropped
 
 
 # --- what cannot be read: ChatStreamMalformed, over the real fake ------------------------------------------------
@@ -316,6 +326,7 @@ _CHOICE = st.fixed_dictionaries(
 _CHUNK = _JSON | st.fixed_dictionaries({}, optional={"choices": st.lists(_CHOICE, max_size=2) | _JSON, "error": _JSON})
 
 
+@pytest.mark.fuzz
 @settings(max_examples=examples(200, 5000), deadline=None, derandomize=not fuzzing())
 @given(chunks=st.lists(_CHUNK, min_size=1, max_size=6), done=st.booleans())
 def test_any_json_in_the_chunks_gives_a_turn_or_a_chat_error(chunks: list[Any], done: bool) -> None:
