@@ -2,8 +2,8 @@
 
 Public API (see README.md for a tour):
 
-- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`StopWaiting`, :class:`WaitTimeout`,
-  :func:`current_attempt`, :func:`clamp_to_attempt`;
+- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`Done` (a falsy answer that ends a wait),
+  :class:`StopWaiting`, :class:`WaitTimeout`, :func:`current_attempt`, :func:`clamp_to_attempt`;
 - time: :func:`parse_k8s_time`, :func:`created_since`, :func:`agent_runs_since`;
 - kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
 - ids: :func:`unique_issue_number`;
@@ -62,6 +62,7 @@ from harness.errors import (
     PortForwardFailure,
     PortForwardGone,
     PortForwardNotReady,
+    ProbeNotCallable,
     ProcessTimeout,
     QdrantReadError,
     RedisPodNotFound,
@@ -76,6 +77,7 @@ from harness.errors import (
     ServiceUnreachable,
     StopWaiting,
     StrayProcessWarning,
+    SyncCallInEventLoop,
     TimestampError,
     TwinStartFailed,
     Unrecoverable,
@@ -107,7 +109,7 @@ if TYPE_CHECKING:
     from harness.redis_sessions import RedisSessions, SweepResult
     from harness.rollout import explain_workload, rollout_complete
     from harness.timestamps import created_since, parse_k8s_time, window_cutoff
-    from harness.waiting import WaitSummary, wait_for, wait_for_sync
+    from harness.waiting import Done, WaitSummary, wait_for, wait_for_sync
 
 # Imported on first use: `import harness` (and so the pytest plugin, which every pytest run in the venv loads) costs
 # the exceptions alone; a name brings its module when a spec first uses it. The heavy ones pull in anyio, httpx, the
@@ -128,7 +130,7 @@ _LAZY = {
     **dict.fromkeys(("RedisSessions", "SweepResult"), "harness.redis_sessions"),
     **dict.fromkeys(("explain_workload", "rollout_complete"), "harness.rollout"),
     **dict.fromkeys(("created_since", "parse_k8s_time", "window_cutoff"), "harness.timestamps"),
-    **dict.fromkeys(("WaitSummary", "wait_for", "wait_for_sync"), "harness.waiting"),
+    **dict.fromkeys(("Done", "WaitSummary", "wait_for", "wait_for_sync"), "harness.waiting"),
     **dict.fromkeys(
         (
             "CLAUDE_LOGIN",
@@ -172,6 +174,7 @@ __all__ = [
     "CredentialKeyError",
     "CredentialRecord",
     "CredentialStore",
+    "Done",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
@@ -204,6 +207,7 @@ __all__ = [
     "PortForwardFailure",
     "PortForwardGone",
     "PortForwardNotReady",
+    "ProbeNotCallable",
     "ProcessTimeout",
     "QdrantReadError",
     "QdrantView",
@@ -221,6 +225,7 @@ __all__ = [
     "StopWaiting",
     "StrayProcessWarning",
     "SweepResult",
+    "SyncCallInEventLoop",
     "TimestampError",
     "ToolCall",
     "TwinStartFailed",

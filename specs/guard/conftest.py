@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.testing import register_fuzz_marker
 from harness.testing.apiserver import StubApiServer, write_kubeconfig
 from harness.testing.standin import KubectlStandIn
 
@@ -28,6 +29,10 @@ THIS_REPOSITORY = '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = 
 def _inner_projects_are_configured_like_this_repository(request: pytest.FixtureRequest) -> None:
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester").makefile(".toml", pyproject=THIS_REPOSITORY)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)  # the chat client's hypothesis spec runs deep under `make fuzz`
 
 
 @pytest.fixture
