@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # imported where used: a run that never uses the harness neve
 EVIDENCE_PROPERTY = "harness.evidence"
 _RUN = pytest.StashKey["_Run"]()
 _SPEC = pytest.StashKey["_SpecState"]()
+_UNWRITTEN = "harness_unwritten"
 
 
 @dataclass
@@ -74,6 +75,7 @@ class _Run:
     ledger_modules: set[str] = field(default_factory=set)  # modules with a spec using cleanup or module_cleanup
     ready: bool = False
     report_all: bool = False  # --harness-report: record every spec and write report.html
+    unwritten: list[tuple[Any, ...]] = field(default_factory=list)  # plain specs' records, kept until a folder exists
 
     @property
     def folder(self) -> Path:
@@ -535,21 +537,42 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
+    entry = (item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, state.failure)
     used = state.uses_harness or state.touches_cluster or state.evidence or record.touched or record.forwards
     if not (used or record.waits or record.rollouts or run.report_all):
-        return  # a spec that never used the harness leaves nothing behind
+        run.unwritten.append(entry)  # on the page only if the run writes one: a plain run leaves nothing behind
+        return
+    _flush_timeline(run, [*run.unwritten, entry])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: a worker's plain specs, for the page if the run writes one."""
+    run = node.config.stash.get(_RUN, None)
+    for nodeid, phases, failure in getattr(node, "workeroutput", {}).get(_UNWRITTEN, []) if run else []:
+        stamps = {when: tuple(value) for when, value in phases.items()}
+        run.unwritten.append((nodeid, stamps, None, timeline.SpecRecord(), [], [], failure))
+
+
+def _flush_timeline(run: _Run, entries: list[tuple[Any, ...]]) -> None:
     from harness import report
 
-    spec = report.spec_entry(
-        item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, failure=state.failure
-    )
-    _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
+    run.unwritten = []
+    for nodeid, phases, evidence, record, forwards, explanations, failure in entries:
+        spec = report.spec_entry(nodeid, phases, evidence, record, forwards, explanations, failure=failure)
+        _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(_RUN, None)
-    if run is None or not run.ready or run.worker is not None:
+    if run is None or not run.ready:
         return
+    if run.worker is not None:  # the controller writes them if the run has a folder by then (xdist: the page shows all)
+        config: Any = session.config
+        config.workeroutput[_UNWRITTEN] = [[e[0], e[1], e[6]] for e in run.unwritten if not e[3].waits]
+        return
+    if run.unwritten and run.folder.is_dir():  # another spec made the run folder: the page shows every spec
+        _flush_timeline(run, run.unwritten)
     if not (run.folder.is_dir() or run.report_all):
         return  # nothing was recorded: no folder, no report, nothing pruned
     with contextlib.suppress(OSError):
