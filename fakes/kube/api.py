@@ -6,10 +6,9 @@ others, then ``[namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``. Errors are
 is a 400 naming the decoder's complaint. Answers are JSON whatever protobuf the client also offers (client-go and
 kubectl accept JSON everywhere). ``dryRun=All`` computes the answer without storing it.
 
-Server-side apply (``application/apply-patch+yaml``) is approximate: the applied object is merged into the current
-one with strategic-merge rules for built-in kinds (merge patch for custom resources), a missing object is created
-(201), ``managedFields`` records one entry per field manager; field ownership and conflicts are not tracked
-(``force`` is accepted and changes nothing), and fields a manager stops applying are not removed.
+Server-side apply (``application/apply-patch+yaml``) and the ``managedFields`` of every write follow
+structured-merge-diff (:mod:`fakes.kube.managed`): ownership per manager and operation, fields a manager stops
+applying removed, 409 conflicts, ``force=true``; a missing object is created (201).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, openapi, patch, protobuf, shapes, tables, validation
+from fakes.kube import discovery, managed, openapi, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
 from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
 from fakes.kube.extensions import SubresourceContext
@@ -353,7 +352,7 @@ def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
 def _create(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
     obj = _prepare_new(rt, target, require_object(parse_body(request, body)))
-    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update")
+    _record_update(request, double, rt, None, obj)
     validation.validate(rt, obj)
     created = double.store.create(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, created, 201)
@@ -368,7 +367,7 @@ def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> 
     old = double.store.require(rt, target.namespace, target.name or "")
     _carry_allocated(rt, old, obj)
     validation.validate(rt, obj, old)
-    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update", old)
+    _record_update(request, double, rt, old, obj)
     updated = double.store.update(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, updated)
 
@@ -404,7 +403,7 @@ def _patch(
     _check_identity(rt, target, result)
     if subresource is None:
         validation.validate(rt, result, current)
-    _record_manager(double, result, manager or _default_manager(request), "Update", current)
+    _record_update(request, double, rt, current, result, subresource)
     if result.get("metadata", {}).get("resourceVersion") == current["metadata"].get("resourceVersion"):
         result["metadata"].pop("resourceVersion", None)  # patches apply to the latest version
     updated = double.store.update(
@@ -435,28 +434,32 @@ def _server_side_apply(
     _check_type(rt, applied)
     if applied.get("apiVersion") is None or applied.get("kind") is None:
         raise bad_request("invalid object type: /, Kind=")
+    force = _force(request)
+    write = _write(double, rt, subresource)
     current = double.store.get(rt, target.namespace, target.name or "")
     dry = _dry_run(request)
     if current is None:
         obj = _prepare_new(rt, target, applied)
         obj["metadata"]["name"] = target.name
+        obj = shapes.drop_nulls(managed.apply(None, obj, manager, write, force=force))
         validation.validate(rt, obj)
-        _record_manager(double, obj, manager, "Apply")
         created = double.store.create(rt, obj, namespace=target.namespace, keep_status=False, dry_run=dry)
         return _answer_object(request, double, rt, created, 201)
-    if rt.custom:
-        merged = patch.merge_patch(current, applied)
-    else:
-        merged = patch.strategic_merge(current, applied, patch.shape_for(rt.key))
-    merged = shapes.drop_nulls(merged)
+    merged = shapes.drop_nulls(managed.apply(current, applied, manager, write, force=force))
     shapes.check_object(rt.key, rt.kind, merged, custom=rt.custom)
     merged["metadata"].pop("resourceVersion", None)
     _check_identity(rt, target, merged)
     if subresource is None:
         validation.validate(rt, merged, current)
-    _record_manager(double, merged, manager, "Apply", current)
     updated = double.store.update(rt, merged, namespace=target.namespace, subresource=subresource, dry_run=dry)
     return _answer_object(request, double, rt, updated)
+
+
+def _force(request: web.Request) -> bool:
+    value = request.query.get("force", "false")
+    if value not in ("true", "false", "1", "0", "True", "False"):
+        raise bad_request(f'invalid boolean value for force: "{value}"')
+    return value in ("true", "1", "True")
 
 
 def _default_manager(request: web.Request) -> str:
@@ -464,25 +467,23 @@ def _default_manager(request: web.Request) -> str:
     return agent.split("/")[0] or "unknown"
 
 
-def _record_manager(double: Any, obj: Obj, manager: str, operation: str, old: Obj | None = None) -> None:
-    """One ``managedFields`` entry per (manager, operation), replacing its previous one (no field sets)."""
-    meta = obj.setdefault("metadata", {})
-    entries = [
-        e
-        for e in (old or {}).get("metadata", {}).get("managedFields") or meta.get("managedFields") or []
-        if isinstance(e, dict) and not (e.get("manager") == manager and e.get("operation") == operation)
-    ]
-    entries.append(
-        {
-            "manager": manager,
-            "operation": operation,
-            "apiVersion": obj.get("apiVersion", ""),
-            "time": rfc3339(double.clock.time()),
-            "fieldsType": "FieldsV1",
-            "fieldsV1": {},
-        }
+def _write(double: Any, rt: ResourceType, subresource: str | None) -> managed.Write:
+    return managed.Write(
+        schema=managed.Schema(rt.key, rt.custom),
+        api_version=rt.api_version,
+        subresource=subresource or "",
+        now=rfc3339(double.clock.time()),
+        status_subresource=rt.status_subresource,
     )
-    meta["managedFields"] = entries
+
+
+def _record_update(
+    request: web.Request, double: Any, rt: ResourceType, live: Obj | None, new: Obj, subresource: str | None = None
+) -> None:
+    """``new``'s ``managedFields`` after this non-apply write (the ``fieldManager`` query, else the user agent's
+    first word, as the apiserver's ``prefixFromUserAgent``)."""
+    manager = request.query.get("fieldManager") or _default_manager(request)
+    managed.record_update(live, new, manager, _write(double, rt, subresource))
 
 
 def _delete_options(request: web.Request, body: bytes) -> tuple[int | None, str, Obj]:
@@ -583,7 +584,7 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
             return _answer_object(request, double, rt, obj)
         if method == "PUT":
             sent = _prepare_new(rt, target, require_object(parse_body(request, body)))
-            _record_manager(double, sent, request.query.get("fieldManager") or _default_manager(request), "Update", obj)
+            _record_update(request, double, rt, obj, sent, "status")
             updated = double.store.update(
                 rt, sent, namespace=target.namespace, subresource="status", dry_run=_dry_run(request)
             )
@@ -687,7 +688,9 @@ def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: by
         raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
     def set_replicas(o: Obj) -> None:
+        before = json.loads(json.dumps(o))
         o.setdefault("spec", {})["replicas"] = replicas
+        _record_update(request, double, rt, before, o, "scale")
 
     updated = double.store.mutate(rt, target.namespace, target.name or "", set_replicas)
     return json_response(scale_of(rt, updated))
