@@ -469,7 +469,7 @@ def _default_manager(request: web.Request) -> str:
 
 def _write(double: Any, rt: ResourceType, subresource: str | None) -> managed.Write:
     return managed.Write(
-        schema=managed.Schema(rt.key, rt.custom),
+        schema=managed.Schema(rt.key, rt.custom, rt.schema),
         api_version=rt.api_version,
         subresource=subresource or "",
         now=rfc3339(double.clock.time()),

@@ -26,8 +26,9 @@ The schema is what the API's ``x-kubernetes-list-type``/``x-kubernetes-list-map-
 strategic merge keys) say for built-in kinds: containers, volumes, env, imagePullSecrets by ``name``, container
 ports by ``containerPort`` + ``protocol`` (``TCP`` when omitted), Service ports by ``port`` + ``protocol``,
 volumeMounts by ``mountPath``, conditions by ``type``, ownerReferences by ``uid``, finalizers as a set; other
-lists are atomic. Custom resources: metadata as above, every other list atomic (the CRD's own list markers are
-not read).
+lists are atomic. Custom resources: metadata as above, the rest as the CRD's schema marks it
+(``x-kubernetes-list-type: map`` with ``x-kubernetes-list-map-keys``, ``set``; atomic without a marker; maps with
+``additionalProperties`` hold entries).
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ class Schema:
 
     resource_key: str
     custom: bool = False
+    crd_schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    """A custom resource's ``openAPIV3Schema``: its ``x-kubernetes-list-type`` and ``x-kubernetes-list-map-keys``
+    markers decide its lists (atomic without one, as for a structural schema)."""
 
     def list_type(self, names: tuple[str, ...]) -> ListType:
         """The list type of the list at field names ``names`` (list elements do not add names)."""
@@ -105,7 +109,7 @@ class Schema:
                 return SET
             return ListType("map", ("uid",)) if name == "ownerReferences" else ATOMIC
         if self.custom:
-            return ATOMIC
+            return _crd_list_type(_crd_node(self.crd_schema, names))
         if name == "conditions":
             return ListType("map", ("type",))
         if parent in _CONTAINERS and name in _CONTAINER_LISTS:
@@ -124,10 +128,41 @@ class Schema:
         """True when the map at ``names`` holds entries rather than struct fields."""
         name = names[-1] if names else ""
         if self.custom:
-            return names[:1] == ("metadata",) and name in ("labels", "annotations")
+            if names[:1] == ("metadata",):
+                return name in ("labels", "annotations")
+            node = _crd_node(self.crd_schema, names)
+            return node is not None and isinstance(node.get("additionalProperties"), dict | bool)
         if names == ("spec", "selector"):
             return self.resource_key in ("/services", "/replicationcontrollers")
         return name in GRANULAR_MAPS
+
+
+def _crd_node(schema: dict[str, Any] | None, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The schema node at field names ``names`` (list items stepped through), or None where it is not declared."""
+    node = schema
+    for name in names:
+        if not isinstance(node, dict):
+            return None
+        if node.get("type") == "array":
+            node = node.get("items")
+            if not isinstance(node, dict):
+                return None
+        properties = node.get("properties")
+        if isinstance(properties, dict) and name in properties:
+            node = properties[name]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return None
+    return node if isinstance(node, dict) else None
+
+
+def _crd_list_type(node: dict[str, Any] | None) -> ListType:
+    marker = (node or {}).get("x-kubernetes-list-type")
+    keys = (node or {}).get("x-kubernetes-list-map-keys")
+    if marker == "map" and isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys):
+        return ListType("map", tuple(keys))
+    return SET if marker == "set" else ATOMIC
 
 
 # --- path elements ------------------------------------------------------------------------------------------

@@ -240,3 +240,65 @@ def test_the_python_client_applies_gets_409_causes_and_forces(kd: KubeHandle) ->
         assert json.loads(str(caught.value.body))["message"] == "metadata.managedFields must be nil"
     finally:
         api.close()
+
+
+_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "routes.example.dev"},
+    "spec": {
+        "group": "example.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "routes", "singular": "route", "kind": "Route"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {
+                                    "backends": {
+                                        "type": "array",
+                                        "x-kubernetes-list-type": "map",
+                                        "x-kubernetes-list-map-keys": ["name"],
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["name"],
+                                            "properties": {"name": {"type": "string"}, "weight": {"type": "integer"}},
+                                        },
+                                    },
+                                    "hosts": {"type": "array", "items": {"type": "string"}},
+                                },
+                            }
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def _route(backends: list[dict[str, Any]], hosts: list[str]) -> dict[str, Any]:
+    spec = {"backends": backends, "hosts": hosts}
+    return {"apiVersion": "example.dev/v1", "kind": "Route", "metadata": {"name": "r"}, "spec": spec}
+
+
+def test_a_custom_resources_lists_follow_its_crds_list_markers(kd: KubeHandle, kubectl: str, tmp_path: Any) -> None:
+    _ok(_apply(kd, kubectl, tmp_path, _CRD))
+    _ok(_apply(kd, kubectl, tmp_path, _route([{"name": "a", "weight": 1}], ["a.dev"]), "--field-manager=team-a"))
+    refused = _apply(kd, kubectl, tmp_path, _route([{"name": "b", "weight": 2}], ["b.dev"]), "--field-manager=team-b")
+    assert refused.returncode == 1  # hosts has no marker: atomic, one owner, so replacing it conflicts
+    assert 'conflict with "team-a": .spec.hosts' in refused.stderr
+    _ok(_apply(kd, kubectl, tmp_path, _route([{"name": "b", "weight": 2}], ["a.dev"]), "--field-manager=team-b"))
+    route = _get(kd, "routes", "r")
+    assert route["spec"]["backends"] == [{"name": "a", "weight": 1}, {"name": "b", "weight": 2}]  # keyed: merged
+    _ok(_apply(kd, kubectl, tmp_path, _route([], ["a.dev"]), "--field-manager=team-a"))
+    assert _get(kd, "routes", "r")["spec"]["backends"] == [{"name": "b", "weight": 2}]
+    entries = {e["manager"]: e["fieldsV1"] for e in _entries(kd, "routes", "r")}
+    assert entries["team-b"]["f:spec"]["f:backends"] == {'k:{"name":"b"}': {".": {}, "f:name": {}, "f:weight": {}}}
