@@ -14,6 +14,7 @@ applying removed, 409 conflicts, ``force=true``; a missing object is created (20
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -688,7 +689,7 @@ def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: by
         raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
     def set_replicas(o: Obj) -> None:
-        before = json.loads(json.dumps(o))
+        before = copy.deepcopy(o)
         o.setdefault("spec", {})["replicas"] = replicas
         _record_update(request, double, rt, before, o, "scale")
 

@@ -33,12 +33,14 @@ lists are atomic. Custom resources: metadata as above, the rest as the CRD's sch
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakes.kube.errors import ApiError, Cause, bad_request
+from fakes.kube import defaults
+from fakes.kube.errors import ApiError, Cause, bad_request, internal
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
@@ -169,7 +171,7 @@ def _crd_list_type(node: dict[str, Any] | None) -> ListType:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _element(item: Any, list_type: ListType, index: int) -> str | None:
@@ -189,6 +191,10 @@ def _element(item: Any, list_type: ListType, index: int) -> str | None:
     return f"i:{index}"
 
 
+class UntypedElement(ValueError):
+    """An applied list element that lacks a key field with no default (``typed`` validation's words)."""
+
+
 def _items(value: list[Any], list_type: ListType, names: tuple[str, ...], strict: bool) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     for index, item in enumerate(value):
@@ -196,9 +202,9 @@ def _items(value: list[Any], list_type: ListType, names: tuple[str, ...], strict
         if element is None:
             if strict:
                 missing = next(k for k in list_type.keys if not isinstance(item, dict) or k not in item)
-                raise bad_request(
-                    f".{'.'.join(names)}[{index}]: associative list with keys has an element that omits key "
-                    f'field "{missing}" (and doesn\'t have default value)'
+                raise UntypedElement(
+                    f".{'.'.join(names)}: element {index}: associative list with keys has an element that omits "
+                    f'key field "{missing}" (and doesn\'t have default value)'
                 )
             element = f"i:{index}"
         out.append((element, item))
@@ -385,7 +391,7 @@ def _merge_list(
 
 
 def _copy(value: Any) -> Any:
-    return json.loads(json.dumps(value)) if isinstance(value, (dict, list)) else value
+    return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
 
 
 def prune(obj: Obj, paths: Iterable[Path], keep: FieldSet, schema: Schema) -> None:
@@ -585,7 +591,7 @@ def record_update(live: Obj | None, new: Obj, manager: str, write: Write) -> Non
         managed = {}
     else:
         managed = decode(sent) or decode(live_entries) or {}
-    changes = compare(live, new, write.schema)
+    changes = compare(live, _decoded(new, write.schema), write.schema)
     changed, removed = write.keep(changes.changed()), write.keep(changes.removed)
     _without(managed, changed | removed)
     who = Manager(manager or "unknown", UPDATE, write.api_version, write.subresource)
@@ -599,18 +605,49 @@ def record_update(live: Obj | None, new: Obj, manager: str, write: Write) -> Non
         meta.pop("managedFields", None)
 
 
+#: Defaults the apiserver fills in while decoding a request body (``SetDefaults_*``), so an Update's manager owns
+#: them; what a registry strategy sets later (a Service's clusterIP, a Secret's ``stringData`` folded into
+#: ``data``, a namespace's label, a pod's phase) is nobody's.
+_DECODING_DEFAULTS = {key: defaults.BY_KEY[key] for key in ("apps/deployments", "apps/replicasets")}
+_DECODING_DEFAULTS.update({key: defaults.BY_KEY[key] for key in ("apps/statefulsets", "batch/jobs", "batch/cronjobs")})
+
+
+def _decoded(obj: Obj, schema: Schema) -> Obj:
+    """``obj`` as the apiserver holds it after decoding: with its kind's decoding defaults (a copy)."""
+    if schema.custom:
+        return obj
+    fill = _DECODING_DEFAULTS.get(schema.resource_key)
+    out: Obj = _copy(obj)
+    try:
+        if schema.resource_key == "/pods" and isinstance(out.get("spec"), dict):
+            defaults.pod_spec(out["spec"])
+        elif fill is not None:
+            fill(out)
+    except (AttributeError, TypeError):
+        return obj  # a malformed body: validation answers it, ownership does not matter
+    return out
+
+
 def apply(live: Obj | None, config: Obj, manager: str, write: Write, *, force: bool) -> Obj:
     """The object after ``manager`` applies ``config`` to ``live`` (None: the object is created), with its
-    ``managedFields``. Raises :class:`ApiError` 400 for ``managedFields`` in the configuration or a keyed list
-    element without its key, 409 for conflicts (unless ``force``)."""
+    ``managedFields``. Raises :class:`ApiError` 400 for ``managedFields`` in the configuration, 500 (the
+    apiserver's InternalError) for a keyed list element without its key, 409 for conflicts (unless ``force``)."""
     if (config.get("metadata") or {}).get("managedFields") is not None:
         raise bad_request("metadata.managedFields must be nil")
     schema = write.schema
     managed = decode((live or {}).get("metadata", {}).get("managedFields")) or {}
     who = Manager(manager, APPLY, "", write.subresource)
-    applied = write.keep(field_set(config, schema, strict=True))
+    try:
+        applied = write.keep(field_set(config, schema, strict=True))
+        merged: Obj = dict(merge(live or {}, config, schema))
+    except UntypedElement as exc:
+        meta = {**((live or {}).get("metadata") or {}), **(config.get("metadata") or {})}
+        group_version = write.api_version if "/" in write.api_version else f"/{write.api_version}"  # Go's GVK
+        where = "/".join(str(meta[k]) for k in ("namespace", "name") if meta.get(k))
+        raise internal(
+            f"failed to create typed patch object ({where}; {group_version}, Kind={config.get('kind')}): {exc}"
+        ) from None
     previous = managed.get(who)
-    merged: Obj = dict(merge(live or {}, config, schema))
     merged.setdefault("metadata", {})
     merged["metadata"].pop("managedFields", None)
     managed[who] = Entry(applied, write.api_version, previous.time if previous else None)
@@ -647,7 +684,7 @@ def _last_applied(config: Obj) -> str:
     notes = (out.get("metadata") or {}).get("annotations")
     if isinstance(notes, dict):
         notes.pop(LAST_APPLIED, None)
-    return json.dumps(out, separators=(",", ":"), sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(out, separators=(",", ":"), sort_keys=True, ensure_ascii=False, default=str) + "\n"
 
 
 def _beyond_last_applied(

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakes.kube import managed
+from fakes.kube import defaults, managed
 from fakes.kube.managed import Schema, Write
 
 DEPLOYMENTS = Schema("apps/deployments")
@@ -31,6 +31,13 @@ def _deployment(image: str = "nginx:1", env: list[dict[str, str]] | None = None)
         "metadata": {"name": "web", "namespace": "default", "uid": "u", "labels": {"app": "web"}},
         "spec": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
     }
+
+
+def _stored(config: dict[str, Any]) -> dict[str, Any]:
+    """What the store keeps after a create by server-side apply: the object with the kind's defaults."""
+    obj = managed.apply(None, config, "ci", _write(), force=False)
+    defaults.deployment(obj)
+    return obj
 
 
 _ELEMENTS = st.one_of(
@@ -69,7 +76,7 @@ def test_container_ports_are_keyed_by_port_and_defaulted_protocol() -> None:
 
 
 def test_an_update_takes_what_it_changes_from_the_applier() -> None:
-    applied = managed.apply(None, _deployment(env=[{"name": "A", "value": "1"}]), "ci", _write(), force=False)
+    applied = _stored(_deployment(env=[{"name": "A", "value": "1"}]))
     edited = _deployment(image="nginx:2")  # and env removed
     edited["metadata"]["managedFields"] = applied["metadata"]["managedFields"]
     managed.record_update(applied, edited, "kubectl-edit", _write())
@@ -84,7 +91,7 @@ def test_an_update_takes_what_it_changes_from_the_applier() -> None:
 
 
 def test_managed_fields_reset_with_one_empty_entry() -> None:
-    applied = managed.apply(None, _deployment(), "ci", _write(), force=False)
+    applied = _stored(_deployment())
     edited = _deployment()
     edited["metadata"]["managedFields"] = [{}]
     managed.record_update(applied, edited, "someone", _write())
@@ -92,7 +99,7 @@ def test_managed_fields_reset_with_one_empty_entry() -> None:
 
 
 def test_a_status_write_owns_only_status() -> None:
-    applied = managed.apply(None, _deployment(), "ci", _write(), force=False)
+    applied = _stored(_deployment())
     reported = _deployment(image="ignored:9")
     reported["status"] = {"replicas": 1}
     managed.record_update(applied, reported, "controller", _write("status"))

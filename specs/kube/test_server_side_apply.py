@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import config as kube_config
-from kubernetes.client import CoreV1Api
+from kubernetes.client import AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 import fakes.kube
@@ -302,3 +302,43 @@ def test_a_custom_resources_lists_follow_its_crds_list_markers(kd: KubeHandle, k
     assert _get(kd, "routes", "r")["spec"]["backends"] == [{"name": "b", "weight": 2}]
     entries = {e["manager"]: e["fieldsV1"] for e in _entries(kd, "routes", "r")}
     assert entries["team-b"]["f:spec"]["f:backends"] == {'k:{"name":"b"}': {".": {}, "f:name": {}, "f:weight": {}}}
+
+
+def test_an_update_owns_the_defaults_decoded_into_its_request(kd: KubeHandle, kubectl: str, tmp_path: Any) -> None:
+    path = os.path.join(str(tmp_path), "csa.yaml")
+    with open(path, "w", encoding="utf-8") as out:
+        yaml.safe_dump(_deployment([], [{"containerPort": 80}], {"app": "web"}), out)
+    _ok(kd.kubectl("apply", "-f", path, kubectl=kubectl))
+    [entry] = _entries(kd, "deployments", "web")
+    container = entry["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"app"}']
+    assert "f:imagePullPolicy" in container  # defaulted while decoding the create: its manager owns it
+    pinned = _deployment([], [{"containerPort": 80}], {"app": "web"})
+    pinned["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "Always"
+    refused = _apply(kd, kubectl, tmp_path, pinned, "--field-manager=ci")
+    assert refused.returncode == 1
+    assert (
+        'conflict with "kubectl-client-side-apply" using apps/v1: '
+        '.spec.template.spec.containers[name="app"].imagePullPolicy' in refused.stderr
+    )
+
+
+def test_an_applied_element_without_its_key_is_the_apiservers_internal_error(kd: KubeHandle) -> None:
+    api = kube_config.new_client_from_config(config_file=kd.kubeconfig, context=kd.context)
+    try:
+        config = _deployment([], [{"containerPort": 80}], {"app": "web"})
+        del config["spec"]["template"]["spec"]["containers"][0]["name"]
+        with pytest.raises(ApiException) as caught:
+            AppsV1Api(api).patch_namespaced_deployment(
+                "web", kd.namespace, config, field_manager="ci", _content_type="application/apply-patch+yaml"
+            )
+        assert caught.value.status == 500
+        status = json.loads(str(caught.value.body))
+        assert status["reason"] == "InternalError"
+        assert status["message"] == (
+            f"Internal error occurred: failed to create typed patch object ({kd.namespace}/web; apps/v1, "
+            "Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an "
+            'element that omits key field "name" (and doesn\'t have default value)'
+        )
+        assert kd.store.get("deployments", kd.namespace, "web") is None
+    finally:
+        api.close()
