@@ -192,7 +192,8 @@ def _element(item: Any, list_type: ListType, index: int) -> str | None:
 
 
 class UntypedElement(ValueError):
-    """An applied list element that lacks a key field with no default (``typed`` validation's words)."""
+    """An applied list element lacking a key field with no default, or repeating a key (``typed`` validation's
+    words)."""
 
 
 def _items(value: list[Any], list_type: ListType, names: tuple[str, ...], strict: bool) -> list[tuple[str, Any]]:
@@ -207,6 +208,8 @@ def _items(value: list[Any], list_type: ListType, names: tuple[str, ...], strict
                     f'key field "{missing}" (and doesn\'t have default value)'
                 )
             element = f"i:{index}"
+        elif strict and any(element == seen for seen, _ in out):
+            raise UntypedElement(f".{'.'.join(names)}: duplicate entries for key {path_string((element,))}")
         out.append((element, item))
     return out
 

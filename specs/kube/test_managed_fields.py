@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from fakes.kube import defaults, managed
+from fakes.kube.errors import ApiError
 from fakes.kube.managed import Schema, Write
 
 DEPLOYMENTS = Schema("apps/deployments")
@@ -114,3 +116,13 @@ def test_status_in_an_apply_to_the_main_resource_is_not_owned() -> None:
     applied = managed.apply(None, config, "ci", _write(), force=False)
     [entry] = applied["metadata"]["managedFields"]
     assert "f:status" not in entry["fieldsV1"]
+
+
+def test_an_applied_list_repeating_a_key_is_refused_as_the_typed_conversion_refuses_it() -> None:
+    config = _deployment()
+    containers = config["spec"]["template"]["spec"]["containers"]
+    containers.append(dict(containers[0]))
+    with pytest.raises(ApiError) as caught:
+        managed.apply(None, config, "ci", _write(), force=False)
+    assert caught.value.code == 500
+    assert caught.value.message.endswith('.spec.template.spec.containers: duplicate entries for key [name="app"]')
