@@ -552,11 +552,12 @@ def encode(managed: Managed) -> list[Obj]:
 
 
 def _without(managed: Managed, fields: FieldSet, skip: Manager | None = None) -> None:
+    """Take ``fields`` from every manager but ``skip``; a manager left with nothing is dropped (``update.go``)."""
     for who in list(managed):
         if who != skip:
             managed[who].fields -= fields
-            if not managed[who].fields:
-                del managed[who]
+        if not managed[who].fields:
+            del managed[who]
 
 
 # --- the two operations -------------------------------------------------------------------------------------
@@ -640,16 +641,7 @@ def apply(live: Obj | None, config: Obj, manager: str, write: Write, *, force: b
     schema = write.schema
     managed = decode((live or {}).get("metadata", {}).get("managedFields")) or {}
     who = Manager(manager, APPLY, "", write.subresource)
-    try:
-        applied = write.keep(field_set(config, schema, strict=True))
-        merged: Obj = dict(merge(live or {}, config, schema))
-    except UntypedElement as exc:
-        meta = {**((live or {}).get("metadata") or {}), **(config.get("metadata") or {})}
-        group_version = write.api_version if "/" in write.api_version else f"/{write.api_version}"  # Go's GVK
-        where = "/".join(str(meta[k]) for k in ("namespace", "name") if meta.get(k))
-        raise internal(
-            f"failed to create typed patch object ({where}; {group_version}, Kind={config.get('kind')}): {exc}"
-        ) from None
+    applied, merged = _typed_merge(live, config, write)
     previous = managed.get(who)
     merged.setdefault("metadata", {})
     merged["metadata"].pop("managedFields", None)
@@ -670,7 +662,6 @@ def apply(live: Obj | None, config: Obj, manager: str, write: Write, *, force: b
     for other, fields in conflicts.items():
         managed[other].fields -= fields
     _without(managed, write.keep(changes.removed), skip=who)
-    _without(managed, set(), skip=None)
     if who in managed and (previous is None or previous.fields != applied or changes.changed() or changes.removed):
         managed[who].time = write.now
     if manager == "kubectl" and LAST_APPLIED in ((live or {}).get("metadata", {}).get("annotations") or {}):
@@ -679,6 +670,22 @@ def apply(live: Obj | None, config: Obj, manager: str, write: Write, *, force: b
     if entries:
         merged["metadata"]["managedFields"] = entries
     return merged
+
+
+def _typed_merge(live: Obj | None, config: Obj, write: Write) -> tuple[FieldSet, Obj]:
+    """The applier's field set and the merged object; the apiserver's 500 when the configuration does not convert
+    to its type (``structuredmerge.go``: "failed to create typed patch object")."""
+    try:
+        applied = write.keep(field_set(config, write.schema, strict=True))
+        merged: Obj = dict(merge(live or {}, config, write.schema))
+    except UntypedElement as exc:
+        meta = {**((live or {}).get("metadata") or {}), **(config.get("metadata") or {})}
+        group_version = write.api_version if "/" in write.api_version else f"/{write.api_version}"  # Go's GVK
+        where = "/".join(str(meta[k]) for k in ("namespace", "name") if meta.get(k))
+        raise internal(
+            f"failed to create typed patch object ({where}; {group_version}, Kind={config.get('kind')}): {exc}"
+        ) from None
+    return applied, merged
 
 
 def _last_applied(config: Obj) -> str:
