@@ -25,11 +25,20 @@ from aiohttp import web
 from fakes.core import BadJson, FakeRequest
 from fakes.kube import discovery, openapi, options, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
-from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found, status_object
+from fakes.kube.errors import (
+    STALE,
+    ApiError,
+    bad_request,
+    conflict,
+    method_not_allowed,
+    not_found,
+    page_not_found,
+    status_object,
+)
 from fakes.kube.extensions import SubresourceContext
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
-from fakes.kube.store import require_object
+from fakes.kube.store import precondition_failed, require_object
 from fakes.kube.watch import for_version, serve_watch
 
 Obj = dict[str, Any]
@@ -382,11 +391,30 @@ def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> 
     if sent_name != target.name:
         raise bad_request(f"the name of the object ({sent_name}) does not match the name on the URL ({target.name})")
     old = double.store.require(rt, target.namespace, target.name or "")
+    _check_preconditions(rt, target, obj, old)
     _carry_allocated(rt, old, obj)
     validation.validate(rt, obj, old)
     _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update", old)
     updated = double.store.update(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, updated)
+
+
+def _check_preconditions(rt: ResourceType, target: Target, sent: Obj, current: Obj) -> None:
+    """The sent uid and resourceVersion against the stored object, before any validation: the registry's
+    ``GuaranteedUpdate`` compares them first and only then runs the strategy's ``ValidateUpdate`` (apiserver
+    ``pkg/registry/generic/registry/store.go`` ``Update``), so a stale write is a 409 even when it is also invalid."""
+    meta = sent.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid and uid != current["metadata"].get("uid"):
+        raise precondition_failed(
+            rt,
+            target.namespace or "",
+            target.name or "",
+            f"UID in precondition: {uid}, UID in object meta: {current['metadata'].get('uid')}",
+        )
+    sent_rv = meta.get("resourceVersion")
+    if sent_rv and sent_rv != current["metadata"].get("resourceVersion"):
+        raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
 
 def _carry_allocated(rt: ResourceType, old: Obj, new: Obj) -> None:
@@ -418,6 +446,7 @@ def _patch(
     result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
     shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
     _check_identity(rt, target, result)
+    _check_preconditions(rt, target, result, current)
     if subresource is None:
         validation.validate(rt, result, current)
     _record_manager(double, result, manager or _default_manager(request), "Update", current)

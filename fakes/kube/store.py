@@ -321,6 +321,7 @@ class Store:
             if check_version and sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name, STALE)
             new = self._merge_for_update(rt, old, obj, subresource)
+            defaults.status_defaults(rt.key, new)
             if subresource is None:
                 if rt.key == "/services" and not (new.get("spec") or {}).get("clusterIP"):
                     old_ip = (old.get("spec") or {}).get("clusterIP")
