@@ -3,14 +3,14 @@
 Modelled (``pkg/apis/*/validation`` in kubernetes/kubernetes, apimachinery ``validation.IsDNS1123Subdomain`` /
 ``IsDNS1123Label``):
 
-- ``metadata.name``: an RFC 1123 subdomain (at most 253 characters) for most kinds; an RFC 1123 label (at most 63)
-  for namespaces and services; a CRD's name must be ``<plural>.<group>``.
-- ``metadata.namespace`` of a namespaced object is an RFC 1123 label; labels keys and values are valid label syntax.
+- ``metadata``: everything ``ValidateObjectMetaAccessor`` checks (:mod:`fakes.kube.metavalidation`: names by each
+  kind's rule, generateName, namespace, labels, annotations and their 256 KiB total, finalizers, ownerReferences);
+  a CRD's name must be ``<plural>.<group>``.
 - Required fields: a pod's ``spec.containers`` (each with ``name`` and ``image``), a workload's ``spec.selector``
   and ``spec.template`` with labels the selector matches (Deployments, ReplicaSets, StatefulSets), a Job's
   ``spec.template``, a Service port's ``port``, a CRD's ``spec.group``, ``spec.names`` and ``spec.versions``.
-- Immutable on update: a workload's ``spec.selector``, a Job's ``spec.template``... (only ``spec.selector`` is
-  checked), a Service's ``spec.clusterIP``.
+- Immutable on update (:mod:`fakes.kube.immutable`, in the apiserver's words): a workload's ``spec.selector``, a
+  Service's ``spec.clusterIPs``, an immutable ConfigMap's or Secret's data.
 
 Not modelled: unknown fields (``fieldValidation=Strict`` is accepted and not enforced), resource quantities, most
 per-field formats, CRD OpenAPI schemas beyond ``required`` at the top of ``spec``.

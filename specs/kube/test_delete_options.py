@@ -14,7 +14,7 @@ import httpx
 import pytest
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from fakes.kube import KubeHandle
 from specs.kube.conftest import kubectl_build, require_kubectl
@@ -50,7 +50,8 @@ def test_kubectl_delete_dry_run_server_leaves_the_object(kd: KubeHandle, ns: str
     assert 'configmap "keep" deleted (server dry run)' in done.stdout
     assert kd.store.get("configmaps", ns, "keep") is not None
     sent = [e for e in kd.requests(method="DELETE") if e.path.endswith(f"/namespaces/{ns}/configmaps/keep")]
-    assert sent and json.loads(sent[-1].body)["dryRun"] == ["All"]  # in the body, not the query
+    assert sent
+    assert json.loads(sent[-1].body)["dryRun"] == ["All"]  # in the body, not the query
     assert "dryRun" not in sent[-1].query_params
 
 
@@ -83,7 +84,7 @@ def test_preconditions_in_the_body_are_409_in_the_storage_layers_words(
     with pytest.raises(ApiException) as raised:
         core.delete_namespaced_config_map("guarded", ns, body=wrong_uid)
     assert raised.value.status == 409
-    message = json.loads(raised.value.body)["message"]
+    message = json.loads(raised.value.body or "{}")["message"]
     assert message == (
         f'Operation cannot be fulfilled on configmaps "guarded": StorageError: invalid object, Code: 4, '
         f"Key: /registry/configmaps/{ns}/guarded, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: "
@@ -93,7 +94,7 @@ def test_preconditions_in_the_body_are_409_in_the_storage_layers_words(
     with pytest.raises(ApiException) as raised:
         core.delete_namespaced_config_map("guarded", ns, body=stale)
     assert raised.value.status == 409
-    assert "Precondition failed: ResourceVersion in precondition: 1" in json.loads(raised.value.body)["message"]
+    assert "Precondition failed: ResourceVersion in precondition: 1" in json.loads(raised.value.body or "{}")["message"]
     fresh = kube_client.V1DeleteOptions(
         preconditions=kube_client.V1Preconditions(
             uid=obj["metadata"]["uid"], resource_version=obj["metadata"]["resourceVersion"]
@@ -174,7 +175,8 @@ def test_dry_run_never_persists_on_create_update_patch_or_scale(kd: KubeHandle, 
     assert patched.returncode == 0, patched.stderr
     current = kd.store.require("configmaps", ns, "real")
     replaced = http.put(CM.format(ns=ns) + "/real", params={"dryRun": "All"}, json={**current, "data": {"k": "put"}})
-    assert replaced.status_code == 200 and replaced.json()["data"] == {"k": "put"}
+    assert replaced.status_code == 200
+    assert replaced.json()["data"] == {"k": "put"}
     assert kd.store.require("configmaps", ns, "real")["data"] == {"k": "v"}
     assert kd.store.resource_version == before
     kd.store.create(

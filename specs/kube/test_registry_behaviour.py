@@ -21,7 +21,7 @@ import httpx
 import pytest
 from kubernetes import client as kube_client
 from kubernetes import config as kube_config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from fakes.kube import KubeHandle
 
@@ -51,6 +51,7 @@ def test_delete_namespaced_service_answers_the_service(kd: KubeHandle, ns: str, 
     core.create_namespaced_service(ns, _service("web"))
     deleted = core.delete_namespaced_service("web", ns)
     assert isinstance(deleted, kube_client.V1Service)
+    assert deleted.metadata is not None
     assert deleted.metadata.name == "web"
     core.create_namespaced_service_account(
         ns, kube_client.V1ServiceAccount(metadata=kube_client.V1ObjectMeta(name="sa"))
@@ -66,6 +67,7 @@ def test_a_new_service_and_workloads_carry_their_empty_status(
     kd: KubeHandle, ns: str, api: kube_client.ApiClient
 ) -> None:
     created = kube_client.CoreV1Api(api).create_namespaced_service(ns, _service("plain"))
+    assert created.status is not None
     assert created.status.load_balancer is not None
     done = kd.kubectl("create", "service", "clusterip", "gen", "--tcp=80:8080", namespace=ns)
     assert done.returncode == 0, done.stderr
@@ -92,12 +94,14 @@ def test_a_stale_resource_version_is_409_before_validation(kd: KubeHandle, ns: s
     core = kube_client.CoreV1Api(api)
     first = core.create_namespaced_config_map(ns, kube_client.V1ConfigMap(metadata=kube_client.V1ObjectMeta(name="rv")))
     core.patch_namespaced_config_map("rv", ns, {"data": {"a": "1"}})
+    assert first.metadata is not None
     first.metadata.labels = {"bad key!": "x"}  # invalid too: the version is compared first
     with pytest.raises(ApiException) as raised:
         core.replace_namespaced_config_map("rv", ns, first)
     assert raised.value.status == 409
-    assert json.loads(raised.value.body)["reason"] == "Conflict"
+    assert json.loads(raised.value.body or "{}")["reason"] == "Conflict"
     current = core.read_namespaced_config_map("rv", ns)
+    assert current.metadata is not None
     current.metadata.labels = {"bad key!": "x"}
     with pytest.raises(ApiException) as raised:
         core.replace_namespaced_config_map("rv", ns, current)
