@@ -166,33 +166,6 @@ def pod(obj: Obj) -> None:
     status.setdefault("qosClass", "BestEffort")
 
 
-#: The ``status`` a new object of each kind carries before any controller writes one: Go's encoding/json never omits
-#: a struct, so the empty status struct is ``{}`` and its non-``omitempty`` fields are zeros (``k8s.io/api``
-#: ``types.go``: ``ServiceStatus.LoadBalancer``, ``ReplicaSetStatus.Replicas``, ``StatefulSetStatus.Replicas`` and
-#: ``AvailableReplicas``).
-EMPTY_STATUS: dict[str, Obj] = {
-    "/services": {"loadBalancer": {}},
-    "apps/deployments": {},
-    "apps/replicasets": {"replicas": 0},
-    "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
-    "batch/jobs": {},
-    "batch/cronjobs": {},
-}
-
-
-def status_defaults(resource_key: str, obj: Obj) -> None:
-    """Fill the status fields a real server always shows (see :data:`EMPTY_STATUS`); a status already written keeps
-    its values."""
-    empty = EMPTY_STATUS.get(resource_key)
-    if empty is None:
-        return
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        status = obj["status"] = {}
-    for key, value in empty.items():
-        status.setdefault(key, dict(value) if isinstance(value, dict) else value)
-
-
 BY_KEY: dict[str, Callable[[Obj], None]] = {
     "/pods": pod,
     "/namespaces": namespace,
@@ -226,3 +199,30 @@ def apply_defaults(resource_key: str, obj: Obj, ips: ClusterIPs) -> None:
     fill = BY_KEY.get(resource_key)
     if fill is not None:
         fill(obj)
+
+
+#: The ``status`` a new object of each kind carries before any controller writes one: Go's encoding/json never omits
+#: a struct, so the empty status struct is ``{}`` and its non-``omitempty`` fields are zeros (``k8s.io/api``
+#: ``types.go``: ``ServiceStatus.LoadBalancer``, ``ReplicaSetStatus.Replicas``, ``StatefulSetStatus.Replicas`` and
+#: ``AvailableReplicas``).
+EMPTY_STATUS: dict[str, Obj] = {
+    "/services": {"loadBalancer": {}},
+    "apps/deployments": {},
+    "apps/replicasets": {"replicas": 0},
+    "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
+    "batch/jobs": {},
+    "batch/cronjobs": {},
+}
+
+
+def status_defaults(resource_key: str, obj: Obj) -> None:
+    """Fill the status fields a real server always shows (see :data:`EMPTY_STATUS`); a status already written keeps
+    its values."""
+    empty = EMPTY_STATUS.get(resource_key)
+    if empty is None:
+        return
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = obj["status"] = {}
+    for key, value in empty.items():
+        status.setdefault(key, dict(value) if isinstance(value, dict) else value)
