@@ -162,3 +162,28 @@ def test_status_bodies_are_byte_for_byte_the_apiservers(kd: KubeHandle, ns: str,
         b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",'
         b'"details":{"name":"gone","kind":"configmaps","uid":"' + uid.encode() + b'"}}\n'
     )
+
+
+def test_a_new_pod_carries_what_the_default_admission_plugins_add(kd: KubeHandle, ns: str) -> None:
+    """Priority and DefaultTolerationSeconds, both in kube-apiserver's default admission set."""
+    done = kd.kubectl("run", "probe", "--image=busybox", "--restart=Never", namespace=ns)
+    assert done.returncode == 0, done.stderr
+    spec = kd.store.require("pods", ns, "probe")["spec"]
+    assert (spec["priority"], spec["preemptionPolicy"], spec["enableServiceLinks"]) == (0, "PreemptLowerPriority", True)
+    assert spec["tolerations"] == [
+        {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+        for taint in ("not-ready", "unreachable")
+    ]
+    kept = {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 5,
+    }
+    pod = {
+        "metadata": {"name": "own", "namespace": ns},
+        "spec": {"containers": [{"name": "c", "image": "i"}], "tolerations": [kept]},
+    }
+    tolerations = kd.store.create("pods", pod)["spec"]["tolerations"]
+    assert [t["key"] for t in tolerations] == ["node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"]
+    assert tolerations[0]["tolerationSeconds"] == 5
