@@ -23,24 +23,49 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, managed, openapi, patch, protobuf, shapes, tables, validation
+from fakes.kube import discovery, managed, openapi, options, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
-from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
+from fakes.kube.errors import (
+    STALE,
+    ApiError,
+    bad_request,
+    conflict,
+    method_not_allowed,
+    not_found,
+    page_not_found,
+    status_object,
+)
 from fakes.kube.extensions import SubresourceContext
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
-from fakes.kube.store import require_object
+from fakes.kube.store import precondition_failed, require_object
 from fakes.kube.watch import for_version, serve_watch
 
 Obj = dict[str, Any]
 HEALTH = ("/healthz", "/readyz", "/livez")
 JSON_TYPE = "application/json"
 #: Types whose DELETE answers the deleted object rather than a ``Status`` (their registries return it).
-RETURNS_OBJECT = frozenset({"/pods", "/namespaces", "apiextensions.k8s.io/customresourcedefinitions"})
+#: Types whose DELETE answers the deleted object rather than a ``Status``: the registries built with
+#: ``ReturnDeletedObject: true`` (kubernetes ``pkg/registry/core/{pod,service,serviceaccount,namespace,
+#: persistentvolume,persistentvolumeclaim}/storage``, ``storage/storageclass``; apiextensions-apiserver for CRDs and
+#: every custom resource). Every other kind answers ``Status{status: Success, details}``.
+RETURNS_OBJECT = frozenset(
+    {
+        "/pods",
+        "/services",
+        "/serviceaccounts",
+        "/namespaces",
+        "/persistentvolumes",
+        "/persistentvolumeclaims",
+        "storage.k8s.io/storageclasses",
+        "apiextensions.k8s.io/customresourcedefinitions",
+    }
+)
 
 
 def json_response(payload: Any, status: int = 200, content_type: str = JSON_TYPE) -> web.Response:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    """A compact JSON answer ending in a newline, as the apiserver's encoder (Go's ``json.Encoder.Encode``) writes."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
     return web.Response(status=status, body=body, headers={"Content-Type": content_type})
 
 
@@ -254,11 +279,11 @@ def _check_type(rt: ResourceType, obj: Obj) -> None:
 
 
 def _dry_run(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise bad_request(f'Invalid value: "{value}": supported values: "All"')
-    return bool(values)
+    """``?dryRun=All`` on a create, update or patch; anything else is the 422 ``ValidateCreateOptions`` (and the
+    update and patch variants) answers."""
+    method = request.method.upper()
+    kind = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}.get(method, "CreateOptions")
+    return options.dry_run(request.query, kind)
 
 
 # --- reads ------------------------------------------------------------------------------------------------
@@ -366,11 +391,30 @@ def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> 
     if sent_name != target.name:
         raise bad_request(f"the name of the object ({sent_name}) does not match the name on the URL ({target.name})")
     old = double.store.require(rt, target.namespace, target.name or "")
+    _check_preconditions(rt, target, obj, old)
     _carry_allocated(rt, old, obj)
     validation.validate(rt, obj, old)
     _record_update(request, double, rt, old, obj)
     updated = double.store.update(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, updated)
+
+
+def _check_preconditions(rt: ResourceType, target: Target, sent: Obj, current: Obj) -> None:
+    """The sent uid and resourceVersion against the stored object, before any validation: the registry's
+    ``GuaranteedUpdate`` compares them first and only then runs the strategy's ``ValidateUpdate`` (apiserver
+    ``pkg/registry/generic/registry/store.go`` ``Update``), so a stale write is a 409 even when it is also invalid."""
+    meta = sent.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid and uid != current["metadata"].get("uid"):
+        raise precondition_failed(
+            rt,
+            target.namespace or "",
+            target.name or "",
+            f"UID in precondition: {uid}, UID in object meta: {current['metadata'].get('uid')}",
+        )
+    sent_rv = meta.get("resourceVersion")
+    if sent_rv and sent_rv != current["metadata"].get("resourceVersion"):
+        raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
 
 def _carry_allocated(rt: ResourceType, old: Obj, new: Obj) -> None:
@@ -402,6 +446,7 @@ def _patch(
     result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
     shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
     _check_identity(rt, target, result)
+    _check_preconditions(rt, target, result, current)
     if subresource is None:
         validation.validate(rt, result, current)
     _record_update(request, double, rt, current, result, subresource)
@@ -487,59 +532,40 @@ def _record_update(
     managed.record_update(live, new, manager, _write(double, rt, subresource))
 
 
-def _delete_options(request: web.Request, body: bytes) -> tuple[int | None, str, Obj]:
-    options: Obj = {}
-    if body.strip():
-        parsed = parse_body(request, body)
-        if not isinstance(parsed, dict):
-            raise bad_request("DeleteOptions must be an object")
-        options = parsed
-    grace_text = request.query.get("gracePeriodSeconds")
-    grace: Any = options.get("gracePeriodSeconds")
-    if grace_text is not None:
-        try:
-            grace = int(grace_text)
-        except ValueError:
-            raise bad_request(f'invalid value for gracePeriodSeconds: "{grace_text}"') from None
-    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
-        raise bad_request("gracePeriodSeconds must be an integer")
-    propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
-    if propagation not in ("Background", "Foreground", "Orphan"):
-        raise bad_request(f'Unsupported value: "{propagation}": supported values: "Background", "Foreground", "Orphan"')
-    return grace, str(propagation), options.get("preconditions") or {}
+def _delete_options(request: web.Request, body: bytes) -> options.DeleteOptions:
+    sent = parse_body(request, body) if body.strip() else None
+    return options.delete_options(sent, request.query)
 
 
 def _delete(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
-    grace, propagation, pre = _delete_options(request, body)
-    if _dry_run(request):
-        obj = double.store.require(rt, target.namespace, target.name or "")
-        return _answer_object(request, double, rt, obj)
+    opts = _delete_options(request, body)
     obj, gone = double.store.delete(
         rt,
         target.namespace,
         target.name or "",
-        grace_seconds=grace,
-        propagation=propagation,
-        precondition_uid=pre.get("uid"),
-        precondition_rv=pre.get("resourceVersion"),
+        grace_seconds=opts.grace_period_seconds,
+        propagation=opts.propagation,
+        precondition_uid=opts.precondition_uid,
+        precondition_rv=opts.precondition_rv,
+        dry_run=opts.dry_run,
     )
     if not gone or rt.key in RETURNS_OBJECT or rt.custom:
         return _answer_object(request, double, rt, obj)
-    details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"].get("uid", "")}
+    details: Obj = {"name": target.name}
     if rt.group:
         details["group"] = rt.group
-    return json_response(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-    )
+    details["kind"] = rt.plural  # the registry puts the resource in ``kind`` (store.go finalizeDelete)
+    details["uid"] = obj["metadata"].get("uid", "")
+    return json_response(status_object("Success", 0, details=details))
 
 
 def _delete_collection(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
     if "deletecollection" not in rt.verbs:
         raise method_not_allowed("DELETE", rt.plural, rt.group)
-    grace, propagation, _ = _delete_options(request, body)
     labels, fields = _selectors(request, rt)
+    opts = _delete_options(request, body)
     items, _ = double.store.list(rt, target.namespace)
     deleted = []
     for obj in items:
@@ -550,8 +576,9 @@ def _delete_collection(request: web.Request, double: Any, target: Target, body: 
                 rt,
                 obj["metadata"].get("namespace"),
                 obj["metadata"]["name"],
-                grace_seconds=grace,
-                propagation=propagation,
+                grace_seconds=opts.grace_period_seconds,
+                propagation=opts.propagation,
+                dry_run=opts.dry_run,
             )
         except ApiError as exc:
             if exc.code == 404:
@@ -693,6 +720,9 @@ def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: by
         o.setdefault("spec", {})["replicas"] = replicas
         _record_update(request, double, rt, before, o, "scale")
 
+    if _dry_run(request):
+        set_replicas(obj)  # ``obj`` is the store's copy: the preview is never written
+        return json_response(scale_of(rt, obj))
     updated = double.store.mutate(rt, target.namespace, target.name or "", set_replicas)
     return json_response(scale_of(rt, updated))
 
