@@ -11,6 +11,9 @@ crash, get Ready and go away, Jobs complete, events and logs appear, all on the 
 - ``statefulsets`` (:mod:`.statefulset`): pods ``<name>-0..N-1`` in order, recreated under the same name when
   deleted, rolled from the highest ordinal.
 - ``jobs`` (:mod:`.job`): pods until ``completions`` succeed (``Complete``) or ``backoffLimit`` is passed (``Failed``).
+- ``daemonsets`` (:mod:`.daemonset`): one pod per DaemonSet on the node, rolled on a template change.
+- ``node`` (:mod:`.node`): the Node ``fake-node`` every pod is bound to, and its heartbeat Lease.
+- ``namespaces`` (:mod:`.namespace`): the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every namespace.
 - ``kubelet`` (:class:`fakes.kube.lifecycle.Kubelet`): the scheduler and kubelet: every pod, whoever created it, is
   scheduled, started, made Ready, restarted and removed after its grace period, with the kubelet's events; faults
   declared on pod-template annotations (``double.stack-harness.dev/crash-loop: "true"``...) or from Python
@@ -40,9 +43,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from fakes.kube.controllers.base import ControllerContext, Reconciler
+from fakes.kube.controllers.daemonset import DaemonSetController
 from fakes.kube.controllers.deployment import DeploymentController
 from fakes.kube.controllers.events import EventRecorder
 from fakes.kube.controllers.job import JobController
+from fakes.kube.controllers.namespace import NamespaceDefaults
+from fakes.kube.controllers.node import NodeController
 from fakes.kube.controllers.replicaset import ReplicaSetController
 from fakes.kube.controllers.statefulset import StatefulSetController
 
@@ -71,10 +77,21 @@ class Controllers:
         self.deployments = DeploymentController(self.ctx)
         self.statefulsets = StatefulSetController(self.ctx)
         self.jobs = JobController(self.ctx)
+        self.daemonsets = DaemonSetController(self.ctx)
+        self.node = NodeController(self.ctx)
+        self.namespaces = NamespaceDefaults(self.ctx)
 
     @property
     def reconcilers(self) -> list[Reconciler]:
-        return [self.replicasets, self.deployments, self.statefulsets, self.jobs]
+        return [
+            self.replicasets,
+            self.deployments,
+            self.statefulsets,
+            self.jobs,
+            self.daemonsets,
+            self.node,
+            self.namespaces,
+        ]
 
     def start(self) -> None:
         """Subscribe to the store, serve ``pods/log``, and reset with the double. Needs a serving double."""
@@ -96,6 +113,8 @@ class Controllers:
         self.kubelet.reset()
         for reconciler in self.reconcilers:
             reconciler.reset()
+        self.node.register()
+        self.namespaces.resync()
 
 
 def install(double: KubeDouble) -> Controllers:
