@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fakes.kube import kind_rules
 from fakes.kube.errors import Cause, field_invalid, field_required, invalid
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import from_label_selector
@@ -243,5 +244,6 @@ def validate(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
         causes += _crd(obj)
     elif rt.custom:
         causes += _custom(rt, obj)
+    causes += kind_rules.causes(rt, obj, old, _workload)
     if causes:
         raise invalid(rt.kind, rt.group, str(name), causes)

@@ -14,6 +14,8 @@ crash, get Ready and go away, Jobs complete, events and logs appear, all on the 
 - ``daemonsets`` (:mod:`.daemonset`): one pod per DaemonSet on the node, rolled on a template change.
 - ``node`` (:mod:`.node`): the Node ``fake-node`` every pod is bound to, and its heartbeat Lease.
 - ``namespaces`` (:mod:`.namespace`): the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every namespace.
+- ``disruption`` (:mod:`.disruption`): PodDisruptionBudget status from the pods it selects.
+- ``autoscalers`` (:mod:`.autoscaler`): HPAs as on a cluster without a metrics server (range kept, no metrics).
 - ``kubelet`` (:class:`fakes.kube.lifecycle.Kubelet`): the scheduler and kubelet: every pod, whoever created it, is
   scheduled, started, made Ready, restarted and removed after its grace period, with the kubelet's events; faults
   declared on pod-template annotations (``double.stack-harness.dev/crash-loop: "true"``...) or from Python
@@ -42,9 +44,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from fakes.kube.controllers.autoscaler import AutoscalerController
 from fakes.kube.controllers.base import ControllerContext, Reconciler
 from fakes.kube.controllers.daemonset import DaemonSetController
 from fakes.kube.controllers.deployment import DeploymentController
+from fakes.kube.controllers.disruption import DisruptionController
 from fakes.kube.controllers.events import EventRecorder
 from fakes.kube.controllers.job import JobController
 from fakes.kube.controllers.namespace import NamespaceDefaults
@@ -80,6 +84,8 @@ class Controllers:
         self.daemonsets = DaemonSetController(self.ctx)
         self.node = NodeController(self.ctx)
         self.namespaces = NamespaceDefaults(self.ctx)
+        self.disruption = DisruptionController(self.ctx)
+        self.autoscalers = AutoscalerController(self.ctx)
 
     @property
     def reconcilers(self) -> list[Reconciler]:
@@ -91,6 +97,8 @@ class Controllers:
             self.daemonsets,
             self.node,
             self.namespaces,
+            self.disruption,
+            self.autoscalers,
         ]
 
     def start(self) -> None:
