@@ -63,8 +63,8 @@ def _int(value: Any) -> bool:
 
 def _replication_controller(obj: Obj) -> list[Cause]:
     spec = _spec(obj)
-    selector = spec.get("selector") or {}
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    selector = spec.get("selector") or labels  # defaulted from the template's labels before validation runs
     out: list[Cause] = []
     if not selector:
         out.append(field_required("spec.selector"))

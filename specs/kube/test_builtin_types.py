@@ -397,3 +397,38 @@ def test_an_hpa_with_max_below_min_is_refused_and_a_valid_one_says_it_has_no_met
     assert read.status.current_replicas == 2
     assert read.status.current_metrics is None
     assert [m.resource.target.average_utilization for m in read.spec.metrics] == [80]  # v2's default metric
+
+
+def test_a_replication_controller_keeps_its_pods_and_scales(api: tuple[KubeHandle, kube_client.ApiClient]) -> None:
+    kd, _ = api
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "legacy"},
+        "spec": {
+            "replicas": 2,
+            "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "app", "image": "registry.local/legacy:1"}]},
+            },
+        },
+    }
+    done = kd.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    assert done.returncode == 0, done.stderr
+    stored = kd.store.require("replicationcontrollers", "default", "legacy")
+    assert stored["spec"]["selector"] == {"app": "legacy"}  # defaulted from the template's labels
+    eventually(
+        lambda: (
+            (kd.store.require("replicationcontrollers", "default", "legacy").get("status") or {}).get("readyReplicas")
+            == 2
+        ),
+        what="2 ready",
+    )
+    assert _rows(kd.kubectl("get", "rc", "legacy").stdout)[1][:4] == ["legacy", "2", "2", "2"]
+    assert kd.kubectl("scale", "rc", "legacy", "--replicas=1").returncode == 0
+    eventually(
+        lambda: (
+            len([p for p in kd.store.list("pods", "default")[0] if not p["metadata"].get("deletionTimestamp")]) == 1
+        ),
+        what="scaled to 1",
+    )

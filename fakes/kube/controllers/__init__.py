@@ -7,7 +7,8 @@ crash, get Ready and go away, Jobs complete, events and logs appear, all on the 
 - ``deployments`` (:mod:`.deployment`): Deployment -> ReplicaSet ``<name>-<pod-template-hash>`` with revisions,
   rolling updates (maxSurge/maxUnavailable, 25%/25% by default) or Recreate, ``observedGeneration``, replica counts,
   ``Available``/``Progressing`` conditions and ``ProgressDeadlineExceeded``; ``ScalingReplicaSet`` events.
-- ``replicasets`` (:mod:`.replicaset`): keeps ``spec.replicas`` active pods (``<replicaset>-xxxxx``), status counts.
+- ``replicasets`` (:mod:`.replicaset`): keeps ``spec.replicas`` active pods (``<replicaset>-xxxxx``), status counts;
+  ``replicationcontrollers`` the same for ReplicationControllers.
 - ``statefulsets`` (:mod:`.statefulset`): pods ``<name>-0..N-1`` in order, recreated under the same name when
   deleted, rolled from the highest ordinal.
 - ``jobs`` (:mod:`.job`): pods until ``completions`` succeed (``Complete``) or ``backoffLimit`` is passed (``Failed``).
@@ -53,7 +54,7 @@ from fakes.kube.controllers.events import EventRecorder
 from fakes.kube.controllers.job import JobController
 from fakes.kube.controllers.namespace import NamespaceDefaults
 from fakes.kube.controllers.node import NodeController
-from fakes.kube.controllers.replicaset import ReplicaSetController
+from fakes.kube.controllers.replicaset import ReplicaSetController, ReplicationControllerController
 from fakes.kube.controllers.statefulset import StatefulSetController
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class Controllers:
         self.statefulsets = StatefulSetController(self.ctx)
         self.jobs = JobController(self.ctx)
         self.daemonsets = DaemonSetController(self.ctx)
+        self.replicationcontrollers = ReplicationControllerController(self.ctx)
         self.node = NodeController(self.ctx)
         self.namespaces = NamespaceDefaults(self.ctx)
         self.disruption = DisruptionController(self.ctx)
@@ -95,6 +97,7 @@ class Controllers:
             self.statefulsets,
             self.jobs,
             self.daemonsets,
+            self.replicationcontrollers,
             self.node,
             self.namespaces,
             self.disruption,
