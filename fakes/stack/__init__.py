@@ -34,6 +34,7 @@ from fakes.stack.up import Up
 DEFAULT_CONTEXT = "stack-twin"
 IMAGE_PREFIX = "twin.stack-harness.dev/"
 
+
 class TwinHandle:
     """A running twin: ``kubeconfig``, ``context``, ``namespace``, ``kd`` (the API double's handle), ``node``,
     ``bugs``, ``start_seconds`` (wall time of the whole start, set-up included) and ``up_steps``."""
