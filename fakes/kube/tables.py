@@ -557,17 +557,20 @@ def _hpa_targets(h: Obj) -> str:
     for m in metrics or []:
         resource = m.get("resource") or {}
         if m.get("type") != "Resource":
-            shown.append(f"<unknown>/{m.get('type', '')}")
+            shown.append("<unknown type>" if m.get("type") not in ("Pods", "Object", "External") else "<unknown>")
             continue
         target = resource.get("target") or {}
         now_value = current.get(resource.get("name"), {})
         if target.get("type") == "Utilization":
             have = now_value.get("averageUtilization")
             text = f"{have if have is not None else '<unknown>'}{'%' if have is not None else ''}"
-            shown.append(f"{resource.get('name')}: {text}/{target.get('averageUtilization')}%")
+            goal = target.get("averageUtilization")
+            shown.append(f"{resource.get('name')}: {text}/{f'{goal}%' if goal is not None else '<auto>'}")
         else:
             have = now_value.get("averageValue")
             shown.append(f"{resource.get('name')}: {have or '<unknown>'}/{target.get('averageValue')}")
+    if len(shown) > 2:  # formatHPAMetrics shows two
+        return f"{', '.join(shown[:2])} + {len(shown) - 2} more..."
     return ", ".join(shown) or NONE
 
 
@@ -876,8 +879,15 @@ MORE_PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]]
             ("Value", INT, 0, "value"),
             ("Global-Default", "boolean", 0, "global default"),
             ("Age", S, 0, "age"),
+            ("PreemptionPolicy", S, 0, "preemption policy"),
         ],
-        lambda o, now: [o["metadata"]["name"], o.get("value", 0), bool(o.get("globalDefault")), _age(o, now)],
+        lambda o, now: [
+            o["metadata"]["name"],
+            o.get("value", 0),
+            bool(o.get("globalDefault")),
+            _age(o, now),
+            o.get("preemptionPolicy", ""),
+        ],
     ),
     "coordination.k8s.io/leases": (
         [("Name", S, 0, "name"), ("Holder", S, 0, "holder"), ("Age", S, 0, "age")],
