@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from fakes.kube.clock import rfc3339, rfc3339_micro
 from fakes.kube.controllers.base import ControllerContext, Key, Obj, Reconciler
 from fakes.kube.errors import ApiError
+from fakes.kube.resources import server_minor
 from fakes.kube.store import StoreEvent
 
 NODE = "fake-node"
@@ -97,7 +98,8 @@ def node_object(git_version: str, now: float) -> Obj:
                 "osImage": "Ubuntu 22.04.5 LTS",
                 "containerRuntimeVersion": "containerd://1.7.24",
                 "kubeletVersion": git_version,
-                "kubeProxyVersion": git_version,
+                # Left empty from 1.31 (the DisableNodeKubeProxyVersion gate, on by default), deprecated field.
+                "kubeProxyVersion": git_version if server_minor(git_version) < 31 else "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },
