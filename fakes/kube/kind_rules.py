@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fakes.kube import immutable
 from fakes.kube.conversion import convert
 from fakes.kube.errors import Cause, field_invalid, field_required
 from fakes.kube.resources import ResourceType
@@ -35,9 +36,7 @@ def causes(rt: ResourceType, obj: Obj, old: Obj | None, workload: Any) -> list[C
     key = rt.key
     if key == "apps/daemonsets":
         out: list[Cause] = workload(obj, needs_selector=True)
-        if old is not None and _spec(old).get("selector") != _spec(obj).get("selector"):
-            out.append(field_invalid("spec.selector", _spec(obj).get("selector"), "field is immutable"))
-        return out
+        return out + (immutable.selector(obj, old) if old is not None else [])
     if key == "/replicationcontrollers":
         return _replication_controller(obj)
     if key == "autoscaling/horizontalpodautoscalers":
