@@ -17,11 +17,13 @@ DEFAULT_NAMESPACE = "controller-agent"
 
 @dataclass(frozen=True)
 class HarnessConfig:
-    """``allowed_contexts`` (glob patterns, ``fnmatch``), ``namespace``, and the file they came from (or None)."""
+    """``allowed_contexts`` (glob patterns, ``fnmatch``), ``namespace``, the file they came from (or None), and
+    ``twin``: the pytest plugin module that provides a stand-in target (:mod:`harness.targets`), or None for none."""
 
     allowed_contexts: tuple[str, ...] = DEFAULT_ALLOWED_CONTEXTS
     namespace: str = DEFAULT_NAMESPACE
     source: Path | None = None
+    twin: str | None = None
 
 
 def load_config(start: Path | None = None) -> HarnessConfig:
@@ -49,4 +51,7 @@ def _from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     namespace = table.get("namespace", DEFAULT_NAMESPACE)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"{source}: [tool.harness] namespace must be a non-empty string, got {namespace!r}")
-    return HarnessConfig(tuple(allowed), namespace, source)
+    twin = table.get("twin")
+    if twin is not None and (not isinstance(twin, str) or not twin.strip()):
+        raise ValueError(f"{source}: [tool.harness] twin must be a non-empty module name, got {twin!r}")
+    return HarnessConfig(tuple(allowed), namespace, source, twin)

@@ -47,13 +47,14 @@ from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, K
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
 from harness.kube import Kube
+from harness.markexpr import cluster_specs_selectable
 
 # Loaded by pytest after this module, which marks them for assertion rewriting first: so this module must not import
 # them at its top (pytest would warn "Module already imported so cannot be rewritten" wherever `harness` is not on
 # sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
-    "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
+    "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
 ]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
@@ -82,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--namespace",
         default=None,
-        help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)",
+        help="namespace for cluster specs (default: [tool.harness] namespace)",
     )
     group.addoption(
         "--cluster-lock-timeout",
@@ -100,7 +101,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none"
+        "markers", "cluster: needs the pinned kube context (or the configured twin); skipped with a reason without one"
     )
     config.addinivalue_line(
         "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
@@ -123,24 +124,27 @@ def _require_timer_hooks(config: pytest.Config) -> None:
 
 
 def guard_verdict(config: pytest.Config) -> Verdict:
-    """The session's guard verdict, computed once (in the main process; xdist workers get it from there)."""
+    """The session's guard verdict, computed once (in the main process; xdist workers get it from there, except
+    against a twin: each process has its own)."""
     if _GUARD not in config.stash:
+        from harness import targets  # imported by pytest by now (pytest_plugins)
+
         workerinput = getattr(config, "workerinput", None)
         shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
-        config.stash[_GUARD] = _from_wire(shipped) if shipped else _run_guard(config)
+        twin = targets.guard_verdict(config)
+        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _run_guard(config)
     return config.stash[_GUARD]
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
-    from harness.target_plugin import guard_verdict as twin_verdict  # imported by pytest by now (pytest_plugins)
-
-    if (twin := twin_verdict(config)) is not None:
-        return twin
     try:
         harness_config = load_config(config.rootpath)
         kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
-    except (KubectlNotFound, NoKubeContext) as exc:
+    except KubectlNotFound as exc:
         return "skip", f"no cluster: {exc}"
+    except NoKubeContext as exc:
+        twin = "" if harness_config.twin else '; or configure a twin ([tool.harness] twin = "<module>")'
+        return "skip", f"no cluster: {exc}{twin}"
     except ContextNotAllowed as exc:
         return "fail", str(exc)
     except (HarnessError, ValueError) as exc:
@@ -193,14 +197,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """What the cluster specs will touch, before anything runs."""
     if not cluster_specs_selectable(config):
         return ["harness: cluster specs deselected by -m; no kube context is touched"]
-    from harness.target_plugin import twin_session  # imported by pytest by now (see pytest_plugins)
+    from harness import targets  # imported by pytest by now (see pytest_plugins)
 
-    twin = twin_session(config)
-    if twin is not None:  # started before the first cluster spec, so it has no API server yet
-        return [
-            f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
-            f"namespace {twin.kube.namespace!r})"
-        ]
+    if targets.stand_in(config) is not None:  # started before the first cluster spec: no API server yet
+        return []  # harness.targets prints the target line and the twin's own lines
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
@@ -211,22 +211,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
         f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
     ]
-
-
-def cluster_specs_selectable(config: pytest.Config) -> bool:
-    """False when the ``-m`` expression can never select a spec marked ``cluster``."""
-    expression = config.getoption("markexpr", "") or ""
-    if not expression:
-        return True
-    try:
-        from _pytest.mark.expression import Expression
-
-        compiled = Expression.compile(expression)
-        plain = compiled.evaluate(lambda name, /, **kwargs: name == "cluster")
-        disruptive = compiled.evaluate(lambda name, /, **kwargs: name in ("cluster", "disruptive"))
-    except Exception:  # pytest's private expression API changed: assume they may be selected
-        return True
-    return bool(plain or disruptive)
 
 
 class _ClusterGrouping:

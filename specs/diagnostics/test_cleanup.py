@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness import Kube, Ledger, cleanup_agent_runs_since
+from fakes.kube.objects import bare_double
+from harness import Kube, Ledger
 from harness.cleanup import label_manifest
-from harness.testing.objects import bare_double
+from specs.agent_controller.cleanup import cleanup_agent_runs_since
 
 RUN = "20261130-140000-abcdef"
 LABEL = f"stack-harness.dev/run={RUN}"

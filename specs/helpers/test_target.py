@@ -1,4 +1,4 @@
-"""Specs of the target choice (harness.target) and its plugin: auto picks the cluster when there is a context,
+"""Specs of the target choice (harness.targets) and its plugin: auto picks the cluster when there is a context,
 the twin otherwise; the header and summary say which and why; a twin's context is never accepted any other way;
 a clamped budget fails a cluster spec against the twin."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.target import TargetChoice, choose_target, current_kube_context
+from harness.targets import TargetChoice, choose_target, current_kube_context
 
 
 def _none() -> tuple[None, str]:
@@ -72,8 +72,8 @@ def test_budget_that_fits():
     assert wait_for_sync("another thing", lambda: True, timeout=10.0)
 """
 NO_TWIN = (
-    "import harness.kube, harness.target\n"
-    "harness.target.TwinSession.ensure_started = lambda self: None\n"
+    "import harness.kube, specs.agent_controller.twin\n"
+    "specs.agent_controller.twin.TwinSession.ensure_started = lambda self: None\n"
     "harness.kube.Kube.check_api_server = (\n"
     "    lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
     ")\n"
