@@ -143,7 +143,7 @@ def _run_guard(config: pytest.Config) -> Verdict:
     except KubectlNotFound as exc:
         return "skip", f"no cluster: {exc}"
     except NoKubeContext as exc:
-        twin = "" if harness_config.twin else '; or configure a twin ([tool.harness] twin = "<module>")'
+        twin = "" if harness_config.twin else "; or pass --kube-context NAME, or configure a twin ([tool.harness] twin)"
         return "skip", f"no cluster: {exc}{twin}"
     except ContextNotAllowed as exc:
         return "fail", str(exc)
@@ -294,12 +294,22 @@ def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
 
 @pytest.fixture(scope="session")
 def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
-    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only)."""
+    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only). Against
+    the configured twin it is the twin's, started first (an unmarked spec asking for it too): never a twin's Kube
+    whose twin was never started."""
+    from harness import targets  # imported by pytest by now (see pytest_plugins)
+
     verdict, detail = guard_verdict(request.config)
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
         pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
+    twin = targets.stand_in(request.config)
+    if twin is not None:
+        try:
+            twin.start()
+        except HarnessError as exc:
+            pytest.fail(str(exc), pytrace=False)
     assert isinstance(detail, Kube)
     yield detail
     detail.close()

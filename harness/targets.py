@@ -10,8 +10,8 @@ only through :class:`StandIn`; it imports nothing of any stack itself.
 - ``--target auto|cluster|twin`` (default ``auto``): :func:`choose_target`. ``auto`` picks the cluster when
   ``--kube-context`` is given, kubectl has a current context, or no twin is configured (then, with no context, the
   cluster specs skip with the reason and the fix); the configured twin otherwise.
-- One line ``target: cluster|twin (why)`` in the session header and in the terminal summary (when a cluster spec
-  ran), plus the lines the twin adds (:meth:`StandIn.header`, :meth:`StandIn.describe`).
+- Where a twin is configured, one line ``target: cluster|twin (why)`` in the session header and in the terminal
+  summary (when a cluster spec ran), plus the lines the twin adds (:meth:`StandIn.header`, :meth:`StandIn.describe`).
 - With the twin, the guard's verdict is the twin's own :class:`~harness.kube.Kube` (one context, allowed for this
   session only), and the twin starts (once per process: each xdist worker has its own) before the first cluster
   spec's set-up; a twin that cannot start fails every cluster spec with its reason. An unmarked spec's ``kube``
@@ -237,7 +237,7 @@ def guard_verdict(config: pytest.Config) -> tuple[str, Any] | None:
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     choice = target_choice(config)
-    if choice is None:
+    if choice is None or TWIN_MODULE not in config.stash:  # no twin configured: nothing to choose between
         return []
     twin = stand_in(config)
     return [choice.line(), *(twin.header() if twin is not None else [])]
@@ -322,7 +322,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for row in rows:
             terminalreporter.write_line(row)
     reports = [r for reports in terminalreporter.stats.values() for r in reports if hasattr(r, "nodeid")]
-    if config.stash[REPORTS] or any("cluster" in getattr(r, "keywords", {}) for r in reports):
+    configured = TWIN_MODULE in config.stash  # no twin configured: nothing to choose between, no target line
+    if configured and (config.stash[REPORTS] or any("cluster" in getattr(r, "keywords", {}) for r in reports)):
         terminalreporter.write_sep("-", "target")
         terminalreporter.write_line(summary_line(choice, stand_in(config), config.stash[REPORTS]))
 

@@ -1,6 +1,6 @@
-"""``harness.InvokeClient`` against a scripted ``/invoke`` double on a real socket, and once through a real kubectl
-port-forward (the Kubernetes API double): 202-then-poll, the record's fields, rejections, and every way a poll can
-fail, each reported with its cause."""
+"""``specs.agent_controller.invoke.InvokeClient`` against a scripted ``/invoke`` double on a real socket, and once
+through a real kubectl port-forward (the Kubernetes API double): 202-then-poll, the record's fields, rejections, and
+every way a poll can fail, each reported with its cause."""
 
 from __future__ import annotations
 

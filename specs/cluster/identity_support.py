@@ -3,7 +3,8 @@
 Everything goes the way it goes on minikube: credentials are seeded as the stack stores them
 (:class:`specs.agent_controller.credentials.CredentialStore`, with the gateway's own key read from the cluster),
 Redis sessions are
-swept in one ``kubectl exec`` (:class:`harness.RedisSessions`), chat turns stream through a port-forward to
+swept in one ``kubectl exec`` (:class:`~specs.agent_controller.redis_sessions.RedisSessions`),
+chat turns stream through a port-forward to
 ``svc/agent-orchestrator-invoke:8081`` (:func:`harness.chat.chat_turn_sync`, the user's JWT minted with the secret
 read from ``e2e-openwebui-forward-jwt``), webhooks go through the gateway's forward, and the gateway's identity-link
 API is called through the same forward with the bearer ``e2e-identity-link-token``.

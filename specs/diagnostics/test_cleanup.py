@@ -220,7 +220,7 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(
         [
             f"*cluster resources kept (2 scope(s), run {run})*",
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,secrets -l "
             f"stack-harness.dev/run={run}",
             f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
             "--wait=false --ignore-not-found",
