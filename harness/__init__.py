@@ -2,8 +2,8 @@
 
 Public API (see README.md for a tour):
 
-- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`StopWaiting`, :class:`WaitTimeout`,
-  :func:`current_attempt`, :func:`clamp_to_attempt`;
+- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`Done` (a falsy answer that ends a wait),
+  :class:`StopWaiting`, :class:`WaitTimeout`, :func:`current_attempt`, :func:`clamp_to_attempt`;
 - time: :func:`parse_k8s_time`, :func:`created_since`, :func:`window_cutoff`;
 - kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
 - ids: :func:`unique_issue_number`;
@@ -49,6 +49,7 @@ from harness.errors import (
     PortForwardFailure,
     PortForwardGone,
     PortForwardNotReady,
+    ProbeNotCallable,
     ProcessTimeout,
     QdrantReadError,
     RolloutFailed,
@@ -59,6 +60,7 @@ from harness.errors import (
     ServiceUnreachable,
     StopWaiting,
     StrayProcessWarning,
+    SyncCallInEventLoop,
     TimestampError,
     Unrecoverable,
     WaitStopped,
@@ -72,7 +74,7 @@ from harness.portforward import ForwardExit, PortForward, port_forward
 from harness.qdrant import QdrantView
 from harness.rollout import explain_workload, rollout_complete
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
-from harness.waiting import WaitSummary, wait_for, wait_for_sync
+from harness.waiting import Done, WaitSummary, wait_for, wait_for_sync
 
 __all__ = [
     "ApiServerRejected",
@@ -85,6 +87,12 @@ __all__ = [
     "ChatStreamMalformed",
     "ChatTurn",
     "ContextNotAllowed",
+    "CredentialDecryptError",
+    "CredentialError",
+    "CredentialKeyError",
+    "CredentialRecord",
+    "CredentialStore",
+    "Done",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
@@ -103,6 +111,7 @@ __all__ = [
     "PortForwardFailure",
     "PortForwardGone",
     "PortForwardNotReady",
+    "ProbeNotCallable",
     "ProcessTimeout",
     "QdrantReadError",
     "QdrantView",
@@ -114,6 +123,8 @@ __all__ = [
     "ServiceUnreachable",
     "StopWaiting",
     "StrayProcessWarning",
+    "SweepResult",
+    "SyncCallInEventLoop",
     "TimestampError",
     "ToolCall",
     "Unrecoverable",

@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import httpx
 
+from harness.blocking import run_blocking
 from harness.errors import ChatError as ChatError  # re-exported: defined in harness.errors
 from harness.errors import ChatRejected as ChatRejected  # re-exported: defined in harness.errors
 from harness.errors import ChatStreamMalformed as ChatStreamMalformed  # re-exported: defined in harness.errors
@@ -266,8 +266,12 @@ async def chat_turn(
 
 def chat_turn_sync(target: Forward | str, messages: list[dict[str, Any]], **kwargs: Any) -> ChatTurn:
     """The blocking twin of :func:`chat_turn` (same arguments, result and errors), on a private event loop.
-    Raises ``RuntimeError`` from a thread already running an event loop: await :func:`chat_turn` there."""
-    return anyio.run(functools.partial(chat_turn, target, messages, **kwargs))
+    Raises :class:`harness.errors.SyncCallInEventLoop` from a thread already running an event loop: await
+    :func:`chat_turn` there. A failure is raised without the event loop's frames (the caller's line shows)."""
+    __tracebackhide__ = True
+    return run_blocking(
+        functools.partial(chat_turn, target, messages, **kwargs), entry="chat_turn_sync", instead="chat_turn"
+    )
 
 
 async def _rejected(response: httpx.Response, turn: ChatTurn, where: str) -> None:
