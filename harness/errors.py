@@ -481,7 +481,25 @@ class ChatRejected(ChatError):
 
 
 class ChatStreamMalformed(ChatError):
-    """A data frame that is not a JSON object (nor ``[DONE]``)."""
+    """A data frame that cannot be read as a chat completion chunk: not JSON, not an object, or a field of the wrong
+    type or shape (see :mod:`harness.chat`). ``frame``: the offending frame's data, clipped to 500 characters;
+    ``frame_number``: its place among the stream's data frames (1-based); ``partial``: the turn as it stood before that
+    frame (text, tool calls and counters so far)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: ChatTurn,
+        frame: str,
+        frame_number: int,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, partial=partial, target=target, path=path, budget=budget, stderr_tail=stderr_tail)
+        self.frame, self.frame_number = frame, frame_number
 
 
 # --- specs' own helpers --------------------------------------------------------------------------------------
