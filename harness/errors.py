@@ -490,7 +490,7 @@ class ChatStreamMalformed(ChatError):
         self,
         message: str,
         *,
-        partial: ChatTurn,
+        partial: _ChatTurn,
         frame: str,
         frame_number: int,
         target: str = "",
