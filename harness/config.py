@@ -20,8 +20,9 @@ Keys (any other key is a :class:`~harness.errors.HarnessConfigError` naming it a
     The namespace cluster specs use. Default: the context's own namespace (its ``namespace`` in the kubeconfig),
     else ``default``, as kubectl itself picks it.
 ``twin``
-    A module (``python -m MODULE``) that starts a twin of the stack for cluster specs when no cluster is chosen; a
-    non-empty string. Absent: the project has no twin.
+    The pytest plugin module (a dotted name importable from the project's root) that provides a twin: a stand-in
+    for the cluster that serves the Kubernetes API with the project's system deployed (:mod:`harness.targets`). A
+    non-empty string. Absent: the project has no twin, and with no kube context cluster specs skip.
 ``kubeconfig``
     The kubeconfig file cluster specs read, relative to the ``pyproject.toml``'s folder. Precedence for the file:
     ``--kubeconfig``, then this key, then ``$KUBECONFIG``, then kubectl's default (``~/.kube/config``).

@@ -12,9 +12,10 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is
   paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
   that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as the
-  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web",
-  "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created through
-  ``cleanup``/``module_cleanup``, and workloads it rolled out or waited on.
+  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web")``
+  (and the names a stack layer registered with :func:`register_window_evidence`), the ``evidence`` fixture
+  (:class:`EvidenceRequest`), objects the spec created through ``cleanup``/``module_cleanup``, and workloads it
+  rolled out or waited on.
 - Cleanup: fixtures ``cleanup`` (per spec) and ``module_cleanup`` (per module), :class:`harness.cleanup.Ledger`\\s.
   When their scope ends, after the spec's reports are all in, the plugin deletes what they recorded (newest first,
   bounded), unless a spec of the module failed (set-up and teardown included; pytest-xdist workers share this
@@ -37,7 +38,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -51,7 +52,7 @@ from harness.artifacts import DEFAULT_EVIDENCE_BUDGET as DEFAULT_BUDGET
 
 if TYPE_CHECKING:  # imported where used: a run that never uses the harness never loads them
     from harness.cleanup import Ledger
-    from harness.evidence import Interest, Sources
+    from harness.evidence import ExtraEvidence, Interest, Sources
     from harness.kube import Kube
     from harness.rollout import Explanation
 
@@ -111,7 +112,7 @@ class EvidenceRequest:
 
     ``watch("deployment/web", "pod/x", "secret/s")`` (any ``kind/name``; deployments and statefulsets bring their
     ReplicaSets, pods, logs and a rollout explanation), ``watch_pods("app=web")`` (pods by label selector),
-    ``agent_runs_since(since)`` (the AgentRuns created in the spec's window).
+    ``add(extra)`` (an :class:`~harness.evidence.ExtraEvidence` a stack layer builds: its own file).
     """
 
     def __init__(self, interest: Interest) -> None:
@@ -123,10 +124,20 @@ class EvidenceRequest:
     def watch_pods(self, selector: str) -> None:
         self.interest.add_selector(selector)
 
-    def agent_runs_since(self, since: datetime) -> None:
-        if since.tzinfo is None:
-            raise ValueError("since must be timezone-aware (the since fixture is)")
-        self.interest.agent_runs_since = since
+    def add(self, extra: ExtraEvidence) -> None:
+        self.interest.add_extra(extra)
+
+
+_WINDOW_EVIDENCE: dict[str, Callable[[datetime], ExtraEvidence]] = {}
+
+
+def register_window_evidence(name: str, build: Callable[[datetime], ExtraEvidence]) -> None:
+    """Let ``@pytest.mark.evidence(name)`` keep ``build(since)``: evidence of the spec's window, from its ``since``
+    fixture (a spec without one gets nothing for ``name``). A stack layer's plugin calls this when it loads; a
+    ``name`` containing ``/`` or ``:`` would shadow a ref or a selector and raises ``ValueError``."""
+    if "/" in name or ":" in name:
+        raise ValueError(f"evidence name {name!r}: '/' and ':' are kept for refs and selectors")
+    _WINDOW_EVIDENCE[name] = build
 
 
 # --- options and session ----------------------------------------------------------------------------------------
@@ -171,7 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
-        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', 'agentruns'",
+        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', or a name a stack layer registered",
     )
     workerinput = getattr(config, "workerinput", None)
     run_id = (workerinput or {}).get("harness_run_id") or artifacts.new_run_id()
@@ -329,7 +340,7 @@ def _add_marker_interest(item: pytest.Item, state: _SpecState) -> None:
     for marker in item.iter_markers("evidence"):
         state.touches_cluster = True
         for target in marker.args:
-            if target == "agentruns":
+            if target in _WINDOW_EVIDENCE:
                 continue  # needs the spec's since: taken from its `since` fixture at collection time
             if str(target).startswith("pods:"):
                 state.interest.add_selector(str(target)[5:])
@@ -423,10 +434,12 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
         if kube is None or touched_kube is kube or touched_kube.context == kube.context:
             interest.add(ref)
             kube = kube or touched_kube
-    wants_runs = any("agentruns" in m.args for m in item.iter_markers("evidence"))
     since = state.fixtures.get("since")
-    if wants_runs and interest.agent_runs_since is None and isinstance(since, datetime):
-        interest.agent_runs_since = since
+    if isinstance(since, datetime):
+        for marker in item.iter_markers("evidence"):
+            for target in marker.args:
+                if target in _WINDOW_EVIDENCE:
+                    interest.add_extra(_WINDOW_EVIDENCE[target](since))
     return Sources(
         spec=item.nodeid,
         phase=phase,
@@ -640,7 +653,7 @@ def _summarise_cleanup(terminalreporter: Any, run: _Run) -> None:
         for entry in kept:
             what = ", ".join(entry["refs"]) or "(no objects)"
             if entry.get("sweeps"):
-                what += f"; AgentRuns since {', '.join(entry['sweeps'])}"
+                what += f"; not swept: {', '.join(entry['sweeps'])}"
             terminalreporter.write_line(f"{entry['scope']}: kept {what} ({entry['why']})")
             for command in entry.get("commands") or []:
                 terminalreporter.write_line(f"    {command}")

@@ -47,6 +47,7 @@ from harness.config import HarnessConfig, HarnessConfigError, load_config
 from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
+from harness.markexpr import cluster_specs_selectable
 
 if TYPE_CHECKING:  # the rest is imported where it is used: a run that never uses the harness never loads it
     from harness import waiting
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # the rest is imported where it is used: a run that never use
 # sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
-    "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
+    "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
 ]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
@@ -112,7 +113,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "cluster: needs an allowed kube context (or the twin); skipped with a reason when there is none"
+        "markers", "cluster: needs the pinned kube context (or the configured twin); skipped with a reason without one"
     )
     config.addinivalue_line(
         "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
@@ -152,20 +153,21 @@ def _require_timer_hooks(config: pytest.Config) -> None:
 
 
 def guard_verdict(config: pytest.Config) -> Verdict:
-    """The session's guard verdict, computed once (in the main process; xdist workers get it from there)."""
+    """The session's guard verdict, computed once (in the main process; xdist workers get it from there, except
+    against a twin: each process has its own)."""
     if _GUARD not in config.stash:
+        from harness import targets  # imported by pytest by now (pytest_plugins)
+
         workerinput = getattr(config, "workerinput", None)
         shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
-        config.stash[_GUARD] = _from_wire(shipped) if shipped else _run_guard(config)
+        twin = targets.guard_verdict(config)
+        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _run_guard(config)
     return config.stash[_GUARD]
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
     from harness.kube import Kube
-    from harness.target_plugin import guard_verdict as twin_verdict  # imported by pytest by now (pytest_plugins)
 
-    if (twin := twin_verdict(config)) is not None:
-        return twin
     settings = harness_config(config)
     given = config.getoption("--kubeconfig") or settings.kubeconfig
     if given and not os.path.isfile(given):  # chosen on purpose: a typo fails loudly instead of skipping quietly
@@ -178,8 +180,11 @@ def _run_guard(config: pytest.Config) -> Verdict:
             config=settings,
             kubeconfig=config.getoption("--kubeconfig"),
         )
-    except (KubectlNotFound, NoKubeContext) as exc:
+    except KubectlNotFound as exc:
         return "skip", f"no cluster: {exc}"
+    except NoKubeContext as exc:
+        twin = "" if settings.twin else "; or pass --kube-context NAME, or configure a twin ([tool.harness] twin)"
+        return "skip", f"no cluster: {exc}{twin}"
     except ContextNotAllowed as exc:
         return "fail", str(exc)
     except (HarnessError, ValueError) as exc:
@@ -246,21 +251,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def target_lines(config: pytest.Config) -> list[str]:
-    """What the cluster specs will touch: the twin, or the context, API server and namespace, or why none."""
-    from harness.target_plugin import target_line  # imported by pytest by now (pytest_plugins)
+    """What the cluster specs will touch: the target (when a twin is configured) and the twin's own lines, or the
+    context, API server and namespace, or why none."""
+    from harness import targets  # imported by pytest by now (pytest_plugins)
 
-    return target_line(config) + _guard_lines(config)
+    return targets.target_lines(config) + _guard_lines(config)
 
 
 def _guard_lines(config: pytest.Config) -> list[str]:
-    from harness.target_plugin import twin_session
+    from harness import targets  # imported by pytest by now (pytest_plugins)
 
-    twin = twin_session(config)
-    if twin is not None:  # started before the first cluster spec, so it has no API server yet
-        return [
-            f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
-            f"namespace {twin.kube.namespace!r})"
-        ]
+    if targets.stand_in(config) is not None:  # started before the first cluster spec: no API server yet
+        return []  # harness.targets prints the target line and the twin's own lines
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
@@ -271,22 +273,6 @@ def _guard_lines(config: pytest.Config) -> list[str]:
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
         f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
     ]
-
-
-def cluster_specs_selectable(config: pytest.Config) -> bool:
-    """False when the ``-m`` expression can never select a spec marked ``cluster``."""
-    expression = config.getoption("markexpr", "") or ""
-    if not expression:
-        return True
-    try:
-        from _pytest.mark.expression import Expression
-
-        compiled = Expression.compile(expression)
-        plain = compiled.evaluate(lambda name, /, **kwargs: name == "cluster")
-        disruptive = compiled.evaluate(lambda name, /, **kwargs: name in ("cluster", "disruptive"))
-    except Exception:  # pytest's private expression API changed: assume they may be selected
-        return True
-    return bool(plain or disruptive)
 
 
 class _ClusterGrouping:
@@ -370,7 +356,10 @@ def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
 
 @pytest.fixture(scope="session")
 def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
-    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only)."""
+    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only). Against
+    the configured twin it is the twin's, started first (an unmarked spec asking for it too): never a twin's Kube
+    whose twin was never started."""
+    from harness import targets  # imported by pytest by now (see pytest_plugins)
     from harness.kube import Kube
 
     verdict, detail = guard_verdict(request.config)
@@ -378,6 +367,12 @@ def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
         pytest.skip(str(detail))
     if verdict == "fail":
         pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
+    twin = targets.stand_in(request.config)
+    if twin is not None:
+        try:
+            twin.start()
+        except HarnessError as exc:
+            pytest.fail(str(exc), pytrace=False)
     assert isinstance(detail, Kube)
     yield detail
     detail.close()

@@ -39,7 +39,7 @@ from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, Sto
 from harness.podfacts import Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts, sort_events
 
 if TYPE_CHECKING:
-    from harness.kube import Kube
+    from harness.kubectl_runner import KubectlRunner as Kube  # harness.kube imports this module: no import back
     from harness.waiting import WaitSummary
 
 KINDS = {

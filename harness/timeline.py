@@ -12,12 +12,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.kube import Kube
-    from harness.rollout import Explanation
-    from harness.waiting import WaitSummary
+# The modules that note things here (kube, rollout, waiting) import this one, so it imports none of them, not even
+# for types: it only stores their objects and hands them back.
+Kube = Any  # harness.kube.Kube
+Explanation = Any  # harness.rollout.Explanation
+WaitSummary = Any  # harness.waiting.WaitSummary
 
 _LIMIT = 500  # entries of each kind kept between two takes
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness.testing.objects import bare_double
+from fakes.kube.objects import bare_double
 
 from .conftest import load_into
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from fakes.kube.objects import bare_double
 from harness import Kube, RolloutFailed, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError, StopWaiting
 from harness.testing.apiserver import refusing_port, silent_port, write_kubeconfig
-from harness.testing.objects import bare_double
 
 from .conftest import load_into
 

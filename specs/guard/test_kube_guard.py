@@ -22,12 +22,12 @@ from harness import (
     NoKubeContext,
     RolloutFailed,
     WaitTimeout,
-    agent_runs_since,
     wait_for_sync,
 )
 from harness.config import HarnessConfig, load_config
 from harness.kube import kubeconfig_contexts
 from harness.process import LIVE_CHILDREN, group_alive
+from specs.agent_controller.agentruns import agent_runs_since
 
 MINIKUBE_ONLY = HarnessConfig(("minikube",), "controller-agent")
 
