@@ -273,11 +273,8 @@ def test_another_stacks_twin_is_started_before_an_unmarked_spec_gets_its_kube(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "target: twin (no --kube-context and no current kube context: *)",
-            "tiny twin: starts before the first spec that needs it",
-            "*target: twin (no --kube-context*; the tiny twin started in 1 process(es)",
-        ]
-    )
+    # No cluster spec was collected, so no header lines (the harness prints them after collecting one); the summary
+    # still says which twin the unmarked spec's kube fixture started.
+    result.stdout.fnmatch_lines(["*target: twin (no --kube-context*; the tiny twin started in 1 process(es)"])
+    assert "tiny twin: starts before the first spec that needs it" not in result.stdout.str()
     assert "stack twin" not in result.stdout.str()
