@@ -17,9 +17,9 @@ Public API (see README.md for a tour):
 - stack clients: :func:`mint_user_jwt` / :func:`resolve_user_jwt` (Open WebUI user JWTs), :class:`InvokeClient`
   (``/invoke`` accept-then-poll), :class:`CredentialStore` (credential Secrets, AES-256-GCM fields),
   :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
-- diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
-  finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`; evidence, progress and the HTML report come with the
-  pytest plugin (:mod:`harness.diagnostics_plugin`).
+- diagnosis: :class:`RolloutFailed` (:class:`RolloutTerminal` when waiting cannot help), :func:`rollout_complete`,
+  :func:`explain_workload` (why a rollout did not finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`;
+  evidence, progress and the HTML report come with the pytest plugin (:mod:`harness.diagnostics_plugin`).
 - errors: every exception the harness raises (:mod:`harness.errors` draws the tree). Catch a hop by class:
   :class:`PortForwardFailure`, :class:`ServiceFailure`, :class:`KubectlError`, :class:`ApiServerUnusable`.
 """
@@ -71,6 +71,7 @@ from harness.errors import (
     RedisSweepError,
     RolloutFailed,
     RolloutStatusFailed,
+    RolloutTerminal,
     SecretMissing,
     SeedFailed,
     ServiceAnswerTooLarge,
@@ -192,6 +193,7 @@ __all__ = [
     "RedisSessions",
     "RedisSweepError",
     "RolloutFailed",
+    "RolloutTerminal",
     "RolloutStatusFailed",
     "SecretMissing",
     "SeedFailed",
