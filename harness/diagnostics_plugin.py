@@ -43,6 +43,7 @@ import pytest
 
 from harness import artifacts, progress, report, timeline
 from harness.cleanup import Ledger
+from harness.errors import RolloutFailed
 from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect
 from harness.kube import Kube
 from harness.rollout import Explanation
@@ -78,6 +79,7 @@ class _SpecState:
     interest: Interest = field(default_factory=Interest)
     evidence: str | None = None
     failure: str | None = None  # the first failure's message, for the report
+    lead: str | None = None  # a rollout failure's message: it opens failure.txt, headline first
     index_counts: dict[str, int] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
     forwards: list[Any] = field(default_factory=list)
@@ -297,7 +299,8 @@ def pytest_runtest_makereport(
     if not report.failed:
         return
     if state.failure is None:
-        state.failure = _failure_message(report)
+        state.failure = _failure_message(report, call.excinfo)
+        state.lead = state.failure if call.excinfo is not None and _is_rollout(call.excinfo.value) else None
     run.failed_modules.add(_module_id(item))
     if run.ready:
         artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
@@ -336,8 +339,15 @@ def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: st
     state.index_counts = {s: index.count(s) for s in ("ok", "failed", "cut", "not-found", "not-started")}
 
 
-def _failure_message(report: pytest.TestReport) -> str:
-    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines."""
+def _is_rollout(error: BaseException) -> bool:
+    return isinstance(error, RolloutFailed)
+
+
+def _failure_message(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> str:
+    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines. A
+    rollout failure is its own message, without the exception's type before it: the explanation's headline first."""
+    if excinfo is not None and _is_rollout(excinfo.value):
+        return str(excinfo.value)
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
     if isinstance(message, str) and message.strip():
@@ -371,6 +381,7 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
         spec=item.nodeid,
         phase=phase,
         failure=report.longreprtext,
+        lead=state.lead,
         kube=kube,
         interest=interest,
         record=record,

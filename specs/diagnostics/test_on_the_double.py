@@ -197,7 +197,8 @@ def test_rollout(kube):
 """
     )
     art = tmp_path / "art"
-    pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
+    result = pytester.runpytest("--artifacts", str(art))
+    result.assert_outcomes(failed=1)
     folder = evidence_folder(art, "test_rollout")
     assert index(folder)["finished"] is True
     done = steps(folder)
@@ -208,4 +209,14 @@ def test_rollout(kube):
     assert log.splitlines()[-1] == "panic: dial tcp 10.96.0.12:6379: connection refused"
     explanation = (folder / "deployment-web.explanation.txt").read_text()
     assert explanation.startswith("deployment/web did not roll out: the new pod crash-loops")
+    # Cause first everywhere: failure.txt and the report open with the headline, kubectl's words after it, and the
+    # spec's output shows no chained-exception banner (kubectl's error) before the explanation.
+    failure = (folder / "failure.txt").read_text().splitlines()
+    assert failure[0].startswith("deployment/web did not roll out: the new pod crash-loops")
+    assert failure[1] == "  gave up: error: timed out waiting for the condition"
+    records = [json.loads(line) for part in (art / folder.parent.name / ".timeline").iterdir() for line in part.open()]
+    assert records[0]["failure"].startswith("deployment/web did not roll out: the new pod crash-loops")
+    assert "direct cause of the following exception" not in result.stdout.str()
+    errors = [line for line in result.stdout.lines if line.startswith("E   ")]
+    assert errors[0].endswith(": " + failure[0]) or errors[0] == "E   " + failure[0]
     assert "(x" in (folder / "events.txt").read_text() or "BackOff" in (folder / "events.txt").read_text()

@@ -157,8 +157,8 @@ def test_diagnose_prints_the_explanation_and_exits_1_for_a_stuck_rollout(kd: Any
     done = diagnose(kd, tmp_path, "deployment/web")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "context fake-kube, namespace shop"
-    assert lines[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[-1] == "(context fake-kube, namespace shop)"
     assert "timeline (UTC):" in done.stdout
 
 
@@ -166,7 +166,7 @@ def test_diagnose_exits_0_for_a_ready_pod(kd: Any, shop: Kube, tmp_path: Path) -
     load_into(kd, "old_pods_serving")
     done = diagnose(kd, tmp_path, "pod/web-6d9f7c8b5-b9c0d")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[1] == "pod/web-6d9f7c8b5-b9c0d is ready"
+    assert done.stdout.splitlines()[0] == "pod/web-6d9f7c8b5-b9c0d is ready"
 
 
 def test_diagnose_goes_through_the_context_guard(kd: Any, tmp_path: Path) -> None:
@@ -186,7 +186,7 @@ def test_diagnose_reads_a_bare_name_as_a_deployment(kd: Any, shop: Kube, tmp_pat
     load_into(kd, "imagepull")
     done = diagnose(kd, tmp_path, "web")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
+    assert done.stdout.splitlines()[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
 
 
 def test_diagnose_names_its_own_flag_in_the_guards_fix(kd: Any, tmp_path: Path) -> None:
