@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from harness import timeline as spec_timeline
@@ -573,7 +573,13 @@ def _notable(events: list[Obj]) -> list[Obj]:
 
 def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime, str]]:
     """Each pod's lifecycle steps and the workload's and ReplicaSets' events, oldest first."""
-    entries = [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.lifecycle()]
+    entries = [
+        (at, f"pod {pod.name} {'image pull failing' if what == 'pull-failed' else what}")
+        for pod in facts.values()
+        for at, what in pod.lifecycle()
+        if what != "started"  # each container start is its own step below
+    ]
+    entries += [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.container_steps()]
     owners = {("Deployment", snap.name), ("StatefulSet", snap.name)}
     owners |= {("ReplicaSet", name_of(rs)) for rs in _owned(snap, snap.replicasets)}
     for event in snap.events:
@@ -802,9 +808,10 @@ class RolloutWatch:
     """Re-reads a rollout while something waits on it: :meth:`verdict` is kubectl's "done" message, ``None`` for not
     yet, or raises :class:`TerminalStop` when the objects show a terminal cause (:mod:`harness.terminal`).
 
-    It keeps each container's restart count from when it first saw it (a pod first seen later counts from 0), so a
-    crash loop is terminal after ``restart_limit`` restarts of one container of the new revision during the wait.
-    ``budget`` (seconds) is the wait's, for the "slow" wording. Reads are bounded by ``read_budget`` seconds."""
+    It keeps each container's restart count from when it first saw it (a pod created after the wait began, on the API
+    server's clock, or first seen later, counts from 0), so a crash loop is terminal after ``restart_limit`` restarts
+    of one container of the new revision during the wait. ``budget`` (seconds) is the wait's, for the "slow"
+    wording. Reads are bounded by ``read_budget`` seconds."""
 
     def __init__(
         self,
@@ -822,6 +829,7 @@ class RolloutWatch:
         self.ref = f"{self.kind}/{self.name}"
         self.restarts_before: dict[tuple[str, str], int] | None = None
         self.last_status = ""
+        self.created = time.monotonic()
 
     def verdict(self) -> str | None:
         """kubectl's message when the rollout is complete; ``None`` while it is not; raises :class:`TerminalStop`."""
@@ -843,10 +851,21 @@ class RolloutWatch:
     def annotate(self, snap: Snapshot) -> None:
         """Give ``snap`` the wait's restart baseline (taken now if this is the first reading), limit and budget."""
         if self.restarts_before is None:
+            began = self._began_on_server()
             self.restarts_before = {
-                (name_of(p), c.name): c.restarts for p in snap.pods for c in pod_facts(p).containers
+                (facts.name, c.name): c.restarts
+                for facts in (pod_facts(p) for p in snap.pods)
+                if began is None or facts.created is None or facts.created < began  # created during the wait: from 0
+                for c in facts.containers
             }
         snap.restarts_before, snap.restart_limit, snap.budget = self.restarts_before, self.restart_limit, self.budget
+
+    def _began_on_server(self) -> datetime | None:
+        """When the wait began, on the API server's clock (whole seconds, so a second earlier), or ``None``."""
+        now = _server_now(self.kube)
+        if now is None:
+            return None
+        return now - timedelta(seconds=time.monotonic() - self.created + 1.0)
 
     def check(self) -> None:
         """For ``Kube.kubectl(while_running=...)``: raises :class:`RolloutDone` or :class:`TerminalStop`."""
