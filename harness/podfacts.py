@@ -295,7 +295,7 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
         events=events_for(events or [], "Pod", name_of(pod)),
         created=when(metadata.get("creationTimestamp")),
         scheduled=when(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None,
-        started=_started(containers),
+        started=_started(containers, events_for(events or [], "Pod", name_of(pod))),
         ready_at=when((conditions.get("Ready") or {}).get("lastTransitionTime")) if ready else None,
         deleted=_deletion_requested(metadata),
         pull_failed=_pull_failing_since(containers, events_for(events or [], "Pod", name_of(pod))),
@@ -334,10 +334,16 @@ def _unschedulable(scheduled: Obj, events: list[Obj]) -> str | None:
     return str(scheduled.get("message") or scheduled.get("reason") or "not scheduled")
 
 
-def _started(containers: list[ContainerFacts]) -> datetime | None:
-    """When an app container first ran, as far as the object remembers (its current or last instance); ``None``
-    for a pod whose containers never ran (the kubelet's ``startTime`` is only when it took the pod on)."""
+def _started(containers: list[ContainerFacts], events: list[Obj]) -> datetime | None:
+    """When an app container first ran: its first ``Started`` event, else as far as the object remembers (its
+    current or last instance); ``None`` for a pod whose containers never ran (the kubelet's ``startTime`` is only
+    when it took the pod on)."""
     seen = [t for c in containers if not c.init for t in (c.started_at, c.last_started) if t is not None]
+    apps = [c.name for c in containers if not c.init]
+    for event in events:
+        stamp = event_first_time(event)
+        if event.get("reason") == "Started" and stamp is not None and any(_names_container(event, n) for n in apps):
+            seen.append(stamp)
     return min(seen) if seen else None
 
 

@@ -255,6 +255,7 @@ def test_restarts_image_pull_waits_and_every_container_start_are_drawn(tmp_path:
     crash_pod = next(p for p in crash.pods if p.restarts)
     starts = crash_pod.container_starts(crash_pod.containers[0])
     assert len(starts) >= 2  # the first and the latest start the API still holds, not only the latest
+    assert crash_pod.started == starts[0]  # started at its first start: not drawn "scheduled" until the last one
     assert len(page.find("rect", data_kind="container-start")) >= len(starts)
     loops = page.find("rect", data_kind="crash-loop")
     assert len(loops) == 1
