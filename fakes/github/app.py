@@ -22,7 +22,16 @@ from fakes.github import conditional, errors, oauth, routes
 from fakes.github.auth import UNDECODABLE, split_authorization, verify_app_jwt
 from fakes.github.seed_api import ADMIN_PREFIX, handle_admin
 from fakes.github.store import GitHubStore
-from fakes.github.wire import DOCS, AuthKind, Call, Route, RouteTable, decode_unreserved, without_empty_segments
+from fakes.github.wire import (
+    DOCS,
+    RAW_PREFIX,
+    AuthKind,
+    Call,
+    Route,
+    RouteTable,
+    decode_unreserved,
+    without_empty_segments,
+)
 
 HEALTH_PATH = "/healthz"  # not a GitHub route; outside /_fake/ so the machinery treats it as the health route
 OAUTH_PREFIX = "/login/"  # fakes.github.oauth's routes: on GitHub they live on github.com, not the API host
@@ -96,8 +105,10 @@ class FakeGitHub(GitHubStore):
         route, params = found if found is not None else (None, {})
         call = Call(request=request, base=self.base_url(request), path=raw_path, params=params)
         credential = split_authorization(request.headers.get("authorization"))
-        # OAuth endpoints live on github.com and App-JWT calls are not counted: neither carries x-ratelimit-*.
-        counted = not request.path.startswith(OAUTH_PREFIX) and (route is None or route.auth == "token")
+        # OAuth endpoints and downloads live on other hosts and App-JWT calls are not counted: none carries
+        # x-ratelimit-*.
+        api_host = not request.path.startswith((OAUTH_PREFIX, RAW_PREFIX))
+        counted = api_host and (route is None or route.auth == "token")
         quota = self.rate_limiter.quota(credential, self.now(), extra=1) if counted else None
         version: str | None = None
         try:
@@ -111,9 +122,9 @@ class FakeGitHub(GitHubStore):
             response = route.handler(self, call)
         except errors.GitHubError as refusal:
             response = refusal.response()
-        if method == "GET" and 200 <= response.status < 300:
+        if api_host and 200 <= response.status < 300:  # GitHub sends the caching headers on writes too
             conditional.add_cache_headers(request, response)
-            if conditional.not_modified(request, response):
+            if method == "GET" and conditional.not_modified(request, response):
                 response = conditional.as_304(response)
         if quota is not None:  # a 304 does not count against the rate limit
             spent = response.status != 304

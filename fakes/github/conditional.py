@@ -1,10 +1,11 @@
 """GitHub's caching headers and conditional requests (GitHub docs: "Best practices for using the REST API", "Rate
 limits for the REST API": a 304 does not count against the primary rate limit).
 
-Every successful ``GET`` carries a weak ``ETag`` (a SHA-256 of the representation: the body and its ``Link``, so it
-changes exactly when what the client would see changes), ``Cache-Control`` (``private`` when an ``Authorization`` was
-sent, else ``public``; ``max-age=60, s-maxage=60``) and ``Vary``; single objects also carry ``Last-Modified`` (set by
-their handler). ``If-None-Match`` naming the current ETag (weak comparison, ``*`` matches anything), or, without it,
+Every successful answer of the API host, a ``GET`` or a write (``POST``, ``PATCH``, ``DELETE``), carries a weak
+``ETag`` (a SHA-256 of the representation: the body and its ``Link``, so it changes exactly when what the client would
+see changes), ``Cache-Control`` (``private`` when an ``Authorization`` was sent, else ``public``;
+``max-age=60, s-maxage=60``) and ``Vary``; single objects also carry ``Last-Modified`` (set by their handler). On a
+``GET``, ``If-None-Match`` naming the current ETag (weak comparison, ``*`` matches anything), or, without it,
 ``If-Modified-Since`` at or after ``Last-Modified``, turns the answer into ``304 Not Modified`` with no body.
 """
 
@@ -30,7 +31,7 @@ def etag(response: FakeResponse) -> str:
 
 
 def add_cache_headers(request: FakeRequest, response: FakeResponse) -> None:
-    """``ETag``, ``Cache-Control`` and ``Vary`` for a successful ``GET``, as GitHub sends them."""
+    """``ETag``, ``Cache-Control`` and ``Vary`` for a successful answer, as GitHub sends them (on writes too)."""
     authenticated = "authorization" in request.headers
     response.headers.append(("etag", etag(response)))
     response.headers.append(("cache-control", f"{'private' if authenticated else 'public'}, max-age=60, s-maxage=60"))

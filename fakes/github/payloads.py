@@ -68,7 +68,11 @@ def opened(
 ) -> dict[str, Any]:
     """``issues`` / ``opened``; the sender defaults to the issue's author."""
     b = _base(fake, base)
-    return {"action": "opened", "issue": render.issue(b, repo, iss), **_envelope(fake, b, repo, sender or iss.user)}
+    return {
+        "action": "opened",
+        "issue": render.issue(b, repo, iss, webhook=True),
+        **_envelope(fake, b, repo, sender or iss.user),
+    }
 
 
 def labeled(
@@ -78,7 +82,7 @@ def labeled(
     b = _base(fake, base)
     return {
         "action": "labeled",
-        "issue": render.issue(b, repo, iss),
+        "issue": render.issue(b, repo, iss, webhook=True),
         "label": render.label(b, repo, label),
         **_envelope(fake, b, repo, sender or iss.user),
     }
@@ -92,7 +96,7 @@ def comment_created(
     b = _base(fake, base)
     return {
         "action": "created",
-        "issue": render.issue(b, repo, iss),
+        "issue": render.issue(b, repo, iss, webhook=True),
         "comment": render.comment(b, repo, comment),
         **_envelope(fake, b, repo, sender or comment.user),
     }
@@ -106,7 +110,7 @@ def pull_opened(
     return {
         "action": "opened",
         "number": iss.number,
-        "pull_request": render.pull(b, repo, iss),
+        "pull_request": render.pull(b, repo, iss, webhook=True),
         **_envelope(fake, b, repo, sender or iss.user),
     }
 

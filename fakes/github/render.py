@@ -3,7 +3,9 @@
 Shapes serve the union of the fields githubkit's 2022-11-28 and 2026-03-10 models require: nullable fields such as
 ``Label.archived_at`` and ``Issue.assignee`` are present as ``null``, never absent. Keys GitHub sends only for some
 objects are sent only there: ``draft`` on issues that are pull requests, the relationship summaries on plain issues,
-``parent_issue_url`` on sub-issues, ``pinned_comment`` on issues with a pinned comment. ``base`` is the fake's public
+``parent_issue_url`` on sub-issues, ``type`` on issues of an organization's repository (issue types are an
+organization feature; GitHub omits the key on a user's repository). ``pinned_comment`` is on every issue, ``null``
+until a comment is pinned, as GitHub answers since pinned comments shipped. ``base`` is the fake's public
 base URL without a trailing slash (configured, else from the ``Host`` header), so clients that follow ``url`` fields
 (PyGithub does) stay on the fake. Web (``html_url``) links also point at the fake; it serves no HTML and answers them
 501.
@@ -30,6 +32,7 @@ from fakes.github.state import (
     git_blob_sha,
     iso,
 )
+from fakes.github.wire import RAW_PREFIX
 
 
 def http_date(ts: float) -> str:
@@ -125,8 +128,11 @@ def collaborator_permission(base: str, u: User, permission: str) -> dict[str, An
     }
 
 
-def label(base: str, repo: Repo, lab: Label) -> dict[str, Any]:
-    return {
+def label(base: str, repo: Repo, lab: Label, *, embedded: bool = False) -> dict[str, Any]:
+    """label: ``archived_at`` and ``archived_by`` null (the fake archives no label). A label ``embedded`` in an issue
+    or pull request has no ``archived_at``: GitHub's description of those label items (2022-11-28 and 2026-03-10)
+    has ``archived_by`` only."""
+    shape = {
         "id": lab.id,
         "node_id": node_id("LA_", lab.id),
         "url": f"{base}/repos/{repo.full_name}/labels/{_quote(lab.name)}",
@@ -137,6 +143,9 @@ def label(base: str, repo: Repo, lab: Label) -> dict[str, Any]:
         "archived_at": None,
         "archived_by": None,
     }
+    if embedded:
+        del shape["archived_at"]
+    return shape
 
 
 def reaction(base: str, r: Reaction) -> dict[str, Any]:
@@ -307,9 +316,10 @@ def _relationships(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
     return shape
 
 
-def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
+def issue(base: str, repo: Repo, iss: Issue, *, webhook: bool = False) -> dict[str, Any]:
     """issue: a pull request comes back as an issue carrying ``pull_request`` and ``draft``; a plain issue carries the
-    relationship summaries (and ``parent_issue_url`` when it is a sub-issue) instead."""
+    relationship summaries (and ``parent_issue_url`` when it is a sub-issue) instead. In a ``webhook`` payload its
+    labels are whole labels (the webhook descriptions require ``archived_at``); in a REST answer, issue label items."""
     kind = "pull" if iss.pull is not None else "issues"
     urls = _issue_urls(base, repo, iss.number)
     body: dict[str, Any] = {
@@ -323,7 +333,7 @@ def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "title": iss.title,
         "body": iss.body,
         "user": user(base, iss.user),
-        "labels": [label(base, repo, lab) for lab in iss.labels],
+        "labels": [label(base, repo, lab, embedded=not webhook) for lab in iss.labels],
         "assignee": None,
         "assignees": [],
         "milestone": None,
@@ -335,10 +345,12 @@ def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "updated_at": iso(iss.updated_at),
         "closed_by": None,
         "author_association": _association(repo, iss.user),
-        "type": issue_type(iss.type) if iss.type is not None else None,
         "performed_via_github_app": None,
         "reactions": reaction_rollup(f"{urls['url']}/reactions", iss.reactions),
+        "pinned_comment": comment(base, repo, iss.pinned_comment) if iss.pinned_comment is not None else None,
     }
+    if repo.owner.type == "Organization":
+        body["type"] = issue_type(iss.type) if iss.type is not None else None
     if iss.pull is None:
         body.update(_relationships(base, repo, iss))
     else:
@@ -351,8 +363,6 @@ def issue(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
             "patch_url": f"{base}/{repo.full_name}/pull/{iss.number}.patch",
             "merged_at": None,
         }
-    if iss.pinned_comment is not None:
-        body["pinned_comment"] = comment(base, repo, iss.pinned_comment)
     return body
 
 
@@ -384,10 +394,10 @@ def _branch(base: str, repo: Repo, ref: str, sha: str) -> dict[str, Any]:
     }
 
 
-def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
-    """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set. Until GitHub has computed the
-    merge (``iss.pull.computed``), ``mergeable`` and ``rebaseable`` are null and ``mergeable_state`` is ``unknown``;
-    ``merge_commit_sha`` (the test merge commit) has a value throughout."""
+def pull(base: str, repo: Repo, iss: Issue, *, webhook: bool = False) -> dict[str, Any]:
+    """pull-request (``GET /repos/{o}/{r}/pulls/{n}``); ``iss.pull`` must be set; labels as in :func:`issue`. Until
+    GitHub has computed the merge (``iss.pull.computed``), ``mergeable`` and ``rebaseable`` are null and
+    ``mergeable_state`` is ``unknown``; ``merge_commit_sha`` (the test merge commit) has a value throughout."""
     assert iss.pull is not None
     assert iss.pull_id is not None
     p = iss.pull
@@ -414,7 +424,7 @@ def pull(base: str, repo: Repo, iss: Issue) -> dict[str, Any]:
         "title": iss.title,
         "user": user(base, iss.user),
         "body": iss.body,
-        "labels": [label(base, repo, lab) for lab in iss.labels],
+        "labels": [label(base, repo, lab, embedded=not webhook) for lab in iss.labels],
         "milestone": None,
         "active_lock_reason": None,
         "created_at": iso(iss.created_at),
@@ -472,7 +482,8 @@ def _content_entry(base: str, repo: Repo, path: str, kind: str, data: bytes | No
     url = f"{base}/repos/{repo.full_name}/contents/{_quote(path, safe='/')}?ref={repo.default_branch}"
     html = f"{base}/{repo.full_name}/{'blob' if kind == 'file' else 'tree'}/{repo.default_branch}/{path}"
     git_url = f"{base}/repos/{repo.full_name}/git/{'blobs' if kind == 'file' else 'trees'}/{sha}"
-    download = f"{base}/raw/{repo.full_name}/{repo.default_branch}/{path}" if kind == "file" else None
+    raw = f"{base}{RAW_PREFIX}{repo.full_name}/{repo.default_branch}/{_quote(path, safe='/')}"
+    download = raw if kind == "file" else None
     return {
         "type": kind,
         "size": len(data) if data is not None else 0,

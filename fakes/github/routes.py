@@ -14,9 +14,19 @@ from typing import Any
 from fakes.core import FakeResponse
 from fakes.github import errors, payloads, render
 from fakes.github.paging import paginate
-from fakes.github.state import REACTION_CONTENTS, Comment, Issue, Reaction, Repo, Token, iso, parse_iso
+from fakes.github.state import (
+    REACTION_CONTENTS,
+    Comment,
+    Issue,
+    Reaction,
+    Repo,
+    Token,
+    git_blob_sha,
+    iso,
+    parse_iso,
+)
 from fakes.github.store import GitHubStore
-from fakes.github.wire import DOCS, Call, RouteTable, json_body
+from fakes.github.wire import DOCS, RAW_PREFIX, Call, RouteTable, json_body
 
 table: RouteTable[GitHubStore] = RouteTable()
 route = table.route
@@ -316,12 +326,34 @@ def get_contents(fake: GitHubStore, call: Call) -> FakeResponse:
     if ref and ref not in (repo.default_branch, f"refs/heads/{repo.default_branch}"):
         raise errors.error(404, f"No commit found for the ref {ref}", doc)
     path = "/".join(segment for segment in call.params.get("path", "").split("/") if segment)
+    # The default branch has one commit, the repository's creation: every path was last modified then.
+    modified = _modified(repo.created_at)
     if path in repo.files:
-        return FakeResponse.json(200, render.content_file(call.base, repo, path, repo.files[path]))
+        return FakeResponse.json(200, render.content_file(call.base, repo, path, repo.files[path]), modified)
     entries = _directory(repo, path)
     if not entries:
         raise errors.not_found(doc)
-    return FakeResponse.json(200, [render.content_dir_entry(call.base, repo, p, d) for p, d in entries])
+    return FakeResponse.json(200, [render.content_dir_entry(call.base, repo, p, d) for p, d in entries], modified)
+
+
+@route("GET", RAW_PREFIX + "{owner}/{repo}/{ref}/{path*}", scopes="repo", permissions="contents=read")
+def download_file(fake: GitHubStore, call: Call) -> FakeResponse:
+    """A file's bytes at its ``download_url``, as raw.githubusercontent.com serves them: ``text/plain`` with a strong
+    ETag (the blob SHA) and five minutes of caching; a file, ref or repository the caller cannot see is its plain-text
+    ``404: Not Found``. A private repository needs the caller's token, as GitHub's download URLs for private files
+    carry one."""
+    repo = fake.repos.get(f"{call.params['owner']}/{call.params['repo']}".lower())
+    path = call.params["path"].strip("/")
+    ref = call.params["ref"]
+    if repo is None or not fake.can_see(call.token, repo) or ref != repo.default_branch or path not in repo.files:
+        return FakeResponse(404, [("content-type", "text/plain; charset=utf-8")], b"404: Not Found")
+    data = repo.files[path]
+    headers = [
+        ("content-type", "text/plain; charset=utf-8"),
+        ("etag", f'"{git_blob_sha(data)}"'),
+        ("cache-control", "max-age=300"),
+    ]
+    return FakeResponse(200, headers, data)
 
 
 def _directory(repo: Repo, path: str) -> list[tuple[str, bytes | None]]:

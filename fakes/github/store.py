@@ -207,13 +207,20 @@ class GitHubStore:
         """An issue with the next number, or ``number`` (unused and positive: specs that never reuse an issue number
         pick their own); times are epoch seconds or ISO strings (default: now).
 
-        ``type`` is the name of the owner's issue type (created on first use, see :meth:`add_issue_type`);
-        ``parent`` makes it a sub-issue of that issue number; ``blocked_by`` lists the issue numbers blocking it.
-        Raises ``KeyError`` for a ``parent`` or blocker that does not exist, ``ValueError`` for a taken or
-        non-positive ``number``.
+        ``type`` is the name of the owner's issue type (created on first use, see :meth:`add_issue_type`); issue
+        types are an organization feature, so the owner must be one (``add_user(owner, type="Organization")``
+        before ``add_repo``). ``parent`` makes it a sub-issue of that issue number; ``blocked_by`` lists the issue
+        numbers blocking it. Raises ``KeyError`` for a ``parent`` or blocker that does not exist, ``ValueError`` for
+        a taken or non-positive ``number`` or a ``type`` on a repository a user owns.
         """
         with self.lock:
             repo = self.repo(full_name)
+            if type and repo.owner.type != "Organization":
+                raise ValueError(
+                    f"issue type {type!r} on {full_name}: issue types belong to organizations, and "
+                    f"{repo.owner.login} is a {repo.owner.type}; seed add_user({repo.owner.login!r}, "
+                    f'type="Organization") before add_repo'
+                )
             if number is not None and (number < 1 or number in repo.issues):
                 raise ValueError(
                     f"issue number {number} is {'taken' if number >= 1 else 'not positive'} in {full_name}"

@@ -42,6 +42,10 @@ DOCS = {
     "rate_limit": f"{_DOC}/overview/rate-limits-for-the-rest-api",
 }
 
+#: Where a file's ``download_url`` points: GitHub's is ``https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{path}``,
+#: another host; the fake serves it under this prefix of its own base URL.
+RAW_PREFIX = "/raw/"
+
 #: How a route authenticates: "token" (optional token, checked when sent), "jwt" (an App JWT required) or "none"
 #: (OAuth endpoints: no API credential, outside the REST API's rate limit).
 AuthKind = Literal["token", "jwt", "none"]

@@ -14,7 +14,7 @@ import jwt
 import pytest
 from githubkit import GitHub
 
-from fakes.github import FakeGitHub
+from fakes.github import FakeGitHub, unserved
 from fakes.server import FakeHandle
 from specs.github.world import REPO, SCHEMAS, TOKEN, Schema, rest_api
 
@@ -89,6 +89,70 @@ def test_last_modified_on_single_objects_not_on_lists(fake_inproc: FakeHandle[Fa
     assert single.headers["last-modified"] == formatdate(int(issue.updated_at), usegmt=True)
     assert "last-modified" not in listed.headers
     assert WEAK_ETAG.fullmatch(listed.headers["etag"])
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", f"/repos/{REPO}/issues/1/comments", {"body": "hi"}),
+        ("PATCH", "/repos/octo/hello/issues/comments/{comment}", {"body": "edited"}),
+        ("POST", f"/repos/{REPO}/issues/1/labels", ["triage"]),
+        ("DELETE", f"/repos/{REPO}/issues/1/labels/bug", None),
+        ("POST", f"/repos/{REPO}/issues/1/reactions", {"content": "+1"}),
+        ("POST", "/repos/octo/hello/issues/comments/{comment}/reactions", {"content": "eyes"}),
+    ],
+)
+def test_write_answers_carry_etag_cache_control_and_vary(
+    fake_inproc: FakeHandle[FakeGitHub], method: str, path: str, body: Any
+) -> None:
+    comment = fake_inproc.app.add_comment(REPO, 1, "first", user="alice")
+    with fake_inproc.client(headers=AUTH) as http:
+        answer = http.request(method, path.format(comment=comment.id), json=body)
+    assert answer.is_success, answer.text
+    assert WEAK_ETAG.fullmatch(answer.headers["etag"])
+    assert answer.headers["cache-control"] == "private, max-age=60, s-maxage=60"
+    assert answer.headers.get_list("vary") == [
+        "Accept, Authorization, Cookie, X-GitHub-OTP",
+        "Accept-Encoding, Accept, X-Requested-With",
+    ]
+
+
+def test_an_installation_token_answer_carries_the_caching_headers(fake_inproc: FakeHandle[FakeGitHub]) -> None:
+    fake = fake_inproc.app
+    app = fake.add_app("reply-bot")
+    inst = fake.add_installation(app.id, "octo")
+    now = int(fake.now())
+    signed = jwt.encode({"iat": now - 60, "exp": now + 540, "iss": str(app.id)}, app.private_key_pem, "RS256")
+    with fake_inproc.client(headers={"authorization": f"Bearer {signed}"}) as http:
+        answer = http.post(f"/app/installations/{inst.id}/access_tokens")
+    assert answer.status_code == 201
+    assert WEAK_ETAG.fullmatch(answer.headers["etag"])
+    assert answer.headers["cache-control"] == "private, max-age=60, s-maxage=60"
+
+
+def test_contents_answers_carry_last_modified(fake_inproc: FakeHandle[FakeGitHub]) -> None:
+    created = formatdate(int(fake_inproc.app.repo(REPO).created_at), usegmt=True)
+    assert _get(fake_inproc, f"/repos/{REPO}/contents/README.md", **AUTH).headers["last-modified"] == created
+    assert _get(fake_inproc, f"/repos/{REPO}/contents/docs", **AUTH).headers["last-modified"] == created
+
+
+def test_a_files_download_url_serves_its_bytes(fake_inproc: FakeHandle[FakeGitHub]) -> None:
+    fake_inproc.app.add_repo("octo/private-docs", private=True, collaborators=["alice"], files={"a b.md": "secret"})
+    listed = _get(fake_inproc, f"/repos/{REPO}/contents/docs/guide.md", **AUTH).json()
+    with fake_inproc.client() as http:
+        raw = http.get(listed["download_url"])
+        hidden_url = f"{fake_inproc.url}/raw/octo/private-docs/main/a%20b.md"
+        anonymous, allowed = http.get(hidden_url), http.get(hidden_url, headers=AUTH)
+        missing = http.get(f"{fake_inproc.url}/raw/octo/hello/main/nope.md")
+    assert raw.status_code == 200
+    assert raw.content == "guide é\n".encode()
+    assert raw.headers["content-type"] == "text/plain; charset=utf-8"
+    assert raw.headers["etag"] == f'"{listed["sha"]}"'
+    assert "x-ratelimit-limit" not in raw.headers  # downloads are another host's, outside the REST API's limit
+    assert (anonymous.status_code, anonymous.text) == (404, "404: Not Found")
+    assert allowed.content == b"secret"
+    assert missing.status_code == 404
+    assert [e.path for e in unserved(fake_inproc)] == []
 
 
 def test_if_none_match_is_a_304_without_body_that_costs_no_rate_limit(fake_inproc: FakeHandle[FakeGitHub]) -> None:
@@ -242,9 +306,18 @@ def test_installation_tokens_get_accepted_permissions_and_jwt_routes_no_rate_lim
 # -- the issue and pull request shape ---------------------------------------------------------------------------
 
 
-def _issue(handle: FakeHandle[FakeGitHub], number: int) -> dict[str, Any]:
-    answer: dict[str, Any] = _get(handle, f"/repos/{REPO}/issues/{number}", **AUTH).json()
+ORG_REPO = "acme/tracker"  # issue types are an organization feature
+
+
+def _issue(handle: FakeHandle[FakeGitHub], number: int, repo: str = REPO) -> dict[str, Any]:
+    answer: dict[str, Any] = _get(handle, f"/repos/{repo}/issues/{number}", **AUTH).json()
     return answer
+
+
+def _org_repo(fake: FakeGitHub) -> None:
+    fake.add_user("acme", type="Organization")
+    fake.add_repo(ORG_REPO)
+    fake.add_issue(ORG_REPO, "First issue", user="alice")
 
 
 def test_draft_only_on_pull_requests_and_summaries_only_on_issues(fake_inproc: FakeHandle[FakeGitHub]) -> None:
@@ -252,7 +325,6 @@ def test_draft_only_on_pull_requests_and_summaries_only_on_issues(fake_inproc: F
     plain, as_pull = _issue(fake_inproc, 1), _issue(fake_inproc, 2)
     assert "draft" not in plain
     assert as_pull["draft"] is True
-    assert plain["type"] is None
     assert plain["issue_dependencies_summary"] == {
         "blocked_by": 0,
         "total_blocked_by": 0,
@@ -262,16 +334,27 @@ def test_draft_only_on_pull_requests_and_summaries_only_on_issues(fake_inproc: F
     assert plain["sub_issues_summary"] == {"total": 0, "completed": 0, "percent_completed": 0}
     assert "issue_dependencies_summary" not in as_pull
     assert "parent_issue_url" not in plain
-    assert "pinned_comment" not in plain
+    assert plain["pinned_comment"] is None  # GitHub sends the key on every issue, null until a comment is pinned
+    assert as_pull["pinned_comment"] is None
+
+
+def test_type_only_on_issues_of_an_organizations_repository(fake_inproc: FakeHandle[FakeGitHub]) -> None:
+    fake = fake_inproc.app
+    _org_repo(fake)
+    assert "type" not in _issue(fake_inproc, 1)  # octo is a user: GitHub omits the key
+    assert _issue(fake_inproc, 1, ORG_REPO)["type"] is None
+    with pytest.raises(ValueError, match="issue types belong to organizations"):
+        fake.add_issue(REPO, "typed", type="Bug")
 
 
 def test_types_sub_issues_dependencies_and_a_pinned_comment(fake_inproc: FakeHandle[FakeGitHub]) -> None:
     fake = fake_inproc.app
-    fake.add_issue(REPO, "child", type="Bug", parent=1)
-    fake.add_issue(REPO, "done child", parent=1, state="closed", blocked_by=[1])
-    pinned = fake.add_comment(REPO, 1, "read me first", user="alice")
-    fake.pin_comment(REPO, pinned.id)
-    parent, child = _issue(fake_inproc, 1), _issue(fake_inproc, 2)
+    _org_repo(fake)
+    fake.add_issue(ORG_REPO, "child", type="Bug", parent=1)
+    fake.add_issue(ORG_REPO, "done child", parent=1, state="closed", blocked_by=[1])
+    pinned = fake.add_comment(ORG_REPO, 1, "read me first", user="alice")
+    fake.pin_comment(ORG_REPO, pinned.id)
+    parent, child = _issue(fake_inproc, 1, ORG_REPO), _issue(fake_inproc, 2, ORG_REPO)
     assert child["type"]["name"] == "Bug"
     assert set(child["type"]) == {
         "id",
@@ -283,7 +366,7 @@ def test_types_sub_issues_dependencies_and_a_pinned_comment(fake_inproc: FakeHan
         "updated_at",
         "is_enabled",
     }
-    assert child["parent_issue_url"] == f"{fake_inproc.url}/repos/{REPO}/issues/1"
+    assert child["parent_issue_url"] == f"{fake_inproc.url}/repos/{ORG_REPO}/issues/1"
     assert parent["sub_issues_summary"] == {"total": 2, "completed": 1, "percent_completed": 50}
     assert parent["issue_dependencies_summary"]["total_blocking"] == 1
     assert parent["issue_dependencies_summary"]["blocking"] == 0  # the blocked issue is closed
@@ -294,22 +377,24 @@ def test_types_sub_issues_dependencies_and_a_pinned_comment(fake_inproc: FakeHan
     ("kind", "titles"), [("Bug", ["bug"]), ("bug", ["bug"]), ("*", ["task", "bug"]), ("none", ["First issue"])]
 )
 def test_the_type_filter_of_the_issue_list(fake_inproc: FakeHandle[FakeGitHub], kind: str, titles: list[str]) -> None:
-    fake_inproc.app.add_issue(REPO, "bug", type="Bug")
-    fake_inproc.app.add_issue(REPO, "task", type="Task")
+    _org_repo(fake_inproc.app)
+    fake_inproc.app.add_issue(ORG_REPO, "bug", type="Bug")
+    fake_inproc.app.add_issue(ORG_REPO, "task", type="Task")
     with fake_inproc.client(headers=AUTH) as http:
-        listed = http.get(f"/repos/{REPO}/issues", params={"type": kind}).json()
+        listed = http.get(f"/repos/{ORG_REPO}/issues", params={"type": kind}).json()
     assert [i["title"] for i in listed] == titles
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
 def test_githubkit_parses_the_new_keys(kit: GitHub[Any], schema: Schema, fake_inproc: FakeHandle[FakeGitHub]) -> None:
-    fake_inproc.app.add_issue(REPO, "child", type="Task", parent=1, blocked_by=[1])
-    child = rest_api(kit, schema).issues.get("octo", "hello", 2).parsed_data
+    _org_repo(fake_inproc.app)
+    fake_inproc.app.add_issue(ORG_REPO, "child", type="Task", parent=1, blocked_by=[1])
+    child = rest_api(kit, schema).issues.get("acme", "tracker", 2).parsed_data
     assert child.type is not None
     assert child.type.name == "Task"
     assert child.issue_dependencies_summary is not None
     assert child.issue_dependencies_summary.blocked_by == 1
-    assert child.parent_issue_url == f"{fake_inproc.url}/repos/{REPO}/issues/1"
+    assert child.parent_issue_url == f"{fake_inproc.url}/repos/{ORG_REPO}/issues/1"
 
 
 @pytest.mark.parametrize("schema", SCHEMAS)
