@@ -69,7 +69,9 @@ The tree (``harness`` exports every public name; the module where each error is 
         └── UserWarning
             └── StrayProcessWarning ············ kubectl left a process behind; the harness killed it
 
-Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge).
+Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge),
+``TerminalStop`` (a StopWaiting: a rollout probe's wait turns it into RolloutTerminal), ``RolloutDone`` (stops a
+``kubectl rollout status`` whose rollout completed).
 """
 
 from __future__ import annotations
@@ -360,6 +362,24 @@ class RolloutStatusFailed(RolloutFailed, KubectlError):
         RolloutFailed.__init__(self, message, explanation=explanation, gave_up=kubectl_error)
         self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
         self.cause, self.stderr_tail = kubectl_error.cause, kubectl_error.stderr_tail
+
+
+class TerminalStop(StopWaiting):
+    """Internal: raised by :class:`harness.rollout.RolloutWatch` (and so by a ``rollout_complete`` probe) when the
+    objects show a cause waiting cannot fix; ``explanation`` is what showed it. ``wait_for`` ends at once and the
+    probe's ``explain`` turns it into a :class:`RolloutTerminal`."""
+
+    def __init__(self, explanation: Explanation) -> None:
+        super().__init__(f"{explanation.ref}: terminal: {explanation.terminal}")
+        self.explanation = explanation
+
+
+class RolloutDone(Exception):
+    """Internal: raised by ``RolloutWatch.check`` to stop a ``kubectl rollout status`` whose rollout completed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class TimestampError(ValueError):

@@ -52,7 +52,9 @@ from harness.errors import (
     KubectlTimeout,
     KubectlUnrecoverable,
     NoKubeContext,
+    RolloutDone,
     StrayProcessWarning,
+    TerminalStop,
 )
 
 DEFAULT_KUBECTL_TIMEOUT = 30.0
@@ -355,10 +357,10 @@ class Kube:
             done = self.kubectl(
                 "rollout", "status", ref, flag, timeout=timeout + grace, while_running=watch.check, every=check_every
             )
-        except rollout.RolloutDone as finished:
+        except RolloutDone as finished:
             rollout.rollout_succeeded(self, ref, started)
             return finished.message
-        except rollout.TerminalStop as stop:
+        except TerminalStop as stop:
             raise rollout.rollout_failure(
                 self,
                 ref,
@@ -375,7 +377,7 @@ class Kube:
             return process.tail(done.stdout, 1)
         try:
             recheck = watch.verdict()  # kubectl's watch can miss the end of a rollout that did complete
-        except rollout.TerminalStop as stop:
+        except TerminalStop as stop:
             raise rollout.rollout_failure(
                 self,
                 ref,

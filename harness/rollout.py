@@ -24,6 +24,9 @@ Parts:
   recorded objects; :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
 - :func:`rollout_failure` builds the :class:`~harness.errors.RolloutFailed` that ``Kube.rollout_status`` and a
   ``wait_for`` on :func:`rollout_complete` raise; ``python -m harness diagnose`` prints :func:`explain_workload`.
+- :class:`RolloutWatch` re-reads a rollout while something waits on it: a completed rollout is success whatever
+  kubectl's watch said, and a cause waiting cannot fix (:mod:`harness.terminal`; ``Explanation.terminal``) ends the
+  wait at once with :class:`~harness.errors.RolloutTerminal`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness import timeline as spec_timeline
 from harness.attempts import note
-from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, RolloutTerminal, StopWaiting
+from harness.errors import (
+    KubectlError,
+    RolloutDone,
+    RolloutFailed,
+    RolloutStatusFailed,
+    RolloutTerminal,
+    TerminalStop,
+)
 from harness.podfacts import Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts, sort_events
 from harness.terminal import DEFAULT_RESTART_LIMIT, container_terminal, unschedulable_terminal
 
@@ -786,24 +796,6 @@ def _budget(budget: float | None) -> float:
     return wanted if left is None else max(0.0, min(wanted, left - 0.5))
 
 
-class TerminalStop(StopWaiting):
-    """Raised by :class:`RolloutWatch` (and so by a :func:`rollout_complete` probe) when the objects show a cause
-    waiting cannot fix; ``explanation`` is what showed it. ``wait_for`` ends at once and the probe's ``explain``
-    turns it into a :class:`RolloutTerminal`."""
-
-    def __init__(self, explanation: Explanation) -> None:
-        super().__init__(f"{explanation.ref}: terminal: {explanation.terminal}")
-        self.explanation = explanation
-
-
-class RolloutDone(Exception):
-    """Raised by :meth:`RolloutWatch.check` to stop a ``kubectl rollout status`` whose rollout completed."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
 class RolloutWatch:
     """Re-reads a rollout while something waits on it: :meth:`verdict` is kubectl's "done" message, ``None`` for not
     yet, or raises :class:`TerminalStop` when the objects show a terminal cause (:mod:`harness.terminal`).
@@ -868,8 +860,13 @@ class RolloutWatch:
         return now - timedelta(seconds=time.monotonic() - self.created + 1.0)
 
     def check(self) -> None:
-        """For ``Kube.kubectl(while_running=...)``: raises :class:`RolloutDone` or :class:`TerminalStop`."""
-        message = self.verdict()
+        """For ``Kube.kubectl(while_running=...)``: raises :class:`RolloutDone` or :class:`TerminalStop`. A read that
+        fails (an API blip) is noted and the wait goes on: kubectl's own watch still decides."""
+        try:
+            message = self.verdict()
+        except KubectlError as exc:
+            note(f"{self.ref}: re-reading the rollout failed: {_first_line(str(exc))}")
+            return
         if message is not None:
             raise RolloutDone(message)
 

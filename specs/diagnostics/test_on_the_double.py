@@ -75,8 +75,8 @@ def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) 
             "web", "registry.local/web:2.0", faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}
         ),
     )
-    with pytest.raises(RolloutFailed) as caught:
-        kube.rollout_status("web", timeout=3)
+    with pytest.raises(RolloutFailed) as caught:  # the timeout path: a restart limit the spec never reaches
+        kube.rollout_status("web", timeout=3, restart_limit=1000)
     message = str(caught.value)
     first, second, third = message.splitlines()[:3]
     assert first.startswith(
@@ -193,7 +193,7 @@ def test_the_evidence_of_a_crash_loop_holds_its_previous_log(pytester: pytest.Py
     pytester.makepyfile(
         test_inner="""
 def test_rollout(kube):
-    kube.rollout_status("web", timeout=3)
+    kube.rollout_status("web", timeout=3, restart_limit=1000)
 """
     )
     art = tmp_path / "art"
