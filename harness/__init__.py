@@ -2,8 +2,8 @@
 
 Public API (see README.md for a tour):
 
-- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`StopWaiting`, :class:`WaitTimeout`,
-  :func:`current_attempt`, :func:`clamp_to_attempt`;
+- waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`Done` (a falsy answer that ends a wait),
+  :class:`StopWaiting`, :class:`WaitTimeout`, :func:`current_attempt`, :func:`clamp_to_attempt`;
 - time: :func:`parse_k8s_time`, :func:`created_since`, :func:`agent_runs_since`;
 - kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
 - ids: :func:`unique_issue_number`;
@@ -65,6 +65,7 @@ from harness.errors import (
     PortForwardFailure,
     PortForwardGone,
     PortForwardNotReady,
+    ProbeNotCallable,
     ProcessTimeout,
     QdrantReadError,
     RedisPodNotFound,
@@ -80,6 +81,7 @@ from harness.errors import (
     ServiceUnreachable,
     StopWaiting,
     StrayProcessWarning,
+    SyncCallInEventLoop,
     TimestampError,
     TwinStartFailed,
     Unrecoverable,
@@ -96,7 +98,7 @@ from harness.qdrant import QdrantView
 from harness.redis_sessions import RedisSessions, SweepResult
 from harness.rollout import explain_workload, rollout_complete
 from harness.timestamps import created_since, parse_k8s_time, window_cutoff
-from harness.waiting import WaitSummary, wait_for, wait_for_sync
+from harness.waiting import Done, WaitSummary, wait_for, wait_for_sync
 
 if TYPE_CHECKING:
     from harness.credentials import (
@@ -155,6 +157,7 @@ __all__ = [
     "CredentialKeyError",
     "CredentialRecord",
     "CredentialStore",
+    "Done",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
@@ -186,6 +189,7 @@ __all__ = [
     "PortForwardFailure",
     "PortForwardGone",
     "PortForwardNotReady",
+    "ProbeNotCallable",
     "ProcessTimeout",
     "QdrantReadError",
     "QdrantView",
@@ -204,6 +208,7 @@ __all__ = [
     "StopWaiting",
     "StrayProcessWarning",
     "SweepResult",
+    "SyncCallInEventLoop",
     "TimestampError",
     "ToolCall",
     "TwinStartFailed",

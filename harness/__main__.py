@@ -15,14 +15,18 @@ Exit status (:data:`EXIT_CODES`): 0 the workload is rolled out (or the pod ready
 found); 2 bad arguments, or no context to use (the guard refused it, it is not in the kubeconfig, there is no
 kubeconfig); 3 the cluster cannot be used (the API server refused the connection, did not answer, failed TLS,
 rejected the credentials, the namespace is missing) or the workload could not be read within the budget. The
-reason for 2 and 3 is on stderr.
+reason for 2 and 3 is on stderr. Output into a pipe whose reader stops early (``| head -1``) ends quietly, with the
+same status: no ``BrokenPipeError`` traceback (the Python docs' recipe in "Note on SIGPIPE", :mod:`signal`), and the
+status still tells the verdict, which was reached before the reader left.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from typing import TextIO
 
 from harness.errors import ApiServerUnusable, HarnessError
 from harness.kube import ContextPick, Kube
@@ -48,6 +52,13 @@ _PROG = "python -m harness diagnose"
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    finally:
+        _flush_quietly(sys.stdout)  # inside main: a closed pipe is noticed here, not in the interpreter's exit
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         ref = "/".join(parse_ref(args.target))  # a bare name is deployment/NAME, as Kube.rollout_status reads it
@@ -83,11 +94,36 @@ def _diagnose(kube: Kube, ref: str, deadline: float) -> int:
         return EXIT_USAGE
     snap = gather(kube, ref, budget=max(0.0, deadline - time.monotonic()))
     explanation = explain(snap)
-    print(explanation.text())  # the headline first: `diagnose web | head -1` is the cause
-    print(f"(context {kube.context}, namespace {kube.namespace})")
+    _say(explanation.text())  # the headline first: `diagnose web | head -1` is the cause
+    _say(f"(context {kube.context}, namespace {kube.namespace})")
     if snap.workload is None and not snap.missing:  # neither "rolled out" nor "did not": the reads failed
         return EXIT_CLUSTER_UNUSABLE
     return EXIT_ROLLED_OUT if explanation.healthy else EXIT_NOT_ROLLED_OUT
+
+
+def _say(text: str) -> None:
+    """Print a line of the report; a reader that has gone (``| head -1``) ends the output quietly."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _to_devnull(sys.stdout)
+
+
+def _flush_quietly(stream: TextIO) -> None:
+    try:
+        stream.flush()
+    except BrokenPipeError:
+        _to_devnull(stream)
+
+
+def _to_devnull(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so what is still buffered (flushed again at exit) goes nowhere
+    instead of raising a second ``BrokenPipeError`` (the Python docs' SIGPIPE recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:

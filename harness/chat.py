@@ -11,31 +11,48 @@ What it does, and why:
   client that waits for the whole body and gives up at a timeout loses the text already streamed (a parked turn's
   "link your account" prompt, for one). Text and tool calls are kept as they come, and survive any failure: every
   error raised here carries ``partial`` (the :class:`ChatTurn` so far, ``None`` before headers) and a note naming it.
-- Frames: role-only deltas, comments (keep-alives) and ``data: [DONE]`` carry no content and are skipped (counted);
-  ``delta.content`` is appended; ``delta.tool_calls`` are merged by ``index`` (the first delta of a call brings its
-  ``id`` and ``name``, later ones pieces of ``arguments``, concatenated in order); only choice 0 is read.
+- Frames, as OpenAI sends them and as other OpenAI-compatible providers do: comments (keep-alives), role-only
+  deltas, ``data: [DONE]``, ``data: null``, chunks with ``"choices": []`` (a usage-only last chunk), a ``delta``
+  that is ``null`` or ``{}`` and ``null`` for any absent field carry no content and are skipped (comments and role
+  deltas counted); ``"error": null`` or ``{}`` on a healthy chunk is no error (the ``openai`` package's ``Stream``
+  also tests ``error`` for truthiness). ``delta.content`` is appended; only choice 0 is read (by ``index``, or by
+  position when a provider leaves ``index`` out).
+- Tool calls: pieces with ``index`` are merged by it (OpenAI: the first brings ``id`` and ``name``, later ones
+  pieces of ``arguments``, concatenated in order). Pieces without ``index`` (Gemini's OpenAI-compatible endpoint,
+  some proxies) are assembled by ``id`` and order: a new ``id`` opens the next slot, a known one continues its call,
+  a piece with neither continues the latest call (unless it names another function: then it opens the next slot).
+  ``arguments`` sent as a JSON object (not text) are serialised as compact JSON text; such a call takes no other
+  piece of arguments.
+- A frame that cannot be read that way is :class:`ChatStreamMalformed`: not JSON, not an object, a field of the
+  wrong type (``choices`` not a list, a choice or tool-call piece not an object, ``content``/``finish_reason``/``id``
+  /``name`` not text, ``index`` not a non-negative integer, ``arguments`` neither text nor an object), or arguments
+  pieces after a whole arguments object. It names the frame (its number and its data, clipped to
+  :data:`MAX_FRAME_SHOWN` characters) and keeps the turn as it stood before it; nothing else leaves this module
+  (never a bare ``TypeError``/``KeyError``/``AttributeError``).
 - A turn is *parked* when the deadline passes after the stream started but before it ended, and only when the caller
   allowed it (``allow_park=True``): the facade holds a turn open while it waits for the user (to link an account).
   Otherwise that deadline is a :class:`~harness.errors.ServiceTimeout`, never a quiet success.
 - Hops, as ``fetch_through`` names them: :class:`PortForwardGone`/:class:`PortForwardBroken` before sending,
   :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable` (a stream cut mid-body: reset or
   closed without its end), :class:`ServiceAnswerTooLarge`; plus :class:`ChatRejected` for an HTTP error status or an
-  ``error`` event in the stream, and :class:`ChatStreamMalformed` for a data frame that is not JSON.
+  ``error`` event in the stream (a chunk whose ``error`` is set, or an ``event: error`` frame), and
+:class:`ChatStreamMalformed` for a frame that is not a chunk.
 
 A stream that ends without ``[DONE]`` (a clean end of body) is returned with ``done=False``: the spec decides.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import httpx
 
+from harness.blocking import run_blocking
 from harness.errors import ChatError as ChatError  # re-exported: defined in harness.errors
 from harness.errors import ChatRejected as ChatRejected  # re-exported: defined in harness.errors
 from harness.errors import ChatStreamMalformed as ChatStreamMalformed  # re-exported: defined in harness.errors
@@ -53,13 +70,16 @@ DEFAULT_CHAT_TIMEOUT = 420.0
 
 @dataclass
 class ToolCall:
-    """One tool call assembled from the stream: ``index`` (its slot in the deltas), ``id``, ``name``, ``arguments``
-    (the JSON text, concatenated from its pieces)."""
+    """One tool call assembled from the stream: ``index`` (its slot: the delta's ``index``, or for a provider that
+    sends none, its place in order of arrival), ``id``, ``name``, ``arguments`` (the JSON text, concatenated from its
+    pieces; an ``arguments`` sent as a JSON object is serialised compactly, as the text OpenAI would have sent)."""
 
     index: int
     id: str = ""
     name: str = ""
     arguments: str = ""
+    whole_arguments: bool = field(default=False, repr=False, compare=False)
+    """True once ``arguments`` came as one JSON object: no further piece may follow it."""
 
     def parsed_arguments(self) -> Any:
         """``arguments`` parsed as JSON. Raises ``ValueError`` naming the call when they are not JSON."""
@@ -76,10 +96,11 @@ class ToolCall:
 class ChatTurn:
     """What one chat turn streamed back.
 
-    ``status``: HTTP status (``None`` before headers). ``text``: the content deltas joined. ``tool_calls``: by index.
-    ``finish_reason``: from the last choice that had one. ``done``: ``[DONE]`` was read. ``parked``: the deadline
-    passed mid-stream and the caller allowed parking. Counters: ``frames`` (data frames), ``role_frames`` (role-only
-    deltas), ``keepalives`` (comments). ``completion_id``: the chunks' ``id``. ``elapsed``: seconds.
+    ``status``: HTTP status (``None`` before headers). ``text``: the content deltas joined. ``tool_calls``: by slot
+    (see :class:`ToolCall`). ``finish_reason``: from the last choice that had one. ``done``: ``[DONE]`` was read.
+    ``parked``: the deadline passed mid-stream and the caller allowed parking. Counters: ``frames`` (data frames,
+    ``[DONE]`` not counted), ``role_frames`` (role-only deltas), ``keepalives`` (comments). ``completion_id``: the
+    chunks' ``id``. ``usage``: the last ``usage`` object seen. ``elapsed``: seconds.
     """
 
     status: int | None = None
@@ -95,6 +116,8 @@ class ChatTurn:
     usage: dict[str, Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
+    last_call: ToolCall | None = field(default=None, repr=False, compare=False)
+    """The call the latest tool-call piece went to: where a piece with neither ``index`` nor ``id`` continues."""
 
     def describe(self) -> str:
         """One line for error messages: how far the stream got and the text so far."""
@@ -115,10 +138,25 @@ class ChatTurn:
         self.tool_calls.sort(key=lambda c: c.index)
         return call
 
+    def _new_call(self) -> ToolCall:
+        return self._call(max((c.index for c in self.tool_calls), default=-1) + 1)
+
+
+#: What one frame may change; restored when the frame turns out malformed, so ``partial`` is the turn before it.
+_FOLDED = ("text", "tool_calls", "last_call", "finish_reason", "role_frames", "completion_id", "usage")
+MAX_FRAME_SHOWN = 500
+"""Characters of an offending frame kept in :class:`ChatStreamMalformed` (``frame``) and its message."""
+
 
 def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool:
-    """Fold one frame into ``turn``; True once ``[DONE]`` arrived. Raises :class:`ChatRejected` for an error event,
-    :class:`ChatStreamMalformed` for a frame that is not a JSON object."""
+    """Fold one frame into ``turn``; True once ``[DONE]`` arrived.
+
+    Raises :class:`ChatRejected` for an error event (a frame whose ``error`` is set: ``null``, ``{}`` and other empty
+    values are what healthy chunks of some providers carry, as the ``openai`` package's ``Stream`` also reads them;
+    or an ``event: error`` frame), and :class:`ChatStreamMalformed` for a frame that cannot be read as a chunk (the
+    shapes are in the module docstring). Either way ``turn`` is left as it was before the frame, but for its
+    ``frames`` count, which includes the offending frame.
+    """
     if frame.data is None:
         turn.keepalives += 1
         return False
@@ -128,50 +166,151 @@ def feed(turn: ChatTurn, frame: SSEFrame, *, where: str = "chat stream") -> bool
     turn.frames += 1
     try:
         chunk = json.loads(frame.data)
-    except json.JSONDecodeError:
-        chunk = None
+    except (ValueError, RecursionError):
+        raise _malformed(turn, frame, where, "is not JSON") from None
+    if chunk is None:
+        return False  # `data: null`: some proxies send it between chunks; it carries nothing
     if not isinstance(chunk, dict):
-        raise ChatStreamMalformed(
-            f"{where}: data frame {turn.frames} is not a JSON object: {frame.data[:200]!r}", partial=turn
-        )
-    if "error" in chunk:
-        error = chunk["error"]
-        message = error.get("message") if isinstance(error, dict) else error
-        raise ChatRejected(
-            f"{where}: the stream carried an error event after {turn.frames - 1} frames: {message}",
-            partial=turn,
-            status=turn.status,
-            body=frame.data,
-            error=error,
-        )
-    turn.completion_id = turn.completion_id or chunk.get("id")
-    if isinstance(chunk.get("usage"), dict):
-        turn.usage = chunk["usage"]
-    for choice in chunk.get("choices") or []:
-        if isinstance(choice, dict) and choice.get("index", 0) == 0:
-            _choice(turn, choice)
+        raise _malformed(turn, frame, where, f"is not a JSON object (a {type(chunk).__name__})")
+    if chunk.get("error") or frame.event == "error":
+        raise _error_event(turn, frame, where, chunk)
+    saved = copy.deepcopy({name: getattr(turn, name) for name in _FOLDED})
+    try:
+        _chunk(turn, chunk)
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError) as exc:
+        for name, value in saved.items():
+            setattr(turn, name, value)
+        reason = str(exc) if type(exc) is ValueError else f"could not be read ({type(exc).__name__}: {exc})"
+        raise _malformed(turn, frame, where, reason) from None
     return False
 
 
-def _choice(turn: ChatTurn, choice: dict[str, Any]) -> None:
-    delta = choice.get("delta") or {}
-    if choice.get("finish_reason"):
-        turn.finish_reason = choice["finish_reason"]
-    content, calls = delta.get("content"), delta.get("tool_calls")
-    if not content and not calls:
+def _malformed(turn: ChatTurn, frame: SSEFrame, where: str, reason: str) -> ChatStreamMalformed:
+    shown = frame.data if frame.data is not None else ""
+    clipped = shown[:MAX_FRAME_SHOWN] + (f"... ({len(shown)} characters)" if len(shown) > MAX_FRAME_SHOWN else "")
+    return ChatStreamMalformed(
+        f"{where}: data frame {turn.frames} {reason}: {clipped}",
+        partial=turn,
+        frame=clipped,
+        frame_number=turn.frames,
+    )
+
+
+def _error_event(turn: ChatTurn, frame: SSEFrame, where: str, chunk: dict[str, Any]) -> ChatRejected:
+    error = chunk.get("error") or chunk
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) or not message:
+        message = f"an error event without a message: {frame.data[:MAX_FRAME_SHOWN] if frame.data else ''}"
+    return ChatRejected(
+        f"{where}: the stream carried an error event after {turn.frames - 1} frames: {message}",
+        partial=turn,
+        status=turn.status,
+        body=frame.data or "",
+        error=error,
+    )
+
+
+def _chunk(turn: ChatTurn, chunk: dict[str, Any]) -> None:
+    """Fold one chunk; ``ValueError`` names the field that is not of a chunk's shape."""
+    chunk_id, usage = chunk.get("id"), chunk.get("usage")
+    if isinstance(chunk_id, str):
+        turn.completion_id = turn.completion_id or chunk_id
+    if isinstance(usage, dict):
+        turn.usage = usage
+    choices = _typed(chunk, "choices", list, "choices")
+    for position, choice in enumerate(choices or []):
+        at = f"choices[{position}]"
+        if not isinstance(choice, dict):
+            raise ValueError(f"has {at} that is not an object")
+        index = _typed(choice, "index", int, at)
+        if (position if index is None else index) == 0:  # no index: choices are in order
+            _choice(turn, choice, at)
+
+
+def _typed(holder: dict[str, Any], key: str, kind: type, at: str) -> Any:
+    """``holder[key]`` when absent/null or of ``kind`` (bool is no int); otherwise ``ValueError`` naming it."""
+    value = holder.get(key)
+    if value is None or isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+        return value
+    raise ValueError(f"has {at}.{key} of type {type(value).__name__}, not {kind.__name__}: {_short(value)}")
+
+
+def _short(value: Any) -> str:
+    return json.dumps(value)[:80]
+
+
+def _choice(turn: ChatTurn, choice: dict[str, Any], at: str) -> None:
+    finish = _typed(choice, "finish_reason", str, at)
+    delta = _typed(choice, "delta", dict, at)  # null: Azure's content-filter chunks and some finish chunks
+    delta = delta or {}
+    content = _typed(delta, "content", str, f"{at}.delta")
+    calls = _typed(delta, "tool_calls", list, f"{at}.delta")
+    pieces = [_piece(p, f"{at}.delta.tool_calls[{i}]") for i, p in enumerate(calls or [])]
+    if finish:
+        turn.finish_reason = finish
+    if not content and not pieces:
         if delta.get("role"):
             turn.role_frames += 1
         return
-    if isinstance(content, str):
-        turn.text += content
-    for piece in calls or []:
-        if not isinstance(piece, dict) or not isinstance(piece.get("index"), int):
-            continue
-        call = turn._call(piece["index"])
-        function = piece.get("function") or {}
-        call.id = call.id or piece.get("id") or ""
-        call.name = call.name or function.get("name") or ""
-        call.arguments += function.get("arguments") or ""
+    turn.text += content or ""
+    for index, call_id, name, arguments in pieces:
+        call = _slot(turn, index, call_id, name)
+        call.id, call.name = call.id or call_id, call.name or name
+        _arguments(call, arguments)
+        turn.last_call = call
+
+
+def _piece(piece: Any, at: str) -> tuple[int | None, str, str, str | dict[str, Any] | None]:
+    """One tool-call delta read: (``index`` or ``None``, ``id`` or ``""``, ``function.name`` or ``""``, arguments)."""
+    if not isinstance(piece, dict):
+        raise ValueError(f"has {at} that is not an object: {_short(piece)}")
+    index = _typed(piece, "index", int, at)
+    if index is not None and index < 0:
+        raise ValueError(f"has {at}.index {index}, a negative slot")
+    function = _typed(piece, "function", dict, at) or {}
+    arguments = function.get("arguments")
+    if arguments is not None and not isinstance(arguments, (str, dict)):
+        raise ValueError(
+            f"has {at}.function.arguments of type {type(arguments).__name__}: neither JSON text nor a JSON object"
+        )
+    call_id = _typed(piece, "id", str, at) or ""
+    name = _typed(function, "name", str, f"{at}.function") or ""
+    return index, call_id, name, arguments
+
+
+def _slot(turn: ChatTurn, index: int | None, call_id: str, name: str) -> ToolCall:
+    """The call a piece belongs to: by ``index`` when sent (OpenAI's contract); otherwise by ``id`` (a new id opens
+    the next slot), and a piece with neither continues the latest call, unless it names another function (a call
+    has one name: that is the next call)."""
+    if index is not None:
+        return turn._call(index)
+    if call_id:
+        known = next((c for c in turn.tool_calls if c.id == call_id), None)
+        return known or turn._new_call()
+    last = turn.last_call
+    if last is None or (name and last.name and name != last.name):
+        return turn._new_call()
+    return last
+
+
+def _arguments(call: ToolCall, arguments: str | dict[str, Any] | None) -> None:
+    if arguments is None or arguments == "":
+        return
+    if call.whole_arguments:
+        raise ValueError(
+            f"sends more arguments for tool call {call.name or '?'} ({call.id or 'no id'}) after its arguments came "
+            f"whole as a JSON object"
+        )
+    if isinstance(arguments, dict):
+        if call.arguments:
+            raise ValueError(
+                f"sends the arguments of tool call {call.name or '?'} ({call.id or 'no id'}) as a JSON object after "
+                f"pieces of JSON text ({call.arguments[:80]!r})"
+            )
+        call.arguments = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+        call.whole_arguments = True
+        return
+    call.arguments += arguments
 
 
 async def chat_turn(
@@ -253,8 +392,9 @@ async def chat_turn(
             return turn
         _annotate(exc, turn)
         raise
-    except ChatError:
+    except ChatError as exc:
         turn.elapsed = time.monotonic() - started
+        exc.add_note(f"partial chat turn: {turn.describe()}")
         raise
     except HopFailure as exc:
         turn.elapsed = time.monotonic() - started
@@ -266,15 +406,19 @@ async def chat_turn(
 
 def chat_turn_sync(target: Forward | str, messages: list[dict[str, Any]], **kwargs: Any) -> ChatTurn:
     """The blocking twin of :func:`chat_turn` (same arguments, result and errors), on a private event loop.
-    Raises ``RuntimeError`` from a thread already running an event loop: await :func:`chat_turn` there."""
-    return anyio.run(functools.partial(chat_turn, target, messages, **kwargs))
+    Raises :class:`harness.errors.SyncCallInEventLoop` from a thread already running an event loop: await
+    :func:`chat_turn` there. A failure is raised without the event loop's frames (the caller's line shows)."""
+    __tracebackhide__ = True
+    return run_blocking(
+        functools.partial(chat_turn, target, messages, **kwargs), entry="chat_turn_sync", instead="chat_turn"
+    )
 
 
 async def _rejected(response: httpx.Response, turn: ChatTurn, where: str) -> None:
     raw = (await response.aread()).decode("utf-8", "replace")
     try:
         error = json.loads(raw).get("error")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         error = None
     detail = error.get("message") if isinstance(error, dict) else raw[:300]
     raise ChatRejected(

@@ -65,6 +65,10 @@ The tree (``harness`` exports every public name; the module where each error is 
     │   └── SecretMissing
     ├── ValueError
     │   └── TimestampError
+    ├── TypeError
+    │   └── ProbeNotCallable ··················· wait_for was given something it cannot call
+    ├── RuntimeError
+    │   └── SyncCallInEventLoop ················ a blocking entry point called inside a running event loop
     └── Warning
         └── UserWarning
             └── StrayProcessWarning ············ kubectl left a process behind; the harness killed it
@@ -110,6 +114,16 @@ UNRECOVERABLE_API_KINDS = frozenset({"refused", "tls", "dns", "unauthorized", "f
 def waiting_cannot_fix(error: BaseException) -> bool:
     """True for an error no amount of waiting fixes: an :class:`Unrecoverable`, or one flagged ``unrecoverable``."""
     return isinstance(error, Unrecoverable) or getattr(error, "unrecoverable", False) is True
+
+
+def hide_for_named_failures(excinfo: Any) -> bool:
+    """A ``__tracebackhide__`` value for the harness's own frames (pytest calls it with the ``ExceptionInfo``).
+
+    A failed hop or a harness error the message already explains (:class:`HopFailure`, :class:`HarnessError`) hides
+    the frame, so the spec's line and the one-line message are what pytest shows; any other exception (a bug in the
+    harness) keeps it, so the report says where the bug is.
+    """
+    return excinfo is not None and bool(excinfo.errisinstance((HopFailure, HarnessError)))
 
 
 class StrayProcessWarning(UserWarning):
@@ -386,6 +400,20 @@ class TimestampError(ValueError):
     """A Kubernetes timestamp that cannot be read (garbage, or no zone)."""
 
 
+# --- misuse of the harness's own entry points -------------------------------------------------------------
+
+
+class ProbeNotCallable(TypeError):
+    """``wait_for`` / ``wait_for_sync`` was given a probe it cannot call without arguments (a value such as
+    ``is_ready()`` instead of the function ``is_ready``). Raised at the call, before any attempt."""
+
+
+class SyncCallInEventLoop(RuntimeError):
+    """A blocking entry point that runs its own event loop (``wait_for_sync``, ``fetch_through_sync``,
+    ``chat_turn_sync`` and the sync clients built on them) was called from inside a running event loop. The message
+    names the async function to await instead. Raised at the call, before anything is sent or polled."""
+
+
 # --- requests: the port-forward hop and the service hop ---------------------------------------------------
 
 
@@ -552,7 +580,25 @@ class ChatRejected(ChatError):
 
 
 class ChatStreamMalformed(ChatError):
-    """A data frame that is not a JSON object (nor ``[DONE]``)."""
+    """A data frame that cannot be read as a chat completion chunk: not JSON, not an object, or a field of the wrong
+    type or shape (see :mod:`harness.chat`). ``frame``: the offending frame's data, clipped to 500 characters;
+    ``frame_number``: its place among the stream's data frames (1-based); ``partial``: the turn as it stood before that
+    frame (text, tool calls and counters so far)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        partial: ChatTurn,
+        frame: str,
+        frame_number: int,
+        target: str = "",
+        path: str | None = None,
+        budget: float | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        super().__init__(message, partial=partial, target=target, path=path, budget=budget, stderr_tail=stderr_tail)
+        self.frame, self.frame_number = frame, frame_number
 
 
 class InvokeError(ServiceFailure):

@@ -29,6 +29,7 @@ import h11
 import httpx
 
 from harness.attempts import clamp_to_attempt
+from harness.blocking import run_blocking
 from harness.errors import (
     BodyOverLimit,
     PortForwardBroken,
@@ -37,6 +38,7 @@ from harness.errors import (
     ServiceAnswerTooLarge,
     ServiceTimeout,
     ServiceUnreachable,
+    hide_for_named_failures,
 )
 
 DEFAULT_TIMEOUT = 20.0
@@ -142,6 +144,7 @@ async def fetch_through(
     - :class:`ServiceAnswerTooLarge` when the ``Content-Length`` or the bytes read pass ``max_body``: at most
       ``max_body`` plus one read (64 KiB) is held, then the connection is closed.
     """
+    __tracebackhide__ = hide_for_named_failures  # the caller's line and the message, not this module's source
     return await _bounded(forward, method, path, _read_whole, timeout, max_body, transport, request)
 
 
@@ -165,6 +168,7 @@ async def stream_through(
     errors and hop errors are those of :func:`fetch_through` (``max_body`` counts the bytes ``consume`` reads); an
     exception ``consume`` raises itself (not a transport error) propagates unchanged.
     """
+    __tracebackhide__ = hide_for_named_failures
     return await _bounded(forward, method, path, consume, timeout, max_body, transport, request)
 
 
@@ -178,6 +182,7 @@ async def _bounded(
     transport: httpx.AsyncBaseTransport | None,
     request: dict[str, Any],
 ) -> T:
+    __tracebackhide__ = hide_for_named_failures
     _check_positive("timeout", timeout, float)
     _check_positive("max_body", max_body, int)
     fwd = None if isinstance(forward, str) else forward
@@ -265,13 +270,17 @@ def fetch_through_sync(
     """The blocking twin of :func:`fetch_through` (same arguments, result and errors).
 
     Runs the exchange on a private event loop in the calling thread (the current ``wait_for`` attempt is
-    still seen). Raises ``RuntimeError`` when called from a thread that is already running an event loop:
-    await :func:`fetch_through` there instead.
+    still seen). Raises :class:`harness.errors.SyncCallInEventLoop` (a ``RuntimeError``) at once when called from a
+    thread that is already running an event loop: await :func:`fetch_through` there instead. A hop failure is raised
+    without the event loop's frames, so the traceback ends at the caller's line.
     """
-    return anyio.run(
+    __tracebackhide__ = True
+    return run_blocking(
         functools.partial(
             fetch_through, forward, method, path, timeout=timeout, max_body=max_body, transport=transport, **request
-        )
+        ),
+        entry="fetch_through_sync",
+        instead="fetch_through",
     )
 
 

@@ -20,7 +20,7 @@ import anyio
 
 from harness import process
 from harness.attempts import clamp_to_attempt
-from harness.errors import ForwardLeak
+from harness.errors import ForwardLeak, hide_for_named_failures
 from harness.portforward import DEFAULT_READY_TIMEOUT, PortForward, check_forward_args, client_version
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class ForwardPool:
         later), ``RuntimeError`` after :meth:`close`, ``ValueError`` / ``TypeError`` before any kubectl runs
         for arguments :func:`~harness.portforward.check_forward_args` refuses.
         """
+        __tracebackhide__ = hide_for_named_failures  # a failed reopen shows the caller's line and why
         check_forward_args(target, remote_port, ready_path=ready_path)
         key = self._key(kube, target, remote_port)
         with self._key_lock(key):
@@ -81,6 +82,7 @@ class ForwardPool:
 
     async def aget(self, kube: Kube, target: str, remote_port: int, *, ready_path: str | None = None) -> PortForward:
         """The async :meth:`get` (readiness awaited on the event loop; cancellation closes the new forward)."""
+        __tracebackhide__ = hide_for_named_failures
         check_forward_args(target, remote_port, ready_path=ready_path)
         key = self._key(kube, target, remote_port)
         lock = self._key_lock(key)
@@ -162,6 +164,7 @@ class ForwardPool:
         return clamp_to_attempt(wait) if wait > 0 else 0.0
 
     def _started(self, key: Key, fresh: PortForward) -> PortForward:
+        __tracebackhide__ = hide_for_named_failures
         try:
             fresh.start()
         except BaseException:

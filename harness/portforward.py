@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from harness import process
-from harness.errors import HopFailure, PortForwardNotReady
+from harness.errors import HopFailure, PortForwardNotReady, hide_for_named_failures
 
 if TYPE_CHECKING:
     import subprocess
@@ -217,6 +217,7 @@ class PortForward:
     def start(self) -> PortForward:
         """Spawn kubectl and block until ready. Raises :class:`PortForwardNotReady` (group killed first),
         ``ContextNotAllowed`` from the guard. Any other exception (Ctrl-C included) closes the forward too."""
+        __tracebackhide__ = hide_for_named_failures  # the caller's line and the message, not this module's source
         deadline = self._launch()
         try:
             while True:
@@ -235,6 +236,7 @@ class PortForward:
 
     async def astart(self) -> PortForward:
         """The async :meth:`start`: same readiness, errors and clean-up; cancellation closes the forward."""
+        __tracebackhide__ = hide_for_named_failures
         deadline = self._launch()
         try:
             while True:
@@ -275,12 +277,14 @@ class PortForward:
             self.close()  # SIGKILLs whatever is left of the group and reaps: immediate by now
 
     def __enter__(self) -> PortForward:
+        __tracebackhide__ = hide_for_named_failures
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     async def __aenter__(self) -> PortForward:
+        __tracebackhide__ = hide_for_named_failures
         return await self.astart()
 
     async def __aexit__(
@@ -403,6 +407,7 @@ class PortForward:
     def _ready_step(self, deadline: float) -> object:
         """One readiness check: :data:`_PROBE_TCP` when the banner is in and a probe is due, else ``"banner"``.
         Raises :class:`PortForwardNotReady` when it can no longer become ready (exited, broken, out of budget)."""
+        __tracebackhide__ = hide_for_named_failures
         if not self._spawned.wait(timeout=max(0.0, min(5.0, deadline - time.monotonic()))):
             self._not_ready("the watcher thread did not spawn kubectl")
         self._check_running()
@@ -450,6 +455,7 @@ class PortForward:
             return True
 
     def _check_running(self) -> None:
+        __tracebackhide__ = hide_for_named_failures
         if self._spawn_error is not None:
             self._not_ready(f"kubectl could not be started ({self._spawn_error})")
         if self.exit is not None:
@@ -491,6 +497,7 @@ class PortForward:
         return self
 
     def _not_ready(self, why: str) -> None:
+        __tracebackhide__ = hide_for_named_failures
         waited = time.monotonic() - (self.started_at or time.monotonic())
         self.close()
         exit_code = self.exit.returncode if self.exit is not None else None

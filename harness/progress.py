@@ -135,10 +135,15 @@ class Watch:
         if self.mode == "lines" and self.lines_printed:
             _emit(
                 f"{_settings.prefix}done waiting for {self.summary.describe} after {_secs(self.elapsed())}: "
-                f"{self.summary.outcome}, {len(self.summary.attempts)} attempts\n"
+                f"{self.summary.outcome}, {_attempts(len(self.summary.attempts))}\n"
             )
         if last:
             _stop_ticker()
+
+
+def _attempts(count: int) -> str:
+    """``1 attempt``, ``3 attempts``."""
+    return f"{count} attempt{'' if count == 1 else 's'}"
 
 
 def _secs(value: float) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 from harness import artifacts
 from harness.rollout import Explanation
 from harness.timeline import SpecRecord
+from harness.waiting import plural
 
 MAX_ATTEMPTS = 400
 RULER_TICKS = 5
@@ -330,7 +331,8 @@ def _wait_row(wait: dict[str, Any], axis: _Axis) -> str:
         parts.append(
             axis.bar(start + offset, start + offset + duration, COLOURS.get(outcome, "#999"), title, "attempt", outcome)
         )
-    label = f"wait: {wait['what']} ({wait['outcome']}, {wait['elapsed']:.1f}s, {len(wait['attempts'])} attempts)"
+    made = plural(len(wait["attempts"]) + wait.get("elided", 0), "attempt")  # elided attempts were made too
+    label = f"wait: {wait['what']} ({wait['outcome']}, {wait['elapsed']:.1f}s, {made})"
     return _row(label, _svg(parts), "wait")
 
 

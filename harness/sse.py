@@ -3,7 +3,9 @@
 Lines end with CRLF, LF or CR (a CR at the end of one chunk waits for the next, in case an LF follows); a line
 starting with ``:`` is a comment (servers send them as keep-alives); ``data:`` lines (one optional space after the
 colon) accumulate, joined by newlines, until a blank line dispatches the event; ``event:`` names it; other fields
-(``id``, ``retry``) are ignored. UTF-8 is decoded incrementally, so a character split across chunks is kept whole.
+(``id``, ``retry``) are ignored. UTF-8 is decoded incrementally, so a character split across chunks is kept whole,
+and one byte order mark at the start of the stream is dropped, as the format's decoding step says (kept, it would
+make the first field's name ``\ufeffdata`` and silently lose the first event).
 An event not closed by a blank line when the stream ends is dropped, as the format specifies.
 
 The harness keeps its own decoder (rather than a client library's) because a spec wants to see the comments too:
@@ -29,7 +31,7 @@ class SSEDecoder:
     """Feed bytes with :meth:`feed`, get the complete frames so far; :meth:`close` at the end of the stream."""
 
     def __init__(self) -> None:
-        self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._text = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")  # utf-8, less a leading BOM
         self._buffer = ""
         self._data: list[str] = []
         self._event: str | None = None

@@ -9,10 +9,16 @@ A poller that re-checks its deadline only between attempts lets one probe that n
 - inside a pytest test, the budget ends before the test's pytest-timeout (the plugin sets the deadline);
 - deadlines use ``time.monotonic()`` (anyio's clock); the wait never sleeps past its deadline and never
   starts an attempt with no budget left;
-- ``None`` means "not yet"; any other value (``False``, ``0``, ``""`` too) ends the wait; an exception is a
+- a falsy answer (``None``, ``False``, ``0``, ``""``, an empty collection) means "not yet"; a truthy answer ends
+  the wait and is returned as it is; a probe whose real answer is falsy returns it as :class:`Done` (``Done(0)``),
+  which ends the wait and is unwrapped (so ``lambda: is_ready()`` answering ``False`` can never pass a spec
+  vacuously, the trap tenacity's ``retry_if_result`` and Gomega's ``Eventually`` users know); an exception is a
   failed attempt; :class:`StopWaiting` ends the wait at once; an error waiting cannot fix (a refused API
   server, rejected credentials, a resource type not served: :func:`harness.errors.waiting_cannot_fix`) twice
   in a row ends it early with :class:`WaitStopped`;
+- misuse fails at the call, before any attempt: a probe that cannot be called without arguments
+  (:class:`ProbeNotCallable`), an ``interval`` <= 0 (a wait never spins), ``wait_for_sync`` inside a running event
+  loop (:class:`harness.errors.SyncCallInEventLoop`, naming ``wait_for``);
 - on timeout, :class:`WaitTimeout` names what was awaited, the budget, the attempts split into not-yet,
   failed, hung (no answer within ``probe_timeout``) and cut (the budget ran out during the attempt, whose bound
   was the rest of the budget: the probe was not shown to hang), the last error of each kind, and carries the
@@ -32,14 +38,15 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, TypeVar, cast, overload
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import anyio
 import anyio.lowlevel
 
 from harness import attempts as attempt_context
 from harness import progress
-from harness.errors import StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
+from harness.blocking import refuse_inside_event_loop, run_blocking
+from harness.errors import ProbeNotCallable, StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
 
 T = TypeVar("T")
 Outcome = Literal["ok", "not-yet", "failed", "hung", "cut", "stopped"]
@@ -53,6 +60,18 @@ MIN_ATTEMPT_SECONDS = 0.001
 
 UNRECOVERABLE_REPEATS = 2
 """Consecutive attempts failing with an error waiting cannot fix that end a wait early (one retry covers a blip)."""
+
+
+@dataclass(frozen=True)
+class Done(Generic[T]):
+    """A probe's answer that ends the wait whatever its truth value: ``wait_for`` returns ``value``.
+
+    A falsy answer means "not yet", so a probe whose real answer may be falsy wraps it:
+    ``lambda: Done(count) if settled else None`` ends the wait with ``count`` even when it is ``0``;
+    ``Done(False)``, ``Done(None)``, ``Done([])`` likewise. A truthy answer needs no wrapping.
+    """
+
+    value: T
 
 
 @dataclass(frozen=True)
@@ -237,7 +256,31 @@ def _record(summary: WaitSummary) -> None:
 @overload
 async def wait_for(
     describe: str,
+    probe: Callable[[], Awaitable[Done[T] | None]],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+@overload
+async def wait_for(
+    describe: str,
     probe: Callable[[], Awaitable[T | None]],
+    *,
+    timeout: float = 120.0,
+    interval: float = 2.0,
+    probe_timeout: float = 30.0,
+    explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
+) -> T: ...
+
+
+@overload
+async def wait_for(
+    describe: str,
+    probe: Callable[[], Done[T] | None],
     *,
     timeout: float = 120.0,
     interval: float = 2.0,
@@ -258,17 +301,22 @@ async def wait_for(
 ) -> T: ...
 
 
-# The overloads tell a type checker that an async probe's value is what it awaits to, a sync one's what it returns.
+# The overloads tell a type checker that an async probe's value is what it awaits to, a sync one's what it returns,
+# and a Done's is what it wraps.
 async def wait_for(
     describe: str,
-    probe: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
+    probe: Callable[[], Awaitable[T | Done[T] | None]] | Callable[[], T | Done[T] | None],
     *,
     timeout: float = 120.0,
     interval: float = 2.0,
     probe_timeout: float = 30.0,
     explain: Callable[[WaitSummary, BaseException], BaseException | None] | None = None,
 ) -> T:
-    """Call ``probe`` until it returns something other than ``None``, and return that.
+    """Call ``probe`` until it answers something truthy, or a :class:`Done`, and return that (a ``Done`` unwrapped).
+
+    A falsy answer (``None``, ``False``, ``0``, ``""``, an empty collection) is "not yet": the wait goes on. A probe
+    whose real answer may be falsy returns ``Done(answer)`` (``Done(0)``, ``Done(False)``, ``Done(None)``), which
+    ends the wait with ``answer``.
 
     ``describe`` completes "waiting for ..." (e.g. ``"an AgentRun to be created"``). ``timeout`` is the
     whole budget, ``interval`` the pause between attempts, ``probe_timeout`` the per-attempt ceiling, all
@@ -278,20 +326,17 @@ async def wait_for(
 
     Raises :class:`WaitTimeout` (an ``AssertionError``) when the budget runs out; re-raises
     :class:`StopWaiting` from the probe at once; raises :class:`WaitStopped` (a ``StopWaiting``) when
-    :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix; ``ValueError`` for a
-    non-positive or infinite ``timeout`` or ``probe_timeout``, or a negative or infinite ``interval``;
-    ``TypeError`` if a sync probe returns an awaitable.
+    :data:`UNRECOVERABLE_REPEATS` attempts in a row failed with an error waiting cannot fix. At the call, before any
+    attempt: :class:`ProbeNotCallable` (a ``TypeError``) when ``probe`` cannot be called without arguments;
+    ``ValueError`` for a ``timeout``, ``probe_timeout`` or ``interval`` that is not finite and > 0 (a wait never
+    spins). ``TypeError`` if a sync probe returns an awaitable, or an answer that has no truth value.
     ``explain`` (default: the probe's own ``explain`` attribute, e.g. :func:`harness.rollout.rollout_complete`'s)
     is called, synchronously, when the wait times out or stops; the exception it returns is raised instead, chained
     to the original (a deployment's wait raises :class:`harness.RolloutFailed` with the explanation). A wait running
     longer than a few seconds shows its progress (:mod:`harness.progress`).
     """
     __tracebackhide__ = True
-    if not (0 < timeout < math.inf and 0 < probe_timeout < math.inf and 0 <= interval < math.inf):
-        raise ValueError(
-            f"wait_for({describe!r}): need finite timeout > 0, probe_timeout > 0 and interval >= 0 seconds; "
-            f"got timeout={timeout}, probe_timeout={probe_timeout}, interval={interval}"
-        )
+    _check_arguments("wait_for", describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout)
     timeout, clamped = _clamp_to_test(float(timeout))
     summary = WaitSummary(describe, timeout, float(interval), float(probe_timeout))
     if clamped:
@@ -343,24 +388,74 @@ def wait_for_sync(
 ) -> Any:
     """:func:`wait_for` for sync tests: runs it in its own event loop (``anyio.run``); same arguments and errors.
 
-    Must not be called from inside a running event loop (use ``await wait_for(...)`` there). The wait's own
-    errors are raised without the event loop's frames, so a failure's traceback ends at the caller's line.
+    Called from inside a running event loop it raises :class:`harness.errors.SyncCallInEventLoop` at once (use
+    ``await wait_for(...)`` there). The wait's own errors are raised without the event loop's frames, so a
+    failure's traceback ends at the caller's line.
     """
     __tracebackhide__ = True
-    try:
-        return anyio.run(
-            functools.partial(
-                wait_for,
-                describe,
-                probe,
-                timeout=timeout,
-                interval=interval,
-                probe_timeout=probe_timeout,
-                explain=explain,
-            )
+    refuse_inside_event_loop("wait_for_sync", "wait_for")
+    _check_arguments("wait_for_sync", describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout)
+    return run_blocking(
+        functools.partial(
+            wait_for, describe, probe, timeout=timeout, interval=interval, probe_timeout=probe_timeout, explain=explain
+        ),
+        entry="wait_for_sync",
+        instead="wait_for",
+        spec_facing=(AssertionError, StopWaiting),
+    )
+
+
+def _check_arguments(
+    entry: str, describe: str, probe: object, *, timeout: float, interval: float, probe_timeout: float
+) -> None:
+    """Refuse misuse at the call, one line naming the fix: a probe that cannot be called, a budget that is not finite
+    and > 0, an interval <= 0 (a wait never spins)."""
+    __tracebackhide__ = True
+    if not callable(probe):
+        raise ProbeNotCallable(
+            f"{entry}({describe!r}): the probe must be a function to call, got {_short(probe)} "
+            f"({type(probe).__name__}); pass the function itself (is_ready, or lambda: is_ready()), not its result"
         )
-    except (WaitTimeout, StopWaiting) as exc:
-        raise exc.with_traceback(None) from exc.__cause__
+    try:
+        inspect.signature(probe).bind()
+    except TypeError as exc:
+        raise ProbeNotCallable(
+            f"{entry}({describe!r}): the probe {_short(probe)} cannot be called without arguments ({exc}); "
+            f"wrap it, e.g. lambda: probe(kube)"
+        ) from None
+    except ValueError:
+        pass  # no signature to read (some builtins): the first attempt will tell
+    for name, value in (("timeout", timeout), ("probe_timeout", probe_timeout)):
+        if not _finite_positive(value):
+            raise ValueError(f"{entry}({describe!r}): {name} must be finite seconds > 0, got {value!r}")
+    if not _finite_positive(interval):
+        raise ValueError(
+            f"{entry}({describe!r}): interval must be finite seconds > 0, got {interval!r}: a wait never spins; "
+            f"pass the pause between attempts, e.g. interval=0.1"
+        )
+
+
+def _finite_positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:77]}..."
+
+
+def _settled(probe: object, value: Any) -> tuple[bool, Any]:
+    """Whether ``value`` ends the wait, and what the wait returns: a :class:`Done` unwrapped, a truthy value as is;
+    a falsy one is "not yet". Raises ``TypeError`` for a value with no truth value (a NumPy array, a pandas frame)."""
+    if isinstance(value, Done):
+        return True, value.value
+    try:
+        return bool(value), value
+    except Exception as exc:
+        raise TypeError(
+            f"probe {_short(probe)} answered {_short(value)}, which has no truth value ({type(exc).__name__}: {exc}); "
+            f"answer None for not yet, or Done(answer) to end the wait with it"
+        ) from exc
 
 
 def _explained(
@@ -410,15 +505,18 @@ class _AsyncRunner:
         try:
             with anyio.move_on_after(attempt.bound) as scope:
                 value = await self.probe()
-                outcome = "not-yet" if value is None else "ok"
+                outcome = "ok"
             if scope.cancelled_caught:
-                outcome = "hung"
+                outcome, value = "hung", None
         except StopWaiting as exc:
             outcome, error = "stopped", exc
         except Exception as exc:  # a failed attempt; BaseException (Ctrl-C, cancellation) propagates
             outcome, error = "failed", exc
         finally:
             attempt_context.leave(token)
+        if outcome == "ok":
+            settled, value = _settled(self.probe, value)
+            outcome = "ok" if settled else "not-yet"
         _append(summary, attempt, start, began, outcome, error)
         return outcome, value, error
 
@@ -516,6 +614,9 @@ class _ThreadRunner:
         if inspect.isawaitable(value):
             _close(value)
             raise TypeError(f"probe {self.probe!r} is sync but returned an awaitable; pass the async function itself")
+        if outcome == "ok":
+            settled, value = _settled(self.probe, value)
+            outcome = "ok" if settled else "not-yet"
         _append(summary, attempt, start, began, outcome, error)
         if error is not None and not isinstance(error, Exception):
             raise error  # KeyboardInterrupt, SystemExit from the probe: not an attempt's failure
@@ -530,8 +631,7 @@ class _ThreadRunner:
         if "error" in box:
             error = box["error"]
             return ("stopped" if isinstance(error, StopWaiting) else "failed"), None, error
-        value = box.get("value")
-        return ("not-yet" if value is None else "ok"), value, None
+        return "ok", box.get("value"), None  # answered: whether the answer settles the wait is decided by the caller
 
 
 def _waker(token: anyio.lowlevel.EventLoopToken, callback: Callable[[], None]) -> Callable[[], None]:

@@ -233,7 +233,7 @@ def serve(
     controllers, scheduler and kubelet (:mod:`fakes.kube.controllers`); ``False`` serves a bare API.
     """
     workdir = tempfile.mkdtemp(prefix="fake-kube-")
-    created = False
+    written: kubeconfig_file.Written | None = None
     path = os.fspath(kubeconfig) if kubeconfig is not None else os.path.join(workdir, "kubeconfig")
     server: KubeServer | None = None
     try:
@@ -252,7 +252,7 @@ def serve(
             from fakes.kube.controllers import install
 
             install(double)
-        created = kubeconfig_file.write(
+        written = kubeconfig_file.write(
             path, server.url, double.token, context, namespace, ca_pem=certs.ca_pem if certs else None
         )
         cache_dir = os.path.join(workdir, "cache")
@@ -263,8 +263,8 @@ def serve(
             if server is not None:
                 server.stop(stop_timeout)
         finally:
-            if kubeconfig is not None:
-                kubeconfig_file.remove_entries(path, context, created=created)
+            if written is not None:
+                kubeconfig_file.remove_entries(path, context, written)
             shutil.rmtree(workdir, ignore_errors=True)
 
 

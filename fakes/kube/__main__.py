@@ -1,9 +1,11 @@
 """``python -m fakes.kube --kubeconfig PATH [--context NAME] [--namespace NS] [--kubectl-version 1.32.4]``.
 
-Serves a Kubernetes API double on 127.0.0.1 (``--port 0``: an OS-chosen port), writes (or merges into) the
-kubeconfig at PATH (mode 0600) with a context pointing at it, prints ``fake kube listening on URL`` and the
-kubectl command line to stdout once serving, and runs until SIGINT or SIGTERM. Then it stops the server, removes
-its kubeconfig entries (or the file, if it created it) and exits 0. Exit 1 when it cannot start.
+Serves a Kubernetes API double on 127.0.0.1 (``--port 0``: an OS-chosen port), writes the kubeconfig at PATH (mode
+0600) with a context pointing at it, or merges its cluster, user and context into the kubeconfig already there
+without changing anything else in it (layout, comments, current-context, mode), prints ``fake kube listening on URL``
+and the kubectl command line to stdout once serving, and runs until SIGINT or SIGTERM. Then it stops the server,
+gives the file back as it was (or deletes it, if it created it) and exits 0. Exit 1 when it cannot start, e.g. when
+the existing file already has entries of the double's name or a layout it cannot merge into (the reason on stderr).
 """
 
 from __future__ import annotations

@@ -14,7 +14,9 @@ which request a tool call answered. No model key, no nondeterminism.
 - Scripting: :mod:`fakes.openai.rules` (from Python, the admin API ``/_fake/openai/rules`` or ``--rules FILE``).
 - Capture: :mod:`fakes.openai.capture` (``handle.app.log()``, ``GET /_fake/openai/calls``).
 - Faults: every shared kind (``fakes/README.md``) plus the stream kinds ``stream_stop``, ``stream_pause``,
-  ``stream_reset`` (after N chunks of a stream).
+  ``stream_reset`` (after N chunks of a stream); a rule's ``quirks`` stream its answer in the shapes other
+  OpenAI-compatible providers send (:mod:`fakes.openai.quirks`: no tool-call ``index``, ``"error": null``,
+  ``arguments`` as an object, ...), the only frames the fake sends outside OpenAI's shape.
 
 Known differences from the real API (each deliberate or unverifiable here): error wordings marked "modelled" in
 :mod:`fakes.openai.errors` and :mod:`fakes.openai.validate` follow the real grammar but were not seen verbatim;

@@ -25,7 +25,7 @@ from typing import Any
 from openai.types import Model
 
 from fakes.core import BadJson, FakeRequest, FakeResponse, StreamChunk
-from fakes.openai import embeddings, errors, ids, render_chat, validate
+from fakes.openai import embeddings, errors, ids, quirks, render_chat, validate
 from fakes.openai.answer import Answer, plan
 from fakes.openai.capture import CallLog, ModelCall
 from fakes.openai.catalog import Catalog
@@ -33,7 +33,7 @@ from fakes.openai.errors import ApiError
 from fakes.openai.render_responses import ResponseRender
 from fakes.openai.rules import Reply, Rule, RuleBook, RuleSpecError, Script
 from fakes.openai.turn import Message, Turn
-from fakes.openai.wire import DONE, KEEPALIVE, checked, sse
+from fakes.openai.wire import KEEPALIVE, checked, sse
 
 HEALTH_PATH = "/healthz"
 ADMIN_PREFIX = "/_fake/openai/"
@@ -191,9 +191,8 @@ class OpenAIFake:
             ]
             events.append(sse(reply.error.api_error().body()))
         else:
-            events = [
-                sse(c) for c in render_chat.chunks(turn, answer, reply, completion_id, created, self.fingerprint)
-            ] + [DONE]
+            chunks = render_chat.chunks(turn, answer, reply, completion_id, created, self.fingerprint)
+            events = quirks.frames(chunks, reply.quirks)
         return _stream(events, reply), completion_id
 
     def _responses(self, turn: Turn, reply: Reply, answer: Answer, body: dict[str, Any]) -> tuple[FakeResponse, str]:

@@ -24,7 +24,8 @@ the admin API and a ``--rules`` file). The first rule whose ``when`` matches, an
 - stream shaping: ``pace`` (seconds between chunks), ``chunk_chars`` (text and arguments split into pieces of that
   many characters; default: text by words, arguments by 6 characters), ``keepalive`` (an SSE comment before every
   chunk: the real API does not send them, the stack's own chat facade may), ``finish_reason`` (``length``,
-  ``content_filter``).
+  ``content_filter``), ``quirks`` (a streamed chat answer in the shapes other OpenAI-compatible providers send, e.g.
+  ``["no_index", "error_null"]``: :mod:`fakes.openai.quirks` lists them).
 
 ``tool_choice`` is honoured the way the model would: a tool-call reply is skipped under ``"none"`` or when another
 function is forced, a text reply under ``"required"`` or a forced function (``ignore_tool_choice: true`` lifts this).
@@ -46,6 +47,7 @@ from typing import Any
 
 from fakes.openai import errors
 from fakes.openai.errors import ApiError
+from fakes.openai.quirks import QUIRKS
 from fakes.openai.turn import Turn
 
 DEFAULT_TEXT = "fake reply to: {last_user}"
@@ -61,7 +63,7 @@ _WHEN_KEYS = {
     "no_tools",
     "tool_choice",
 }
-_REPLY_KEYS = {"text", "tool_calls", "error", "pace", "chunk_chars", "keepalive", "finish_reason"}
+_REPLY_KEYS = {"text", "tool_calls", "error", "pace", "chunk_chars", "keepalive", "finish_reason", "quirks"}
 _RULE_KEYS = {"name", "when", "reply", "times", "ignore_tool_choice"}
 _ERROR_KEYS = {"status", "message", "type", "param", "code", "headers", "in_stream"}
 
@@ -247,6 +249,7 @@ class Reply:
     chunk_chars: int | None = None
     keepalive: bool = False
     finish_reason: str | None = None
+    quirks: tuple[str, ...] = ()
 
     def render_text(self, turn: Turn) -> str | None:
         if self.text is None:
@@ -285,6 +288,8 @@ class Reply:
         for key, default in (("pace", 0.0), ("chunk_chars", None), ("keepalive", False), ("finish_reason", None)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
+        if self.quirks:
+            out["quirks"] = list(self.quirks)
         return out
 
     @classmethod
@@ -316,7 +321,10 @@ class Reply:
             finish in (None, "stop", "length", "content_filter", "tool_calls"),
             f"{where}.finish_reason: one of stop, length, content_filter, tool_calls; got {finish!r}",
         )
-        return cls(text, calls, error, float(pace), chunk, keepalive, finish)
+        quirks = _list(spec, "quirks", where)
+        unknown = [q for q in quirks if q not in QUIRKS]
+        _need(not unknown, f"{where}.quirks: unknown {unknown!r}; known: {list(QUIRKS)}")
+        return cls(text, calls, error, float(pace), chunk, keepalive, finish, tuple(quirks))
 
 
 def _list(spec: dict[str, Any], key: str, where: str) -> list[Any]:

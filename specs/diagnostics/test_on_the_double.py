@@ -142,7 +142,7 @@ def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
 
 
 def _new_pod_restarted(kube: Kube, app: str) -> bool | None:
-    """True once a pod of ``app`` has restarted; ``None`` (not yet) before: ``False`` would end the wait at once."""
+    """True once a pod of ``app`` has restarted; ``None`` (not yet) before."""
     pods = kube.kubectl_json("get", "pods", "-l", f"app={app}") or {"items": []}
     statuses = (status for pod in pods["items"] for status in pod.get("status", {}).get("containerStatuses", []))
     return True if any(status.get("restartCount", 0) > 0 for status in statuses) else None

@@ -244,4 +244,6 @@ def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> No
     )
     assert said is not None, done.stderr
     assert float(said[1]) <= 3.0  # the check's bound is what is left of the budget
-    assert took < 3 + 4  # generous: the interpreter's start on a loaded machine, then at most the budget
+    # The exact bound is checked above on diagnose's own clock; the wall clock adds the interpreter's start, which
+    # took over 4 s on a loaded 2-core machine. A hang would run into the 60 s timeout of run_diagnose.
+    assert took < 3 + 25

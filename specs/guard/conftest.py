@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from fakes.testing import register_fuzz_marker
 from harness.testing.apiserver import StubApiServer, write_kubeconfig
 from harness.testing.standin import KubectlStandIn
 
 NAMESPACES = ("controller-agent", "e2e-ns")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_fuzz_marker(config)  # the chat client's hypothesis spec runs deep under `make fuzz`
 
 
 @pytest.fixture

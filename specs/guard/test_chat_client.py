@@ -330,6 +330,7 @@ def test_content_only_stream_has_no_tool_calls_and_a_clean_end_without_done_is_r
 
 def test_a_frame_that_is_not_json_is_malformed():
     turn = ChatTurn(status=200)
-    with pytest.raises(ChatStreamMalformed, match="not a JSON object") as caught:
+    with pytest.raises(ChatStreamMalformed, match="data frame 1 is not JSON: <html>") as caught:
         feed(turn, SSEFrame(data="<html>"))
     assert caught.value.partial is turn
+    assert (caught.value.frame, caught.value.frame_number) == ("<html>", 1)

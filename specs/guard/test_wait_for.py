@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from harness import StopWaiting, WaitTimeout, current_attempt, wait_for, wait_for_sync
-from harness.waiting import plural, seconds
+from harness import Done, StopWaiting, WaitTimeout, current_attempt, wait_for, wait_for_sync
+from harness.waiting import plural, seconds, take_recorded
 
 SLACK = 0.5  # generous bound for a loaded CI machine; the real overrun is measured in benchmarks/bench_wait_for.py
 
@@ -109,9 +109,71 @@ def test_probe_that_hangs_once_then_answers_returns_its_value(release: threading
     assert len(calls) == 2
 
 
-@pytest.mark.parametrize("value", [False, 0, "", []])
-def test_any_value_but_none_ends_the_wait(value: object) -> None:
-    assert wait_for_sync("a falsy answer", lambda: value, timeout=1.0) == value
+@pytest.mark.parametrize("value", [None, False, 0, 0.0, "", b"", [], {}, set(), ()], ids=repr)
+def test_a_falsy_answer_is_not_yet(value: object) -> None:
+    """``lambda: is_ready()`` answering ``False`` must not pass a spec: every falsy answer keeps the wait going."""
+    calls = []
+
+    def probe() -> object:
+        calls.append(1)
+        return value
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("a falsy answer", probe, timeout=0.4, interval=0.05)
+    summary = caught.value.summary
+    assert summary is not None
+    assert summary.outcome == "timeout"
+    assert summary.count("not-yet") == len(summary.attempts) == len(calls) >= 2
+    assert f"{len(calls)} attempts: {len(calls)} not yet, 0 failed" in str(caught.value)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("value", [None, False, 0, "", []], ids=repr)
+async def test_a_falsy_answer_of_an_async_probe_is_not_yet(value: object) -> None:
+    async def probe() -> object:
+        return value
+
+    with pytest.raises(WaitTimeout) as caught:
+        await wait_for("a falsy answer", probe, timeout=0.3, interval=0.05)
+    assert caught.value.summary is not None
+    assert caught.value.summary.count("not-yet") == len(caught.value.summary.attempts) >= 2
+
+
+@pytest.mark.parametrize("value", [False, 0, None, "", []], ids=repr)
+def test_done_ends_the_wait_with_the_falsy_value_it_wraps(value: object) -> None:
+    answers = iter([None, Done(value)])
+    result = wait_for_sync("a settled falsy answer", lambda: next(answers), timeout=10.0, interval=0.01)
+    assert result == value
+    assert type(result) is type(value)  # unwrapped, not Done itself, and False is not 0
+    [summary] = [s for s in take_recorded() if s.describe == "a settled falsy answer"]
+    assert [a.outcome for a in summary.attempts] == ["not-yet", "ok"]
+    assert summary.line().startswith("ok ")
+    assert "2 attempts" in summary.line()
+
+
+@pytest.mark.anyio
+async def test_done_ends_an_async_wait_too() -> None:
+    async def probe() -> Done[int]:
+        return Done(0)
+
+    assert await wait_for("a count of zero", probe, timeout=10.0, interval=0.01) == 0
+
+
+@pytest.mark.parametrize("value", [True, 1, "ready", [0], {"items": []}, Done(True)], ids=repr)
+def test_a_truthy_answer_ends_the_wait_and_is_returned_as_it_is(value: object) -> None:
+    result = wait_for_sync("a truthy answer", lambda: value, timeout=10.0, interval=0.01)
+    assert result is (value.value if isinstance(value, Done) else value)
+
+
+def test_an_answer_without_a_truth_value_is_a_clear_error_at_once() -> None:
+    class Ambiguous:
+        def __bool__(self) -> bool:
+            raise ValueError("the truth value of an array with more than one element is ambiguous")
+
+    started = time.monotonic()
+    with pytest.raises(TypeError, match=r"has no truth value .*answer None for not yet, or Done\(answer\)"):
+        wait_for_sync("an array", Ambiguous, timeout=30.0, interval=0.05)
+    assert time.monotonic() - started < 10.0  # at the first answer, not at the budget
 
 
 def test_stop_waiting_ends_at_once_with_its_cause() -> None:
@@ -198,6 +260,8 @@ def test_sync_probe_returning_a_coroutine_is_a_clear_error() -> None:
         {"timeout": 0},
         {"probe_timeout": 0},
         {"interval": -1},
+        {"interval": 0},
+        {"interval": float("nan")},
         {"timeout": float("inf")},
         {"timeout": float("nan")},
         {"interval": float("inf")},
@@ -234,7 +298,7 @@ def test_wait_timeout_carries_the_per_attempt_timeline() -> None:
 def test_abandoned_sync_attempts_are_daemon_threads_and_capped(release: threading.Event) -> None:
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync(
-            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.001, probe_timeout=0.02
         )
     summary = caught.value.summary
     assert summary is not None
@@ -293,7 +357,7 @@ def test_a_wait_longer_than_the_test_timeout_fails_first_with_its_own_message(py
 def test_at_the_cap_a_wait_waits_for_a_slot_instead_of_spinning(release: threading.Event) -> None:
     with pytest.raises(WaitTimeout) as caught:
         wait_for_sync(
-            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.0, probe_timeout=0.02
+            "a probe that blocks forever", lambda: release.wait(60), timeout=2.0, interval=0.001, probe_timeout=0.02
         )
     summary = caught.value.summary
     assert summary is not None

@@ -26,14 +26,14 @@ def _probe_running_its_own_loop() -> str:
 
 def test_a_sync_probe_can_run_its_own_event_loop_under_wait_for_sync() -> None:
     assert (
-        wait_for_sync("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+        wait_for_sync("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.01) == "ready"
     )
 
 
 @pytest.mark.anyio
 async def test_a_sync_probe_can_run_its_own_event_loop_under_async_wait_for() -> None:
     assert (
-        await wait_for("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.0) == "ready"
+        await wait_for("a probe with its own loop", _probe_running_its_own_loop, timeout=10.0, interval=0.01) == "ready"
     )
 
 
@@ -42,6 +42,6 @@ def test_the_probe_thread_does_not_claim_a_running_async_library() -> None:
         "the probe thread's async library",
         lambda: repr(sniffio.current_async_library_cvar.get()),
         timeout=10.0,
-        interval=0.0,
+        interval=0.01,
     )
     assert seen == "None"

@@ -1,6 +1,6 @@
 """The double's lifecycle: nothing left behind (threads, sockets, temporary files), the kubeconfig it writes
-(mode 0600, merged into an existing file and taken out again), ``python -m fakes.kube`` (URL on stdout, exit 0
-after SIGTERM), and an exact-path fixture."""
+(mode 0600 when it creates the file; merged into an existing file, whose mode is kept, and taken out again),
+``python -m fakes.kube`` (URL on stdout, exit 0 after SIGTERM), and an exact-path fixture."""
 
 from __future__ import annotations
 
@@ -85,9 +85,10 @@ def test_the_kubeconfig_is_0600_and_merged_entries_are_removed_again(tmp_path) -
         "contexts": [{"name": "minikube", "context": {"cluster": "minikube", "user": "minikube"}}],
     }
     path.write_text(yaml.safe_dump(other))
+    path.chmod(0o644)
     with fakes.kube.serve(kubeconfig=path, context="double", namespace="team") as kd:
         merged = yaml.safe_load(path.read_text())
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644  # the user's file keeps its mode
         assert {c["name"] for c in merged["contexts"]} == {"minikube", "double"}
         assert merged["current-context"] == "minikube"  # the user's choice is kept
         ours = next(c for c in merged["contexts"] if c["name"] == "double")
