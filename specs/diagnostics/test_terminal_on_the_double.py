@@ -175,7 +175,7 @@ def test_an_on_delete_statefulset_names_the_pods_to_delete_then_rolls_out_once_t
     assert "kubectl delete pod db-0 db-1" in lines[0]
     assert lines[1].startswith("  terminal, not a timeout: updateStrategy OnDelete: pods db-0, db-1 must be deleted")
     assert "rollout status is only available for RollingUpdate strategy type" in lines[2]
-    kube.kubectl("delete", "pod", "db-0", "db-1")
+    kube.kubectl("delete", "pod", "db-0", "db-1", "--wait=false")  # the rollout wait below does the waiting
     assert kube.rollout_status("statefulset/db", timeout=BUDGET, check_every=0.5).startswith(
         "OnDelete update complete: 2 pods"
     )
