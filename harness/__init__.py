@@ -14,9 +14,9 @@ Public API (see README.md for a tour):
 - chat: :func:`chat_turn`, :func:`chat_turn_sync` (one streamed chat turn, read incrementally under one deadline),
   :class:`ChatTurn`, :class:`ToolCall`, :class:`ChatRejected`, :class:`ChatStreamMalformed`; :func:`stream_through`
   (``fetch_through`` for a body read as it arrives).
-- diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
-  finish), :class:`Ledger`; evidence, progress and the HTML report come with the pytest plugin
-  (:mod:`harness.diagnostics_plugin`).
+- diagnosis: :class:`RolloutFailed` (:class:`RolloutTerminal` when waiting cannot help), :func:`rollout_complete`,
+  :func:`explain_workload` (why a rollout did not finish), :class:`Ledger`; evidence, progress and the HTML report
+  come with the pytest plugin (:mod:`harness.diagnostics_plugin`).
 - errors: every exception the harness raises (:mod:`harness.errors` draws the tree). Catch a hop by class:
   :class:`PortForwardFailure`, :class:`ServiceFailure`, :class:`KubectlError`, :class:`ApiServerUnusable`.
 
@@ -55,6 +55,7 @@ from harness.errors import (
     QdrantReadError,
     RolloutFailed,
     RolloutStatusFailed,
+    RolloutTerminal,
     ServiceAnswerTooLarge,
     ServiceFailure,
     ServiceTimeout,
@@ -146,6 +147,7 @@ __all__ = [
     "QdrantReadError",
     "QdrantView",
     "RolloutFailed",
+    "RolloutTerminal",
     "RolloutStatusFailed",
     "ServiceAnswerTooLarge",
     "ServiceFailure",

@@ -114,8 +114,8 @@ def _diagnose(kube: Kube, ref: str, deadline: float) -> int:
         return EXIT_USAGE
     snap = gather(kube, ref, budget=max(0.0, deadline - time.monotonic()))
     explanation = explain(snap)
-    _say(f"context {kube.context}, namespace {kube.namespace}")
-    _say(explanation.text())
+    _say(explanation.text())  # the headline first: `diagnose web | head -1` is the cause
+    _say(f"(context {kube.context}, namespace {kube.namespace})")
     if snap.workload is None and not snap.missing:  # neither "rolled out" nor "did not": the reads failed
         return EXIT_CLUSTER_UNUSABLE
     return EXIT_ROLLED_OUT if explanation.healthy else EXIT_NOT_ROLLED_OUT

@@ -49,6 +49,7 @@ import pytest
 
 from harness import artifacts, progress, timeline
 from harness.artifacts import DEFAULT_EVIDENCE_BUDGET as DEFAULT_BUDGET
+from harness.errors import RolloutFailed
 
 if TYPE_CHECKING:  # imported where used: a run that never uses the harness never loads them
     from harness.cleanup import Ledger
@@ -91,6 +92,7 @@ class _SpecState:
     interest_: Interest | None = None  # made on first use (harness.evidence is not loaded before)
     evidence: str | None = None
     failure: str | None = None  # the first failure's message, for the report
+    lead: str | None = None  # a rollout failure's message: it opens failure.txt, headline first
     index_counts: dict[str, int] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
     forwards: list[Any] = field(default_factory=list)
@@ -364,7 +366,8 @@ def pytest_runtest_makereport(
     if not report.failed:
         return
     if state.failure is None:
-        state.failure = _failure_message(report)
+        state.failure = _failure_message(report, call.excinfo)
+        state.lead = state.failure if call.excinfo is not None and _is_rollout(call.excinfo.value) else None
     run.failed_modules.add(_module_id(item))
     if run.ready and _module_id(item) in run.ledger_modules:
         artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
@@ -405,8 +408,15 @@ def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: st
     state.index_counts = {s: index.count(s) for s in ("ok", "failed", "cut", "not-found", "not-started")}
 
 
-def _failure_message(report: pytest.TestReport) -> str:
-    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines."""
+def _is_rollout(error: BaseException) -> bool:
+    return isinstance(error, RolloutFailed)
+
+
+def _failure_message(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> str:
+    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines. A
+    rollout failure is its own message, without the exception's type before it: the explanation's headline first."""
+    if excinfo is not None and _is_rollout(excinfo.value):
+        return str(excinfo.value)
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
     if isinstance(message, str) and message.strip():
@@ -444,6 +454,7 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
         spec=item.nodeid,
         phase=phase,
         failure=report.longreprtext,
+        lead=state.lead,
         kube=kube,
         interest=interest,
         record=record,

@@ -42,7 +42,8 @@ stack layer adds its own subclasses in its own module)::
     │   │           └── ChatStreamMalformed
     │   └── WaitTimeout ························ a wait ran out of budget
     │       └── RolloutFailed
-    │           └── RolloutStatusFailed
+    │           ├── RolloutStatusFailed
+    │           └── RolloutTerminal ············ terminal, not a timeout: waiting cannot help
     ├── StopWaiting ···························· a probe ends its wait at once
     │   └── WaitStopped ························ the wait ended early: an error waiting cannot fix
     ├── Unrecoverable ·························· mixin: waiting cannot fix it (wait_for stops early)
@@ -56,7 +57,9 @@ stack layer adds its own subclasses in its own module)::
         └── UserWarning
             └── StrayProcessWarning ············ kubectl left a process behind; the harness killed it
 
-Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge).
+Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge),
+``TerminalStop`` (a StopWaiting: a rollout probe's wait turns it into RolloutTerminal), ``RolloutDone`` (stops a
+``kubectl rollout status`` whose rollout completed).
 """
 
 from __future__ import annotations
@@ -285,12 +288,47 @@ class WaitStopped(StopWaiting):
 class RolloutFailed(WaitTimeout):
     """A deployment, statefulset or pod did not roll out: ``Kube.rollout_status`` gave up, or a ``wait_for`` on
     :func:`harness.rollout.rollout_complete` ran out or stopped. The message says why, cause first, from the objects
-    themselves; ``explanation`` holds the data (a :class:`harness.rollout.Explanation`), ``summary`` the wait's
-    :class:`harness.waiting.WaitSummary` (``None`` for ``rollout_status``). The original failure is ``__cause__``."""
+    themselves, then what gave up in its own words (kubectl's, or the wait's); ``explanation`` holds the data (a
+    :class:`harness.rollout.Explanation`), ``summary`` the wait's :class:`harness.waiting.WaitSummary` (``None`` for
+    ``rollout_status``), ``gave_up`` the original failure. It is raised without a chained cause (its message already
+    carries it), so a traceback shows the explanation first."""
 
-    def __init__(self, message: str, *, explanation: _Explanation, summary: _WaitSummary | None = None) -> None:
+    carries_cause = True  # wait_for does not chain the failure this explains: the message holds it
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        explanation: _Explanation,
+        summary: _WaitSummary | None = None,
+        gave_up: BaseException | None = None,
+    ) -> None:
         super().__init__(message, summary)
         self.explanation = explanation
+        self.gave_up = gave_up
+
+
+class RolloutTerminal(RolloutFailed):
+    """A rollout that cannot finish however long one waits: a terminal cause, not a timeout. Raised at once by
+    ``Kube.rollout_status`` and a ``wait_for`` on :func:`harness.rollout.rollout_complete` when the objects show an
+    image that does not exist or may not be pulled, a ``CreateContainerConfigError``, a container of the new
+    revision restarted ``restart_limit`` times during the wait, ``ProgressDeadlineExceeded``, a paused Deployment,
+    an ``OnDelete`` StatefulSet waiting for its pods to be deleted, or a pod no node can ever take (see
+    :mod:`harness.terminal`). ``cause`` is the short verdict (``"image not found (pod web-1, container app:
+    ErrImagePull)"``); the message's second line says it is terminal. Never a :class:`KubectlError`: the harness
+    stopped kubectl, or kubectl gave up on its own."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        explanation: _Explanation,
+        cause: str,
+        summary: _WaitSummary | None = None,
+        gave_up: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, explanation=explanation, summary=summary, gave_up=gave_up)
+        self.cause = cause
 
 
 class RolloutStatusFailed(RolloutFailed, KubectlError):
@@ -299,9 +337,27 @@ class RolloutStatusFailed(RolloutFailed, KubectlError):
     its bound), so code that caught ``KubectlError`` from ``rollout_status`` still does."""
 
     def __init__(self, message: str, *, explanation: _Explanation, kubectl_error: KubectlError) -> None:
-        RolloutFailed.__init__(self, message, explanation=explanation)
+        RolloutFailed.__init__(self, message, explanation=explanation, gave_up=kubectl_error)
         self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
         self.cause, self.stderr_tail = kubectl_error.cause, kubectl_error.stderr_tail
+
+
+class TerminalStop(StopWaiting):
+    """Internal: raised by :class:`harness.rollout.RolloutWatch` (and so by a ``rollout_complete`` probe) when the
+    objects show a cause waiting cannot fix; ``explanation`` is what showed it. ``wait_for`` ends at once and the
+    probe's ``explain`` turns it into a :class:`RolloutTerminal`."""
+
+    def __init__(self, explanation: _Explanation) -> None:
+        super().__init__(f"{explanation.ref}: terminal: {explanation.terminal}")
+        self.explanation = explanation
+
+
+class RolloutDone(Exception):
+    """Internal: raised by ``RolloutWatch.check`` to stop a ``kubectl rollout status`` whose rollout completed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class TimestampError(ValueError):

@@ -103,7 +103,8 @@ class Sources:
     """What :func:`collect` reads: the spec's node id, the failed ``phase`` and its ``failure`` text, the ``kube``
     to read the cluster through (``None``: only local evidence), the ``interest``, the spec's ``record`` (waits,
     rollouts, touched objects), its ``fakes`` (name to a handle with ``requests(since=...)``), its ``forwards``
-    (:class:`harness.PortForward`) and ``started`` (epoch seconds: journals are read from there)."""
+    (:class:`harness.PortForward`) and ``started`` (epoch seconds: journals are read from there). ``lead`` (a rollout
+    failure's message, its explanation's headline first) opens ``failure.txt``, before pytest's report."""
 
     spec: str
     phase: str
@@ -114,6 +115,7 @@ class Sources:
     fakes: dict[str, Any] = field(default_factory=dict)
     forwards: list[Any] = field(default_factory=list)
     started: float = 0.0
+    lead: str | None = None
 
 
 @dataclass
@@ -388,6 +390,8 @@ class _Collector:
     def _local(self) -> None:
         src = self.src
         failure = f"{src.spec}\nfailed in {src.phase}\n\n{src.failure}\n"
+        if src.lead:  # cause first: the explanation's headline is the file's first line
+            failure = f"{src.lead}\n\n{failure}"
         self._local_step("the failure", "failure.txt", failure)
         if src.record.waits:
             self._local_step("waits, per attempt", "waits.txt", _waits_text(src.record))

@@ -34,7 +34,7 @@ import shutil
 import ssl
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -53,7 +53,9 @@ from harness.errors import (
     KubectlTimeout,
     KubectlUnrecoverable,
     NoKubeContext,
+    RolloutDone,
     StrayProcessWarning,
+    TerminalStop,
 )
 
 DEFAULT_KUBECTL_TIMEOUT = 30.0
@@ -256,7 +258,13 @@ class Kube:
         return [self.kubectl_path, *self._kubeconfig_flag(), "--context", self.context, "-n", self.namespace, *args]
 
     def kubectl(
-        self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True
+        self,
+        *args: str,
+        timeout: float = DEFAULT_KUBECTL_TIMEOUT,
+        input: str | None = None,
+        check: bool = True,
+        while_running: Callable[[], None] | None = None,
+        every: float = 2.0,
     ) -> process.Completed:
         """Run kubectl with ``args`` within ``timeout`` seconds (shortened to the current wait attempt's bound).
 
@@ -265,7 +273,8 @@ class Kube:
         for a flag that would override the pinned context or namespace; :class:`KubectlTimeout` (group killed)
         on overrun; :class:`KubectlUnrecoverable` on a non-zero exit waiting cannot fix (API server refused,
         unauthorized, resource type not served, TLS, DNS) and :class:`KubectlError` on any other, when
-        ``check``; :class:`ContextNotAllowed` if the pinned context is no longer allowed.
+        ``check``; :class:`ContextNotAllowed` if the pinned context is no longer allowed. ``while_running`` is
+        called every ``every`` seconds while kubectl runs; what it raises stops kubectl (group killed) and propagates.
         """
         __tracebackhide__ = True
         self.guard()
@@ -273,7 +282,12 @@ class Kube:
         bound = clamp_to_attempt(timeout)
         try:
             done = process.run_bounded(
-                argv, timeout=bound, input=input.encode() if input is not None else None, env=self.env
+                argv,
+                timeout=bound,
+                input=input.encode() if input is not None else None,
+                env=self.env,
+                while_running=while_running,
+                every=every,
             )
         except process.Timeout as exc:
             raise KubectlTimeout(argv, bound, exc.stderr) from None
@@ -314,35 +328,90 @@ class Kube:
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
     def rollout_status(
-        self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0, explain_budget: float | None = None
+        self,
+        deployment: str,
+        *,
+        timeout: float = 300.0,
+        grace: float = 10.0,
+        explain_budget: float | None = None,
+        restart_limit: int | None = None,
+        check_every: float = 2.0,
     ) -> str:
-        """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
+        """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line (or, when kubectl's
+        watch missed the end, the same verdict read from the object).
 
         ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds (finite, > 0) go to kubectl's own
         ``--timeout`` with millisecond precision, rounded up (``0.4`` becomes ``400ms``: kubectl reads ``0s`` as
-        "wait forever"); the process is killed ``grace`` seconds later if kubectl has not exited by itself. A rollout
-        that does not finish (kubectl's exit, or :class:`KubectlTimeout`, chained as the cause) raises
-        :class:`harness.errors.RolloutStatusFailed` (a :class:`harness.RolloutFailed`, an ``AssertionError``, and
-        still the :class:`KubectlError` it explains) whose message explains why from the objects, read within
+        "wait forever"); the process is killed ``grace`` seconds later if kubectl has not exited by itself. Every
+        ``check_every`` seconds while kubectl waits, the objects are read again (:class:`harness.rollout.RolloutWatch`):
+        a completed rollout returns at once, and a terminal cause (an image that does not exist, a
+        ``CreateContainerConfigError``, ``restart_limit`` restarts of one new container during the wait, default
+        :data:`harness.terminal.DEFAULT_RESTART_LIMIT`, ``ProgressDeadlineExceeded``, a paused deployment, an
+        ``OnDelete`` StatefulSet, a pod no node can take) stops kubectl and raises :class:`harness.RolloutTerminal`.
+        A rollout that does not finish in time raises :class:`harness.errors.RolloutStatusFailed` (a
+        :class:`harness.RolloutFailed`, an ``AssertionError``, and still the :class:`KubectlError` it explains,
+        carried in its message, not chained) whose message explains why from the objects, read within
         ``explain_budget`` seconds (default 15, shortened to what is left of the test; see :mod:`harness.rollout`).
         Default 300 s, the budget the stack's resilience specs give a rollout.
         """
         __tracebackhide__ = True
         from harness import rollout
+        from harness.terminal import DEFAULT_RESTART_LIMIT
 
         flag = duration_flag("--timeout", timeout)
         if not (math.isfinite(grace) and grace >= 0):
             raise ValueError(f"rollout_status: grace must be finite seconds >= 0, got {grace!r}")
+        if not (math.isfinite(check_every) and check_every > 0):
+            raise ValueError(f"rollout_status: check_every must be finite seconds > 0, got {check_every!r}")
         ref = deployment if "/" in deployment else f"deployment/{deployment}"
         started = rollout.rollout_started(self, ref)  # the spec's evidence describes ref even if it is stopped here
+        watch = rollout.RolloutWatch(
+            self, ref, restart_limit=DEFAULT_RESTART_LIMIT if restart_limit is None else restart_limit, budget=timeout
+        )
+        failure: KubectlError | None = None
         try:
-            done = self.kubectl("rollout", "status", ref, flag, timeout=timeout + grace)
-        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            done = self.kubectl(
+                "rollout", "status", ref, flag, timeout=timeout + grace, while_running=watch.check, every=check_every
+            )
+        except RolloutDone as finished:
+            rollout.rollout_succeeded(self, ref, started)
+            return finished.message
+        except TerminalStop as stop:
             raise rollout.rollout_failure(
-                self, ref, cause=str(exc), started=started, budget=explain_budget, kubectl_error=exc
-            ) from exc
-        rollout.rollout_succeeded(self, ref, started)
-        return process.tail(done.stdout, 1)
+                self,
+                ref,
+                cause=f"kubectl: {watch.last_status}",
+                started=started,
+                budget=explain_budget,
+                watch=watch,
+                terminal=stop,
+            ) from None
+        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            failure = exc
+        if failure is None:
+            rollout.rollout_succeeded(self, ref, started)
+            return process.tail(done.stdout, 1)
+        try:
+            recheck = watch.verdict()  # kubectl's watch can miss the end of a rollout that did complete
+        except TerminalStop as stop:
+            raise rollout.rollout_failure(
+                self,
+                ref,
+                cause=f"kubectl: {failure}",
+                started=started,
+                budget=explain_budget,
+                watch=watch,
+                terminal=stop,
+                gave_up=failure,
+            ) from None
+        except KubectlError:
+            recheck = None
+        if recheck is not None:
+            rollout.rollout_succeeded(self, ref, started)
+            return recheck
+        raise rollout.rollout_failure(
+            self, ref, cause=str(failure), started=started, budget=explain_budget, kubectl_error=failure, watch=watch
+        ) from None
 
     def _kubeconfig_flag(self) -> list[str]:
         flags = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []

@@ -7,6 +7,7 @@ every ``Kube`` satisfies.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol
 
 from harness.process import Completed
@@ -15,7 +16,8 @@ from harness.process import Completed
 class KubectlRunner(Protocol):
     """A pinned kubectl: ``namespace`` it works in, ``kubectl(*args)`` (a :class:`~harness.process.Completed`) and
     ``kubectl_json(*args)`` (parsed ``-o json``, ``None`` for no output), both bounded by ``timeout`` seconds and
-    raising :class:`~harness.errors.KubectlError` as :meth:`harness.kube.Kube.kubectl` documents."""
+    raising :class:`~harness.errors.KubectlError` as :meth:`harness.kube.Kube.kubectl` documents; ``server_time()``
+    the API server's clock (:meth:`harness.kube.Kube.server_time`)."""
 
     @property
     def namespace(self) -> str: ...
@@ -23,3 +25,5 @@ class KubectlRunner(Protocol):
     def kubectl(self, *args: str, timeout: float = ..., input: str | None = ..., check: bool = ...) -> Completed: ...
 
     def kubectl_json(self, *args: str, timeout: float = ...) -> Any: ...
+
+    def server_time(self, *, timeout: float = ...) -> datetime: ...

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import ProcessTimeout
@@ -332,6 +333,8 @@ def run_bounded(
     input: bytes | None = None,
     env: dict[str, str] | None = None,
     drain: float = DRAIN,
+    while_running: Callable[[], None] | None = None,
+    every: float = 2.0,
 ) -> Completed:
     """Run ``argv`` until it exits, within ``timeout`` seconds.
 
@@ -340,12 +343,18 @@ def run_bounded(
     :class:`~harness.errors.ProcessTimeout` (after killing and reaping the whole group) when the child has not
     exited within ``timeout``, and ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other
     exception while waiting kills the group too, then propagates.
+
+    ``while_running`` is called every ``every`` seconds while the child runs (never after ``timeout``); an
+    exception it raises kills the group and propagates (how a caller stops a child it no longer needs).
     """
     start = time.monotonic()
     proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
     pipes = _Pipes(proc, input)
     try:
-        exited = pipes.until_exit(start + timeout)
+        exited = pipes.until_exit(start + timeout if while_running is None else min(start + timeout, start + every))
+        while not exited and while_running is not None and time.monotonic() < start + timeout:
+            while_running()
+            exited = pipes.until_exit(min(start + timeout, time.monotonic() + every))
         strays = group_members(proc.pid, exclude=proc.pid) if exited else []
         kill_group(proc)  # the leader is a zombie until now, so its group id cannot have been reused
         if not pipes.drain(drain):

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from fakes.kube.objects import bare_double
-from harness import Kube, RolloutFailed, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
+from harness import Kube, RolloutFailed, RolloutTerminal, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError, StopWaiting
 from harness.testing.apiserver import refusing_port, silent_port, write_kubeconfig
 
@@ -47,14 +47,16 @@ def test_rollout_status_on_a_crash_loop_raises_the_explanation_cause_first(kd: A
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("web", timeout=1, grace=5)
     message = str(caught.value)
-    first, second = message.splitlines()[:2]
+    first, second, third = message.splitlines()[:3]
     assert first == (
         "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
     )
-    assert second.startswith("  gave up: ")
-    assert "kubectl exited 1:" in second
-    assert "timed out waiting for the condition" in second
-    assert isinstance(caught.value.__cause__, KubectlError)
+    assert second == "  gave up: error: timed out waiting for the condition"
+    assert third.startswith("      kubectl exited 1: kubectl")
+    # Cause first: no chained exception whose banner would print kubectl's words before the explanation.
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__ is True
+    assert isinstance(caught.value.gave_up, KubectlError)
     assert isinstance(caught.value, AssertionError)
     assert caught.value.explanation.healthy is False
     assert "Warning BackOff (x4)" in message
@@ -64,12 +66,14 @@ def test_progress_deadline_ends_kubectl_at_once_and_is_named(kd: Any, shop: Kube
     load_into(kd, "progress_deadline")
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("web", timeout=60, grace=5)  # kubectl gives up by itself on ProgressDeadlineExceeded
-    first, second = str(caught.value).splitlines()[:2]
+    first, second, third = str(caught.value).splitlines()[:3]
     assert first.startswith(
         'deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" has '
         "timed out progressing.)"
     )
-    assert "exceeded its progress deadline" in second
+    assert isinstance(caught.value, RolloutTerminal)
+    assert second.startswith("  terminal, not a timeout: ProgressDeadlineExceeded; waiting longer cannot help")
+    assert third == '  kubectl: error: deployment "web" exceeded its progress deadline'
 
 
 def test_a_wait_on_a_deployment_explains_itself(kd: Any, shop: Kube) -> None:
@@ -83,7 +87,8 @@ def test_a_wait_on_a_deployment_explains_itself(kd: Any, shop: Kube) -> None:
             probe_timeout=10,
         )
     assert isinstance(caught.value, WaitTimeout)
-    assert isinstance(caught.value.__cause__, WaitTimeout)
+    assert caught.value.__cause__ is None  # the wait's own message is inside, after the explanation
+    assert isinstance(caught.value.gave_up, WaitTimeout)
     assert caught.value.summary is not None
     first, second = str(caught.value).splitlines()[:2]
     assert first.startswith("deployment/web did not roll out: the new pod cannot be scheduled (0/1 nodes are available")
@@ -94,7 +99,9 @@ def test_a_wait_stopped_by_the_progress_deadline_explains_itself_too(kd: Any, sh
     load_into(kd, "progress_deadline")
     with pytest.raises(RolloutFailed) as caught:
         wait_for_sync("deployment/web to roll out", rollout_complete(shop, "deployment/web"), timeout=30, interval=0.2)
-    assert isinstance(caught.value.__cause__, StopWaiting)
+    assert isinstance(caught.value, RolloutTerminal)
+    assert isinstance(caught.value.gave_up, StopWaiting)
+    assert str(caught.value).splitlines()[1].startswith("  terminal, not a timeout: ProgressDeadlineExceeded;")
     assert caught.value.summary is not None
     assert caught.value.summary.outcome == "stopped"
     assert caught.value.summary is not None
@@ -157,8 +164,8 @@ def test_diagnose_prints_the_explanation_and_exits_1_for_a_stuck_rollout(kd: Any
     done = diagnose(kd, tmp_path, "deployment/web")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "context fake-kube, namespace shop"
-    assert lines[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[-1] == "(context fake-kube, namespace shop)"
     assert "timeline (UTC):" in done.stdout
 
 
@@ -166,7 +173,7 @@ def test_diagnose_exits_0_for_a_ready_pod(kd: Any, shop: Kube, tmp_path: Path) -
     load_into(kd, "old_pods_serving")
     done = diagnose(kd, tmp_path, "pod/web-6d9f7c8b5-b9c0d")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[1] == "pod/web-6d9f7c8b5-b9c0d is ready"
+    assert done.stdout.splitlines()[0] == "pod/web-6d9f7c8b5-b9c0d is ready"
 
 
 def test_diagnose_goes_through_the_context_guard(kd: Any, tmp_path: Path) -> None:
@@ -186,7 +193,7 @@ def test_diagnose_reads_a_bare_name_as_a_deployment(kd: Any, shop: Kube, tmp_pat
     load_into(kd, "imagepull")
     done = diagnose(kd, tmp_path, "web")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
+    assert done.stdout.splitlines()[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
 
 
 def test_diagnose_names_its_own_flag_and_an_allowed_context_of_the_kubeconfig_in_the_guards_fix(

@@ -28,7 +28,8 @@ from harness.errors import (
 
 _BRANCH = re.compile(r"^(?P<indent>(?:│   |    )*)(?:├── |└── )(?P<name>\w+)(?P<note>.*)$")
 _ALSO = re.compile(r"\(also (?:an? )?(\w+)\)")
-_INTERNAL = {"BodyOverLimit"}  # named under the drawing as internal: never reaches a caller
+# Named under the drawing as internal: never reaches a caller.
+_INTERNAL = {"BodyOverLimit", "TerminalStop", "RolloutDone"}
 
 
 def _drawing() -> list[str]:

@@ -347,8 +347,9 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
         kube.rollout_status(
             "agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0
         )  # the stand-in ignores --timeout
-    assert isinstance(caught.value.__cause__, KubectlTimeout)
-    assert caught.value.__cause__.timeout == pytest.approx(1.0)
+    assert caught.value.__cause__ is None  # cause first: kubectl's failure is in the message, not a chained banner
+    assert isinstance(caught.value.gave_up, KubectlTimeout)
+    assert caught.value.gave_up.timeout == pytest.approx(1.0)
     assert str(caught.value).startswith(
         "deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s"
     )
