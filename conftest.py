@@ -6,6 +6,15 @@ The harness's own pytest plugin (markers ``cluster`` and ``disruptive``, options
 the harness. The fakes' fixtures (``fake_qdrant``, ``fake_github``, ``fake_openai``, ``fake_kube``) are listed here.
 """
 
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.testing.standin import KubectlStandIn
+
 pytest_plugins = [
     "pytester",  # the plugin's guard specs run inner pytest sessions
     "fakes.github.fixtures",
@@ -14,3 +23,14 @@ pytest_plugins = [
     "fakes.kube.fixtures",
     "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
 ]
+
+
+@pytest.fixture
+def kubectl_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> "KubectlStandIn":
+    """The harness's ``kubectl_standin`` fixture with this repository's context and namespace (``minikube``,
+    ``controller-agent``, what [tool.harness] allows and names), which its guard specs read back."""
+    from harness.testing.standin import KubectlStandIn
+
+    standin = KubectlStandIn(tmp_path / "kubectl-standin", context="minikube", namespace="controller-agent")
+    monkeypatch.setenv("PATH", f"{standin.dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return standin

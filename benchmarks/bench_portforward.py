@@ -139,7 +139,7 @@ def real_not_ready(kubectl: str, runs: int) -> list[float]:
     """Milliseconds to PortForwardNotReady with a real kubectl whose API server refuses connections."""
     samples = []
     with tempfile.TemporaryDirectory() as tmp, refusing_port() as port:
-        kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", f"https://127.0.0.1:{port}")
+        kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", f"https://127.0.0.1:{port}", context="minikube")
         kube = Kube(
             "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
         )

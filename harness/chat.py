@@ -1,16 +1,15 @@
-"""The streaming chat client: one chat turn against an OpenAI-compatible ``POST /v1/chat/completions`` (the stack's
-chat facade, or the fake model endpoint), read as server-sent events under one total deadline.
+"""The streaming chat client: one chat turn against an OpenAI-compatible ``POST /v1/chat/completions`` (a service's
+chat endpoint, or the fake model endpoint), read as server-sent events under one total deadline.
 
 What it does, and why:
 
 - The body is ``{"model", "stream": true, "messages", "tools"?, "tool_choice"?}``, serialised once; headers carry
-  the bearer token, ``x-openwebui-chat-id`` (the facade keys its session by it: under any other header name every
-  call silently gets a fresh, empty session) and, when given, ``x-openwebui-user-jwt`` (the Open WebUI user the turn
-  runs as).
-- The stream is read as it arrives (``harness.fetch.stream_through``): the facade flushes its headers at once, so a
-  client that waits for the whole body and gives up at a timeout loses the text already streamed (a parked turn's
-  "link your account" prompt, for one). Text and tool calls are kept as they come, and survive any failure: every
-  error raised here carries ``partial`` (the :class:`ChatTurn` so far, ``None`` before headers) and a note naming it.
+  the bearer token and whatever ``headers`` the caller gives (a service that keys its sessions or callers by a header
+  of its own gets it there). ``model`` and ``timeout`` have no defaults: they are the deployed service's values.
+- The stream is read as it arrives (``harness.fetch.stream_through``), so a turn a service holds open after
+  streaming part of it loses nothing at the deadline: text and tool calls are kept as they come, and survive any
+  failure: every error raised here carries ``partial`` (the :class:`ChatTurn` so far, ``None`` before headers) and
+  a note naming it.
 - Frames, as OpenAI sends them and as other OpenAI-compatible providers do: comments (keep-alives), role-only
   deltas, ``data: [DONE]``, ``data: null``, chunks with ``"choices": []`` (a usage-only last chunk), a ``delta``
   that is ``null`` or ``{}`` and ``null`` for any absent field carry no content and are skipped (comments and role
@@ -30,8 +29,8 @@ What it does, and why:
   :data:`MAX_FRAME_SHOWN` characters) and keeps the turn as it stood before it; nothing else leaves this module
   (never a bare ``TypeError``/``KeyError``/``AttributeError``).
 - A turn is *parked* when the deadline passes after the stream started but before it ended, and only when the caller
-  allowed it (``allow_park=True``): the facade holds a turn open while it waits for the user (to link an account).
-  Otherwise that deadline is a :class:`~harness.errors.ServiceTimeout`, never a quiet success.
+  allowed it (``allow_park=True``): for a service that holds a turn open while it waits on something outside the
+  turn. Otherwise that deadline is a :class:`~harness.errors.ServiceTimeout`, never a quiet success.
 - Hops, as ``fetch_through`` names them: :class:`PortForwardGone`/:class:`PortForwardBroken` before sending,
   :class:`PortForwardDied`, :class:`ServiceTimeout`, :class:`ServiceUnreachable` (a stream cut mid-body: reset or
   closed without its end), :class:`ServiceAnswerTooLarge`; plus :class:`ChatRejected` for an HTTP error status or an
@@ -47,6 +46,7 @@ import copy
 import functools
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,11 +61,6 @@ from harness.fetch import DEFAULT_MAX_BODY, Forward, stream_through
 from harness.sse import SSEDecoder, SSEFrame
 
 CHAT_PATH = "/v1/chat/completions"
-CHAT_ID_HEADER = "x-openwebui-chat-id"
-USER_JWT_HEADER = "x-openwebui-user-jwt"
-DEFAULT_MODEL = "agent-orchestrator"
-DEFAULT_CHAT_TIMEOUT = 420.0
-"""Seconds for one whole chat turn (the upstream suite's chat budget: a turn may launch an agent run)."""
 
 
 @dataclass
@@ -317,13 +312,12 @@ async def chat_turn(
     target: Forward | str,
     messages: list[dict[str, Any]],
     *,
-    chat_id: str,
+    model: str,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
     token: str | None = None,
-    user_jwt: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     tool_choice: Any = None,
-    model: str = DEFAULT_MODEL,
-    timeout: float = DEFAULT_CHAT_TIMEOUT,
     allow_park: bool = False,
     extra_body: dict[str, Any] | None = None,
     path: str = CHAT_PATH,
@@ -332,16 +326,17 @@ async def chat_turn(
 ) -> ChatTurn:
     """Run one streamed chat turn through ``target`` (a port-forward or a base URL) within ``timeout`` seconds.
 
-    ``messages``: the OpenAI chat messages; ``chat_id``: the session (``x-openwebui-chat-id``, required, non-empty);
-    ``token``: the bearer; ``user_jwt``: ``x-openwebui-user-jwt``; ``tools`` / ``tool_choice`` sent when given;
-    ``extra_body`` merged into the body last; ``transport``: a fake's in-process transport. Returns the
-    :class:`ChatTurn` (``done`` when ``[DONE]`` came; ``parked`` only with ``allow_park``).
+    ``messages``: the OpenAI chat messages; ``model``: the body's ``model`` (a non-empty string); ``timeout``:
+    seconds for the whole turn, body included; ``headers``: sent as given (a session or caller header of the
+    service's own); ``token``: the bearer; ``tools`` / ``tool_choice`` sent when given; ``extra_body`` merged into
+    the body last; ``transport``: a fake's in-process transport. Returns the :class:`ChatTurn` (``done`` when
+    ``[DONE]`` came; ``parked`` only with ``allow_park``).
 
     Raises ``ValueError``/``TypeError`` for the caller's mistakes before sending; otherwise the hop errors of the
     module docstring, each with ``partial``.
     """
-    if not isinstance(chat_id, str) or not chat_id.strip():
-        raise ValueError(f"chat_turn: chat_id must be a non-empty string (it keys the session), got {chat_id!r}")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"chat_turn: model must be a non-empty string (the body's model), got {model!r}")
     if not isinstance(messages, list) or not messages:
         raise ValueError("chat_turn: messages must be a non-empty list of chat messages")
     body: dict[str, Any] = {"model": model, "stream": True, "messages": messages}
@@ -350,14 +345,12 @@ async def chat_turn(
     if tool_choice is not None:
         body["tool_choice"] = tool_choice
     body.update(extra_body or {})
-    headers = {"content-type": "application/json", "accept": "text/event-stream", CHAT_ID_HEADER: chat_id}
+    sent = {"content-type": "application/json", "accept": "text/event-stream", **dict(headers or {})}
     if token is not None:
-        headers["authorization"] = f"Bearer {token}"
-    if user_jwt is not None:
-        headers[USER_JWT_HEADER] = user_jwt
+        sent["authorization"] = f"Bearer {token}"
     turn, started = ChatTurn(), time.monotonic()
     via = target if isinstance(target, str) else f"port-forward {target.target} ({target.base_url})"
-    where = f"POST {path} at {via} (chat {chat_id})"
+    where = f"POST {path} at {via}"
 
     async def consume(response: httpx.Response) -> ChatTurn:
         turn.status, turn.headers = response.status_code, dict(response.headers)
@@ -383,7 +376,7 @@ async def chat_turn(
             max_body=max_body,
             transport=transport,
             content=json.dumps(body).encode(),
-            headers=headers,
+            headers=sent,
         )
     except ServiceTimeout as exc:
         turn.elapsed = time.monotonic() - started

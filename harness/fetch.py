@@ -42,10 +42,10 @@ from harness.errors import (
 )
 
 DEFAULT_TIMEOUT = 20.0
-"""Seconds for one whole exchange (upstream ``fetchThrough``'s 20 s)."""
+"""Seconds for one whole exchange, body included."""
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
-"""Bytes of response body read before giving up (64 MiB): far above any answer the stack's services give
+"""Bytes of response body read before giving up (64 MiB): far above an API answer
 (Qdrant scrolls and GitHub pages are kilobytes to a few MiB), far below what would exhaust a CI runner."""
 
 WATCH_INTERVAL = 0.02

@@ -37,7 +37,8 @@ def kubectl_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubectlS
     """A scripted ``kubectl`` stand-in first on PATH for this test (see :mod:`harness.testing.kubectl_standin`).
 
     ``kubectl_standin.script(mode=..., target_port=...)`` sets its behaviour; ``kubectl_standin.kube()`` is a
-    pinned :class:`~harness.kube.Kube` (context ``minikube``) that runs it.
+    pinned :class:`~harness.kube.Kube` (context ``standin``, namespace ``default``) that runs it. A project whose specs
+    expect other names overrides this fixture in its conftest (``KubectlStandIn(folder, context=..., namespace=...)``).
     """
     from harness.testing.standin import KubectlStandIn
 

@@ -1,7 +1,7 @@
 """Issue numbers that never repeat, so a spec never re-attaches to an old session.
 
-A number such as ``Date.now() % 100000`` repeats, and the stack's sessions outlive specs: a reused number
-re-attaches to an old awaiting-reply anchor, and the spec times out "waiting for an AgentRun". Here numbers
+A number such as ``Date.now() % 100000`` repeats, and a service's sessions can outlive specs: a reused number
+re-attaches to an old session, and the spec waits for something that session will never do. Here numbers
 come from a counter in a state file under an exclusive ``flock``, shared by every pytest-xdist worker and every
 run on the machine, so they are distinct by construction. A fresh state file starts at a random point, so two
 machines (or a wiped cache) are unlikely to meet.

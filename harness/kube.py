@@ -352,7 +352,7 @@ class Kube:
         :class:`harness.RolloutFailed`, an ``AssertionError``, and still the :class:`KubectlError` it explains,
         carried in its message, not chained) whose message explains why from the objects, read within
         ``explain_budget`` seconds (default 15, shortened to what is left of the test; see :mod:`harness.rollout`).
-        Default 300 s, the budget the stack's resilience specs give a rollout.
+        Default 300 s (pass the budget your deployment's rollout needs).
         """
         __tracebackhide__ = True
         from harness import rollout

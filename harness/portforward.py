@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from harness.kube import Kube
 
 DEFAULT_READY_TIMEOUT = 30.0
-"""Seconds a forward may take to become ready (upstream's 30 s readiness wait)."""
+"""Seconds a forward may take to become ready."""
 
 DEFAULT_STOP_GRACE = 1.0
 """Seconds kubectl gets to exit on SIGINT before its group is SIGKILLed."""
@@ -617,8 +617,7 @@ def port_forward(
 
     ``target`` is ``svc/NAME``, ``pod/NAME`` or ``deploy/NAME``; ``remote_port`` the port in the pod or
     service. ``ready_path`` adds an HTTP readiness probe (any status counts) to the TCP one; leave it
-    ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed (failure mode 12 in
-    specs/cluster/README.md).
+    ``None`` for non-HTTP ports (gRPC), where an HTTP probe would never succeed.
     Raises ``ValueError`` / ``TypeError`` at once for arguments :func:`check_forward_args` refuses.
     """
     return PortForward(

@@ -1,4 +1,4 @@
-"""The specs' read-only view of any Qdrant, real or fake (`specs/cluster/README.md` §7, failure mode 50).
+"""The specs' read-only view of any Qdrant, real or fake.
 
 Exact counts only (``POST /points/count`` with ``exact: true``: ``points_count`` in ``GET /collections/<c>`` is
 documented as approximate), whole-collection scrolls that follow ``next_page_offset`` (a single scroll silently
@@ -6,16 +6,13 @@ returns one page of 10: qdrant/qdrant#3412), and points by payload field. Every 
 :func:`harness.fetch.fetch_through_sync`, so each exchange has one total deadline and a failure names the hop; a
 scroll also has a deadline over all its pages.
 
-Nothing here writes: there is no create, upsert or delete (the harness does not mutate the stack's collections).
+Nothing here writes: there is no create, upsert or delete (the harness never mutates what a spec reads back).
 
-The stack's collections (``specs/cluster/README.md`` §1) are ``tools``, ``skills``, ``agents`` and ``caller_tools``.
-``caller_tools`` is the orchestrator's cache of caller-supplied ("consumer") tool definitions, kept apart from the
-catalog collections: one point per distinct definition, its id derived from a content hash of the definition, payload
-``{hash, name, description, parametersJson, lastSeenAt}`` (``lastSeenAt`` in epoch milliseconds). A resent identical
-definition adds no point (+0), an edited one adds one (+1): so specs compare exact counts
-(:meth:`QdrantView.point_count`) before and after a turn, and read which definitions are stored by name
-(:meth:`QdrantView.payload_values`, a scroll that never pulls vectors). A collection that does not exist is
-``None``, never 0: "never created" (the feature is not wired up) and "empty" mean opposite things.
+Specs compare exact counts (:meth:`QdrantView.point_count`) before and after an action (a service that stores one
+point per distinct document, keyed by a content hash, adds none for a resent one and one for an edited one), and
+read what is stored by a payload field (:meth:`QdrantView.payload_values`, a scroll that never pulls vectors). A
+collection that does not exist is ``None``, never 0: "never created" (the feature is not wired up) and "empty"
+mean opposite things.
 """
 
 from __future__ import annotations
@@ -30,10 +27,7 @@ DEFAULT_TIMEOUT = 10.0
 """Seconds for one exchange with Qdrant."""
 
 PAGE_SIZE = 200
-"""Points per scroll page (what the stack's own readers use)."""
-
-CALLER_TOOLS = "caller_tools"
-STACK_COLLECTIONS: tuple[str, ...] = ("tools", "skills", "agents", CALLER_TOOLS)
+"""Points per scroll page."""
 
 
 class QdrantView:
@@ -72,9 +66,8 @@ class QdrantView:
                 return None
             raise
 
-    def point_counts(self, collections: tuple[str, ...] = STACK_COLLECTIONS) -> dict[str, int | None]:
-        """:meth:`point_count` of each of ``collections`` (default: the stack's four), e.g. a baseline to compare a
-        turn against."""
+    def point_counts(self, collections: tuple[str, ...]) -> dict[str, int | None]:
+        """:meth:`point_count` of each of ``collections``, e.g. a baseline to compare an action against."""
         return {name: self.point_count(name) for name in collections}
 
     def payload_values(
@@ -91,12 +84,6 @@ class QdrantView:
                 return None
             raise
         return [p["payload"][key] for p in points if (p.get("payload") or {}).get(key) is not None]
-
-    def caller_tool_names(self, *, collection: str = CALLER_TOOLS) -> list[str] | None:
-        """Names of the caller-tool definitions stored in ``caller_tools`` (``None``: the collection was never
-        created)."""
-        values = self.payload_values(collection, "name")
-        return None if values is None else [str(v) for v in values]
 
     def count(self, collection: str, filter: dict[str, Any] | None = None) -> int:
         """Exact number of points in ``collection`` matching ``filter`` (all when ``None``). 404 → QdrantReadError."""

@@ -2,12 +2,10 @@
 
 ``metadata.creationTimestamp`` is RFC 3339 in whole seconds, *truncated* (``metav1.Time``;
 kubernetes/kubernetes#124200). A run created at x.800 is stamped x.000, so ``created >= since`` with a
-host-clock ``since`` of x.200 excluded it forever (``specs/cluster/README.md`` §7, failure mode 3: "timed out after
-420000ms waiting for an AgentRun to be created (204 attempts)" while the reply was posted). Host and
-minikube clocks also drift apart (failure mode 4 in specs/cluster/README.md). :func:`created_since` therefore widens
-the cutoff by
-the stamp's granularity plus a skew allowance, and refuses a widening so large that the previous
-turn's run could match (triggers are about 20 s apart).
+host-clock ``since`` of x.200 excluded it forever: a wait for "a Job created since" times out while the Job ran.
+The host's clock and a local cluster's (a VM, a container) also drift apart. :func:`created_since` therefore widens
+the cutoff by the stamp's granularity plus a skew allowance, and refuses a widening so large that the object made by
+the previous trigger could match (``min_trigger_spacing``: triggers at least 20 s apart by default).
 """
 
 from __future__ import annotations
@@ -130,9 +128,9 @@ def created_since(
     """The items created at or after ``since - granularity - skew``, newest first.
 
     ``granularity`` (default 1 s: ``creationTimestamp`` is truncated to the second) and ``skew`` (default
-    2 s of host-vs-server clock difference) are seconds, the values upstream settled on. Items created in
-    the same second are ordered by name, descending, so the order is deterministic (upstream took ``[0]``
-    of an arbitrary order: ``specs/cluster/README.md`` §7, failure mode 47). Raises ``ValueError`` as
+    2 s of host-vs-server clock difference) are seconds. Items created in the same second are ordered by
+    name, descending, so the order is deterministic (the API server lists them in key order, which is not creation
+    order: taking ``[0]`` of that picks an arbitrary one of them). Raises ``ValueError`` as
     :func:`window_cutoff` or for a whole listing passed as ``items``, and :class:`TimestampError` for an item
     with a missing or unreadable timestamp.
     """

@@ -318,7 +318,7 @@ async def wait_for(
     whose real answer may be falsy returns ``Done(answer)`` (``Done(0)``, ``Done(False)``, ``Done(None)``), which
     ends the wait with ``answer``.
 
-    ``describe`` completes "waiting for ..." (e.g. ``"an AgentRun to be created"``). ``timeout`` is the
+    ``describe`` completes "waiting for ..." (e.g. ``"a Job to be created"``). ``timeout`` is the
     whole budget, ``interval`` the pause between attempts, ``probe_timeout`` the per-attempt ceiling, all
     in seconds. Inside a pytest test the budget is shortened to end before the test's pytest-timeout (and
     the message says so). A probe reads its own bound with :func:`harness.current_attempt`. Async probes

@@ -8,7 +8,7 @@ in ``requests`` as ``(method, path)``.
 
 Helpers for API servers that are not there: :func:`refusing_port` (bound, never listening: connections are
 refused) and :func:`silent_port` (listening, never accepting: the handshake completes and nothing is ever said).
-:func:`write_kubeconfig` writes a kubeconfig whose context ``minikube`` points at any of them.
+:func:`write_kubeconfig` writes a kubeconfig whose context (the caller names it) points at any of them.
 
 Built on the standard library's ``ThreadingHTTPServer``; :meth:`StubApiServer.stop` releases held watches, shuts
 down every open connection (a client's idle keep-alive connection would otherwise hold its handler thread in a
@@ -284,7 +284,7 @@ def write_kubeconfig(
     path: Path,
     server: str,
     *,
-    context: str = "minikube",
+    context: str,
     namespace: str | None = None,
     exec_command: list[str] | None = None,
 ) -> Path:

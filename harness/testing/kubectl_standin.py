@@ -16,9 +16,9 @@ PATH). The scenario is a JSON file named by ``KUBECTL_STANDIN_SCENARIO``::
      "listen_delay": null,           # print the banner, listen() only this many seconds later
      "ipv6_first_port_offset": null, # print a [::1] line first with another port (parser check)
      "version": "v1.32.0-standin",
-     "current_context": "minikube",  # answer to `config current-context`; null: "current-context is not set"
-     "contexts": ["minikube"],       # answer to `config get-contexts -o name`
-     "responses": [{"match": ["get", "agentruns"], "stdout": "...", "stderr": "", "exit": 0,
+     "current_context": "standin",   # answer to `config current-context`; null: "current-context is not set"
+     "contexts": ["standin"],        # answer to `config get-contexts -o name`
+     "responses": [{"match": ["get", "deployments"], "stdout": "...", "stderr": "", "exit": 0,
                     "sleep": 0, "grandchild": false}]}
 
 Any command other than ``port-forward``, ``version`` and ``config current-context`` is answered by the first
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     if args[:2] == ["config", "current-context"]:
         return _current_context(scenario)
     if args[:2] == ["config", "get-contexts"]:
-        print("\n".join(scenario.get("contexts", ["minikube"])))
+        print("\n".join(scenario.get("contexts", ["standin"])))
         return 0
     if args[:1] != ["port-forward"]:
         return _scripted(scenario, argv)
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
 
 
 def _current_context(scenario: dict[str, Any]) -> int:
-    context = scenario.get("current_context", "minikube")
+    context = scenario.get("current_context", "standin")
     if context is None:
         print("error: current-context is not set", file=sys.stderr)
         return 1
@@ -212,13 +212,13 @@ class PortForward:
 
     def _relay(self, conn: socket.socket) -> None:
         try:
-            upstream = socket.create_connection(("127.0.0.1", int(self.s["target_port"])), timeout=5)
+            pod_side = socket.create_connection(("127.0.0.1", int(self.s["target_port"])), timeout=5)
         except OSError as exc:
             self._error_line(conn.getsockname()[1], f"dial tcp4 127.0.0.1:{self.remote}: connect: {exc}")
             _reset(conn)
             return
-        upstream.settimeout(None)
-        for a, b in ((conn, upstream), (upstream, conn)):
+        pod_side.settimeout(None)
+        for a, b in ((conn, pod_side), (pod_side, conn)):
             threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
 
     def _error_line(self, port: int, why: str) -> None:

@@ -16,6 +16,9 @@ from typing import Any
 from harness.kube import Kube
 
 _SCRIPT = Path(__file__).with_name("kubectl_standin.py")
+DEFAULT_CONTEXT = "standin"
+"""The kubeconfig context the stand-in reports (and :meth:`KubectlStandIn.kube` pins) unless told another."""
+DEFAULT_NAMESPACE = "default"
 
 
 class KubectlStandIn:
@@ -24,10 +27,11 @@ class KubectlStandIn:
     :meth:`script` sets the port-forward scenario (see :mod:`harness.testing.kubectl_standin` for the keys),
     :meth:`answer` scripts other commands, :meth:`set_current_context` and :meth:`set_contexts` the
     kubeconfig's contexts; :meth:`argvs` and
-    :meth:`pids` read back what each invocation recorded (each pid leads its own process group).
+    :meth:`pids` read back what each invocation recorded (each pid leads its own process group). ``context`` and
+    ``namespace``: what it reports and what :meth:`kube` pins (a project passes its own).
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, context: str = DEFAULT_CONTEXT, namespace: str = DEFAULT_NAMESPACE) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.scenario_file = directory / "scenario.json"
@@ -42,8 +46,9 @@ class KubectlStandIn:
         os.chmod(self.path, os.stat(self.path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         self._port_forward: dict[str, Any] = {}
         self._answers: list[dict[str, Any]] = []
-        self._context: str | None = "minikube"
-        self._contexts: list[str] = ["minikube"]
+        self.context, self.namespace = context, namespace
+        self._context: str | None = context
+        self._contexts: list[str] = [context]
         self.script(mode="relay", target_port=9)
 
     def script(self, **scenario: Any) -> KubectlStandIn:
@@ -79,7 +84,7 @@ class KubectlStandIn:
         return self._write()
 
     def set_contexts(self, *names: str) -> KubectlStandIn:
-        """The contexts the kubeconfig defines (``config get-contexts -o name``); default ``minikube`` only."""
+        """The contexts the kubeconfig defines (``config get-contexts -o name``); default: the stand-in's context."""
         self._contexts = list(names)
         return self._write()
 
@@ -93,9 +98,10 @@ class KubectlStandIn:
         self.scenario_file.write_text(json.dumps(scenario))
         return self
 
-    def kube(self, context: str = "minikube", namespace: str = "controller-agent") -> Kube:
-        """A pinned :class:`Kube` whose kubectl is this stand-in."""
-        return Kube(context, namespace, allowed=("minikube",), kubectl_path=self.path)
+    def kube(self) -> Kube:
+        """A :class:`Kube` pinned to the stand-in's context and namespace (that context alone allowed), whose kubectl
+        is this stand-in."""
+        return Kube(self.context, self.namespace, allowed=(self.context,), kubectl_path=self.path)
 
     def argvs(self) -> list[list[str]]:
         """The argv (without the program) of every invocation so far, in order."""

@@ -13,7 +13,7 @@ from qdrant_client import models as m
 
 from fakes.server import FakeHandle
 from harness import QdrantReadError, QdrantView
-from harness.qdrant import CALLER_TOOLS
+from specs.agent_controller.qdrant_collections import CALLER_TOOLS, COLLECTIONS, caller_tool_names
 
 DIMS = 8
 
@@ -48,10 +48,10 @@ def create(client: QdrantClient, name: str) -> None:
 def test_never_created_is_none_and_empty_is_zero(fake_qdrant: FakeHandle, client: QdrantClient) -> None:
     view = QdrantView(fake_qdrant.url, timeout=5)
     assert view.point_count(CALLER_TOOLS) is None
-    assert view.caller_tool_names() is None
+    assert caller_tool_names(view) is None
     create(client, CALLER_TOOLS)
     assert view.point_count(CALLER_TOOLS) == 0
-    assert view.caller_tool_names() == []
+    assert caller_tool_names(view) == []
 
 
 def test_counts_are_exact_and_names_come_from_a_scroll_without_vectors(
@@ -61,8 +61,8 @@ def test_counts_are_exact_and_names_come_from_a_scroll_without_vectors(
     create(client, "tools")
     client.upsert(CALLER_TOOLS, [definition(f"tool_{i:03d}", "run token r-1") for i in range(205)], wait=True)
     view = QdrantView(fake_qdrant.url, timeout=5)
-    assert view.point_counts() == {"tools": 0, "skills": None, "agents": None, CALLER_TOOLS: 205}
-    names = view.caller_tool_names()
+    assert view.point_counts(COLLECTIONS) == {"tools": 0, "skills": None, "agents": None, CALLER_TOOLS: 205}
+    names = caller_tool_names(view)
     assert names is not None
     assert sorted(names) == [f"tool_{i:03d}" for i in range(205)]
     counts = fake_qdrant.requests(path_prefix=f"/collections/{CALLER_TOOLS}/points/count")
@@ -102,5 +102,5 @@ def test_other_errors_are_not_swallowed(fake_qdrant: FakeHandle, client: QdrantC
     create(client, CALLER_TOOLS)
     fake_qdrant.fault("status", f"/collections/{CALLER_TOOLS}/points/scroll", status=500, times=1)
     with pytest.raises(QdrantReadError) as failed:
-        QdrantView(fake_qdrant.url, timeout=5).caller_tool_names()
+        caller_tool_names(QdrantView(fake_qdrant.url, timeout=5))
     assert failed.value.status == 500

@@ -4,9 +4,9 @@ Everything goes the way it goes on minikube: credentials are seeded as the stack
 (:class:`specs.agent_controller.credentials.CredentialStore`, with the gateway's own key read from the cluster),
 Redis sessions are
 swept in one ``kubectl exec`` (:class:`~specs.agent_controller.redis_sessions.RedisSessions`),
-chat turns stream through a port-forward to
-``svc/agent-orchestrator-invoke:8081`` (:func:`harness.chat.chat_turn_sync`, the user's JWT minted with the secret
-read from ``e2e-openwebui-forward-jwt``), webhooks go through the gateway's forward, and the gateway's identity-link
+chat turns stream through a port-forward to ``svc/agent-orchestrator-invoke:8081``
+(:func:`specs.agent_controller.chat.facade_turn_sync`, the user's JWT minted with the secret read from
+``e2e-openwebui-forward-jwt``), webhooks go through the gateway's forward, and the gateway's identity-link
 API is called through the same forward with the bearer ``e2e-identity-link-token``.
 
 Why the specs assert on a *launch*: a real Claude link cannot happen hermetically, so a credential is seeded at the
@@ -29,11 +29,12 @@ from datetime import datetime
 from typing import Any
 
 from harness import StopWaiting, wait_for_sync
-from harness.chat import ChatTurn, chat_turn_sync
+from harness.chat import ChatTurn
 from harness.fetch import fetch_through_sync
 from harness.webhooks import issues_labeled_payload, send_webhook
 from specs.agent_controller import github_seed
 from specs.agent_controller.agentruns import AgentRunRecord, agent_runs_since
+from specs.agent_controller.chat import facade_turn_sync
 from specs.agent_controller.cluster_secrets import read_secret_value
 from specs.agent_controller.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN, CredentialStore
 from specs.agent_controller.github_journal import GitHubJournal
@@ -151,7 +152,7 @@ class Chat:
         chat_id = session or session_id(f"chat-{user}")
         return self.stack.through(
             ORCHESTRATOR,
-            lambda fwd: chat_turn_sync(
+            lambda fwd: facade_turn_sync(
                 fwd,
                 [{"role": "user", "content": request}],
                 chat_id=chat_id,

@@ -36,6 +36,7 @@ from harness.fetch import fetch_through
 from harness.targets import TargetChoice
 from specs.agent_controller.invoke import InvokeRejected
 from specs.agent_controller.model_journal import ModelJournal
+from specs.agent_controller.qdrant_collections import COLLECTIONS
 from specs.cluster.stack import Stack, timeout_for
 from specs.cluster.tools_support import (
     QDRANT,
@@ -142,7 +143,7 @@ def journal(stack: Stack, stack_target: TargetChoice) -> Iterator[ModelJournal |
 def world(stack: Stack, journal: ModelJournal | None) -> Iterator[dict[str, int | None]]:
     """The fixture skills, indexed; then the baseline counts of the stack's collections."""
     for _ in skills_applied(stack, "caller-tools", SKILLS):
-        yield qdrant(stack).point_counts()
+        yield qdrant(stack).point_counts(COLLECTIONS)
 
 
 @pytest.fixture

@@ -110,12 +110,12 @@ def test_without_stream_the_turn_is_one_chat_completion(stack: Stack) -> None:
 
 @pytest.mark.timeout(timeout_for(TOOL_TURN))
 def test_an_unknown_bearer_is_refused_with_openais_error_shape(stack: Stack) -> None:
-    from harness.chat import chat_turn_sync
+    from specs.agent_controller.chat import facade_turn_sync
 
     with pytest.raises(ChatRejected) as refused:
         stack.through(
             ORCHESTRATOR,
-            lambda fwd: chat_turn_sync(
+            lambda fwd: facade_turn_sync(
                 fwd, ask("hello"), chat_id="e2e-chat-bad-bearer", token="not-a-token", timeout=TOOL_TURN
             ),
         )

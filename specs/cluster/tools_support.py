@@ -29,9 +29,10 @@ from typing import Any
 import pytest
 
 from harness import wait_for_sync
-from harness.chat import ChatError, ChatTurn, chat_turn_sync
+from harness.chat import ChatError, ChatTurn
 from harness.qdrant import QdrantView
 from harness.targets import TargetChoice
+from specs.agent_controller.chat import facade_turn_sync
 from specs.agent_controller.invoke import Invocation, InvokeClient
 from specs.agent_controller.model_journal import ModelJournal, ModelRequest
 from specs.cluster.stack import Stack
@@ -173,7 +174,7 @@ class ToolTurns:
         try:
             chat = self.stack.through(
                 ORCHESTRATOR,
-                lambda fwd: chat_turn_sync(
+                lambda fwd: facade_turn_sync(
                     fwd,
                     messages,
                     chat_id=chat_id or f"e2e-chat-{uuid.uuid4().hex[:12]}",

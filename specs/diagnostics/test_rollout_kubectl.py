@@ -266,7 +266,7 @@ def test_diagnose_help_lists_the_exit_statuses() -> None:
 
 def test_diagnose_on_a_stopped_cluster_exits_3_naming_it_as_the_plugin_does(tmp_path: Path) -> None:
     with refusing_port() as port:
-        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}", context="minikube")
         done = run_diagnose(tmp_path, "web", "--kubeconfig", str(kubeconfig), allowed="minikube")
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stdout == ""  # no explanation of a rollout nobody could read
@@ -279,7 +279,7 @@ def test_diagnose_on_a_stopped_cluster_exits_3_naming_it_as_the_plugin_does(tmp_
 
 def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> None:
     with silent_port() as port:
-        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}")
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}", context="minikube")
         started = time.monotonic()
         done = run_diagnose(tmp_path, "web", "--kubeconfig", str(kubeconfig), "--budget", "3", allowed="minikube")
         took = time.monotonic() - started

@@ -44,7 +44,7 @@ def local_cluster(
         for name in NAMESPACES
     }
     with StubApiServer(objects) as server:
-        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
+        monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "kubeconfig", server.url, context="minikube")))
         monkeypatch.setenv("HARNESS_STATE_DIR", str(tmp_path / "harness-state"))
         yield server
 

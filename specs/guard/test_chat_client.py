@@ -27,12 +27,13 @@ from harness import (
     chat_turn,
     chat_turn_sync,
 )
-from harness.chat import CHAT_ID_HEADER, USER_JWT_HEADER, feed
+from harness.chat import feed
 from harness.portforward import port_forward
 from harness.sse import SSEDecoder, SSEFrame
 from harness.testing.standin import KubectlStandIn
 
 USER = [{"role": "user", "content": "battery of SN-4417?"}]
+MODEL = "chat-model"
 TOOL = {"type": "function", "function": {"name": "get_device_battery", "parameters": {"type": "object"}}}
 TWO_CALLS = {
     "when": {"last_user": "battery"},
@@ -50,9 +51,7 @@ LINK = {"when": {"last_user": "link"}, "reply": {"text": "To continue, link your
 @pytest.fixture(params=["socket", "in-process"])
 def fake(request) -> Iterator[FakeHandle]:
     context = (
-        fakes.openai.serve(models=["agent-orchestrator"])
-        if request.param == "socket"
-        else fakes.openai.in_process(models=["agent-orchestrator"])
+        fakes.openai.serve(models=[MODEL]) if request.param == "socket" else fakes.openai.in_process(models=[MODEL])
     )
     with context as handle:
         handle.app.add_rules(TWO_CALLS, LINK)
@@ -60,7 +59,7 @@ def fake(request) -> Iterator[FakeHandle]:
 
 
 def _chat(handle: FakeHandle, messages=USER, **kwargs) -> ChatTurn:
-    kwargs.setdefault("chat_id", "chat-1")
+    kwargs.setdefault("model", MODEL)
     kwargs.setdefault("token", "e2e-gateway-token")
     kwargs.setdefault("timeout", 20.0)
     if not handle.served:
@@ -93,21 +92,23 @@ def test_keepalives_are_skipped_and_counted(fake):
     assert turn.done
 
 
-def test_the_request_carries_the_session_and_user_headers_and_a_streaming_body(fake):
-    _chat(fake, chat_id="chat-42", user_jwt="header.payload.sig", tools=[TOOL], tool_choice="auto")
+def test_the_request_carries_the_callers_headers_and_a_streaming_body(fake):
+    _chat(fake, headers={"x-session-id": "chat-42", "x-caller": "header.payload.sig"}, tools=[TOOL], tool_choice="auto")
     (entry,) = fake.requests()
-    assert entry.headers[CHAT_ID_HEADER] == "chat-42"
-    assert entry.headers[USER_JWT_HEADER] == "header.payload.sig"
+    assert entry.headers["x-session-id"] == "chat-42"
+    assert entry.headers["x-caller"] == "header.payload.sig"
     assert entry.headers["authorization"] == "<redacted>"
     assert entry.headers["accept"] == "text/event-stream"
     body = entry.json()
-    assert (body["model"], body["stream"], body["tool_choice"]) == ("agent-orchestrator", True, "auto")
+    assert (body["model"], body["stream"], body["tool_choice"]) == (MODEL, True, "auto")
     assert fake.app.log().last().tool_names == ["get_device_battery"]
 
 
-def test_no_user_jwt_header_unless_given(fake):
+def test_no_header_of_a_services_own_unless_given(fake):
     _chat(fake)
-    assert USER_JWT_HEADER not in fake.requests()[0].headers
+    sent = {name.lower() for name in fake.requests()[0].headers}
+    assert [name for name in sent if name.startswith("x-")] == []
+    assert {"authorization", "accept", "content-type"} <= sent
 
 
 @pytest.mark.parametrize("kind", ["stream_stop", "stream_reset"])
@@ -172,7 +173,7 @@ def test_async_and_a_turn_resumed_with_the_tool_result(fake):
         first = await chat_turn(
             fake.url,
             USER,
-            chat_id="c",
+            model=MODEL,
             token="t",
             tools=[TOOL],
             timeout=20.0,
@@ -193,7 +194,7 @@ def test_async_and_a_turn_resumed_with_the_tool_result(fake):
         return await chat_turn(
             fake.url,
             messages,
-            chat_id="c",
+            model=MODEL,
             token="t",
             tools=[TOOL],
             timeout=20.0,
@@ -213,8 +214,8 @@ def test_async_and_a_turn_resumed_with_the_tool_result(fake):
 
 
 def test_caller_mistakes_are_refused_before_sending(fake):
-    with pytest.raises(ValueError, match="chat_id"):
-        _chat(fake, chat_id="")
+    with pytest.raises(ValueError, match="model"):
+        _chat(fake, model="")
     with pytest.raises(ValueError, match="messages"):
         _chat(fake, [])
     with pytest.raises(ValueError, match="timeout"):
@@ -223,7 +224,7 @@ def test_caller_mistakes_are_refused_before_sending(fake):
 
 
 def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(kubectl_standin: KubectlStandIn):
-    with fakes.openai.serve(models=["agent-orchestrator"]) as fake:
+    with fakes.openai.serve(models=[MODEL]) as fake:
         fake.app.add_rules(LINK)
         fake.fault("stream_pause", "/v1/chat/completions", after=3, delay=60.0)
         kubectl_standin.script(target_port=urlsplit(fake.url).port)
@@ -243,7 +244,7 @@ def test_a_dying_forward_mid_stream_is_port_forward_died_with_the_partial_text(k
                     started = time.monotonic()
                     with pytest.raises(PortForwardDied) as caught:
                         await chat_turn(
-                            fwd, [{"role": "user", "content": "link"}], chat_id="c", token="t", timeout=30.0
+                            fwd, [{"role": "user", "content": "link"}], model=MODEL, token="t", timeout=30.0
                         )
                 assert time.monotonic() - started < 20.0  # the exit ended it, not the 30 s budget
                 assert caught.value.partial is not None

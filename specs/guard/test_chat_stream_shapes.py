@@ -34,16 +34,16 @@ EXPECTED_CALLS = [(c["name"], c["arguments"]) for c in CALLS]
 @pytest.fixture(params=["socket", "in-process"])
 def fake(request: pytest.FixtureRequest) -> Iterator[FakeHandle[fakes.openai.OpenAIFake]]:
     context = (
-        fakes.openai.serve(models=["agent-orchestrator"])
+        fakes.openai.serve(models=["chat-model"])
         if request.param == "socket"
-        else fakes.openai.in_process(models=["agent-orchestrator"])
+        else fakes.openai.in_process(models=["chat-model"])
     )
     with context as handle:
         yield handle
 
 
 def _chat(handle: FakeHandle[Any], **kwargs: Any) -> ChatTurn:
-    kwargs.setdefault("chat_id", "chat-shapes")
+    kwargs.setdefault("model", "chat-model")
     kwargs.setdefault("token", "t")
     kwargs.setdefault("timeout", 20.0)
     if not handle.served:
@@ -334,9 +334,7 @@ def test_any_json_in_the_chunks_gives_a_turn_or_a_chat_error(chunks: list[Any], 
     transport = httpx.MockTransport(
         lambda request: httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
     )
-    outcome = _outcome(
-        lambda: chat_turn_sync("http://model.test", USER, chat_id="c", timeout=10.0, transport=transport)
-    )
+    outcome = _outcome(lambda: chat_turn_sync("http://model.test", USER, model="m", timeout=10.0, transport=transport))
     if isinstance(outcome, ChatStreamMalformed):
         assert 1 <= outcome.frame_number <= len(chunks)
         assert isinstance(outcome.partial, ChatTurn)

@@ -35,7 +35,7 @@ def test_available(kube, deployment):
 
 
 def _point_kubeconfig_at(server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "down-kubeconfig", server)))
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "down-kubeconfig", server, context="minikube")))
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,7 @@ def test_another_namespace_is_reached_through_an_explicit_still_guarded_kube(kub
 def test_kubectl_children_run_in_an_environment_the_harness_controls(
     kubectl_standin: KubectlStandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    kubeconfig = write_kubeconfig(tmp_path / "pinned", "https://127.0.0.1:8443")
+    kubeconfig = write_kubeconfig(tmp_path / "pinned", "https://127.0.0.1:8443", context="minikube")
     monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
     for name, value in {
         "HTTPS_PROXY": "http://proxy.invalid:3128",
@@ -171,7 +171,7 @@ def test_user_preferences_that_make_delete_interactive_change_nothing(
     )
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("KUBECTL_KUBERC", "true")  # kubectl 1.33 reads preferences only behind this switch
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", pod_server.url)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", pod_server.url, context="minikube")
     assert KUBECTL_133 is not None
     kube = Kube(
         "minikube", "controller-agent", allowed=("minikube",), kubectl_path=KUBECTL_133, kubeconfig=str(kubeconfig)
@@ -248,7 +248,7 @@ def test_real_kubectl_ends_a_sub_second_rollout_wait_by_itself(minor: int, tmp_p
     if kubectl is None:
         pytest.skip(f"kubectl 1.{minor} is not installed beside the kubectl on PATH")
     with StubApiServer({"/apis/apps/v1/namespaces/controller-agent/deployments/web": _DEPLOYMENT}) as server:
-        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, context="minikube")
         kube = Kube(
             "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
         )

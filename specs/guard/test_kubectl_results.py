@@ -31,7 +31,7 @@ def _real(minor: int) -> str:
 
 
 def _kube(kubectl: str, server: str, tmp_path: Path) -> Kube:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server, context="minikube")
     return Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig))
 
 

@@ -120,7 +120,7 @@ async def test_fetch_through_sync_inside_an_event_loop_names_fetch_through(targe
 @pytest.mark.anyio
 async def test_chat_turn_sync_inside_an_event_loop_names_chat_turn(target: TargetServer) -> None:
     with pytest.raises(SyncCallInEventLoop) as caught:
-        chat_turn_sync(target.url, [{"role": "user", "content": "hi"}], chat_id="c-1", timeout=10.0)
+        chat_turn_sync(target.url, [{"role": "user", "content": "hi"}], model="m", timeout=10.0)
     assert "use `await chat_turn(...)` there" in _one_line(caught.value)
     assert target.requests == []
 

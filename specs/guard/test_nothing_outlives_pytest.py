@@ -76,7 +76,9 @@ def chain(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     spec.parent.mkdir()
     spec.write_text(INNER)
     with silent_port() as port:
-        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"https://127.0.0.1:{port}", exec_command=[str(plugin)])
+        kubeconfig = write_kubeconfig(
+            tmp_path / "kubeconfig", f"https://127.0.0.1:{port}", exec_command=[str(plugin)], context="minikube"
+        )
         env = {
             **os.environ,
             "WRAPPER": str(wrapper),
