@@ -82,6 +82,10 @@ def main() -> None:
         for line in harness_lines:
             print(f"    {line}")
         print(f"artifacts/ folder left in the project: {'yes' if (project / 'artifacts').exists() else 'no'}")
+        # Without cached byte-code every run compiles the plugin's modules (and pytest re-parses the ones it loads as
+        # plugins): the cost a CI job with PYTHONDONTWRITEBYTECODE=1 pays, well above an installed package's.
+        cached = "off (PYTHONDONTWRITEBYTECODE): every run compiles" if sys.flags.dont_write_bytecode else "on"
+        print(f"byte-code caching: {cached}")
 
 
 if __name__ == "__main__":

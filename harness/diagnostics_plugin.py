@@ -27,6 +27,9 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   evidence, the record of a spec that is marked ``cluster``, used a harness or fakes fixture, touched a cluster or
   opened a port-forward, or ``--harness-report``, which records every spec). A run that wrote one removes the
   oldest run folders beyond ``[tool.harness] keep_runs`` (default 20).
+
+PYTEST_DONT_REWRITE: pytest loads this module as a plugin (``pytest_plugins``), and would otherwise rewrite its
+asserts on every run where no byte-code is cached (``PYTHONDONTWRITEBYTECODE``); it has no assert a spec reads.
 """
 
 from __future__ import annotations

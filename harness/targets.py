@@ -19,6 +19,9 @@ only through :class:`StandIn`; it imports nothing of any stack itself.
 - Budgets: a wait whose budget was clamped to fit the test's pytest-timeout is listed under "budgets that do not fit"
   in the summary; against the twin, the cluster spec that ran it fails even when the wait succeeded, because on a
   slower cluster the clamp would cut it short.
+
+PYTEST_DONT_REWRITE: pytest loads this module as a plugin (``pytest_plugins``), and would otherwise rewrite its
+asserts on every run where no byte-code is cached (``PYTHONDONTWRITEBYTECODE``); it has no assert a spec reads.
 """
 
 from __future__ import annotations
