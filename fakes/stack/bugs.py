@@ -105,7 +105,8 @@ BUGS: dict[str, Bug] = {
             "on a resumed turn, the planner's duplicate-call guard finishes a byte-identical repeat of an answered "
             "caller-tool call with no result, and the reply renders a literal ```json undefined``` block instead of "
             "the last tool result (caught in the product's review)",
-            "specs/cluster/test_caller_tool_resume.py::test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result",
+            "specs/cluster/test_caller_tool_resume.py::"
+            "test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result",
         ),
         Bug(
             "index-below-threshold",
