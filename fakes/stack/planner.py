@@ -106,6 +106,11 @@ def last_user_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
+def is_resumed(messages: list[dict[str, Any]]) -> bool:
+    """True when the conversation ends with a ``role: "tool"`` result: the client resumes a turn."""
+    return bool(messages) and messages[-1].get("role") == "tool"
+
+
 def answered_calls(messages: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """``(name, arguments text)`` of every assistant tool call in ``messages`` that a ``role: "tool"`` message
     answered (matched by ``tool_call_id``)."""
@@ -172,11 +177,9 @@ class Planner:
     async def run(self, messages: list[dict[str, Any]], tools: list[CallerTool], tool_choice: Any) -> Plan:
         """Plan one turn (see the module docstring). Raises ``ModelFailed`` and what Qdrant access raises."""
         query = last_user_text(messages)
-        resumed = bool(messages) and messages[-1].get("role") == "tool"
-        if resumed and tool_choice == "none" and "tool-choice-none-ignored-on-resume" in self.bugs:
+        if is_resumed(messages) and tool_choice == "none" and "tool-choice-none-ignored-on-resume" in self.bugs:
             tool_choice = None
-        indexed = len(tools) > self.top_k or "index-below-threshold" in self.bugs
-        ids = await self.caller_tools.index(tools) if indexed else None
+        ids = await self.caller_tools.index(tools) if self._uses_index(tools) else None
         vector = (await self.model.embed([query or " "]))[0]
         skill = await self.skills.select(query, vector)
         advertised = await self._advertise(skill, tools, ids, vector, tool_choice)
@@ -216,6 +219,10 @@ class Planner:
         return plan
 
     # --- what the model is offered ------------------------------------------------------------------------------
+
+    def _uses_index(self, tools: list[CallerTool]) -> bool:
+        """True above the threshold: with ``top_k`` caller tools or fewer there is nothing to prune."""
+        return len(tools) > self.top_k or "index-below-threshold" in self.bugs
 
     async def _advertise(
         self,
