@@ -16,6 +16,7 @@ the battery tool, so both turns end in that call.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -173,7 +174,7 @@ def battery_turn(turns: ToolTurns, tools: list[dict[str, Any]], what: str) -> No
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_no_more_tools_than_k_skip_the_index(stack: Stack, turns: ToolTurns) -> None:
-    set_name = "index threshold set, K tools"
+    set_name = f"index threshold set {uuid.uuid4().hex[:8]}, K tools"  # new to the cache on a retry too
     tools = tool_set(TOP_K, set_name)
     before = qdrant(stack).point_count(CALLER_TOOLS)
     traffic = IndexTraffic(stack, turns.journal, set_name)  # marked after the spec's own count
@@ -189,7 +190,7 @@ def test_no_more_tools_than_k_skip_the_index(stack: Stack, turns: ToolTurns) -> 
 
 @pytest.mark.timeout(timeout_for(SKILL_INDEXED, TOOL_TURN))
 def test_more_tools_than_k_use_the_index(stack: Stack, turns: ToolTurns) -> None:
-    set_name = "index threshold set, K+1 tools"
+    set_name = f"index threshold set {uuid.uuid4().hex[:8]}, K+1 tools"  # new to the cache on a retry too
     tools = tool_set(TOP_K + 1, set_name)
     before = qdrant(stack).point_count(CALLER_TOOLS)
     traffic = IndexTraffic(stack, turns.journal, set_name)  # marked after the spec's own count
