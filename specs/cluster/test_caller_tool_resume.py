@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from harness.invoke import Invocation, InvokeClient, InvokeRejected
-from harness.model_journal import ModelJournal
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller.invoke import Invocation, InvokeClient, InvokeRejected
+from specs.agent_controller.model_journal import ModelJournal
 from specs.cluster.stack import Stack, timeout_for
 from specs.cluster.tools_support import (
     BEARER,

@@ -23,9 +23,9 @@ import re
 import pytest
 
 from harness import unique_issue_number, wait_for_sync
-from harness.agentruns import AGENTRUN_RESOURCE
-from harness.bounce import bounce_pod
-from harness.pacing import pace_stub_agent
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
+from specs.agent_controller.bounce import bounce_pod
+from specs.agent_controller.pacing import pace_stub_agent
 from specs.cluster.stack import (
     BOUNCE,
     COMMENT,
