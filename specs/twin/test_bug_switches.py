@@ -27,6 +27,11 @@ CONTINUITY = "specs/cluster/test_identity_continuity.py"
 JWT_EXPIRY = f"{CONTINUITY}::test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires"
 HIJACK = f"{CONTINUITY}::test_another_caller_cannot_resume_the_owners_parked_request"
 REFRESH = "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed"
+RESUME = "specs/cluster/test_caller_tool_resume.py"
+REPEAT = f"{RESUME}::test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result"
+INVOKE_RESUME = f"{RESUME}::test_invoke_never_resumes_a_turn_from_a_tool_result"
+NONE_ON_RESUME = f"{RESUME}::test_tool_choice_none_on_a_resumed_turn_offers_nothing"
+BELOW_K = "specs/cluster/test_caller_tool_index.py::test_no_more_tools_than_k_skip_the_index"
 
 CASES = {
     "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
@@ -58,6 +63,19 @@ CASES = {
     ),
     "parked-turn-hijack": (HIJACK, ["resumed the owner's parked request"]),
     "refresh-without-client-secret": (REFRESH, ["read the link as dead instead of refreshing it"]),
+    "repeat-call-no-result": (
+        REPEAT,
+        ["a repeated call on a resumed turn must finish carrying the last tool's result", "literal 'undefined'"],
+    ),
+    "index-below-threshold": (
+        BELOW_K,
+        ["with 3 caller tools, no more than K=3, the caller-tool index must be skipped; caller_tools went from"],
+    ),
+    "invoke-resumes": (INVOKE_RESUME, ["only chat resumes: /invoke"]),
+    "tool-choice-none-ignored-on-resume": (
+        NONE_ON_RESUME,
+        ['on a turn that must offer none (tool_choice "none" on a resumed turn)'],
+    ),
 }
 INNER_TIMEOUT = 600.0
 """Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""
