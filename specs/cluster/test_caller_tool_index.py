@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from harness.fetch import fetch_through_sync
-from harness.qdrant import CALLER_TOOLS
 from harness.qdrant import DEFAULT_TIMEOUT as QDRANT_EXCHANGE
 from harness.targets import TargetChoice
 from specs.agent_controller.model_journal import ModelJournal
+from specs.agent_controller.qdrant_collections import CALLER_TOOLS
 from specs.cluster.stack import Stack, timeout_for
 from specs.cluster.tools_support import (
     QDRANT,
