@@ -127,10 +127,11 @@ class Gateway:
             return None
         sender = payload.get("sender") or {}
         login = str(sender.get("login", ""))
-        if sender.get("type") == "Bot" or login == self.bot or login not in self.allow:
+        if self._dropped(sender, login):
             self.ctx.log(f"gateway: dropped {delivery or 'a delivery'} from {login or 'nobody'} (not allowed)")
             return None
-        if delivery and delivery in self.seen:
+        if delivery and delivery in self.seen and "redelivery-runs-twice" not in self.ctx.bugs:
+            self.ctx.log(f"gateway: delivery {delivery} seen before (a redelivery): ignored")
             return None
         repo = payload.get("repository") or {}
         issue = payload.get("issue") or {}
@@ -171,10 +172,19 @@ class Gateway:
             "answer": None,
         }
 
+    def _dropped(self, sender: dict[str, Any], login: str) -> bool:
+        """The bot itself, any ``Bot`` sender and logins outside the allowlist start nothing (a reply loop and a
+        stranger's label otherwise cost a turn each)."""
+        if "bot-events-not-dropped" in self.ctx.bugs:  # the shipped bug: the sender filter is gone
+            return False
+        return sender.get("type") == "Bot" or login == self.bot or login not in self.allow
+
     # --- the relay --------------------------------------------------------------------------------------------
 
     async def _relay(self, turn: dict[str, Any], swept: bool) -> None:
         try:
+            if swept and turn["step"] == "done":  # only kept with duplicate-reply-after-restart on
+                turn["step"] = "comment"  # the shipped bug: the sweep posts the reply it holds again
             if turn["step"] == "relay":
                 turn["answer"] = await self._ask(turn)
                 turn["step"] = "comment"
@@ -203,7 +213,10 @@ class Gateway:
                         None,
                         tolerate=(404,),
                     )
-            self.outbox.pop(turn["id"], None)
+            if "duplicate-reply-after-restart" in self.ctx.bugs:
+                turn["step"] = "done"  # the shipped bug: an answered turn stays in the outbox, its reply held
+            else:
+                self.outbox.pop(turn["id"], None)
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")
         except asyncio.CancelledError:
             raise  # the outbox keeps the turn for the next gateway's sweep
