@@ -8,7 +8,8 @@ at once, also for events it ignores, and works in the background:
   ``stub-agent``, ``ai-review`` -> ``stub-swe-agent``) starts a turn, for the route's agent with the route's
   rendered ``promptTemplate`` as its goal and the event's repository; the bot (``e2e-bot``), any
   ``Bot`` sender and senders outside the allowlist are dropped silently: no error, no AgentRun; a delivery id seen
-  before is ignored;
+  before (a redelivery: same ``X-GitHub-Delivery``) is ignored, also after a restart (the ids are on the outbox's
+  volume claim; the twin's reading, unverified: specs/cluster/README.md §9);
 - the session is ``github:<owner>/<repo>#<n>``, the subject ``github:<lower-cased login>``; the turn goes to the
   orchestrator (``POST /invoke`` with the bearer ``e2e-gateway-token`` and a signed sender assertion), then
   ``GET /invoke/<id>`` every 2 s for up to 90 s;

@@ -12,6 +12,7 @@ notes the gap, since changes inside it cannot be known.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,8 +63,12 @@ class PhaseWatch:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self.stop()
+            return
+        with contextlib.suppress(PhaseWatchFailed):  # the body's own failure is the one to report
+            self.stop()
 
     def stop(self) -> list[str | None]:
         """End the watch (at most one window plus one wait interval later) and return :meth:`phases`."""
