@@ -6,15 +6,15 @@ others, then ``[namespaces/<ns>/]<plural>[/<name>[/<subresource>]]``. Errors are
 is a 400 naming the decoder's complaint. Answers are JSON whatever protobuf the client also offers (client-go and
 kubectl accept JSON everywhere). ``dryRun=All`` computes the answer without storing it.
 
-Server-side apply (``application/apply-patch+yaml``) is approximate: the applied object is merged into the current
-one with strategic-merge rules for built-in kinds (merge patch for custom resources), a missing object is created
-(201), ``managedFields`` records one entry per field manager; field ownership and conflicts are not tracked
-(``force`` is accepted and changes nothing), and fields a manager stops applying are not removed.
+Server-side apply (``application/apply-patch+yaml``) and the ``managedFields`` of every write follow
+structured-merge-diff (:mod:`fakes.kube.managed`): ownership per manager and operation, fields a manager stops
+applying removed, 409 conflicts, ``force=true``; a missing object is created (201).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -23,24 +23,49 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, openapi, patch, protobuf, shapes, tables, validation
+from fakes.kube import discovery, managed, openapi, options, patch, protobuf, shapes, tables, validation
 from fakes.kube.clock import rfc3339
-from fakes.kube.errors import ApiError, bad_request, method_not_allowed, not_found, page_not_found
+from fakes.kube.errors import (
+    STALE,
+    ApiError,
+    bad_request,
+    conflict,
+    method_not_allowed,
+    not_found,
+    page_not_found,
+    status_object,
+)
 from fakes.kube.extensions import SubresourceContext
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import label_selector_string, parse_field_selector, parse_label_selector
-from fakes.kube.store import require_object
+from fakes.kube.store import precondition_failed, require_object
 from fakes.kube.watch import for_version, serve_watch
 
 Obj = dict[str, Any]
 HEALTH = ("/healthz", "/readyz", "/livez")
 JSON_TYPE = "application/json"
 #: Types whose DELETE answers the deleted object rather than a ``Status`` (their registries return it).
-RETURNS_OBJECT = frozenset({"/pods", "/namespaces", "apiextensions.k8s.io/customresourcedefinitions"})
+#: Types whose DELETE answers the deleted object rather than a ``Status``: the registries built with
+#: ``ReturnDeletedObject: true`` (kubernetes ``pkg/registry/core/{pod,service,serviceaccount,namespace,
+#: persistentvolume,persistentvolumeclaim}/storage``, ``storage/storageclass``; apiextensions-apiserver for CRDs and
+#: every custom resource). Every other kind answers ``Status{status: Success, details}``.
+RETURNS_OBJECT = frozenset(
+    {
+        "/pods",
+        "/services",
+        "/serviceaccounts",
+        "/namespaces",
+        "/persistentvolumes",
+        "/persistentvolumeclaims",
+        "storage.k8s.io/storageclasses",
+        "apiextensions.k8s.io/customresourcedefinitions",
+    }
+)
 
 
 def json_response(payload: Any, status: int = 200, content_type: str = JSON_TYPE) -> web.Response:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    """A compact JSON answer ending in a newline, as the apiserver's encoder (Go's ``json.Encoder.Encode``) writes."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
     return web.Response(status=status, body=body, headers={"Content-Type": content_type})
 
 
@@ -254,11 +279,11 @@ def _check_type(rt: ResourceType, obj: Obj) -> None:
 
 
 def _dry_run(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise bad_request(f'Invalid value: "{value}": supported values: "All"')
-    return bool(values)
+    """``?dryRun=All`` on a create, update or patch; anything else is the 422 ``ValidateCreateOptions`` (and the
+    update and patch variants) answers."""
+    method = request.method.upper()
+    kind = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}.get(method, "CreateOptions")
+    return options.dry_run(request.query, kind)
 
 
 # --- reads ------------------------------------------------------------------------------------------------
@@ -353,7 +378,7 @@ def _prepare_new(rt: ResourceType, target: Target, obj: Obj) -> Obj:
 def _create(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
     obj = _prepare_new(rt, target, require_object(parse_body(request, body)))
-    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update")
+    _record_update(request, double, rt, None, obj)
     validation.validate(rt, obj)
     created = double.store.create(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, created, 201)
@@ -366,11 +391,30 @@ def _replace(request: web.Request, double: Any, target: Target, body: bytes) -> 
     if sent_name != target.name:
         raise bad_request(f"the name of the object ({sent_name}) does not match the name on the URL ({target.name})")
     old = double.store.require(rt, target.namespace, target.name or "")
+    _check_preconditions(rt, target, obj, old)
     _carry_allocated(rt, old, obj)
     validation.validate(rt, obj, old)
-    _record_manager(double, obj, request.query.get("fieldManager") or _default_manager(request), "Update", old)
+    _record_update(request, double, rt, old, obj)
     updated = double.store.update(rt, obj, namespace=target.namespace, dry_run=_dry_run(request))
     return _answer_object(request, double, rt, updated)
+
+
+def _check_preconditions(rt: ResourceType, target: Target, sent: Obj, current: Obj) -> None:
+    """The sent uid and resourceVersion against the stored object, before any validation: the registry's
+    ``GuaranteedUpdate`` compares them first and only then runs the strategy's ``ValidateUpdate`` (apiserver
+    ``pkg/registry/generic/registry/store.go`` ``Update``), so a stale write is a 409 even when it is also invalid."""
+    meta = sent.get("metadata") or {}
+    uid = meta.get("uid")
+    if uid and uid != current["metadata"].get("uid"):
+        raise precondition_failed(
+            rt,
+            target.namespace or "",
+            target.name or "",
+            f"UID in precondition: {uid}, UID in object meta: {current['metadata'].get('uid')}",
+        )
+    sent_rv = meta.get("resourceVersion")
+    if sent_rv and sent_rv != current["metadata"].get("resourceVersion"):
+        raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
 
 def _carry_allocated(rt: ResourceType, old: Obj, new: Obj) -> None:
@@ -402,9 +446,10 @@ def _patch(
     result = shapes.drop_nulls(patch.apply_patch(media, current, sent, resource_key=rt.key, custom=rt.custom))
     shapes.check_object(rt.key, rt.kind, result, custom=rt.custom)
     _check_identity(rt, target, result)
+    _check_preconditions(rt, target, result, current)
     if subresource is None:
         validation.validate(rt, result, current)
-    _record_manager(double, result, manager or _default_manager(request), "Update", current)
+    _record_update(request, double, rt, current, result, subresource)
     if result.get("metadata", {}).get("resourceVersion") == current["metadata"].get("resourceVersion"):
         result["metadata"].pop("resourceVersion", None)  # patches apply to the latest version
     updated = double.store.update(
@@ -435,28 +480,32 @@ def _server_side_apply(
     _check_type(rt, applied)
     if applied.get("apiVersion") is None or applied.get("kind") is None:
         raise bad_request("invalid object type: /, Kind=")
+    force = _force(request)
+    write = _write(double, rt, subresource)
     current = double.store.get(rt, target.namespace, target.name or "")
     dry = _dry_run(request)
     if current is None:
         obj = _prepare_new(rt, target, applied)
         obj["metadata"]["name"] = target.name
+        obj = shapes.drop_nulls(managed.apply(None, obj, manager, write, force=force))
         validation.validate(rt, obj)
-        _record_manager(double, obj, manager, "Apply")
         created = double.store.create(rt, obj, namespace=target.namespace, keep_status=False, dry_run=dry)
         return _answer_object(request, double, rt, created, 201)
-    if rt.custom:
-        merged = patch.merge_patch(current, applied)
-    else:
-        merged = patch.strategic_merge(current, applied, patch.shape_for(rt.key))
-    merged = shapes.drop_nulls(merged)
+    merged = shapes.drop_nulls(managed.apply(current, applied, manager, write, force=force))
     shapes.check_object(rt.key, rt.kind, merged, custom=rt.custom)
     merged["metadata"].pop("resourceVersion", None)
     _check_identity(rt, target, merged)
     if subresource is None:
         validation.validate(rt, merged, current)
-    _record_manager(double, merged, manager, "Apply", current)
     updated = double.store.update(rt, merged, namespace=target.namespace, subresource=subresource, dry_run=dry)
     return _answer_object(request, double, rt, updated)
+
+
+def _force(request: web.Request) -> bool:
+    value = request.query.get("force", "false")
+    if value not in ("true", "false", "1", "0", "True", "False"):
+        raise bad_request(f'invalid boolean value for force: "{value}"')
+    return value in ("true", "1", "True")
 
 
 def _default_manager(request: web.Request) -> str:
@@ -464,80 +513,59 @@ def _default_manager(request: web.Request) -> str:
     return agent.split("/")[0] or "unknown"
 
 
-def _record_manager(double: Any, obj: Obj, manager: str, operation: str, old: Obj | None = None) -> None:
-    """One ``managedFields`` entry per (manager, operation), replacing its previous one (no field sets)."""
-    meta = obj.setdefault("metadata", {})
-    entries = [
-        e
-        for e in (old or {}).get("metadata", {}).get("managedFields") or meta.get("managedFields") or []
-        if isinstance(e, dict) and not (e.get("manager") == manager and e.get("operation") == operation)
-    ]
-    entries.append(
-        {
-            "manager": manager,
-            "operation": operation,
-            "apiVersion": obj.get("apiVersion", ""),
-            "time": rfc3339(double.clock.time()),
-            "fieldsType": "FieldsV1",
-            "fieldsV1": {},
-        }
+def _write(double: Any, rt: ResourceType, subresource: str | None) -> managed.Write:
+    return managed.Write(
+        schema=managed.Schema(rt.key, rt.custom, rt.schema),
+        api_version=rt.api_version,
+        subresource=subresource or "",
+        now=rfc3339(double.clock.time()),
+        status_subresource=rt.status_subresource,
     )
-    meta["managedFields"] = entries
 
 
-def _delete_options(request: web.Request, body: bytes) -> tuple[int | None, str, Obj]:
-    options: Obj = {}
-    if body.strip():
-        parsed = parse_body(request, body)
-        if not isinstance(parsed, dict):
-            raise bad_request("DeleteOptions must be an object")
-        options = parsed
-    grace_text = request.query.get("gracePeriodSeconds")
-    grace: Any = options.get("gracePeriodSeconds")
-    if grace_text is not None:
-        try:
-            grace = int(grace_text)
-        except ValueError:
-            raise bad_request(f'invalid value for gracePeriodSeconds: "{grace_text}"') from None
-    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
-        raise bad_request("gracePeriodSeconds must be an integer")
-    propagation = request.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
-    if propagation not in ("Background", "Foreground", "Orphan"):
-        raise bad_request(f'Unsupported value: "{propagation}": supported values: "Background", "Foreground", "Orphan"')
-    return grace, str(propagation), options.get("preconditions") or {}
+def _record_update(
+    request: web.Request, double: Any, rt: ResourceType, live: Obj | None, new: Obj, subresource: str | None = None
+) -> None:
+    """``new``'s ``managedFields`` after this non-apply write (the ``fieldManager`` query, else the user agent's
+    first word, as the apiserver's ``prefixFromUserAgent``)."""
+    manager = request.query.get("fieldManager") or _default_manager(request)
+    managed.record_update(live, new, manager, _write(double, rt, subresource))
+
+
+def _delete_options(request: web.Request, body: bytes) -> options.DeleteOptions:
+    sent = parse_body(request, body) if body.strip() else None
+    return options.delete_options(sent, request.query)
 
 
 def _delete(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
-    grace, propagation, pre = _delete_options(request, body)
-    if _dry_run(request):
-        obj = double.store.require(rt, target.namespace, target.name or "")
-        return _answer_object(request, double, rt, obj)
+    opts = _delete_options(request, body)
     obj, gone = double.store.delete(
         rt,
         target.namespace,
         target.name or "",
-        grace_seconds=grace,
-        propagation=propagation,
-        precondition_uid=pre.get("uid"),
-        precondition_rv=pre.get("resourceVersion"),
+        grace_seconds=opts.grace_period_seconds,
+        propagation=opts.propagation,
+        precondition_uid=opts.precondition_uid,
+        precondition_rv=opts.precondition_rv,
+        dry_run=opts.dry_run,
     )
     if not gone or rt.key in RETURNS_OBJECT or rt.custom:
         return _answer_object(request, double, rt, obj)
-    details: Obj = {"name": target.name, "kind": rt.plural, "uid": obj["metadata"].get("uid", "")}
+    details: Obj = {"name": target.name}
     if rt.group:
         details["group"] = rt.group
-    return json_response(
-        {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-    )
+    details["kind"] = rt.plural  # the registry puts the resource in ``kind`` (store.go finalizeDelete)
+    details["uid"] = obj["metadata"].get("uid", "")
+    return json_response(status_object("Success", 0, details=details))
 
 
 def _delete_collection(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
     rt = target.rt
     if "deletecollection" not in rt.verbs:
         raise method_not_allowed("DELETE", rt.plural, rt.group)
-    grace, propagation, _ = _delete_options(request, body)
     labels, fields = _selectors(request, rt)
+    opts = _delete_options(request, body)
     items, _ = double.store.list(rt, target.namespace)
     deleted = []
     for obj in items:
@@ -548,8 +576,9 @@ def _delete_collection(request: web.Request, double: Any, target: Target, body: 
                 rt,
                 obj["metadata"].get("namespace"),
                 obj["metadata"]["name"],
-                grace_seconds=grace,
-                propagation=propagation,
+                grace_seconds=opts.grace_period_seconds,
+                propagation=opts.propagation,
+                dry_run=opts.dry_run,
             )
         except ApiError as exc:
             if exc.code == 404:
@@ -583,7 +612,7 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
             return _answer_object(request, double, rt, obj)
         if method == "PUT":
             sent = _prepare_new(rt, target, require_object(parse_body(request, body)))
-            _record_manager(double, sent, request.query.get("fieldManager") or _default_manager(request), "Update", obj)
+            _record_update(request, double, rt, obj, sent, "status")
             updated = double.store.update(
                 rt, sent, namespace=target.namespace, subresource="status", dry_run=_dry_run(request)
             )
@@ -687,8 +716,13 @@ def _scale(request: web.Request, double: Any, target: Target, obj: Obj, body: by
         raise conflict(rt.plural, rt.group, target.name or "", STALE)
 
     def set_replicas(o: Obj) -> None:
+        before = copy.deepcopy(o)
         o.setdefault("spec", {})["replicas"] = replicas
+        _record_update(request, double, rt, before, o, "scale")
 
+    if _dry_run(request):
+        set_replicas(obj)  # ``obj`` is the store's copy: the preview is never written
+        return json_response(scale_of(rt, obj))
     updated = double.store.mutate(rt, target.namespace, target.name or "", set_replicas)
     return json_response(scale_of(rt, updated))
 

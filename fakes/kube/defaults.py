@@ -23,6 +23,7 @@ def pod_spec(spec: Obj) -> None:
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("enableServiceLinks", True)
     for container in itertools.chain(spec.get("initContainers") or [], spec.get("containers") or []):
         if not isinstance(container, dict):
             continue
@@ -191,9 +192,75 @@ class ClusterIPs:
 
 def apply_defaults(resource_key: str, obj: Obj, ips: ClusterIPs) -> None:
     """Fill in what a real server defaults for ``resource_key`` (``"apps/deployments"``)."""
+    status_defaults(resource_key, obj)
+    if resource_key == "/pods":
+        pod_admission(obj)
     if resource_key == "/services":
         service(obj, ips.allocate)
         return
     fill = BY_KEY.get(resource_key)
     if fill is not None:
         fill(obj)
+
+
+#: The ``status`` a new object of each kind carries before any controller writes one: Go's encoding/json never omits
+#: a struct, so the empty status struct is ``{}`` and its non-``omitempty`` fields are zeros (``k8s.io/api``
+#: ``types.go``: ``ServiceStatus.LoadBalancer``, ``ReplicaSetStatus.Replicas``, ``StatefulSetStatus.Replicas`` and
+#: ``AvailableReplicas``).
+EMPTY_STATUS: dict[str, Obj] = {
+    "/services": {"loadBalancer": {}},
+    "apps/deployments": {},
+    "apps/replicasets": {"replicas": 0},
+    "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
+    "batch/jobs": {},
+    "batch/cronjobs": {},
+}
+
+
+def status_defaults(resource_key: str, obj: Obj) -> None:
+    """Fill the status fields a real server always shows (see :data:`EMPTY_STATUS`); a status already written keeps
+    its values."""
+    empty = EMPTY_STATUS.get(resource_key)
+    if empty is None:
+        return
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = obj["status"] = {}
+    for key, value in empty.items():
+        status.setdefault(key, dict(value) if isinstance(value, dict) else value)
+
+
+#: The tolerations the ``DefaultTolerationSeconds`` admission plugin (on by default) gives every pod.
+DEFAULT_TOLERATIONS = tuple(
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    for taint in ("not-ready", "unreachable")
+)
+
+
+def pod_admission(obj: Obj) -> None:
+    """What kube-apiserver's default admission plugins add to a pod: ``Priority`` (no priority class: ``priority: 0``
+    and ``preemptionPolicy: PreemptLowerPriority``) and ``DefaultTolerationSeconds`` (not-ready and unreachable
+    nodes tolerated for 300 s unless the pod already tolerates them; ``plugin/pkg/admission/defaulttolerationseconds``
+    in kubernetes/kubernetes)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    if not spec.get("priorityClassName"):
+        spec.setdefault("priority", 0)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    tolerations = spec.get("tolerations")
+    if tolerations is not None and not isinstance(tolerations, list):
+        return
+    present = list(tolerations or [])
+    for default in DEFAULT_TOLERATIONS:
+        if not any(_tolerates(t, str(default["key"])) for t in present):
+            present.append(dict(default))
+    spec["tolerations"] = present
+
+
+def _tolerates(toleration: Any, key: str) -> bool:
+    if not isinstance(toleration, dict) or toleration.get("effect") not in (None, "", "NoExecute"):
+        return False
+    return toleration.get("key") in (None, "", key) and (
+        toleration.get("key") or toleration.get("operator") == "Exists"
+    )

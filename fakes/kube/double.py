@@ -15,6 +15,7 @@ skips), ``reset()``, ``error_response(status)`` (an injected status fault answer
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -158,7 +159,8 @@ class KubeDouble:
         """The Status body for an injected ``status`` fault (429 carries ``Retry-After: 1`` unless overridden)."""
         error = for_status(status)
         headers = [("Retry-After", str(error.retry_after))] if error.retry_after is not None else []
-        return FakeResponse.json(status, error.status_body(), headers)
+        body = json.dumps(error.status_body(), separators=(",", ":")).encode() + b"\n"
+        return FakeResponse(status, [("content-type", "application/json"), *headers], body)
 
     def admin(self, request: FakeRequest) -> FakeResponse | None:
         route = request.path[len("/_fake") :].rstrip("/")

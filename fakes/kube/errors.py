@@ -48,15 +48,6 @@ class ApiError(Exception):
 
     def status_body(self) -> dict[str, Any]:
         """The ``Status`` object for this error."""
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
         details: dict[str, Any] = {}
         if self.name:
             details["name"] = self.name
@@ -68,11 +59,26 @@ class ApiError(Exception):
             details["causes"] = [c.to_dict() for c in self.causes]
         if self.retry_after is not None:
             details["retryAfterSeconds"] = self.retry_after
-        if details:
-            body["details"] = details
-        if not self.reason:
-            del body["reason"]
-        return body
+        return status_object("Failure", self.code, message=self.message, reason=self.reason, details=details)
+
+
+def status_object(
+    status: str, code: int, *, message: str = "", reason: str = "", details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A ``Status`` with its keys in the order Go's encoding/json writes ``metav1.Status``: kind, apiVersion,
+    metadata, status, message, reason, details, code (``omitempty`` fields left out when empty; apimachinery
+    ``pkg/apis/meta/v1/types.go``). ``details`` keys must already be in ``StatusDetails`` order: name, group, kind,
+    uid, causes, retryAfterSeconds."""
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": status}
+    if message:
+        body["message"] = message
+    if reason:
+        body["reason"] = reason
+    if details:
+        body["details"] = details
+    if code:
+        body["code"] = code
+    return body
 
 
 def qualified(resource: str, group: str) -> str:

@@ -5,7 +5,9 @@ Transports (one handler serves both; which one a kubectl uses is in :mod:`fakes.
 - the WebSocket tunnel (kubectl >= 1.31): ``GET`` upgrading to a WebSocket with subprotocol
   ``SPDY/3.1+portforward.k8s.io``; binary messages then carry raw SPDY bytes cut anywhere (client-go
   ``tools/portforward/tunneling_connection.go``), so frames are reassembled by :class:`~fakes.kube.spdy.FrameDecoder`.
-  A request that does not offer that subprotocol gets a 400, which makes kubectl fall back to the SPDY upgrade;
+  A request offering neither it nor a channel protocol gets a 400, which makes kubectl fall back to the SPDY
+  upgrade; ``v4.channel.k8s.io`` and ``v4.base64.channel.k8s.io`` (the Python client) are served by
+  :mod:`fakes.kube.portforward_channels`;
 - the SPDY upgrade (kubectl <= 1.30, or ``KUBECTL_PORT_FORWARD_WEBSOCKETS=false``): ``POST`` with ``Upgrade:
   SPDY/3.1`` and ``X-Stream-Protocol-Version: portforward.k8s.io``, answered ``101 Switching Protocols`` with the
   same headers; SPDY then runs on the raw socket.
@@ -56,7 +58,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import WSMsgType, web
 
-from fakes.kube import spdy
+from fakes.kube import portforward_channels, spdy
 from fakes.kube.errors import ApiError, bad_request
 
 if TYPE_CHECKING:
@@ -314,12 +316,14 @@ class PortForwarding:
         upgrade = request.headers.get("Upgrade", "").lower()
         if upgrade == "websocket":
             offered = _tokens(request.headers.getall("Sec-WebSocket-Protocol", []))
-            if TUNNEL_PROTOCOL not in offered:
-                raise bad_request(
-                    f"unable to upgrade connection: the WebSocket subprotocol {TUNNEL_PROTOCOL} was not "
-                    f"offered (got {sorted(offered) or 'none'})"
-                )
-            return await self._serve_websocket(ctx)
+            if TUNNEL_PROTOCOL in offered:
+                return await self._serve_websocket(ctx)
+            if portforward_channels.offered(offered):
+                return await portforward_channels.serve(self, ctx, offered)
+            raise bad_request(
+                f"unable to upgrade connection: requested protocol(s) are not supported: {sorted(offered)}; "
+                f"supports [{TUNNEL_PROTOCOL} {' '.join(portforward_channels.PROTOCOLS)}]"
+            )
         if upgrade.startswith("spdy/3.1"):
             offered = _tokens(request.headers.getall("X-Stream-Protocol-Version", []))
             if STREAM_PROTOCOL not in offered:

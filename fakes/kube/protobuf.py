@@ -50,7 +50,7 @@ SCHEMA: dict[str, dict[int, str]] = {
     "TypeMeta": {1: "apiVersion", 2: "kind"},
     "ObjectMeta": _META,
     "Time": {1: "seconds:i", 2: "nanos:i"},
-    "OwnerReference": {1: "kind", 2: "name", 3: "uid", 4: "controller:b!", 5: "apiVersion", 6: "blockOwnerDeletion:b!"},
+    "OwnerReference": {1: "kind", 3: "name", 4: "uid", 5: "apiVersion", 6: "controller:b!", 7: "blockOwnerDeletion:b!"},
     "LabelSelector": {1: "matchLabels:map", 2: "matchExpressions:[LabelSelectorRequirement"},
     "LabelSelectorRequirement": {1: "key", 2: "operator", 3: "values:[s"},
     "ObjectReference": {

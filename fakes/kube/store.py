@@ -321,6 +321,7 @@ class Store:
             if check_version and sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt.plural, rt.group, name, STALE)
             new = self._merge_for_update(rt, old, obj, subresource)
+            defaults.status_defaults(rt.key, new)
             if subresource is None:
                 if rt.key == "/services" and not (new.get("spec") or {}).get("clusterIP"):
                     old_ip = (old.get("spec") or {}).get("clusterIP")
@@ -387,9 +388,13 @@ class Store:
         propagation: str = "Background",
         precondition_uid: str | None = None,
         precondition_rv: str | None = None,
+        dry_run: bool = False,
     ) -> tuple[Obj, bool]:
         """Delete as a real server does (see the module docstring). Returns ``(object, gone)``: ``gone`` False
-        when the object stays (finalizers, a terminating pod). Raises :class:`ApiError` 404 / 409 (precondition)."""
+        when the object stays (finalizers, a terminating pod). ``dry_run``: every check runs and the answer is the
+        one a real delete would give, but nothing is written and no dependent is touched (the registry's dry-run
+        path, apiserver ``pkg/registry/generic/registry/store.go``). Raises :class:`ApiError` 404 / 409
+        (precondition, worded as the storage layer's ``Preconditions.Check``)."""
         rt = self.registry.resolve(resource)
         ns = self._ns(rt, namespace)
         with self._lock:
@@ -399,25 +404,25 @@ class Store:
                 raise not_found(rt.plural, rt.group, name)
             old = entry.obj
             meta = old["metadata"]
-            if precondition_uid and precondition_uid != meta.get("uid"):
-                raise conflict(
-                    rt.plural,
-                    rt.group,
-                    name,
-                    f"Precondition failed: UID in precondition: "
-                    f"{precondition_uid}, UID in object meta: {meta.get('uid')}",
+            if precondition_uid is not None and precondition_uid != meta.get("uid"):
+                raise precondition_failed(
+                    rt, ns, name, f"UID in precondition: {precondition_uid}, UID in object meta: {meta.get('uid')}"
                 )
-            if precondition_rv and precondition_rv != meta.get("resourceVersion"):
-                raise conflict(
-                    rt.plural,
-                    rt.group,
+            if precondition_rv is not None and precondition_rv != meta.get("resourceVersion"):
+                raise precondition_failed(
+                    rt,
+                    ns,
                     name,
-                    f"Precondition failed: ResourceVersion in precondition: "
-                    f"{precondition_rv}, ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                    f"ResourceVersion in precondition: {precondition_rv}, "
+                    f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
                 )
             grace = self._grace(rt, old, grace_seconds)
             if meta.get("finalizers") or (grace > 0 and self._awaits_kubelet(rt, old)) or rt.key == "/namespaces":
+                if dry_run:
+                    return self._terminating(rt, old, grace), False
                 return self._mark_terminating(rt, entry, grace, propagation), False
+            if dry_run:
+                return clone(old), True
             del table[(ns, name)]
             self._rv += 1
             gone = clone(old)
@@ -599,8 +604,8 @@ class Store:
             rt.key == "/pods" and bool((obj.get("spec") or {}).get("nodeName")) and phase not in ("Succeeded", "Failed")
         )
 
-    def _mark_terminating(self, rt: ResourceType, entry: _Entry, grace: int, propagation: str) -> Obj:
-        old = entry.obj
+    def _terminating(self, rt: ResourceType, old: Obj, grace: int) -> Obj:
+        """``old`` as a graceful delete leaves it (a copy: nothing stored)."""
         new = clone(old)
         meta = new["metadata"]
         # the first delete sets the grace period; a later one with a shorter grace period wins
@@ -609,6 +614,12 @@ class Store:
             meta["deletionGracePeriodSeconds"] = grace
         if rt.key == "/namespaces":
             new.setdefault("status", {})["phase"] = "Terminating"
+        return new
+
+    def _mark_terminating(self, rt: ResourceType, entry: _Entry, grace: int, propagation: str) -> Obj:
+        old = entry.obj
+        new = self._terminating(rt, old, grace)
+        meta = new["metadata"]
         if new == old:
             return clone(old)
         self._rv += 1
@@ -708,6 +719,31 @@ class Store:
                 str(crd["metadata"].get("name", "")),
                 [field_required("spec.names.plural" if not names.get("plural") else "spec.names.kind")],
             )
+
+
+def storage_key(rt: ResourceType, namespace: str, name: str) -> str:
+    """The etcd key a real apiserver keeps the object under (``/registry/<resource>/[<ns>/]<name>``; custom
+    resources and API-extension kinds prefixed with their group, Services under ``services/specs``): storage errors
+    quote it."""
+    resource = rt.plural
+    if rt.key == "/services":
+        resource = "services/specs"
+    elif rt.custom or rt.group == "apiextensions.k8s.io":
+        resource = f"{rt.group}/{rt.plural}"
+    return "/".join(["/registry", resource, *([namespace] if namespace else []), name])
+
+
+def precondition_failed(rt: ResourceType, namespace: str, name: str, detail: str) -> ApiError:
+    """409 for a precondition that does not hold, in the apiserver's words: the storage layer's ``StorageError``
+    (code 4, invalid object) wrapped in a Conflict (apiserver ``pkg/storage/interfaces.go`` ``Preconditions.Check``,
+    ``pkg/storage/errors/storage.go`` ``InterpretDeleteError``)."""
+    return conflict(
+        rt.plural,
+        rt.group,
+        name,
+        f"StorageError: invalid object, Code: 4, Key: {storage_key(rt, namespace, name)}, ResourceVersion: 0, "
+        f"AdditionalErrorMsg: Precondition failed: {detail}",
+    )
 
 
 def require_object(body: Any) -> Obj:

@@ -3,14 +3,14 @@
 Modelled (``pkg/apis/*/validation`` in kubernetes/kubernetes, apimachinery ``validation.IsDNS1123Subdomain`` /
 ``IsDNS1123Label``):
 
-- ``metadata.name``: an RFC 1123 subdomain (at most 253 characters) for most kinds; an RFC 1123 label (at most 63)
-  for namespaces and services; a CRD's name must be ``<plural>.<group>``.
-- ``metadata.namespace`` of a namespaced object is an RFC 1123 label; labels keys and values are valid label syntax.
+- ``metadata``: everything ``ValidateObjectMetaAccessor`` checks (:mod:`fakes.kube.metavalidation`: names by each
+  kind's rule, generateName, namespace, labels, annotations and their 256 KiB total, finalizers, ownerReferences);
+  a CRD's name must be ``<plural>.<group>``.
 - Required fields: a pod's ``spec.containers`` (each with ``name`` and ``image``), a workload's ``spec.selector``
   and ``spec.template`` with labels the selector matches (Deployments, ReplicaSets, StatefulSets), a Job's
   ``spec.template``, a Service port's ``port``, a CRD's ``spec.group``, ``spec.names`` and ``spec.versions``.
-- Immutable on update: a workload's ``spec.selector``, a Job's ``spec.template``... (only ``spec.selector`` is
-  checked), a Service's ``spec.clusterIP``.
+- Immutable on update (:mod:`fakes.kube.immutable`, in the apiserver's words): a workload's ``spec.selector``, a
+  Service's ``spec.clusterIPs``, an immutable ConfigMap's or Secret's data.
 
 Not modelled: unknown fields (``fieldValidation=Strict`` is accepted and not enforced), resource quantities, most
 per-field formats, CRD OpenAPI schemas beyond ``required`` at the top of ``spec``.
@@ -18,69 +18,22 @@ per-field formats, CRD OpenAPI schemas beyond ``required`` at the top of ``spec`
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from fakes.kube import immutable, metavalidation
 from fakes.kube.errors import Cause, field_invalid, field_required, invalid
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import from_label_selector
-
-SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-)
-LABEL_MSG = (
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
-    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-)
-LABEL_NAME_KINDS = frozenset({"/namespaces", "/services"})
 
 Obj = dict[str, Any]
 
 
 def name_causes(name: Any, *, label: bool, path: str = "metadata.name") -> list[Cause]:
+    """A name that must be a DNS-1123 label (``label``) or subdomain, each of apimachinery's complaints a cause."""
     if not isinstance(name, str):
         return [field_invalid(path, name, "must be a string")]
-    if label:
-        if len(name) > 63:
-            return [field_invalid(path, name, "must be no more than 63 characters")]
-        if not LABEL.match(name):
-            return [field_invalid(path, name, LABEL_MSG)]
-        return []
-    if len(name) > 253:
-        return [field_invalid(path, name, "must be no more than 253 characters")]
-    if not SUBDOMAIN.match(name):
-        return [field_invalid(path, name, SUBDOMAIN_MSG)]
-    return []
-
-
-def _labels(meta: Obj, path: str) -> list[Cause]:
-    out: list[Cause] = []
-    labels = meta.get("labels")
-    if labels is None:
-        return out
-    if not isinstance(labels, dict):
-        return [field_invalid(path, labels, "must be a map of strings")]
-    for key, value in labels.items():
-        if not isinstance(value, str):
-            out.append(field_invalid(f"{path}", value, f"label {key!r} must be a string"))
-            continue
-        if len(value) > 63 or not re.fullmatch(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", value):
-            out.append(
-                field_invalid(
-                    path,
-                    value,
-                    "a valid label must be an empty string or consist of alphanumeric "
-                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
-                    "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
-                    "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-                )
-            )
-    return out
+    check = metavalidation.is_dns1123_label if label else metavalidation.is_dns1123_subdomain
+    return [field_invalid(path, name, m) for m in check(name)]
 
 
 def _pod_spec(spec: Any, path: str) -> list[Cause]:
@@ -220,25 +173,22 @@ def validate(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
     """Raise :class:`~fakes.kube.errors.ApiError` 422 Invalid when ``obj`` breaks a modelled rule."""
     meta = obj.get("metadata") or {}
     name = meta.get("name") or ""
-    causes: list[Cause] = []
-    if name:
-        causes += name_causes(name, label=rt.key in LABEL_NAME_KINDS)
-    causes += _labels(meta, "metadata.labels")
+    causes: list[Cause] = metavalidation.object_meta_causes(rt.key, meta, namespaced=rt.namespaced)
     key = rt.key
     if key == "/pods":
         causes += _pod_spec(obj.get("spec"), "spec")
     elif key in ("apps/deployments", "apps/replicasets", "apps/statefulsets"):
         causes += _workload(obj, needs_selector=True)
-        if old is not None and (old.get("spec") or {}).get("selector") != (obj.get("spec") or {}).get("selector"):
-            causes.append(field_invalid("spec.selector", (obj.get("spec") or {}).get("selector"), "field is immutable"))
+        if old is not None:
+            causes += immutable.selector(obj, old)
     elif key == "batch/jobs":
         causes += _workload(obj, needs_selector=False)
     elif key == "/services":
         causes += _service(obj)
         if old is not None:
-            before, after = (old.get("spec") or {}).get("clusterIP"), (obj.get("spec") or {}).get("clusterIP")
-            if after and before != after:
-                causes.append(field_invalid("spec.clusterIP", after, "field is immutable"))
+            causes += immutable.service_cluster_ips(obj, old)
+    elif key in ("/configmaps", "/secrets") and old is not None:
+        causes += immutable.immutable_data(obj, old, ("data", "binaryData") if key == "/configmaps" else ("data",))
     elif key == "apiextensions.k8s.io/customresourcedefinitions":
         causes += _crd(obj)
     elif rt.custom:

@@ -133,13 +133,13 @@ def test_garbage_in_the_tunnel_gets_goaway_and_the_double_serves_on(kd: KubeHand
     assert wait_until(lambda: kd.portforward.tunnels() == [], timeout=BOUND)
 
 
-def test_a_websocket_without_the_tunnel_subprotocol_is_refused_with_a_status(kd: KubeHandle) -> None:
+def test_a_websocket_without_a_port_forward_subprotocol_is_refused_with_a_status(kd: KubeHandle) -> None:
     running_pod(kd, "web-0")
 
     async def main() -> None:
         async with aiohttp.ClientSession() as session:
             with pytest.raises(aiohttp.WSServerHandshakeError) as caught:
-                await session.ws_connect(ws_url(kd, "web-0"), protocols=("v4.channel.k8s.io",))
+                await session.ws_connect(ws_url(kd, "web-0"), protocols=("v5.channel.k8s.io",))
             assert caught.value.status == 400
 
     asyncio.run(asyncio.wait_for(main(), BOUND))
