@@ -16,7 +16,6 @@ import pytest
 
 from harness.pacing import pace_stub_agent
 from specs.cluster.stack import (
-    COMMENT,
     LABEL_AFTER_ROLL,
     LABEL_REMOVAL,
     NARRATE_THROUGH_ROLL,
@@ -62,7 +61,7 @@ def test_one_reply_comment_per_turn(stack: Stack, issue: int) -> None:
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(RUN_CREATED, ROLLOUT, LABEL_AFTER_ROLL, ROLLOUT, COMMENT, NOTHING_MORE))
+@pytest.mark.timeout(timeout_for(RUN_CREATED, ROLLOUT, LABEL_AFTER_ROLL, ROLLOUT, NOTHING_MORE))
 def test_one_reply_comment_across_gateway_restarts(stack: Stack, issue: int) -> None:
     with pace_stub_agent(stack.kube, narrate_for=NARRATE_THROUGH_ROLL, narrate_every=WAIT_INTERVAL):
         trigger = stack.trigger(issue, title=f"one reply across gateway restarts {issue}")

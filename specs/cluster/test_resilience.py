@@ -44,6 +44,7 @@ from specs.cluster.stack import (
     ROLLOUT,
     RUN_CREATED,
     RUN_TERMINAL,
+    SLACK,
     STUB_REPLY,
     WAIT_INTERVAL,
     WARM_UP,
@@ -57,6 +58,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs", "
 
 ORCHESTRATOR = "agent-orchestrator"
 NATS_SELECTOR = "app.kubernetes.io/component=nats"
+REPLY_OFFERED = NARRATE_THROUGH_ROLL + REPLY_REOFFER + SLACK
+"""Seconds past the agent container's start within which it has offered its reply: the narration, one re-offer
+interval, and slack for the node's and the API server's clocks."""
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +139,7 @@ def test_orchestrator_rollout_during_narration_keeps_the_run(stack: Stack, issue
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, ROLLOUT, GATEWAY_POLL, RUN_TERMINAL))
+@pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, ROLLOUT, RUN_CREATED, REPLY_OFFERED, GATEWAY_POLL, RUN_TERMINAL))
 def test_retrigger_after_rollout_collects_the_held_reply(stack: Stack, issue: int) -> None:
     with pace_stub_agent(stack.kube, narrate_for=NARRATE_THROUGH_ROLL, narrate_every=WAIT_INTERVAL):
         first = stack.trigger(issue, title=f"rollout then re-trigger {issue}")
@@ -178,7 +182,7 @@ def _wait_reply_offered(stack: Stack, run: str, narrate_for: float) -> datetime:
     wait_for_sync(
         f"the agent of {run} to have offered its held reply (by {offered.isoformat()})",
         probe,
-        timeout=narrate_for + REPLY_REOFFER + ROLLOUT,
+        timeout=REPLY_OFFERED,
         interval=WAIT_INTERVAL,
     )
     return offered
