@@ -93,7 +93,7 @@ class StubAgent:
         text = self.reply_text()
         deadline = time.monotonic() + self.hold
         offer = 0
-        # The shipped bug: the reply is offered once and then only waited on for the whole hold.
+        # The broken version (reply-reoffer-stalls): one offer, then only a wait for the whole hold.
         retry = self.hold if "reply-reoffer-stalls" in self.ctx.bugs else self.retry
         while time.monotonic() < deadline:
             offer += 1

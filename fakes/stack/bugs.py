@@ -1,9 +1,11 @@
-"""Product bugs the upstream stack really shipped, which the twin can put back one at a time.
+"""Product bugs the upstream stack really shipped, or that break a promise it makes, which the twin can put back one
+at a time.
 
 A spec suite that passes whatever the stack does is worth nothing. Each switch below turns one component back
-into a version that shipped a bug, and ``specs/twin/test_bug_switches.py`` shows the matching cluster spec going
-red with a message that names the problem. Switch them on with ``python -m fakes.stack --bug NAME`` or the
-pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
+into a version that shipped a bug (or, for the promises of issue 24 that no incident is recorded for, into the
+plausible regression the promise rules out), and ``specs/twin/test_bug_switches.py`` shows the matching cluster
+spec going red with a message that names the problem. Switch them on with ``python -m fakes.stack --bug NAME`` or
+the pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ class Gateway:
     def _dropped(self, sender: dict[str, Any], login: str) -> bool:
         """The bot itself, any ``Bot`` sender and logins outside the allowlist start nothing (a reply loop and a
         stranger's label otherwise cost a turn each)."""
-        if "bot-events-not-dropped" in self.ctx.bugs:  # the shipped bug: the sender filter is gone
+        if "bot-events-not-dropped" in self.ctx.bugs:  # the broken version: no sender filter at all
             return False
         return sender.get("type") == "Bot" or login == self.bot or login not in self.allow
 
@@ -185,7 +185,7 @@ class Gateway:
     async def _relay(self, turn: dict[str, Any], swept: bool) -> None:
         try:
             if swept and turn["step"] == "done":  # only kept with duplicate-reply-after-restart on
-                turn["step"] = "comment"  # the shipped bug: the sweep posts the reply it holds again
+                turn["step"] = "comment"  # the broken version: the sweep posts the reply it holds again
             if turn["step"] == "relay":
                 turn["answer"] = await self._ask(turn)
                 turn["step"] = "comment"
@@ -215,7 +215,7 @@ class Gateway:
                         tolerate=(404,),
                     )
             if "duplicate-reply-after-restart" in self.ctx.bugs:
-                turn["step"] = "done"  # the shipped bug: an answered turn stays in the outbox, its reply held
+                turn["step"] = "done"  # the broken version: an answered turn stays in the outbox, its reply held
             else:
                 self.outbox.pop(turn["id"], None)
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")

@@ -178,8 +178,9 @@ class Orchestrator:
         self.invocations.clear()
 
     def _fail_awaited_runs(self) -> None:
-        """The shipped bug: a stopping orchestrator marks every run it was waiting on ``Failed`` (that version's
-        controller then re-derives ``Running`` from the still-running Job, so only a watch sees it)."""
+        """The broken version (rollout-fails-run-transiently): a stopping orchestrator marks every run it was
+        waiting on ``Failed`` (that version's controller then re-derives ``Running`` from the still-running Job, so
+        only a watch sees it)."""
 
         def failed(obj: dict[str, Any]) -> None:
             obj.setdefault("status", {}).update(phase="Failed", message="orchestrator shutting down")
