@@ -246,6 +246,7 @@ def serve(
         )
         certs = tls_certs.generate(host) if tls else None
         double.require_token = tls
+        double.ca_pem = certs.ca_pem if certs else None
         server = KubeServer(double, host, port, ssl_context=tls_certs.ssl_context(certs) if certs else None)
         server.start(start_timeout)
         if controllers:

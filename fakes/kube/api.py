@@ -318,7 +318,7 @@ def _list(request: web.Request, double: Any, target: Target) -> web.Response:
         include = request.query.get("includeObject", "Metadata")
         shown = [for_version(o, rt) for o in items]
         return json_response(tables.table(rt, shown, now=double.clock.time(), include=include, list_meta=meta))
-    shown = [for_version(o, rt) if rt.custom else _without_type(o) for o in items]
+    shown = [for_version(o, rt) if rt.custom else _without_type(for_version(o, rt)) for o in items]
     return json_response({"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": shown})
 
 

@@ -13,6 +13,8 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from fakes.kube.conversion import hpa_defaults
+
 Obj = dict[str, Any]
 
 
@@ -166,6 +168,28 @@ def pod(obj: Obj) -> None:
     status.setdefault("qosClass", "BestEffort")
 
 
+def daemonset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    update = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    if update.get("type") == "RollingUpdate":
+        rolling = update.setdefault("rollingUpdate", {})
+        rolling.setdefault("maxUnavailable", 1)
+        rolling.setdefault("maxSurge", 0)
+    spec.setdefault("revisionHistoryLimit", 10)
+    _template(obj)
+
+
+def replicationcontroller(obj: Obj) -> None:
+    """An RC's selector and labels default to its template's labels (``SetDefaults_ReplicationController``)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    if labels:
+        spec.setdefault("selector", dict(labels))
+        obj.setdefault("metadata", {}).setdefault("labels", dict(labels))
+    _template(obj)
+
+
 BY_KEY: dict[str, Callable[[Obj], None]] = {
     "/pods": pod,
     "/namespaces": namespace,
@@ -175,6 +199,9 @@ BY_KEY: dict[str, Callable[[Obj], None]] = {
     "apps/statefulsets": statefulset,
     "batch/jobs": job,
     "batch/cronjobs": cronjob,
+    "autoscaling/horizontalpodautoscalers": hpa_defaults,
+    "apps/daemonsets": daemonset,
+    "/replicationcontrollers": replicationcontroller,
 }
 
 

@@ -27,7 +27,7 @@ from fakes.kube.errors import for_status
 from fakes.kube.exec import Exec
 from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceHandlers
 from fakes.kube.portforward import PortForwarding
-from fakes.kube.resources import Registry
+from fakes.kube.resources import Registry, server_minor
 from fakes.kube.store import Store
 
 log = logging.getLogger("fakes.kube")
@@ -54,8 +54,10 @@ class KubeDouble:
         #: True (https): a request without the token is a 401. False (plain http, where client-go never sends
         #: credentials): only a wrong token is.
         self.require_token = False
+        #: The CA of the serving certificate (PEM) when served over https: what ``kube-root-ca.crt`` publishes.
+        self.ca_pem: bytes | None = None
         self.clock = Clock(clock_offset)
-        self.registry = Registry()
+        self.registry = Registry(server_minor(self.git_version))
         self.store = Store(self.registry, self.clock, history_size=history_size)
         self.subresources = SubresourceHandlers()
         self.ports = PortMap()

@@ -6,10 +6,18 @@ restart, and end, writing ``status`` and events as a real node does, on the doub
 the kubelet reports ``Pending`` with containers ``waiting: ContainerCreating``, then after ``start_seconds``
 (0.05 s) pulls (``Pulling``/``Pulled``, or ``already present on machine``), creates and starts every container
 (``Created``, ``Started``), sets ``podIP``, phase ``Running`` and, with no readiness fault, ``Ready``. Init
-containers run first, one at a time, each exiting 0 after :data:`INIT_SECONDS`. Containers of a pod whose
-``restartPolicy`` is ``Never`` or ``OnFailure`` (Job pods) exit 0 after :data:`FINITE_RUN_SECONDS` (0.2 s), so the pod
-ends ``Succeeded``. Readiness and liveness probes are not run: a container is ready when it starts unless a fault
-says otherwise.
+containers run first, one at a time, each exiting 0 after :data:`INIT_SECONDS`. Readiness and liveness probes are
+not run: a container is ready when it starts unless a fault says otherwise.
+
+**Pods that run to completion** (``restartPolicy: Never`` or ``OnFailure``: Job pods, ``kubectl run
+--restart=Never``) stay ``Running`` like any other, since the double cannot know when their command would end. One
+of these ends them (then the pod is ``Succeeded``, or ``Failed``/restarted per the policy on a non-zero exit):
+
+- the ``run-seconds`` annotation on the pod (template), with ``exit-code`` (default 0): each run exits after that
+  many seconds on the double's clock, e.g. a Job template annotated ``double.stack-harness.dev/run-seconds: "1"``;
+- :meth:`Kubelet.kill` from Python: ``kd.controllers.kubelet.kill("default", "migrate-x7k2q", exit_code=0)`` (the
+  container terminates ``Completed``; a non-zero code terminates ``Error``);
+- a registered runner (:attr:`Kubelet.containers`) whose process exits: its ``exit_code`` is the container's.
 
 **Deleting a pod**: a scheduled pod deleted with a grace period stays ``Terminating`` (``deletionTimestamp``); the
 kubelet sends ``Killing`` (``Stopping container app``), the app stops after ``stop_seconds`` (or the
@@ -101,8 +109,6 @@ START_SECONDS = 0.05
 """Seconds from the kubelet accepting a pod to its containers running (pull, create, start)."""
 INIT_SECONDS = 0.05
 """Seconds an init container runs before it exits 0."""
-FINITE_RUN_SECONDS = 0.2
-"""Seconds a container of a ``Never``/``OnFailure`` pod runs before it exits (``run-seconds`` changes it)."""
 CRASH_RUN_SECONDS = 0.2
 """Seconds a crash-looping container runs before it exits."""
 STOP_SECONDS = 0.05
@@ -469,11 +475,13 @@ class Kubelet:
         name: str,
         container: str | None = None,
         exit_code: int = 137,
-        reason: str = "Error",
+        reason: str | None = None,
         timeout: float = 10.0,
     ) -> None:
         """Make the pod's running containers (or one) exit now with ``exit_code`` (restarted per
-        ``restartPolicy``). Raises ``KeyError`` when the kubelet does not run that pod."""
+        ``restartPolicy``); ``reason`` is the terminated state's (default: ``Completed`` for 0, ``Error`` else;
+        e.g. ``OOMKilled``). ``kill(ns, name, exit_code=0)`` is how a Job's pod finishes from Python. Raises
+        ``KeyError`` when the kubelet does not run that pod."""
 
         def act() -> None:
             pod = self._find(namespace, name)
@@ -715,14 +723,12 @@ class Kubelet:
         self.logs.start_run(pod.uid, c.name, c.container_id, faults.lines_for(c.name))
 
     def _plan_run(self, pod: _Pod, c: _Container, current: Obj, faults: PodFaults) -> None:
-        """Readiness and the end of this run, from the faults and the restart policy."""
-        policy = str(spec(current).get("restartPolicy", "Always"))
+        """Readiness and the end of this run, from the faults (a run without ``run-seconds`` or a crash loop goes
+        on until killed, whatever the restart policy)."""
         exit_code = faults.exit_code if faults.exit_code is not None else (1 if faults.crash_loop else 0)
         run_for = faults.run_seconds
         if run_for is None and faults.crash_loop:
             run_for = CRASH_RUN_SECONDS
-        if run_for is None and policy != "Always":
-            run_for = FINITE_RUN_SECONDS
         if run_for is not None:
             self._later_c(c, run_for, lambda: self._exit(pod, c, exit_code))
         crashes_before_ready = run_for is not None and exit_code != 0 and (faults.crash_loop or run_for <= 1.0)

@@ -199,9 +199,30 @@ SCHEMA: dict[str, dict[int, str]] = {
     "TokenRequest": {1: "metadata:ObjectMeta", 2: "spec:TokenRequestSpec", 3: "status:TokenRequestStatus"},
     "TokenRequestSpec": {1: "audiences:[s", 4: "expirationSeconds:i!"},
     "TokenRequestStatus": {1: "token", 2: "expirationTimestamp:Time"},
+    # autoscaling/v1 (``kubectl autoscale``), k8s.io/api autoscaling/v1 generated.proto.
+    "HorizontalPodAutoscaler": {
+        1: "metadata:ObjectMeta",
+        2: "spec:HorizontalPodAutoscalerSpec",
+        3: "status:HorizontalPodAutoscalerStatus",
+    },
+    "HorizontalPodAutoscalerSpec": {
+        1: "scaleTargetRef:CrossVersionObjectReference",
+        2: "minReplicas:i!",
+        3: "maxReplicas:i!",
+        4: "targetCPUUtilizationPercentage:i!",
+    },
+    "CrossVersionObjectReference": {1: "kind", 2: "name", 3: "apiVersion"},
+    "HorizontalPodAutoscalerStatus": {
+        1: "observedGeneration:i!",
+        2: "lastScaleTime:Time",
+        3: "currentReplicas:i!",
+        4: "desiredReplicas:i!",
+        5: "currentCPUUtilizationPercentage:i!",
+    },
 }
 #: The top-level message for each ``apiVersion``/``kind`` the double reads as protobuf.
 KINDS = {
+    ("autoscaling/v1", "HorizontalPodAutoscaler"),
     ("v1", "Namespace"),
     ("v1", "ConfigMap"),
     ("v1", "Secret"),

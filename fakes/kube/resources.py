@@ -58,6 +58,8 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = ()
     #: CRD openAPIV3Schema of this version, when declared (validation of required fields, defaults).
     schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: The Kubernetes minors (first, last) whose default API server serves this group-version.
+    minors: tuple[int, int] = (0, 999)
 
     @property
     def key(self) -> str:
@@ -238,19 +240,30 @@ BUILTINS: tuple[ResourceType, ...] = (
     ),
 )
 
-#: Preferred order of groups in discovery (core first, as a real server lists them).
-GROUP_ORDER = ("", "apps", "batch", "apiextensions.k8s.io")
+
+def server_minor(git_version: str) -> int:
+    """``32`` for ``v1.32.4`` (32 when it cannot be read)."""
+    try:
+        return int(git_version.lstrip("v").split(".")[1])
+    except (IndexError, ValueError):
+        return 32
 
 
 class Registry:
     """The served resource types; thread-safe; CRD types come and go with their CRDs.
 
-    ``changes`` counts registry changes, so discovery answers can carry a fresh hash after a CRD appears.
+    ``minor`` is the Kubernetes minor the double reports (32 for ``v1.32.4``): it picks the group-versions a
+    default API server of that version serves (:mod:`fakes.kube.catalog`). ``changes`` counts registry changes, so
+    discovery answers can carry a fresh hash after a CRD appears.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, minor: int = 32) -> None:
+        from fakes.kube.catalog import CORE, GROUPS  # catalog builds on this module's types
+
         self._lock = threading.Lock()
-        self._types: list[ResourceType] = list(BUILTINS)
+        self.minor = minor
+        served = [t for t in (*BUILTINS, *CORE, *GROUPS) if t.minors[0] <= minor <= t.minors[1]]
+        self._types: list[ResourceType] = served
         self._crds: dict[str, list[ResourceType]] = {}
         self.changes = 0
 
@@ -265,11 +278,14 @@ class Registry:
             versions = order.setdefault(t.group, [])
             if t.version not in versions:
                 versions.append(t.version)
+        from fakes.kube.catalog import GROUP_ORDER
+
         known = [g for g in GROUP_ORDER if g in order]
         return [(g, order[g]) for g in known + sorted(g for g in order if g not in GROUP_ORDER)]
 
     def in_group_version(self, group: str, version: str) -> list[ResourceType]:
-        return [t for t in self.all() if t.group == group and t.version == version]
+        """The group-version's resources sorted by plural, as the API server lists them."""
+        return sorted((t for t in self.all() if t.group == group and t.version == version), key=lambda t: t.plural)
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
         """The type served at ``/apis/<group>/<version>/.../<plural>`` (``group`` ``""`` = ``/api/v1``)."""

@@ -458,6 +458,475 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
 }
 
 
+# --- the other built-in kinds (printers.go's handlers for them) ----------------------------------------------
+
+
+def _created(o: Obj, now: float) -> list[Any]:
+    return [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")]
+
+
+CREATED_COLUMNS: list[Column] = [("Name", S, 0, "name"), ("Created At", "date", 0, "creation time")]
+
+
+def _node_row(n: Obj, now: float) -> list[Any]:
+    status = n.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    state = "Unknown" if ready is None else {"True": "Ready", "False": "NotReady"}.get(ready.get("status"), "Unknown")
+    if (n.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
+    labels = n["metadata"].get("labels") or {}
+    roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/") and "/" in k)
+    if labels.get("kubernetes.io/role"):
+        roles.append(labels["kubernetes.io/role"])
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or []}
+    info = status.get("nodeInfo") or {}
+    return [
+        n["metadata"]["name"],
+        state,
+        ",".join(r for r in roles if r) or NONE,
+        _age(n, now),
+        info.get("kubeletVersion", ""),
+        addresses.get("InternalIP") or NONE,
+        addresses.get("ExternalIP") or NONE,
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _daemonset_row(d: Obj, now: float) -> list[Any]:
+    spec, status = d.get("spec") or {}, d.get("status") or {}
+    names, images = _containers(spec)
+    node_selector = ((spec.get("template") or {}).get("spec") or {}).get("nodeSelector") or {}
+    return [
+        d["metadata"]["name"],
+        status.get("desiredNumberScheduled", 0),
+        status.get("currentNumberScheduled", 0),
+        status.get("numberReady", 0),
+        status.get("updatedNumberScheduled", 0),
+        status.get("numberAvailable", 0),
+        _selector(node_selector),
+        _age(d, now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+def _binding_row(b: Obj, now: float) -> list[Any]:
+    subjects = b.get("subjects") or []
+    ref = b.get("roleRef") or {}
+
+    def of(kind: str) -> str:
+        return ", ".join(
+            (f"{s.get('namespace')}/{s.get('name')}" if kind == "ServiceAccount" else str(s.get("name")))
+            for s in subjects
+            if s.get("kind") == kind
+        )
+
+    return [
+        b["metadata"]["name"],
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _age(b, now),
+        of("User"),
+        of("Group"),
+        of("ServiceAccount"),
+    ]
+
+
+def _hpa_targets(h: Obj) -> str:
+    """TARGETS of ``kubectl get hpa`` (``cpu: 40%/70%``; ``<unknown>`` for a metric the status lacks)."""
+    spec, status = h.get("spec") or {}, h.get("status") or {}
+    metrics = spec.get("metrics")
+    if metrics is None and "targetCPUUtilizationPercentage" in spec:
+        metrics = [
+            {
+                "type": "Resource",
+                "resource": {
+                    "name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": spec["targetCPUUtilizationPercentage"]},
+                },
+            }
+        ]
+    current = {
+        (m.get("resource") or {}).get("name"): (m.get("resource") or {}).get("current") or {}
+        for m in status.get("currentMetrics") or []
+        if m.get("type") == "Resource"
+    }
+    shown = []
+    for m in metrics or []:
+        resource = m.get("resource") or {}
+        if m.get("type") != "Resource":
+            shown.append("<unknown type>" if m.get("type") not in ("Pods", "Object", "External") else "<unknown>")
+            continue
+        target = resource.get("target") or {}
+        now_value = current.get(resource.get("name"), {})
+        if target.get("type") == "Utilization":
+            have = now_value.get("averageUtilization")
+            text = f"{have if have is not None else '<unknown>'}{'%' if have is not None else ''}"
+            goal = target.get("averageUtilization")
+            shown.append(f"{resource.get('name')}: {text}/{f'{goal}%' if goal is not None else '<auto>'}")
+        else:
+            have = now_value.get("averageValue")
+            shown.append(f"{resource.get('name')}: {have or '<unknown>'}/{target.get('averageValue')}")
+    if len(shown) > 2:  # formatHPAMetrics shows two
+        return f"{', '.join(shown[:2])} + {len(shown) - 2} more..."
+    return ", ".join(shown) or NONE
+
+
+def _hpa_row(h: Obj, now: float) -> list[Any]:
+    spec, status = h.get("spec") or {}, h.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    return [
+        h["metadata"]["name"],
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        _hpa_targets(h),
+        spec.get("minReplicas", "<unset>"),
+        spec.get("maxReplicas", 0),
+        status.get("currentReplicas", 0),
+        _age(h, now),
+    ]
+
+
+def _pdb_row(p: Obj, now: float) -> list[Any]:
+    spec, status = p.get("spec") or {}, p.get("status") or {}
+    return [
+        p["metadata"]["name"],
+        str(spec["minAvailable"]) if "minAvailable" in spec else "N/A",
+        str(spec["maxUnavailable"]) if "maxUnavailable" in spec else "N/A",
+        status.get("disruptionsAllowed", 0),
+        _age(p, now),
+    ]
+
+
+_MODES = {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
+
+
+def _modes(spec: Obj) -> str:
+    return ",".join(_MODES.get(m, m) for m in spec.get("accessModes") or [])
+
+
+def _pvc_row(c: Obj, now: float) -> list[Any]:
+    spec, status = c.get("spec") or {}, c.get("status") or {}
+    bound = bool(spec.get("volumeName"))
+    phase = "Terminating" if c["metadata"].get("deletionTimestamp") else status.get("phase", "Pending")
+    return [
+        c["metadata"]["name"],
+        phase,
+        spec.get("volumeName", ""),
+        (status.get("capacity") or {}).get("storage", "") if bound else "",
+        _modes(status) if bound else "",
+        spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(c, now),
+        spec.get("volumeMode", "Filesystem"),
+    ]
+
+
+def _pv_row(v: Obj, now: float) -> list[Any]:
+    spec, status = v.get("spec") or {}, v.get("status") or {}
+    claim = spec.get("claimRef") or {}
+    phase = "Terminating" if v["metadata"].get("deletionTimestamp") else status.get("phase", "Pending")
+    return [
+        v["metadata"]["name"],
+        (spec.get("capacity") or {}).get("storage", ""),
+        _modes(spec),
+        spec.get("persistentVolumeReclaimPolicy", "Retain"),
+        phase,
+        f"{claim.get('namespace')}/{claim.get('name')}" if claim else "",
+        spec.get("storageClassName") or "",
+        spec.get("volumeAttributesClassName") or "<unset>",
+        status.get("reason", ""),
+        _age(v, now),
+        spec.get("volumeMode", "Filesystem"),
+    ]
+
+
+def _ingress_row(i: Obj, now: float) -> list[Any]:
+    spec, status = i.get("spec") or {}, i.get("status") or {}
+    hosts = [r.get("host") for r in spec.get("rules") or [] if r.get("host")]
+    addresses = [a.get("ip") or a.get("hostname") for a in (status.get("loadBalancer") or {}).get("ingress") or []]
+    return [
+        i["metadata"]["name"],
+        spec.get("ingressClassName") or NONE,
+        ",".join(hosts) or "*",
+        ",".join(a for a in addresses if a),
+        "80, 443" if spec.get("tls") else "80",
+        _age(i, now),
+    ]
+
+
+def _ingressclass_row(c: Obj, now: float) -> list[Any]:
+    spec = c.get("spec") or {}
+    params = spec.get("parameters") or {}
+    shown = f"{params.get('kind')}.{params.get('apiGroup')}/{params.get('name')}" if params else NONE
+    return [c["metadata"]["name"], spec.get("controller", ""), shown, _age(c, now)]
+
+
+def _storageclass_row(c: Obj, now: float) -> list[Any]:
+    name = c["metadata"]["name"]
+    annotations = c["metadata"].get("annotations") or {}
+    if "true" in (
+        annotations.get("storageclass.kubernetes.io/is-default-class"),
+        annotations.get("storageclass.beta.kubernetes.io/is-default-class"),
+    ):
+        name += " (default)"
+    return [
+        name,
+        c.get("provisioner", ""),
+        c.get("reclaimPolicy", "Delete"),
+        c.get("volumeBindingMode", "Immediate"),
+        bool(c.get("allowVolumeExpansion", False)),
+        _age(c, now),
+    ]
+
+
+def _apiservice_row(a: Obj, now: float) -> list[Any]:
+    spec, status = a.get("spec") or {}, a.get("status") or {}
+    svc = spec.get("service")
+    cond = next((c for c in status.get("conditions") or [] if c.get("type") == "Available"), None)
+    available = "Unknown"
+    if cond is not None:
+        available = str(cond.get("status"))
+        if cond.get("status") != "True" and cond.get("reason"):
+            available += f" ({cond['reason']})"
+    return [
+        a["metadata"]["name"],
+        f"{svc.get('namespace')}/{svc.get('name')}" if svc else "Local",
+        available,
+        _age(a, now),
+    ]
+
+
+def _revision_row(r: Obj, now: float) -> list[Any]:
+    ref = next((o for o in r["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+    owner = NONE
+    if ref:
+        group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+        owner = f"{str(ref.get('kind', '')).lower()}{'.' + group if group else ''}/{ref.get('name')}"
+    return [r["metadata"]["name"], owner, r.get("revision", 0), _age(r, now)]
+
+
+def _endpointslice_row(e: Obj, now: float) -> list[Any]:
+    ports = ",".join(str(p.get("port")) for p in e.get("ports") or [] if p.get("port") is not None)
+    addresses = [a for ep in e.get("endpoints") or [] for a in ep.get("addresses") or []]
+    shown = ",".join(addresses[:3]) + (f" + {len(addresses) - 3} more..." if len(addresses) > 3 else "")
+    return [e["metadata"]["name"], e.get("addressType", ""), ports or "<unset>", shown or "<unset>", _age(e, now)]
+
+
+def _rc_row(r: Obj, now: float) -> list[Any]:
+    spec, status = r.get("spec") or {}, r.get("status") or {}
+    names, images = _containers(spec)
+    return [
+        r["metadata"]["name"],
+        spec.get("replicas", 0),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        _age(r, now),
+        names,
+        images,
+        _selector(spec.get("selector")),
+    ]
+
+
+MORE_PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
+    "/nodes": (
+        [
+            ("Name", S, 0, "name"),
+            ("Status", S, 0, "The status of the node"),
+            ("Roles", S, 0, "The roles of the node"),
+            ("Age", S, 0, "age"),
+            ("Version", S, 0, "kubelet version"),
+            ("Internal-IP", S, 1, "addresses"),
+            ("External-IP", S, 1, "addresses"),
+            ("OS-Image", S, 1, "OS image"),
+            ("Kernel-Version", S, 1, "kernel version"),
+            ("Container-Runtime", S, 1, "container runtime version"),
+        ],
+        _node_row,
+    ),
+    "/replicationcontrollers": (
+        [
+            ("Name", S, 0, "name"),
+            ("Desired", INT, 0, "desired"),
+            ("Current", INT, 0, "current"),
+            ("Ready", INT, 0, "ready"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _rc_row,
+    ),
+    "/persistentvolumeclaims": (
+        [
+            ("Name", S, 0, "name"),
+            ("Status", S, 0, "phase"),
+            ("Volume", S, 0, "volume name"),
+            ("Capacity", S, 0, "capacity"),
+            ("Access Modes", S, 0, "access modes"),
+            ("StorageClass", S, 0, "storage class"),
+            ("VolumeAttributesClass", S, 0, "volume attributes class"),
+            ("Age", S, 0, "age"),
+            ("VolumeMode", S, 1, "volume mode"),
+        ],
+        _pvc_row,
+    ),
+    "/persistentvolumes": (
+        [
+            ("Name", S, 0, "name"),
+            ("Capacity", S, 0, "capacity"),
+            ("Access Modes", S, 0, "access modes"),
+            ("Reclaim Policy", S, 0, "reclaim policy"),
+            ("Status", S, 0, "phase"),
+            ("Claim", S, 0, "claim"),
+            ("StorageClass", S, 0, "storage class"),
+            ("VolumeAttributesClass", S, 0, "volume attributes class"),
+            ("Reason", S, 0, "reason"),
+            ("Age", S, 0, "age"),
+            ("VolumeMode", S, 1, "volume mode"),
+        ],
+        _pv_row,
+    ),
+    "/limitranges": (CREATED_COLUMNS, _created),
+    "apps/daemonsets": (
+        [
+            ("Name", S, 0, "name"),
+            ("Desired", INT, 0, "desired"),
+            ("Current", INT, 0, "current"),
+            ("Ready", INT, 0, "ready"),
+            ("Up-to-date", INT, 0, "updated"),
+            ("Available", INT, 0, "available"),
+            ("Node Selector", S, 0, "node selector"),
+            ("Age", S, 0, "age"),
+            ("Containers", S, 1, "containers"),
+            ("Images", S, 1, "images"),
+            ("Selector", S, 1, "selector"),
+        ],
+        _daemonset_row,
+    ),
+    "apps/controllerrevisions": (
+        [
+            ("Name", S, 0, "name"),
+            ("Controller", S, 0, "controller"),
+            ("Revision", INT, 0, "revision"),
+            ("Age", S, 0, "age"),
+        ],
+        _revision_row,
+    ),
+    "rbac.authorization.k8s.io/roles": (CREATED_COLUMNS, _created),
+    "rbac.authorization.k8s.io/clusterroles": (CREATED_COLUMNS, _created),
+    "rbac.authorization.k8s.io/rolebindings": (
+        [
+            ("Name", S, 0, "name"),
+            ("Role", S, 0, "role"),
+            ("Age", S, 0, "age"),
+            ("Users", S, 1, "users"),
+            ("Groups", S, 1, "groups"),
+            ("ServiceAccounts", S, 1, "service accounts"),
+        ],
+        _binding_row,
+    ),
+    "autoscaling/horizontalpodautoscalers": (
+        [
+            ("Name", S, 0, "name"),
+            ("Reference", S, 0, "scale target"),
+            ("Targets", S, 0, "metrics"),
+            ("MinPods", S, 0, "min replicas"),
+            ("MaxPods", INT, 0, "max replicas"),
+            ("Replicas", INT, 0, "current replicas"),
+            ("Age", S, 0, "age"),
+        ],
+        _hpa_row,
+    ),
+    "policy/poddisruptionbudgets": (
+        [
+            ("Name", S, 0, "name"),
+            ("Min Available", S, 0, "min available"),
+            ("Max Unavailable", S, 0, "max unavailable"),
+            ("Allowed Disruptions", INT, 0, "disruptions allowed"),
+            ("Age", S, 0, "age"),
+        ],
+        _pdb_row,
+    ),
+    "networking.k8s.io/ingresses": (
+        [
+            ("Name", S, 0, "name"),
+            ("Class", S, 0, "ingress class"),
+            ("Hosts", S, 0, "hosts"),
+            ("Address", S, 0, "address"),
+            ("Ports", S, 0, "ports"),
+            ("Age", S, 0, "age"),
+        ],
+        _ingress_row,
+    ),
+    "networking.k8s.io/ingressclasses": (
+        [
+            ("Name", S, 0, "name"),
+            ("Controller", S, 0, "controller"),
+            ("Parameters", S, 0, "parameters"),
+            ("Age", S, 0, "age"),
+        ],
+        _ingressclass_row,
+    ),
+    "networking.k8s.io/networkpolicies": (
+        [("Name", S, 0, "name"), ("Pod-Selector", S, 0, "pod selector"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], _selector((o.get("spec") or {}).get("podSelector")), _age(o, now)],
+    ),
+    "scheduling.k8s.io/priorityclasses": (
+        [
+            ("Name", S, 0, "name"),
+            ("Value", INT, 0, "value"),
+            ("Global-Default", "boolean", 0, "global default"),
+            ("Age", S, 0, "age"),
+            ("PreemptionPolicy", S, 0, "preemption policy"),
+        ],
+        lambda o, now: [
+            o["metadata"]["name"],
+            o.get("value", 0),
+            bool(o.get("globalDefault")),
+            _age(o, now),
+            o.get("preemptionPolicy", ""),
+        ],
+    ),
+    "coordination.k8s.io/leases": (
+        [("Name", S, 0, "name"), ("Holder", S, 0, "holder"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity", ""), _age(o, now)],
+    ),
+    "apiregistration.k8s.io/apiservices": (
+        [("Name", S, 0, "name"), ("Service", S, 0, "service"), ("Available", S, 0, "available"), ("Age", S, 0, "age")],
+        _apiservice_row,
+    ),
+    "storage.k8s.io/storageclasses": (
+        [
+            ("Name", S, 0, "name"),
+            ("Provisioner", S, 0, "provisioner"),
+            ("ReclaimPolicy", S, 0, "reclaim policy"),
+            ("VolumeBindingMode", S, 0, "volume binding mode"),
+            ("AllowVolumeExpansion", S, 0, "allow volume expansion"),
+            ("Age", S, 0, "age"),
+        ],
+        _storageclass_row,
+    ),
+    "discovery.k8s.io/endpointslices": (
+        [
+            ("Name", S, 0, "name"),
+            ("AddressType", S, 0, "address type"),
+            ("Ports", S, 0, "ports"),
+            ("Endpoints", S, 0, "endpoints"),
+            ("Age", S, 0, "age"),
+        ],
+        _endpointslice_row,
+    ),
+    "node.k8s.io/runtimeclasses": (
+        [("Name", S, 0, "name"), ("Handler", S, 0, "handler"), ("Age", S, 0, "age")],
+        lambda o, now: [o["metadata"]["name"], o.get("handler", ""), _age(o, now)],
+    ),
+}
+MORE_PRINTERS["rbac.authorization.k8s.io/clusterrolebindings"] = MORE_PRINTERS["rbac.authorization.k8s.io/rolebindings"]
+PRINTERS.update(MORE_PRINTERS)
+
+
 def json_path(obj: Any, path: str) -> Any:
     """The value at a simple JSONPath (``.status.phase``, ``.spec.items[0].name``, ``{.a.b}``), or ``None``."""
     path = path.strip()
@@ -508,7 +977,8 @@ def _custom_columns(rt: ResourceType) -> tuple[list[Column], Callable[[Obj, floa
 
 
 def _generic(rt: ResourceType) -> tuple[list[Column], Callable[[Obj, float], list[Any]]]:
-    return [("Name", S, 0, "name"), ("Age", S, 0, "age")], lambda o, now: [o["metadata"]["name"], _age(o, now)]
+    """The apiserver's default table (``rest.NewDefaultTableConvertor``) for a kind without a printer."""
+    return CREATED_COLUMNS, _created
 
 
 def printer_for(rt: ResourceType) -> tuple[list[Column], Callable[[Obj, float], list[Any]]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakes.kube import immutable, metavalidation
+from fakes.kube import immutable, kind_rules, metavalidation
 from fakes.kube.errors import Cause, field_invalid, field_required, invalid
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import from_label_selector
@@ -193,5 +193,6 @@ def validate(rt: ResourceType, obj: Obj, old: Obj | None = None) -> None:
         causes += _crd(obj)
     elif rt.custom:
         causes += _custom(rt, obj)
+    causes += kind_rules.causes(rt, obj, old, _workload)
     if causes:
         raise invalid(rt.kind, rt.group, str(name), causes)

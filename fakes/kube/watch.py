@@ -30,6 +30,7 @@ from typing import Any
 from aiohttp import web
 
 from fakes.kube import tables
+from fakes.kube.conversion import convert
 from fakes.kube.errors import ApiError
 from fakes.kube.resources import ResourceType
 from fakes.kube.selectors import FieldSelector, LabelSelector
@@ -67,8 +68,8 @@ def translate(
 
 
 def for_version(obj: dict[str, Any], rt: ResourceType) -> dict[str, Any]:
-    """``obj`` as served under ``rt``'s version (``apiVersion``/``kind`` set)."""
-    out = dict(obj)
+    """``obj`` as served under ``rt``'s version (``apiVersion``/``kind`` set, converted: :mod:`.conversion`)."""
+    out = dict(convert(obj, rt))
     out["apiVersion"] = rt.api_version
     out["kind"] = rt.kind
     return out

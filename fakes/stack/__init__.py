@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import fakes.kube
-from fakes.kube.resources import ResourceType
 from fakes.stack import bugs as bug_switches
 from fakes.stack import config
 from fakes.stack.node import Node, NodeRunner
@@ -34,14 +33,6 @@ from fakes.stack.up import Up
 
 DEFAULT_CONTEXT = "stack-twin"
 IMAGE_PREFIX = "twin.stack-harness.dev/"
-
-#: Kinds the stack's manifests use that the double may not serve as built-ins yet (added when missing).
-RBAC_TYPES = (
-    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
-    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
-    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
-)
 
 
 class TwinHandle:
@@ -96,15 +87,6 @@ def register_images(node: Node) -> None:
     node.register("fake-openai:", fake_openai)
 
 
-def _serve_missing_kinds(kd: fakes.kube.KubeHandle) -> None:
-    registry = kd.double.registry
-    for rt in RBAC_TYPES:
-        if registry.lookup(rt.group, rt.version, rt.plural) is None:
-            with registry._lock:  # stopgap until the double serves RBAC itself
-                registry._types.append(rt)
-                registry.changes += 1
-
-
 @contextlib.contextmanager
 def serve(
     kubeconfig: str | os.PathLike[str] | None = None,
@@ -124,7 +106,6 @@ def serve(
     with fakes.kube.serve(
         kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
     ) as kd:
-        _serve_missing_kinds(kd)
         node = Node(kd.double, config.NAMESPACE, switched)
         register_images(node)
         node.start_loop()

@@ -294,7 +294,7 @@ def test_a_deleted_statefulset_pod_comes_back_under_its_name(kd: KubeHandle) -> 
 
 
 def test_a_job_completes(kd: KubeHandle) -> None:
-    apply(kd, job("migrate", completions=2))
+    apply(kd, job("migrate", completions=2, faults={"run-seconds": "0.1"}))  # each pod's command ends after 0.1 s
     done = kd.kubectl("wait", "--for=condition=complete", "job/migrate", "--timeout=60s")
     assert done.returncode == 0, done.stderr
     assert "job.batch/migrate condition met" in done.stdout

@@ -145,7 +145,7 @@ def test_scheduler_events_have_the_events_api_shape_and_a_series(kd: KubeHandle)
 
 
 def test_field_selectors_filter_events(kd: KubeHandle) -> None:
-    apply(kd, job("once"))
+    apply(kd, job("once", faults={"run-seconds": "0.1"}))
     assert kd.kubectl("wait", "--for=condition=complete", "job/once", "--timeout=30s").returncode == 0
     done = kd.kubectl(
         "get",

@@ -7,10 +7,16 @@ crash, get Ready and go away, Jobs complete, events and logs appear, all on the 
 - ``deployments`` (:mod:`.deployment`): Deployment -> ReplicaSet ``<name>-<pod-template-hash>`` with revisions,
   rolling updates (maxSurge/maxUnavailable, 25%/25% by default) or Recreate, ``observedGeneration``, replica counts,
   ``Available``/``Progressing`` conditions and ``ProgressDeadlineExceeded``; ``ScalingReplicaSet`` events.
-- ``replicasets`` (:mod:`.replicaset`): keeps ``spec.replicas`` active pods (``<replicaset>-xxxxx``), status counts.
+- ``replicasets`` (:mod:`.replicaset`): keeps ``spec.replicas`` active pods (``<replicaset>-xxxxx``), status counts;
+  ``replicationcontrollers`` the same for ReplicationControllers.
 - ``statefulsets`` (:mod:`.statefulset`): pods ``<name>-0..N-1`` in order, recreated under the same name when
   deleted, rolled from the highest ordinal.
 - ``jobs`` (:mod:`.job`): pods until ``completions`` succeed (``Complete``) or ``backoffLimit`` is passed (``Failed``).
+- ``daemonsets`` (:mod:`.daemonset`): one pod per DaemonSet on the node, rolled on a template change.
+- ``node`` (:mod:`.node`): the Node ``fake-node`` every pod is bound to, and its heartbeat Lease.
+- ``namespaces`` (:mod:`.namespace`): the ``default`` ServiceAccount and ``kube-root-ca.crt`` in every namespace.
+- ``disruption`` (:mod:`.disruption`): PodDisruptionBudget status from the pods it selects.
+- ``autoscalers`` (:mod:`.autoscaler`): HPAs as on a cluster without a metrics server (range kept, no metrics).
 - ``kubelet`` (:class:`fakes.kube.lifecycle.Kubelet`): the scheduler and kubelet: every pod, whoever created it, is
   scheduled, started, made Ready, restarted and removed after its grace period, with the kubelet's events; faults
   declared on pod-template annotations (``double.stack-harness.dev/crash-loop: "true"``...) or from Python
@@ -39,11 +45,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from fakes.kube.controllers.autoscaler import AutoscalerController
 from fakes.kube.controllers.base import ControllerContext, Reconciler
+from fakes.kube.controllers.daemonset import DaemonSetController
 from fakes.kube.controllers.deployment import DeploymentController
+from fakes.kube.controllers.disruption import DisruptionController
 from fakes.kube.controllers.events import EventRecorder
 from fakes.kube.controllers.job import JobController
-from fakes.kube.controllers.replicaset import ReplicaSetController
+from fakes.kube.controllers.namespace import NamespaceDefaults
+from fakes.kube.controllers.node import NodeController
+from fakes.kube.controllers.replicaset import ReplicaSetController, ReplicationControllerController
 from fakes.kube.controllers.statefulset import StatefulSetController
 
 if TYPE_CHECKING:
@@ -71,10 +82,27 @@ class Controllers:
         self.deployments = DeploymentController(self.ctx)
         self.statefulsets = StatefulSetController(self.ctx)
         self.jobs = JobController(self.ctx)
+        self.daemonsets = DaemonSetController(self.ctx)
+        self.replicationcontrollers = ReplicationControllerController(self.ctx)
+        self.node = NodeController(self.ctx)
+        self.namespaces = NamespaceDefaults(self.ctx)
+        self.disruption = DisruptionController(self.ctx)
+        self.autoscalers = AutoscalerController(self.ctx)
 
     @property
     def reconcilers(self) -> list[Reconciler]:
-        return [self.replicasets, self.deployments, self.statefulsets, self.jobs]
+        return [
+            self.replicasets,
+            self.deployments,
+            self.statefulsets,
+            self.jobs,
+            self.daemonsets,
+            self.replicationcontrollers,
+            self.node,
+            self.namespaces,
+            self.disruption,
+            self.autoscalers,
+        ]
 
     def start(self) -> None:
         """Subscribe to the store, serve ``pods/log``, and reset with the double. Needs a serving double."""
@@ -96,6 +124,8 @@ class Controllers:
         self.kubelet.reset()
         for reconciler in self.reconcilers:
             reconciler.reset()
+        self.node.register()
+        self.namespaces.resync()
 
 
 def install(double: KubeDouble) -> Controllers:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakes.kube.clock import Clock, TimerHandle, Timers, parse_rfc3339
 from fakes.kube.errors import ApiError
+from fakes.kube.resources import server_minor
 from fakes.kube.store import Store, StoreEvent
 
 if TYPE_CHECKING:
@@ -112,14 +113,6 @@ class ControllerContext:
 
     def reset(self) -> None:
         self._epoch += 1
-
-
-def server_minor(git_version: str) -> int:
-    """``32`` for ``v1.32.4`` (32 when it cannot be read)."""
-    try:
-        return int(git_version.lstrip("v").split(".")[1])
-    except (IndexError, ValueError):
-        return 32
 
 
 class Reconciler:

@@ -65,13 +65,16 @@ HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
+REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
+#: ``maxRevHistoryLengthInChars`` of ``pkg/controller/deployment``: the longest ``revision-history`` it writes.
+REVISION_HISTORY_CHARS = 2000
 NOT_COPIED = frozenset(
     {
         "kubectl.kubernetes.io/last-applied-configuration",
         REVISION,
         DESIRED,
         MAX_REPLICAS,
-        "deployment.kubernetes.io/revision-history",
+        REVISION_HISTORY,
         "deprecated.deployment.rollback.to",
     }
 )
@@ -193,6 +196,10 @@ class _Rollout:
         wanted = dict(annotations)
         if _revision(new) < revision:
             wanted[REVISION] = str(revision)
+            if REVISION in annotations:  # a rollback reuses this ReplicaSet: keep the revisions it had
+                history = with_revision_history(annotations.get(REVISION_HISTORY, ""), annotations[REVISION])
+                if history is not None:
+                    wanted[REVISION_HISTORY] = history
         wanted[DESIRED] = str(self.replicas)
         wanted[MAX_REPLICAS] = str(self.replicas + self.max_surge())
         if wanted != annotations:
@@ -565,6 +572,24 @@ class _Rollout:
 
 def _replicas(rs: Obj) -> int:
     return int(spec(rs).get("replicas", 0) or 0)
+
+
+def with_revision_history(history: str, old_revision: str) -> str | None:
+    """``revision-history`` after ``old_revision`` is appended, as ``SetNewReplicaSetAnnotations``
+    (``pkg/controller/deployment/util/deployment_util.go``) writes it: comma-separated, oldest first, the oldest
+    dropped while the text would pass :data:`REVISION_HISTORY_CHARS`; ``None`` (left as it is) when even that
+    cannot fit it."""
+    revisions = history.split(",")
+    if not revisions[0]:
+        return old_revision
+    total = len(history) + len(old_revision) + 1
+    start = 0
+    while total > REVISION_HISTORY_CHARS and start < len(revisions):
+        total -= len(revisions[start]) + 1
+        start += 1
+    if total > REVISION_HISTORY_CHARS:
+        return None
+    return ",".join([*revisions[start:], old_revision])
 
 
 def _revision(rs: Obj) -> int:

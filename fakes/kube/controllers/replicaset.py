@@ -49,14 +49,16 @@ PODS, PODS_KEY = "pods", "/pods"
 class ReplicaSetController(Reconciler):
     name = "replicaset-controller"
     watches = (RS_KEY, PODS_KEY)
+    #: The controlled kind: its store name, collection key, kind and apiVersion (the RC controller reuses all this).
+    resource, key, kind, api_version = RS, RS_KEY, "ReplicaSet", "apps/v1"
 
     def keys_for(self, event: StoreEvent) -> Iterable[Key]:
-        if event.resource.key == RS_KEY:
+        if event.resource.key == self.key:
             return [(event.namespace, event.name)]
-        return owner_keys(event, "ReplicaSet")
+        return owner_keys(event, self.kind)
 
     def sync(self, namespace: str, name: str) -> None:
-        rs = self.store.get(RS, namespace, name)
+        rs = self.store.get(self.resource, namespace, name)
         if rs is None:
             return
         pods = [p for p in self.store.list(PODS, namespace)[0] if owned_by(p, rs)]
@@ -79,7 +81,7 @@ class ReplicaSetController(Reconciler):
         name = meta(rs)["name"]
         pod = pod_from_template(
             spec(rs).get("template") or {},
-            owner_reference(rs, "apps/v1", "ReplicaSet"),
+            owner_reference(rs, self.api_version, self.kind),
             meta(rs)["namespace"],
             generate_name=f"{name}-",
         )
@@ -123,9 +125,23 @@ class ReplicaSetController(Reconciler):
         if wanted == status(rs):
             return
         updated = dict(rs, status=wanted)
-        self.store.update(RS, updated, subresource="status")
+        self.store.update(self.resource, updated, subresource="status")
 
     def _recheck_availability(self, rs: Obj, ready: list[Obj], min_ready: int, now: float) -> None:
         due = [since + min_ready for p in ready if (since := ready_since(p)) is not None and since + min_ready > now]
         if due:
             self.requeue_after(meta(rs)["namespace"], meta(rs)["name"], min(due) - now + 0.01)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """ReplicationControllers: the ReplicaSet controller's work for the older kind (upstream runs the same code,
+    ``pkg/controller/replication`` wraps ``replicaset``), pods ``<rc>-xxxxx``."""
+
+    name = "replication-controller"
+    watches = ("/replicationcontrollers", PODS_KEY)
+    resource, key, kind, api_version = (
+        "replicationcontrollers",
+        "/replicationcontrollers",
+        "ReplicationController",
+        "v1",
+    )
