@@ -23,11 +23,13 @@ venv:
 	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[test]' && touch $(STAMP); \
 	fi
 
-# The checks, fastest first: ruff's lint and format check (line length 120), then mypy (strict for harness/ and
-# fakes/; what it checks is configured in pyproject.toml). `make test` runs them first, so CI enforces them.
+# The checks, fastest first: ruff's lint and format check (line length 120), the import contracts (layers that point
+# down, no import circle: [tool.importlinter] in pyproject.toml), then mypy (strict for harness/ and fakes/; what it
+# checks is configured in pyproject.toml). `make test` runs them first, so CI enforces them.
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mypy
 
 # The checks, then the cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs

@@ -19,13 +19,28 @@ Admin calls are never journaled and never faulted, so a ``*`` fault can always b
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from fakes.core import BadJson, FakeRequest, FakeResponse
-from fakes.faults import Fault, FaultSpecError
+from fakes.core import BadJson, FakeApp, FakeRequest, FakeResponse
+from fakes.faults import Fault, FaultSpecError, FaultTable
+from fakes.journal import Journal
 
-if TYPE_CHECKING:
-    from fakes.runtime import FakeRuntime
+
+class FakeRuntime(Protocol):
+    """What the admin routes reach of a :class:`fakes.runtime.FakeRuntime` (which imports this module, so this one
+    cannot import it back): the fake, its journal, its faults, and reset."""
+
+    @property
+    def app(self) -> FakeApp: ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    @property
+    def faults(self) -> FaultTable: ...
+
+    def reset(self) -> None: ...
+
 
 PREFIX = "/_fake"
 

@@ -4,7 +4,7 @@ Public API (see README.md for a tour):
 
 - waiting: :func:`wait_for`, :func:`wait_for_sync`, :class:`Done` (a falsy answer that ends a wait),
   :class:`StopWaiting`, :class:`WaitTimeout`, :func:`current_attempt`, :func:`clamp_to_attempt`;
-- time: :func:`parse_k8s_time`, :func:`created_since`, :func:`agent_runs_since`;
+- time: :func:`parse_k8s_time`, :func:`created_since`, :func:`window_cutoff`;
 - kube: :class:`Kube` (pinned context, guard, bounded kubectl, rollouts, server clock);
 - ids: :func:`unique_issue_number`;
 - port-forwards: :class:`PortForward`, :func:`port_forward`, :class:`ForwardPool`, :func:`fetch_through`,
@@ -14,52 +14,37 @@ Public API (see README.md for a tour):
 - chat: :func:`chat_turn`, :func:`chat_turn_sync` (one streamed chat turn, read incrementally under one deadline),
   :class:`ChatTurn`, :class:`ToolCall`, :class:`ChatRejected`, :class:`ChatStreamMalformed`; :func:`stream_through`
   (``fetch_through`` for a body read as it arrives).
-- stack clients: :func:`mint_user_jwt` / :func:`resolve_user_jwt` (Open WebUI user JWTs), :class:`InvokeClient`
-  (``/invoke`` accept-then-poll), :class:`CredentialStore` (credential Secrets, AES-256-GCM fields),
-  :class:`RedisSessions` (``sess:*`` sweeps in one ``kubectl exec``).
-- diagnosis: :class:`RolloutFailed`, :func:`rollout_complete`, :func:`explain_workload` (why a rollout did not
-  finish), :func:`cleanup_agent_runs_since`, :class:`Ledger`; evidence, progress and the HTML report come with the
-  pytest plugin (:mod:`harness.diagnostics_plugin`).
+- diagnosis: :class:`RolloutFailed` (:class:`RolloutTerminal` when waiting cannot help), :func:`rollout_complete`,
+  :func:`explain_workload` (why a rollout did not finish), :class:`Ledger`; evidence, progress and the HTML report
+  come with the pytest plugin (:mod:`harness.diagnostics_plugin`).
 - errors: every exception the harness raises (:mod:`harness.errors` draws the tree). Catch a hop by class:
   :class:`PortForwardFailure`, :class:`ServiceFailure`, :class:`KubectlError`, :class:`ApiServerUnusable`.
+
+Nothing here names a particular stack: a stack's own clients and helpers live in that stack's own layer, which
+imports the harness, never the reverse.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness.agentruns import AgentRunRecord, agent_runs_since
-from harness.attempts import Attempt, clamp_to_attempt, current_attempt
-from harness.chat import ChatTurn, ToolCall, chat_turn, chat_turn_sync
-from harness.cleanup import Ledger, cleanup_agent_runs_since
 from harness.errors import (
     ApiServerRejected,
     ApiServerUnreachable,
     ApiServerUnusable,
     ArtifactsNotWritable,
-    BounceRefused,
     ChatError,
     ChatRejected,
     ChatStreamMalformed,
     ContextNotAllowed,
-    CredentialDecryptError,
-    CredentialError,
-    CredentialKeyError,
     ForwardLeak,
+    HarnessConfigError,
     HarnessError,
     HopFailure,
-    InvocationNotFound,
-    InvokeError,
-    InvokeProtocolError,
-    InvokeRejected,
-    InvokeTimeout,
-    JournalUnreadable,
     KubectlError,
     KubectlNotFound,
     KubectlTimeout,
     KubectlUnrecoverable,
-    ModelJournalUnreadable,
     NoKubeContext,
-    PacingNotRestored,
     PortForwardBroken,
     PortForwardDied,
     PortForwardFailure,
@@ -68,12 +53,9 @@ from harness.errors import (
     ProbeNotCallable,
     ProcessTimeout,
     QdrantReadError,
-    RedisPodNotFound,
-    RedisSweepError,
     RolloutFailed,
     RolloutStatusFailed,
-    SecretMissing,
-    SeedFailed,
+    RolloutTerminal,
     ServiceAnswerTooLarge,
     ServiceFailure,
     ServiceTimeout,
@@ -82,49 +64,42 @@ from harness.errors import (
     StrayProcessWarning,
     SyncCallInEventLoop,
     TimestampError,
-    TwinStartFailed,
     Unrecoverable,
     WaitStopped,
     WaitTimeout,
 )
-from harness.fetch import fetch_through, fetch_through_sync, stream_through
-from harness.forward_pool import ForwardPool
-from harness.ids import unique_issue_number
-from harness.invoke import Invocation, InvokeClient, PendingToolCall
-from harness.kube import Kube
-from harness.portforward import ForwardExit, PortForward, port_forward
-from harness.qdrant import QdrantView
-from harness.redis_sessions import RedisSessions, SweepResult
-from harness.rollout import explain_workload, rollout_complete
-from harness.timestamps import created_since, parse_k8s_time, window_cutoff
-from harness.waiting import Done, WaitSummary, wait_for, wait_for_sync
 
 if TYPE_CHECKING:
-    from harness.credentials import (
-        CLAUDE_LOGIN,
-        CLAUDE_SETUP_TOKEN,
-        GITHUB_LINK,
-        CredentialRecord,
-        CredentialStore,
-        secret_name,
-    )
-    from harness.openwebui_jwt import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
+    from harness.attempts import Attempt, clamp_to_attempt, current_attempt
+    from harness.chat import ChatTurn, ToolCall, chat_turn, chat_turn_sync
+    from harness.cleanup import Ledger
+    from harness.fetch import fetch_through, fetch_through_sync, stream_through
+    from harness.forward_pool import ForwardPool
+    from harness.ids import unique_issue_number
+    from harness.kube import Kube
+    from harness.portforward import ForwardExit, PortForward, port_forward
+    from harness.qdrant import QdrantView
+    from harness.rollout import explain_workload, rollout_complete
+    from harness.timestamps import created_since, parse_k8s_time, window_cutoff
+    from harness.waiting import Done, WaitSummary, wait_for, wait_for_sync
 
-# Imported on first use: they pull in cryptography and PyJWT (about 70 modules), which every `import harness` would
-# otherwise pay for, and a bigger sys.modules slows what scans it (inspect.getmodule in pytest's traceback formatting).
+# Imported on first use: `import harness` (and so the pytest plugin, which every pytest run in the venv loads) costs
+# the exceptions alone; a name brings its module when a spec first uses it. The heavy ones pull in anyio, httpx, the
+# kubernetes client, cryptography and PyJWT (hundreds of modules), and a bigger sys.modules slows what scans it
+# (inspect.getmodule in pytest's traceback formatting).
 _LAZY = {
-    **dict.fromkeys(
-        (
-            "CLAUDE_LOGIN",
-            "CLAUDE_SETUP_TOKEN",
-            "GITHUB_LINK",
-            "CredentialRecord",
-            "CredentialStore",
-            "secret_name",
-        ),
-        "harness.credentials",
-    ),
-    **dict.fromkeys(("OpenWebUIIdentity", "mint_user_jwt", "resolve_user_jwt"), "harness.openwebui_jwt"),
+    **dict.fromkeys(("Attempt", "clamp_to_attempt", "current_attempt"), "harness.attempts"),
+    **dict.fromkeys(("ChatTurn", "ToolCall", "chat_turn", "chat_turn_sync"), "harness.chat"),
+    **dict.fromkeys(("Ledger",), "harness.cleanup"),
+    **dict.fromkeys(("fetch_through", "fetch_through_sync", "stream_through"), "harness.fetch"),
+    **dict.fromkeys(("ForwardPool",), "harness.forward_pool"),
+    **dict.fromkeys(("unique_issue_number",), "harness.ids"),
+    **dict.fromkeys(("Kube",), "harness.kube"),
+    **dict.fromkeys(("ForwardExit", "PortForward", "port_forward"), "harness.portforward"),
+    **dict.fromkeys(("QdrantView",), "harness.qdrant"),
+    **dict.fromkeys(("explain_workload", "rollout_complete"), "harness.rollout"),
+    **dict.fromkeys(("created_since", "parse_k8s_time", "window_cutoff"), "harness.timestamps"),
+    **dict.fromkeys(("Done", "WaitSummary", "wait_for", "wait_for_sync"), "harness.waiting"),
 }
 
 
@@ -137,41 +112,23 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AgentRunRecord",
     "ApiServerRejected",
     "ApiServerUnreachable",
     "ApiServerUnusable",
     "ArtifactsNotWritable",
     "Attempt",
-    "BounceRefused",
-    "CLAUDE_LOGIN",
-    "CLAUDE_SETUP_TOKEN",
     "ChatError",
     "ChatRejected",
     "ChatStreamMalformed",
     "ChatTurn",
     "ContextNotAllowed",
-    "CredentialDecryptError",
-    "CredentialError",
-    "CredentialKeyError",
-    "CredentialRecord",
-    "CredentialStore",
     "Done",
     "ForwardExit",
     "ForwardLeak",
     "ForwardPool",
-    "GITHUB_LINK",
+    "HarnessConfigError",
     "HarnessError",
     "HopFailure",
-    "Invocation",
-    "InvocationNotFound",
-    "InvokeClient",
-    "InvokeError",
-    "InvokeProtocolError",
-    "InvokeRejected",
-    "InvokeTimeout",
-    "JournalUnreadable",
-    "ModelJournalUnreadable",
     "Kube",
     "KubectlError",
     "KubectlNotFound",
@@ -179,9 +136,6 @@ __all__ = [
     "KubectlUnrecoverable",
     "Ledger",
     "NoKubeContext",
-    "OpenWebUIIdentity",
-    "PacingNotRestored",
-    "PendingToolCall",
     "PortForward",
     "PortForwardBroken",
     "PortForwardDied",
@@ -192,44 +146,33 @@ __all__ = [
     "ProcessTimeout",
     "QdrantReadError",
     "QdrantView",
-    "RedisPodNotFound",
-    "RedisSessions",
-    "RedisSweepError",
     "RolloutFailed",
+    "RolloutTerminal",
     "RolloutStatusFailed",
-    "SecretMissing",
-    "SeedFailed",
     "ServiceAnswerTooLarge",
     "ServiceFailure",
     "ServiceTimeout",
     "ServiceUnreachable",
     "StopWaiting",
     "StrayProcessWarning",
-    "SweepResult",
     "SyncCallInEventLoop",
     "TimestampError",
     "ToolCall",
-    "TwinStartFailed",
     "Unrecoverable",
     "WaitStopped",
     "WaitSummary",
     "WaitTimeout",
-    "agent_runs_since",
     "chat_turn",
     "chat_turn_sync",
     "clamp_to_attempt",
-    "cleanup_agent_runs_since",
     "created_since",
     "current_attempt",
     "explain_workload",
     "fetch_through",
     "fetch_through_sync",
-    "mint_user_jwt",
     "parse_k8s_time",
     "port_forward",
-    "resolve_user_jwt",
     "rollout_complete",
-    "secret_name",
     "stream_through",
     "unique_issue_number",
     "wait_for",

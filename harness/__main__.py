@@ -6,7 +6,9 @@
 
 Prints the same explanation a failed ``Kube.rollout_status`` raises (:mod:`harness.rollout`). The context goes
 through the same guard as the specs: ``--context`` (or the kubeconfig's current context) must be in ``[tool.harness]
-allowed_contexts`` of the nearest ``pyproject.toml``, and is pinned on every kubectl call. Before any kubectl call,
+allowed_contexts`` of ``--config PATH`` (a ``pyproject.toml`` or its folder) or else of the nearest ``pyproject.toml``
+at or above the current folder, and is pinned on every kubectl call. With no ``[tool.harness]`` there, the command
+says on stderr that it uses the defaults (:mod:`harness.config`), so it works from any folder. Before any kubectl call,
 the API server gets the check the pytest plugin runs once per session (:meth:`Kube.check_api_server`), so a stopped
 cluster or a paused VM is named as such. ``--budget`` bounds the whole command: the kubeconfig is read without
 kubectl, and the check and the reads share the budget.
@@ -26,8 +28,10 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
+from harness.config import HarnessConfig, load_config
 from harness.errors import ApiServerUnusable, HarnessError
 from harness.kube import ContextPick, Kube
 from harness.rollout import DEFAULT_BUDGET, explain, gather, parse_ref
@@ -45,7 +49,7 @@ EXIT_CODES = {
 }
 """Exit status of ``python -m harness diagnose`` and what it means."""
 
-CLI_PICK = ContextPick("--context", "`python -m harness diagnose NAME --context minikube`")
+CLI_PICK = ContextPick("--context", "python -m harness diagnose NAME --context {context}")
 """How the guard's messages tell a person at the terminal to pick another context: this command's flag."""
 
 _PROG = "python -m harness diagnose"
@@ -65,9 +69,11 @@ def _main(argv: list[str] | None) -> int:
         if not args.budget > 0:
             raise ValueError(f"--budget must be a positive number of seconds, got {args.budget}")
         deadline = time.monotonic() + args.budget
+        config = _config(args.config)
         kube = Kube.connect(
             args.context,
             args.namespace,
+            config=config,
             kubectl=args.kubectl,
             kubeconfig=args.kubeconfig,
             pick=CLI_PICK,
@@ -82,6 +88,20 @@ def _main(argv: list[str] | None) -> int:
         kube.close()
 
 
+def _config(path: str | None) -> HarnessConfig:
+    """``--config PATH``'s ``[tool.harness]``, else the nearest one at or above the current folder; with none, the
+    defaults, said on stderr (the guard's messages then name the default allow-list, never a file)."""
+    config = load_config(path=Path(path)) if path else load_config()
+    if config.source is None:
+        print(
+            f"{_PROG}: no [tool.harness] in a pyproject.toml at or above {Path.cwd()}: using the defaults "
+            f"(allowed contexts {', '.join(config.allowed_contexts)}; the context's own namespace); "
+            "pass --config PATH to use a project's",
+            file=sys.stderr,
+        )
+    return config
+
+
 def _diagnose(kube: Kube, ref: str, deadline: float) -> int:
     """The API server check, then the reads, all before ``deadline``; prints the explanation, returns the status."""
     try:
@@ -94,8 +114,8 @@ def _diagnose(kube: Kube, ref: str, deadline: float) -> int:
         return EXIT_USAGE
     snap = gather(kube, ref, budget=max(0.0, deadline - time.monotonic()))
     explanation = explain(snap)
-    _say(f"context {kube.context}, namespace {kube.namespace}")
-    _say(explanation.text())
+    _say(explanation.text())  # the headline first: `diagnose web | head -1` is the cause
+    _say(f"(context {kube.context}, namespace {kube.namespace})")
     if snap.workload is None and not snap.missing:  # neither "rolled out" nor "did not": the reads failed
         return EXIT_CLUSTER_UNUSABLE
     return EXIT_ROLLED_OUT if explanation.healthy else EXIT_NOT_ROLLED_OUT
@@ -140,8 +160,18 @@ def _parser() -> argparse.ArgumentParser:
     diagnose.add_argument(
         "--context", default=None, help="kube context (default: the kubeconfig's current one; guarded)"
     )
-    diagnose.add_argument("--namespace", "-n", default=None, help="namespace (default: [tool.harness] namespace)")
-    diagnose.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: kubectl's)")
+    diagnose.add_argument(
+        "--namespace", "-n", default=None, help="namespace (default: [tool.harness] namespace, else the context's)"
+    )
+    diagnose.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig file (default: [tool.harness] kubeconfig, else kubectl's)"
+    )
+    diagnose.add_argument(
+        "--config",
+        default=None,
+        metavar="PATH",
+        help="pyproject.toml (or its folder) whose [tool.harness] applies (default: the nearest at or above here)",
+    )
     diagnose.add_argument("--kubectl", default="kubectl", help="kubectl binary (default: the one on PATH)")
     diagnose.add_argument(
         "--budget",

@@ -1,6 +1,7 @@
 """Where a run's diagnostics go: the run id, the artifacts folder and its layout, and safe writes into it.
 
-Layout (``DIR`` is ``--artifacts``, default ``artifacts/`` under pytest's rootdir)::
+Layout (``DIR`` is ``--artifacts``, default ``artifacts/`` under pytest's rootdir; a run folder exists only when the
+run had something to keep, and only the newest ``[tool.harness] keep_runs`` (default 20) are kept)::
 
     DIR/<run id>/report.html          the run's timeline (one self-contained file)
     DIR/<run id>/<spec folder>/        evidence of one failed spec (index.json, INDEX.txt, ...)
@@ -19,12 +20,15 @@ import hashlib
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 from harness.errors import ArtifactsNotWritable as ArtifactsNotWritable  # re-exported: defined in harness.errors
 
+DEFAULT_EVIDENCE_BUDGET = 60.0
+"""Seconds evidence collection may take per failed spec (``--evidence-budget``; :mod:`harness.evidence`)."""
 RUN_LABEL = "stack-harness.dev/run"
 ISSUE_LABEL = "stack-harness.dev/issue"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
@@ -67,6 +71,43 @@ def ensure_writable(folder: Path) -> Path:
             "could not be kept; pass --artifacts DIR with a writable folder"
         ) from None
     return folder.resolve()
+
+
+def check_creatable(folder: Path) -> None:
+    """Prove ``folder`` could be created and written, creating nothing: its nearest existing ancestor is a writable
+    folder. Raises :class:`ArtifactsNotWritable` naming the folder, the reason and the fix."""
+    probe = folder.resolve()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    why = None if probe.is_dir() else "not a folder"
+    if why is None and not os.access(probe, os.W_OK | os.X_OK):
+        why = "permission denied"
+    if why is not None:
+        raise ArtifactsNotWritable(
+            f"the artifacts folder {str(folder)!r} is not writable ({why} at {probe}): evidence of failed specs "
+            "could not be kept; pass --artifacts DIR with a writable folder"
+        )
+
+
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def prune_runs(base: Path, *, keep: int, current: str) -> list[Path]:
+    """Remove the oldest run folders under ``base`` (names that are run ids; they sort by start time) beyond the
+    newest ``keep``; never ``current``, never anything else in ``base``. Returns what was removed; a folder that
+    cannot be removed is left (another run may still be writing it)."""
+    try:
+        runs = sorted(p for p in base.iterdir() if p.is_dir() and _RUN_ID.match(p.name) and p.name != current)
+    except OSError:
+        return []
+    removed = []
+    for folder in runs[: max(0, len(runs) - (keep - 1))]:
+        try:
+            shutil.rmtree(folder)
+        except OSError:
+            continue
+        removed.append(folder)
+    return removed
 
 
 def write_text(path: Path, text: str) -> int:

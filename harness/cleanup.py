@@ -1,20 +1,19 @@
-"""Cleanup that keeps the evidence: label what the harness creates, delete it in reverse order, keep it after a failure.
+r"""Cleanup that keeps the evidence: label what the harness creates, delete it newest first, keep it after a failure.
 
-Upstream's suite piled up dozens of AgentRuns and Secrets across runs (failure mode 8 in ``specs/cluster/README.md``)
-and, once it cleaned up, deleted the evidence of the failure it followed (failure mode 9 in specs/cluster/README.md).
-Here:
+Suites that clean up nothing pile up objects across runs; suites that clean up everything delete the evidence of the
+failure they followed. Here:
 
 - everything created through a :class:`Ledger` carries the label ``stack-harness.dev/run=<run id>`` (and
   ``stack-harness.dev/issue=<n>`` when the spec has an issue number), on the object and on its pod template, so
-  ``kubectl get all,agentruns,secrets -l stack-harness.dev/run=<run id>`` finds it later;
+  ``kubectl get all,secrets -l stack-harness.dev/run=<run id>`` finds it later;
 - at the end of its scope the ledger deletes what it recorded, newest first, in one bounded ``kubectl delete
-  --wait=false --ignore-not-found``; :func:`cleanup_agent_runs_since` removes the AgentRuns created since a
-  ``since`` and their ``<run>-identity`` Secrets (the controller's one-hour retention would keep them otherwise);
+  --wait=false --ignore-not-found``, then runs its :class:`Sweep`\ s: deletions by query that a stack layer adds
+  for objects its system creates on its own (a spec's window of custom resources, say);
 - the pytest plugin decides when: after a failure anywhere in the module (set-up and teardown included), or with
   ``--keep-resources``, nothing is deleted and the terminal summary prints what was kept, with the commands to
   inspect and to delete it (:meth:`Ledger.keep_commands`).
 
-Deletion never sweeps by name prefix: only objects recorded by this run, or AgentRuns in the spec's window.
+Deletion never sweeps by name prefix: only objects recorded by this run, or what a sweep's own query selects.
 """
 
 from __future__ import annotations
@@ -22,20 +21,21 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from harness.agentruns import AGENTRUN_RESOURCE, agent_runs_since
 from harness.artifacts import ISSUE_LABEL, RUN_LABEL
-from harness.errors import KubectlError
+from harness.errors import HarnessError, KubectlError
 
 if TYPE_CHECKING:
     from harness.kube import Kube
 
 DEFAULT_DELETE_TIMEOUT = 30.0
+DISCOVERY_TIMEOUT = 10.0
+"""Seconds the "kept" commands may spend asking the API server which resource types it serves."""
 
 
 @dataclass
@@ -92,36 +92,28 @@ def delete_refs(kube: Kube, refs: list[str], *, timeout: float = DEFAULT_DELETE_
     return result
 
 
-def cleanup_agent_runs_since(since: datetime, *, kube: Kube, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
-    """Delete the AgentRuns created since ``since`` (the same widened window as :func:`harness.agent_runs_since`)
-    and their ``<run>-identity`` Secrets, without waiting (``--wait=false --ignore-not-found``).
+@dataclass(frozen=True)
+class Sweep:
+    """A deletion by query instead of by recorded name, run after the recorded objects are deleted.
 
-    All calls share ``timeout`` seconds. Never raises for a cluster failure (listing included): see
-    :class:`CleanupResult`. Raises ``ValueError`` for a naive ``since``."""
-    deadline = time.monotonic() + timeout
-    result = CleanupResult()
-    try:
-        runs = agent_runs_since(since, kube=kube, timeout=timeout)
-    except KubectlError as exc:
-        result.failed.append(("list AgentRuns", str(exc).splitlines()[0]))
-        return result
-    names = [run.name for run in runs]
-    if not names:
-        return result
-    result.extend(
-        delete_refs(kube, [f"{AGENTRUN_RESOURCE}/{n}" for n in names], timeout=max(1.0, deadline - time.monotonic()))
-    )
-    result.extend(
-        delete_refs(kube, [f"secret/{n}-identity" for n in names], timeout=max(1.0, deadline - time.monotonic()))
-    )
-    return result
+    ``what`` names it in messages and in the kept entry (``"Jobs created since 12:00:03"``); ``run(kube, timeout)``
+    deletes within ``timeout`` seconds and must not raise for a cluster failure (see :class:`CleanupResult`);
+    ``inspect`` is the kubectl arguments after the pinned ``kubectl --context C -n NS`` that list what it would
+    delete, for the "kept" commands (``"get jobs  # those created since ..."``), or ``""``; ``resource`` (a plural
+    such as ``widgets``) is the type ``inspect`` lists when the API server may not serve it (a custom resource): the
+    command is printed only where discovery lists that type."""
+
+    what: str
+    run: Callable[[Kube, float], CleanupResult]
+    inspect: str = ""
+    resource: str = ""
 
 
 class Ledger:
     """What one scope (a spec or a module) created in the cluster, to delete at its end unless kept.
 
     ``apply`` labels and applies manifests and records the objects; ``track`` records objects created some other
-    way; ``sweep_agent_runs_since`` asks for :func:`cleanup_agent_runs_since` at the end. The pytest plugin calls
+    way; :meth:`sweep` adds a deletion by query (a :class:`Sweep`) to run at the end. The pytest plugin calls
     :meth:`delete` or :meth:`keep` once the scope is over (see the module docstring).
     """
 
@@ -129,7 +121,7 @@ class Ledger:
         self.kube, self.run_id, self.scope, self.issue = kube, run_id, scope, issue
         self.labels = run_labels(run_id, issue)
         self.refs: list[str] = []
-        self.sweeps: list[datetime] = []
+        self.sweeps: list[Sweep] = []
         self.closed = False
 
     def apply(self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, timeout: float = 30.0) -> list[str]:
@@ -155,12 +147,12 @@ class Ledger:
                 self.refs.remove(ref)
             self.refs.append(ref)
 
-    def sweep_agent_runs_since(self, since: datetime) -> None:
-        """At the end of the scope, delete the AgentRuns created since ``since`` and their identity Secrets."""
-        self.sweeps.append(since)
+    def sweep(self, sweep: Sweep) -> None:
+        """At the end of the scope, after the recorded objects, run ``sweep`` (unless the ledger is kept)."""
+        self.sweeps.append(sweep)
 
     def delete(self, *, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
-        """Delete the recorded objects, newest first, then run the AgentRun sweeps; bounded by ``timeout`` seconds
+        """Delete the recorded objects, newest first, then run the sweeps; bounded by ``timeout`` seconds
         in all. Never raises for a cluster failure. Idempotent."""
         result = CleanupResult()
         if self.closed:
@@ -168,14 +160,12 @@ class Ledger:
         self.closed = True
         deadline = time.monotonic() + timeout
         result.extend(delete_refs(self.kube, list(reversed(self.refs)), timeout=timeout))
-        for since in self.sweeps:
+        for sweep in self.sweeps:
             left = deadline - time.monotonic()
             if left < 1.0:
-                result.failed.append(
-                    (f"AgentRuns since {since.isoformat()}", "not swept: the cleanup budget was spent")
-                )
+                result.failed.append((sweep.what, "not swept: the cleanup budget was spent"))
                 continue
-            result.extend(cleanup_agent_runs_since(since, kube=self.kube, timeout=left))
+            result.extend(sweep.run(self.kube, left))
         return result
 
     def keep(self) -> dict[str, Any]:
@@ -185,24 +175,41 @@ class Ledger:
             "scope": self.scope,
             "run": self.run_id,
             "refs": list(self.refs),
-            "sweeps": [s.isoformat() for s in self.sweeps],
+            "sweeps": [s.what for s in self.sweeps],
             "commands": self.keep_commands(),
         }
 
     def keep_commands(self) -> list[str]:
-        """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace)."""
+        """Commands to inspect and to delete what this ledger kept (pinned to its context and namespace).
+
+        They name only resource types the API server serves: a sweep's custom resource only where discovery (one
+        bounded ``kubectl api-resources``, :data:`DISCOVERY_TIMEOUT` seconds) lists it, so each command works as
+        printed on a cluster without that CustomResourceDefinition."""
         base = _pinned(self.kube)
         selector = f"{RUN_LABEL}={self.run_id}"
-        commands = [f"{base} get all,agentruns,secrets -l {selector}"]
+        commands = [f"{base} get all,secrets -l {selector}"]
         if self.refs:
             commands.append(
                 f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false --ignore-not-found"
             )
-        for since in self.sweeps:
-            commands.append(
-                f"{base} get agentruns  # those created since {since.isoformat()} (and their <run>-identity Secrets)"
-            )
+        needed = {sweep.resource for sweep in self.sweeps if sweep.inspect and sweep.resource}
+        missing = {resource for resource in needed if not served(self.kube, resource)}
+        commands += [
+            f"{base} {sweep.inspect}" for sweep in self.sweeps if sweep.inspect and sweep.resource not in missing
+        ]
         return commands
+
+
+def served(kube: Kube, resource: str, *, timeout: float = DISCOVERY_TIMEOUT) -> bool:
+    """Whether the API server serves ``resource`` (a plural such as ``widgets``, or ``widgets.v1.example.com`` as
+    kubectl spells a resource with its group), by discovery: ``kubectl api-resources -o name`` within ``timeout``
+    seconds, compared by plural. False when discovery fails or does not answer in time."""
+    try:
+        done = kube.kubectl("api-resources", "-o", "name", timeout=timeout, check=False)
+    except (HarnessError, OSError):  # a timeout, the guard, kubectl gone: say nothing of types we cannot confirm
+        return False
+    plural = resource.split(".", 1)[0]
+    return any(line.split(".", 1)[0] == plural for line in done.stdout.split())
 
 
 def _pinned(kube: Kube) -> str:

@@ -12,9 +12,10 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is
   paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
   that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as the
-  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web",
-  "agentruns")``, the ``evidence`` fixture (:class:`EvidenceRequest`), objects the spec created through
-  ``cleanup``/``module_cleanup``, and workloads it rolled out or waited on.
+  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web")``
+  (and the names a stack layer registered with :func:`register_window_evidence`), the ``evidence`` fixture
+  (:class:`EvidenceRequest`), objects the spec created through ``cleanup``/``module_cleanup``, and workloads it
+  rolled out or waited on.
 - Cleanup: fixtures ``cleanup`` (per spec) and ``module_cleanup`` (per module), :class:`harness.cleanup.Ledger`\\s.
   When their scope ends, after the spec's reports are all in, the plugin deletes what they recorded (newest first,
   bounded), unless a spec of the module failed (set-up and teardown included; pytest-xdist workers share this
@@ -22,6 +23,10 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   what, with the commands to inspect and to delete it.
 - Progress of long waits on the terminal (in place) or as periodic lines (CI logs, xdist workers).
 - ``DIR/<run id>/report.html``: one self-contained page with a shared time axis (:mod:`harness.report`).
+- Inert until used: ``DIR/<run id>/`` is created only when there is something to put in it (a failed spec's
+  evidence, the record of a spec that is marked ``cluster``, used a harness or fakes fixture, touched a cluster or
+  opened a port-forward, or ``--harness-report``, which records every spec). A run that wrote one removes the
+  oldest run folders beyond ``[tool.harness] keep_runs`` (default 20).
 """
 
 from __future__ import annotations
@@ -30,26 +35,32 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 import pytest
 
-from harness import artifacts, progress, report, timeline
-from harness.cleanup import Ledger
-from harness.evidence import DEFAULT_BUDGET, Interest, Sources, collect
-from harness.kube import Kube
-from harness.rollout import Explanation
+from harness import artifacts, progress, timeline
+from harness.artifacts import DEFAULT_EVIDENCE_BUDGET as DEFAULT_BUDGET
+from harness.errors import RolloutFailed
+
+if TYPE_CHECKING:  # imported where used: a run that never uses the harness never loads them
+    from harness.cleanup import Ledger
+    from harness.evidence import ExtraEvidence, Interest, Sources
+    from harness.kube import Kube
+    from harness.rollout import Explanation
 
 EVIDENCE_PROPERTY = "harness.evidence"
 _RUN = pytest.StashKey["_Run"]()
 _SPEC = pytest.StashKey["_SpecState"]()
+_UNWRITTEN = "harness_unwritten"
 
 
 @dataclass
@@ -63,7 +74,10 @@ class _Run:
     progress_before: progress.Settings | None = None
     pending: list[tuple[Ledger, str]] = field(default_factory=list)
     failed_modules: set[str] = field(default_factory=set)
+    ledger_modules: set[str] = field(default_factory=set)  # modules with a spec using cleanup or module_cleanup
     ready: bool = False
+    report_all: bool = False  # --harness-report: record every spec and write report.html
+    unwritten: list[tuple[Any, ...]] = field(default_factory=list)  # plain specs' records, kept until a folder exists
 
     @property
     def folder(self) -> Path:
@@ -75,13 +89,24 @@ class _SpecState:
     started: float
     phases: dict[str, tuple[float, float, str]] = field(default_factory=dict)
     fixtures: dict[str, Any] = field(default_factory=dict)
-    interest: Interest = field(default_factory=Interest)
+    interest_: Interest | None = None  # made on first use (harness.evidence is not loaded before)
     evidence: str | None = None
     failure: str | None = None  # the first failure's message, for the report
+    lead: str | None = None  # a rollout failure's message: it opens failure.txt, headline first
     index_counts: dict[str, int] = field(default_factory=dict)
     explanations: list[Explanation] = field(default_factory=list)
     forwards: list[Any] = field(default_factory=list)
     touches_cluster: bool = False
+
+    @property
+    def interest(self) -> Interest:
+        if self.interest_ is None:
+            from harness.evidence import Interest
+
+            self.interest_ = Interest()
+        return self.interest_
+
+    uses_harness: bool = False  # marked cluster, or uses a fixture of the harness or the fakes
 
 
 class EvidenceRequest:
@@ -89,7 +114,7 @@ class EvidenceRequest:
 
     ``watch("deployment/web", "pod/x", "secret/s")`` (any ``kind/name``; deployments and statefulsets bring their
     ReplicaSets, pods, logs and a rollout explanation), ``watch_pods("app=web")`` (pods by label selector),
-    ``agent_runs_since(since)`` (the AgentRuns created in the spec's window).
+    ``add(extra)`` (an :class:`~harness.evidence.ExtraEvidence` a stack layer builds: its own file).
     """
 
     def __init__(self, interest: Interest) -> None:
@@ -101,10 +126,20 @@ class EvidenceRequest:
     def watch_pods(self, selector: str) -> None:
         self.interest.add_selector(selector)
 
-    def agent_runs_since(self, since: datetime) -> None:
-        if since.tzinfo is None:
-            raise ValueError("since must be timezone-aware (the since fixture is)")
-        self.interest.agent_runs_since = since
+    def add(self, extra: ExtraEvidence) -> None:
+        self.interest.add_extra(extra)
+
+
+_WINDOW_EVIDENCE: dict[str, Callable[[datetime], ExtraEvidence]] = {}
+
+
+def register_window_evidence(name: str, build: Callable[[datetime], ExtraEvidence]) -> None:
+    """Let ``@pytest.mark.evidence(name)`` keep ``build(since)``: evidence of the spec's window, from its ``since``
+    fixture (a spec without one gets nothing for ``name``). A stack layer's plugin calls this when it loads; a
+    ``name`` containing ``/`` or ``:`` would shadow a ref or a selector and raises ``ValueError``."""
+    if "/" in name or ":" in name:
+        raise ValueError(f"evidence name {name!r}: '/' and ':' are kept for refs and selectors")
+    _WINDOW_EVIDENCE[name] = build
 
 
 # --- options and session ----------------------------------------------------------------------------------------
@@ -137,13 +172,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="auto",
         help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
     )
+    group.addoption(
+        "--harness-report",
+        action="store_true",
+        default=False,
+        help="write DIR/<run id>/report.html with every spec, even when no spec used the harness",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
-        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', 'agentruns'",
+        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', or a name a stack layer registered",
     )
     workerinput = getattr(config, "workerinput", None)
     run_id = (workerinput or {}).get("harness_run_id") or artifacts.new_run_id()
@@ -154,6 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
     run = _Run(
         run_id, base, bool(config.getoption("--keep-resources")), float(budget), (workerinput or {}).get("workerid")
     )
+    run.report_all = bool(config.getoption("--harness-report"))
     config.stash[_RUN] = run
     _configure_progress(config, run)
 
@@ -198,13 +240,22 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    """Check that the artifacts folder could be written, creating nothing (the run folder comes when needed)."""
     run = session.config.stash[_RUN]
     try:
-        artifacts.ensure_writable(run.base)
-        artifacts.ensure_writable(run.folder)
+        artifacts.check_creatable(run.base)
     except artifacts.ArtifactsNotWritable as exc:
         raise pytest.UsageError(str(exc)) from None
     run.ready = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note the modules whose specs keep cleanup ledgers: only their failures need a marker shared by workers."""
+    run = config.stash[_RUN]
+    for item in items:
+        if {"cleanup", "module_cleanup"} & set(getattr(item, "fixturenames", ())):
+            run.ledger_modules.add(_module_id(item))
 
 
 @pytest.fixture(scope="session")
@@ -240,6 +291,8 @@ def module_cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledge
 def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[Ledger]:
     run = request.config.stash[_RUN]
     issue = request.getfixturevalue("issue_number") if "issue_number" in request.fixturenames else None
+    from harness.cleanup import Ledger
+
     ledger = Ledger(kube, run.run_id, scope=scope, issue=issue)
     yield ledger
     run.pending.append((ledger, _module_id(request.node)))  # decided once the spec's reports are all in
@@ -260,6 +313,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     run = item.config.stash[_RUN]
     timeline.take()  # what happened between specs belongs to none
     state = _spec_state(item)
+    state.uses_harness = _uses_harness(item)
     _add_marker_interest(item, state)
     try:
         yield
@@ -270,11 +324,25 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             _write_timeline(item, run, state, record)
 
 
+def _uses_harness(item: pytest.Item) -> bool:
+    """Marked ``cluster``, or asks for a fixture the harness's or the fakes' modules define (autouse ones aside)."""
+    if item.get_closest_marker("cluster") is not None:
+        return True
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    for name, defs in definitions.items():
+        if name.startswith("_") or not defs:
+            continue
+        module = str(getattr(getattr(defs[-1], "func", None), "__module__", "") or "")
+        if module.split(".")[0] in ("harness", "fakes"):
+            return True
+    return False
+
+
 def _add_marker_interest(item: pytest.Item, state: _SpecState) -> None:
     for marker in item.iter_markers("evidence"):
         state.touches_cluster = True
         for target in marker.args:
-            if target == "agentruns":
+            if target in _WINDOW_EVIDENCE:
                 continue  # needs the spec's since: taken from its `since` fixture at collection time
             if str(target).startswith("pods:"):
                 state.interest.add_selector(str(target)[5:])
@@ -293,13 +361,15 @@ def pytest_runtest_makereport(
     state.phases[call.when] = (call.start, call.stop, report.outcome)
     if call.when == "setup" or not state.fixtures:
         state.fixtures = dict(getattr(item, "funcargs", None) or {})
-    state.forwards += [f for f in _find_forwards(state) if all(f is not seen for seen in state.forwards)]
+    found = _find_forwards(state) + timeline.peek().forwards  # pool forwards, and port_forward() used directly
+    state.forwards += [f for f in found if all(f is not seen for seen in state.forwards)]
     if not report.failed:
         return
     if state.failure is None:
-        state.failure = _failure_message(report)
+        state.failure = _failure_message(report, call.excinfo)
+        state.lead = state.failure if call.excinfo is not None and _is_rollout(call.excinfo.value) else None
     run.failed_modules.add(_module_id(item))
-    if run.ready:
+    if run.ready and _module_id(item) in run.ledger_modules:
         artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
     if not run.ready or not _qualifies(item, state):
         return
@@ -317,9 +387,9 @@ def pytest_runtest_makereport(
 def _qualifies(item: pytest.Item, state: _SpecState) -> bool:
     """A spec that reached a cluster or a fake, or asked for evidence (a cluster spec refused by the context guard
     before it got its ``kube`` has nothing to show)."""
-    if state.touches_cluster or timeline.peek().touched:
+    if state.touches_cluster or timeline.peek().touched or timeline.peek().forwards:
         return True
-    return any(_is_kube(v) or _is_fake(v) or isinstance(v, Ledger) for v in state.fixtures.values())
+    return any(_is_kube(v) or _is_fake(v) or _is_ledger(v) for v in state.fixtures.values())
 
 
 def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: str, report: pytest.TestReport) -> None:
@@ -331,13 +401,22 @@ def _collect_evidence(item: pytest.Item, run: _Run, state: _SpecState, phase: st
     state.evidence = str(folder)
     sources = _sources(item, state, phase, report)
     with _alarm_paused():
+        from harness.evidence import collect
+
         index, explanations = collect(folder, sources, budget=run.budget)
     state.explanations = explanations
     state.index_counts = {s: index.count(s) for s in ("ok", "failed", "cut", "not-found", "not-started")}
 
 
-def _failure_message(report: pytest.TestReport) -> str:
-    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines."""
+def _is_rollout(error: BaseException) -> bool:
+    return isinstance(error, RolloutFailed)
+
+
+def _failure_message(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> str:
+    """The failure as pytest's short summary gives it (the exception's message), else the report's last lines. A
+    rollout failure is its own message, without the exception's type before it: the explanation's headline first."""
+    if excinfo is not None and _is_rollout(excinfo.value):
+        return str(excinfo.value)
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
     if isinstance(message, str) and message.strip():
@@ -356,21 +435,26 @@ def _note_later_failure(state: _SpecState, phase: str, report: pytest.TestReport
 def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.TestReport) -> Sources:
     record = timeline.peek()
     interest = state.interest
-    for ledger in (v for v in state.fixtures.values() if isinstance(v, Ledger)):
+    from harness.evidence import Sources
+
+    for ledger in (v for v in state.fixtures.values() if _is_ledger(v)):
         interest.add(*ledger.refs)
     kube = _find_kube(state.fixtures)
     for touched_kube, ref in record.touched:
         if kube is None or touched_kube is kube or touched_kube.context == kube.context:
             interest.add(ref)
             kube = kube or touched_kube
-    wants_runs = any("agentruns" in m.args for m in item.iter_markers("evidence"))
     since = state.fixtures.get("since")
-    if wants_runs and interest.agent_runs_since is None and isinstance(since, datetime):
-        interest.agent_runs_since = since
+    if isinstance(since, datetime):
+        for marker in item.iter_markers("evidence"):
+            for target in marker.args:
+                if target in _WINDOW_EVIDENCE:
+                    interest.add_extra(_WINDOW_EVIDENCE[target](since))
     return Sources(
         spec=item.nodeid,
         phase=phase,
         failure=report.longreprtext,
+        lead=state.lead,
         kube=kube,
         interest=interest,
         record=record,
@@ -381,7 +465,20 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
 
 
 def _is_kube(value: Any) -> bool:
-    return isinstance(value, Kube) or (hasattr(value, "kubeconfig") and hasattr(value, "double"))
+    return isinstance(value, _loaded("harness.kube", "Kube")) or (
+        hasattr(value, "kubeconfig") and hasattr(value, "double")
+    )
+
+
+def _is_ledger(value: Any) -> bool:
+    return isinstance(value, _loaded("harness.cleanup", "Ledger"))
+
+
+def _loaded(module: str, name: str) -> tuple[type, ...]:
+    """``(module.name,)`` when that module is loaded, else ``()``: no instance of a class never imported exists,
+    and ``isinstance(x, ())`` is False, so checking costs no import."""
+    found = getattr(sys.modules.get(module), name, None)
+    return (found,) if isinstance(found, type) else ()
 
 
 def _is_fake(value: Any) -> bool:
@@ -389,6 +486,8 @@ def _is_fake(value: Any) -> bool:
 
 
 def _find_kube(fixtures: dict[str, Any]) -> Kube | None:
+    from harness.kube import Kube
+
     found = fixtures.get("kube")
     if isinstance(found, Kube):
         return found
@@ -462,18 +561,59 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
-    spec = report.spec_entry(
-        item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, failure=state.failure
-    )
-    _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
+    entry = (item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, state.failure)
+    used = state.uses_harness or state.touches_cluster or state.evidence or record.touched or record.forwards
+    if not (used or record.waits or record.rollouts or run.report_all):
+        run.unwritten.append(entry)  # on the page only if the run writes one: a plain run leaves nothing behind
+        return
+    _flush_timeline(run, [*run.unwritten, entry])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: a worker's plain specs, for the page if the run writes one."""
+    run = node.config.stash.get(_RUN, None)
+    for nodeid, phases, failure in getattr(node, "workeroutput", {}).get(_UNWRITTEN, []) if run else []:
+        stamps = {when: tuple(value) for when, value in phases.items()}
+        run.unwritten.append((nodeid, stamps, None, timeline.SpecRecord(), [], [], failure))
+
+
+def _flush_timeline(run: _Run, entries: list[tuple[Any, ...]]) -> None:
+    from harness import report
+
+    run.unwritten = []
+    for nodeid, phases, evidence, record, forwards, explanations, failure in entries:
+        spec = report.spec_entry(nodeid, phases, evidence, record, forwards, explanations, failure=failure)
+        _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(_RUN, None)
-    if run is None or not run.ready or run.worker is not None:
+    if run is None or not run.ready:
         return
+    if run.worker is not None:  # the controller writes them if the run has a folder by then (xdist: the page shows all)
+        config: Any = session.config
+        config.workeroutput[_UNWRITTEN] = [[e[0], e[1], e[6]] for e in run.unwritten if not e[3].waits]
+        return
+    if run.unwritten and run.folder.is_dir():  # another spec made the run folder: the page shows every spec
+        _flush_timeline(run, run.unwritten)
+    if not (run.folder.is_dir() or run.report_all):
+        return  # nothing was recorded: no folder, no report, nothing pruned
     with contextlib.suppress(OSError):
+        from harness import report
+
+        run.folder.mkdir(parents=True, exist_ok=True)
         report.write(run.folder, run.run_id)
+    artifacts.prune_runs(run.base, keep=_keep_runs(session.config), current=run.run_id)
+
+
+def _keep_runs(config: pytest.Config) -> int:
+    from harness.config import DEFAULT_KEEP_RUNS, HarnessConfigError, load_config
+
+    try:
+        return load_config(config.rootpath).keep_runs
+    except HarnessConfigError:  # the harness plugin has already refused this table at start
+        return DEFAULT_KEEP_RUNS
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -524,7 +664,7 @@ def _summarise_cleanup(terminalreporter: Any, run: _Run) -> None:
         for entry in kept:
             what = ", ".join(entry["refs"]) or "(no objects)"
             if entry.get("sweeps"):
-                what += f"; AgentRuns since {', '.join(entry['sweeps'])}"
+                what += f"; not swept: {', '.join(entry['sweeps'])}"
             terminalreporter.write_line(f"{entry['scope']}: kept {what} ({entry['why']})")
             for command in entry.get("commands") or []:
                 terminalreporter.write_line(f"    {command}")

@@ -6,10 +6,12 @@ reports them as errors, or the plugin turns them into a one-line skip). A reques
 class: catch :class:`PortForwardFailure` for "kubectl port-forward failed", :class:`ServiceFailure` for "the
 service behind it did", :class:`KubectlError` for a kubectl call, :class:`ApiServerUnusable` for the API server.
 
-The tree (``harness`` exports every public name; the module where each error is raised imports it from here)::
+The tree (``harness`` exports every public name; the module where each error is raised imports it from here; a
+stack layer adds its own subclasses in its own module)::
 
     Exception
     ├── HarnessError ··························· the harness's own set-up or infrastructure failed
+    │   ├── HarnessConfigError ················· [tool.harness] is wrong (also a ValueError)
     │   ├── KubectlNotFound
     │   ├── KubectlError ······················· the kubectl hop: a kubectl call exited non-zero
     │   │   ├── KubectlTimeout ················· ...or was killed at its bound
@@ -23,13 +25,7 @@ The tree (``harness`` exports every public name; the module where each error is 
     │   ├── ProcessTimeout ····················· run_bounded killed a child at its bound
     │   ├── ForwardLeak
     │   ├── ArtifactsNotWritable
-    │   ├── TwinStartFailed
-    │   ├── CredentialError
-    │   │   ├── CredentialKeyError
-    │   │   └── CredentialDecryptError
-    │   ├── QdrantReadError
-    │   ├── RedisPodNotFound
-    │   └── RedisSweepError
+    │   └── QdrantReadError
     ├── AssertionError ························· the system under test failed
     │   ├── HopFailure ························· a request failed; the class names the hop
     │   │   ├── PortForwardFailure ············· the port-forward hop (kubectl port-forward)
@@ -41,27 +37,16 @@ The tree (``harness`` exports every public name; the module where each error is 
     │   │       ├── ServiceTimeout ············· no complete answer within the budget
     │   │       ├── ServiceUnreachable ········· refused, reset or closed without an answer
     │   │       ├── ServiceAnswerTooLarge ······ the body passed max_body
-    │   │       ├── ChatError ·················· a chat turn answered, but not with a usable stream
-    │   │       │   ├── ChatRejected
-    │   │       │   └── ChatStreamMalformed
-    │   │       ├── InvokeError ················ /invoke broke its contract
-    │   │       │   ├── InvokeProtocolError
-    │   │       │   ├── InvokeRejected
-    │   │       │   └── InvocationNotFound
-    │   │       ├── JournalUnreadable ·········· the fake GitHub's journal answered something else
-    │   │       ├── ModelJournalUnreadable ····· the fake model's admin routes answered something else
-    │   │       └── SeedFailed ················· the fake GitHub refused an admin call
-    │   ├── WaitTimeout ························ a wait ran out of budget
-    │   │   ├── RolloutFailed
-    │   │   │   └── RolloutStatusFailed
-    │   │   └── InvokeTimeout
-    │   ├── BounceRefused
-    │   └── PacingNotRestored
+    │   │       └── ChatError ·················· a chat turn answered, but not with a usable stream
+    │   │           ├── ChatRejected
+    │   │           └── ChatStreamMalformed
+    │   └── WaitTimeout ························ a wait ran out of budget
+    │       └── RolloutFailed
+    │           ├── RolloutStatusFailed
+    │           └── RolloutTerminal ············ terminal, not a timeout: waiting cannot help
     ├── StopWaiting ···························· a probe ends its wait at once
     │   └── WaitStopped ························ the wait ended early: an error waiting cannot fix
     ├── Unrecoverable ·························· mixin: waiting cannot fix it (wait_for stops early)
-    ├── LookupError
-    │   └── SecretMissing
     ├── ValueError
     │   └── TimestampError
     ├── TypeError
@@ -72,18 +57,22 @@ The tree (``harness`` exports every public name; the module where each error is 
         └── UserWarning
             └── StrayProcessWarning ············ kubectl left a process behind; the harness killed it
 
-Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge).
+Internal, never escapes the harness: ``BodyOverLimit`` (``fetch_through`` turns it into ServiceAnswerTooLarge),
+``TerminalStop`` (a StopWaiting: a rollout probe's wait turns it into RolloutTerminal), ``RolloutDone`` (stops a
+``kubectl rollout status`` whose rollout completed).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.chat import ChatTurn
-    from harness.invoke import Invocation
-    from harness.rollout import Explanation
-    from harness.waiting import WaitSummary
+from harness.stderr_text import condense, final_line
+
+# The modules that raise these errors import this one, so it imports none of them, not even for types: the
+# attributes holding their objects are typed Any, and each docstring names the class they hold.
+_ChatTurn = Any  # harness.chat.ChatTurn
+_Explanation = Any  # harness.rollout.Explanation
+_WaitSummary = Any  # harness.waiting.WaitSummary
 
 
 class HarnessError(Exception):
@@ -93,8 +82,8 @@ class HarnessError(Exception):
 class StopWaiting(Exception):
     """Raised by a probe to end a ``wait_for`` at once: the condition can no longer be met.
 
-    ``wait_for`` re-raises it unchanged (with the cause the probe chained), e.g. an AgentRun that reached
-    ``Failed`` while the spec waits for ``Succeeded``.
+    ``wait_for`` re-raises it unchanged (with the cause the probe chained), e.g. a Job that reached
+    ``Failed`` while the spec waits for ``Complete``.
     """
 
 
@@ -131,6 +120,12 @@ class StrayProcessWarning(UserWarning):
 # --- the harness's own set-up --------------------------------------------------------------------------
 
 
+class HarnessConfigError(HarnessError, ValueError):
+    """The ``[tool.harness]`` table is wrong: an unknown key (the message names it and the known keys) or a value
+    of the wrong shape (the message names the file, the key and what it must be). The pytest plugin turns it into
+    one usage error at session start."""
+
+
 class KubectlNotFound(HarnessError):
     """The ``kubectl`` binary is not on PATH (or the configured path does not exist)."""
 
@@ -160,22 +155,6 @@ class ArtifactsNotWritable(HarnessError):
     """The artifacts folder cannot be created or written (raised at session start, not at the first failure)."""
 
 
-class TwinStartFailed(HarnessError):
-    """The stack twin did not come up; the message carries its own reason and the tail of its stderr."""
-
-
-class CredentialError(HarnessError):
-    """A credential could not be read, written or decrypted: the message names the Secret (never a value)."""
-
-
-class CredentialKeyError(CredentialError):
-    """The encryption key is missing or is not 32 bytes of base64 or hex."""
-
-
-class CredentialDecryptError(CredentialError):
-    """A field is not ``iv:tag:ciphertext``, or it does not decrypt under the key (another key, or tampered)."""
-
-
 class QdrantReadError(HarnessError):
     """Qdrant answered, but not with what a read expects: an error status, a body that is not Qdrant's envelope, a
     scroll that does not end. ``status`` is the HTTP status (``None`` if the answer was not HTTP-level wrong) and
@@ -185,14 +164,6 @@ class QdrantReadError(HarnessError):
         super().__init__(message)
         self.status = status
         self.detail = detail
-
-
-class RedisPodNotFound(HarnessError):
-    """Not exactly one Running, non-terminating pod matched the Redis selector (the message lists what matched)."""
-
-
-class RedisSweepError(HarnessError):
-    """The sweep ran but did not finish cleanly: ``redis-cli`` failed, or the output was not the script's."""
 
 
 # --- the kubectl hop -------------------------------------------------------------------------------------
@@ -212,8 +183,6 @@ class KubectlError(HarnessError):
     def __init__(
         self, argv: list[str], returncode: int, stderr: str, *, cause: str | None = None, what: str | None = None
     ) -> None:
-        from harness.process import condense, final_line  # errors stays importable without the rest
-
         self.argv = argv
         self.returncode = returncode
         self.stderr_tail = "\n".join(condense(stderr))
@@ -237,8 +206,6 @@ class KubectlTimeout(KubectlError):
     -9)."""
 
     def __init__(self, argv: list[str], timeout: float, stderr: str) -> None:
-        from harness.process import final_line
-
         self.timeout = timeout
         said = final_line(stderr)
         cause = f"kubectl did not finish within {timeout:.1f}s and its process group was killed" + (
@@ -302,7 +269,7 @@ class WaitTimeout(AssertionError):
     """A wait ran out of budget. ``summary`` holds what the ``wait_for`` did (a :class:`harness.waiting.WaitSummary`;
     ``None`` only for :class:`RolloutStatusFailed`, where kubectl did the waiting)."""
 
-    def __init__(self, message: str, summary: WaitSummary | None) -> None:
+    def __init__(self, message: str, summary: _WaitSummary | None) -> None:
         super().__init__(message)
         self.summary = summary
 
@@ -312,7 +279,7 @@ class WaitStopped(StopWaiting):
     can fix (:func:`waiting_cannot_fix`). ``error`` is that error (its text is in the message), ``summary`` the
     wait's data."""
 
-    def __init__(self, message: str, summary: WaitSummary, error: BaseException) -> None:
+    def __init__(self, message: str, summary: _WaitSummary, error: BaseException) -> None:
         super().__init__(message)
         self.summary = summary
         self.error = error
@@ -321,12 +288,47 @@ class WaitStopped(StopWaiting):
 class RolloutFailed(WaitTimeout):
     """A deployment, statefulset or pod did not roll out: ``Kube.rollout_status`` gave up, or a ``wait_for`` on
     :func:`harness.rollout.rollout_complete` ran out or stopped. The message says why, cause first, from the objects
-    themselves; ``explanation`` holds the data (a :class:`harness.rollout.Explanation`), ``summary`` the wait's
-    :class:`harness.waiting.WaitSummary` (``None`` for ``rollout_status``). The original failure is ``__cause__``."""
+    themselves, then what gave up in its own words (kubectl's, or the wait's); ``explanation`` holds the data (a
+    :class:`harness.rollout.Explanation`), ``summary`` the wait's :class:`harness.waiting.WaitSummary` (``None`` for
+    ``rollout_status``), ``gave_up`` the original failure. It is raised without a chained cause (its message already
+    carries it), so a traceback shows the explanation first."""
 
-    def __init__(self, message: str, *, explanation: Explanation, summary: WaitSummary | None = None) -> None:
+    carries_cause = True  # wait_for does not chain the failure this explains: the message holds it
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        explanation: _Explanation,
+        summary: _WaitSummary | None = None,
+        gave_up: BaseException | None = None,
+    ) -> None:
         super().__init__(message, summary)
         self.explanation = explanation
+        self.gave_up = gave_up
+
+
+class RolloutTerminal(RolloutFailed):
+    """A rollout that cannot finish however long one waits: a terminal cause, not a timeout. Raised at once by
+    ``Kube.rollout_status`` and a ``wait_for`` on :func:`harness.rollout.rollout_complete` when the objects show an
+    image that does not exist or may not be pulled, a ``CreateContainerConfigError``, a container of the new
+    revision restarted ``restart_limit`` times during the wait, ``ProgressDeadlineExceeded``, a paused Deployment,
+    an ``OnDelete`` StatefulSet waiting for its pods to be deleted, or a pod no node can ever take (see
+    :mod:`harness.terminal`). ``cause`` is the short verdict (``"image not found (pod web-1, container app:
+    ErrImagePull)"``); the message's second line says it is terminal. Never a :class:`KubectlError`: the harness
+    stopped kubectl, or kubectl gave up on its own."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        explanation: _Explanation,
+        cause: str,
+        summary: _WaitSummary | None = None,
+        gave_up: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, explanation=explanation, summary=summary, gave_up=gave_up)
+        self.cause = cause
 
 
 class RolloutStatusFailed(RolloutFailed, KubectlError):
@@ -334,10 +336,28 @@ class RolloutStatusFailed(RolloutFailed, KubectlError):
     (``argv``, ``returncode``, ``cause``, ``stderr_tail`` of kubectl's exit; ``returncode`` -9 when it was killed at
     its bound), so code that caught ``KubectlError`` from ``rollout_status`` still does."""
 
-    def __init__(self, message: str, *, explanation: Explanation, kubectl_error: KubectlError) -> None:
-        RolloutFailed.__init__(self, message, explanation=explanation)
+    def __init__(self, message: str, *, explanation: _Explanation, kubectl_error: KubectlError) -> None:
+        RolloutFailed.__init__(self, message, explanation=explanation, gave_up=kubectl_error)
         self.argv, self.returncode = kubectl_error.argv, kubectl_error.returncode
         self.cause, self.stderr_tail = kubectl_error.cause, kubectl_error.stderr_tail
+
+
+class TerminalStop(StopWaiting):
+    """Internal: raised by :class:`harness.rollout.RolloutWatch` (and so by a ``rollout_complete`` probe) when the
+    objects show a cause waiting cannot fix; ``explanation`` is what showed it. ``wait_for`` ends at once and the
+    probe's ``explain`` turns it into a :class:`RolloutTerminal`."""
+
+    def __init__(self, explanation: _Explanation) -> None:
+        super().__init__(f"{explanation.ref}: terminal: {explanation.terminal}")
+        self.explanation = explanation
+
+
+class RolloutDone(Exception):
+    """Internal: raised by ``RolloutWatch.check`` to stop a ``kubectl rollout status`` whose rollout completed."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class TimestampError(ValueError):
@@ -373,7 +393,7 @@ class HopFailure(AssertionError):
     """
 
     hop = "service"
-    partial: ChatTurn | None = None
+    partial: _ChatTurn | None = None
 
     def __init__(
         self,
@@ -486,13 +506,13 @@ class BodyOverLimit(Exception):
 class ChatError(ServiceFailure):
     """A chat turn the service answered, but not with a usable stream. ``partial``: the :class:`ChatTurn` so far."""
 
-    partial: ChatTurn
+    partial: _ChatTurn
 
     def __init__(
         self,
         message: str,
         *,
-        partial: ChatTurn,
+        partial: _ChatTurn,
         target: str = "",
         path: str | None = None,
         budget: float | None = None,
@@ -513,7 +533,7 @@ class ChatRejected(ChatError):
         status: int | None,
         body: str,
         error: Any,
-        partial: ChatTurn,
+        partial: _ChatTurn,
         target: str = "",
         path: str | None = None,
         budget: float | None = None,
@@ -533,7 +553,7 @@ class ChatStreamMalformed(ChatError):
         self,
         message: str,
         *,
-        partial: ChatTurn,
+        partial: _ChatTurn,
         frame: str,
         frame_number: int,
         target: str = "",
@@ -545,56 +565,4 @@ class ChatStreamMalformed(ChatError):
         self.frame, self.frame_number = frame, frame_number
 
 
-class InvokeError(ServiceFailure):
-    """The orchestrator's ``/invoke`` did not keep its contract (a failure of the system under test)."""
-
-
-class InvokeProtocolError(InvokeError):
-    """A 200 answer whose JSON is not an invocation record (unknown status, malformed ``pendingToolCalls``)."""
-
-
-class InvokeRejected(InvokeError):
-    """``POST /invoke`` answered something other than 202. ``status`` and ``body`` (text, cut to 2000 chars)."""
-
-    def __init__(self, message: str, *, status: int, body: str) -> None:
-        super().__init__(message)
-        self.status, self.body = status, body
-
-
-class InvocationNotFound(InvokeError):
-    """``GET /invoke/<id>`` answered 404: the orchestrator does not hold the id (restarted, or another replica)."""
-
-
-class InvokeTimeout(WaitTimeout):
-    """The invocation was still pending when the budget ran out; ``last`` is the last record seen (or ``None``)."""
-
-    def __init__(self, message: str, summary: WaitSummary | None, last: Invocation | None) -> None:
-        super().__init__(message, summary)
-        self.last = last
-
-
-class JournalUnreadable(ServiceFailure):
-    """The fake GitHub's journal route answered something other than its JSON (the message says what)."""
-
-
-class ModelJournalUnreadable(ServiceFailure):
-    """The fake model's admin routes answered something other than their JSON (the message says what)."""
-
-
-class SeedFailed(ServiceFailure):
-    """The fake GitHub refused an admin (seeding) call; the message quotes its answer."""
-
-
 # --- specs' own helpers --------------------------------------------------------------------------------------
-
-
-class BounceRefused(AssertionError):
-    """The selector does not name exactly one pod; nothing was deleted."""
-
-
-class PacingNotRestored(AssertionError):
-    """``spec.env`` did not read back as it was before the pacing (the message shows both)."""
-
-
-class SecretMissing(LookupError):
-    """The Secret or its key is not there (the message names both, never a value)."""

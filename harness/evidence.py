@@ -8,8 +8,8 @@
    fake the spec used received since the spec started);
 2. from the cluster, in parallel, each call bounded: ``events.txt``/``events.json`` (the namespace's events sorted
    by time, ``lastTimestamp`` or else ``eventTime``), per object of interest ``kubectl describe`` and YAML (a
-   deployment's or statefulset's YAML file lists its ReplicaSets and pods too), pods by selector, the AgentRuns
-   created since the spec's ``since`` (``agentruns.yaml``);
+   deployment's or statefulset's YAML file lists its ReplicaSets and pods too), pods by selector, and what a stack
+   layer added (an :class:`ExtraEvidence` each: its own file);
 3. per pod: ``kubectl describe``, and each container's log, current and ``--previous`` (last ``log_lines`` lines,
    at most ``log_bytes`` bytes each; a container that never started is recorded as such, without a call);
 4. per deployment or statefulset: ``<kind>-<name>.explanation.txt``, the one-message explanation of its rollout
@@ -35,7 +35,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +49,7 @@ from harness.timeline import SpecRecord
 if TYPE_CHECKING:
     from harness.kube import Kube
 
-DEFAULT_BUDGET = 60.0
+DEFAULT_BUDGET = artifacts.DEFAULT_EVIDENCE_BUDGET
 DEFAULT_STEP_TIMEOUT = 20.0
 DEFAULT_LOG_LINES = 200
 DEFAULT_LOG_BYTES = 256 * 1024
@@ -62,14 +61,28 @@ MAX_JOURNAL_BODY = 4096
 MAX_EVENTS = 1000
 
 
+@dataclass(frozen=True)
+class ExtraEvidence:
+    """Evidence a stack layer adds to a spec's folder: ``step`` (its line in the index), ``file`` (the name it is
+    written to), ``read(kube, timeout)`` (the text to write, or ``None`` when there is nothing: the step is then
+    ``none`` with ``empty`` as its note). ``read`` gets the spec's :class:`~harness.kube.Kube` and its share of the
+    evidence budget in seconds; a :class:`~harness.errors.KubectlError` it raises is classified like the harness's
+    own reads (timeout, forbidden, not found ...)."""
+
+    step: str
+    file: str
+    read: Callable[[Kube, float], str | None]
+    empty: str = "nothing to keep"
+
+
 @dataclass
 class Interest:
     """What a spec asked to be kept: ``refs`` (``kind/name``: deployments, statefulsets, pods, any other kind),
-    ``pod_selectors`` (label selectors, ``app=web``), ``agent_runs_since`` (an aware datetime, or ``None``)."""
+    ``pod_selectors`` (label selectors, ``app=web``), ``extras`` (:class:`ExtraEvidence`, each once by file)."""
 
     refs: list[str] = field(default_factory=list)
     pod_selectors: list[str] = field(default_factory=list)
-    agent_runs_since: datetime | None = None
+    extras: list[ExtraEvidence] = field(default_factory=list)
 
     def add(self, *refs: str) -> None:
         for ref in refs:
@@ -80,13 +93,18 @@ class Interest:
         if selector not in self.pod_selectors:
             self.pod_selectors.append(selector)
 
+    def add_extra(self, extra: ExtraEvidence) -> None:
+        if all(known.file != extra.file for known in self.extras):
+            self.extras.append(extra)
+
 
 @dataclass
 class Sources:
     """What :func:`collect` reads: the spec's node id, the failed ``phase`` and its ``failure`` text, the ``kube``
     to read the cluster through (``None``: only local evidence), the ``interest``, the spec's ``record`` (waits,
     rollouts, touched objects), its ``fakes`` (name to a handle with ``requests(since=...)``), its ``forwards``
-    (:class:`harness.PortForward`) and ``started`` (epoch seconds: journals are read from there)."""
+    (:class:`harness.PortForward`) and ``started`` (epoch seconds: journals are read from there). ``lead`` (a rollout
+    failure's message, its explanation's headline first) opens ``failure.txt``, before pytest's report."""
 
     spec: str
     phase: str
@@ -97,6 +115,7 @@ class Sources:
     fakes: dict[str, Any] = field(default_factory=dict)
     forwards: list[Any] = field(default_factory=list)
     started: float = 0.0
+    lead: str | None = None
 
 
 @dataclass
@@ -266,8 +285,8 @@ class _Collector:
             first.append((f"kubectl describe {ref}", f"{_file(ref)}.describe.txt", self._describe(ref)))
         for ref in others:
             first.append((f"kubectl get {ref} -o yaml", f"{_file(ref)}.yaml", self._yaml(ref)))
-        if self.src.interest.agent_runs_since is not None:
-            first.append(("AgentRuns created since the spec's since", "agentruns.yaml", self._agent_runs))
+        for extra in self.src.interest.extras:
+            first.append((extra.step, extra.file, self._extra(extra)))
         self._wave(first)
         second: list[tuple[str, str | None, Callable[[float], Outcome]]] = []
         for name, pod in self.pods.items():
@@ -371,6 +390,8 @@ class _Collector:
     def _local(self) -> None:
         src = self.src
         failure = f"{src.spec}\nfailed in {src.phase}\n\n{src.failure}\n"
+        if src.lead:  # cause first: the explanation's headline is the file's first line
+            failure = f"{src.lead}\n\n{failure}"
         self._local_step("the failure", "failure.txt", failure)
         if src.record.waits:
             self._local_step("waits, per attempt", "waits.txt", _waits_text(src.record))
@@ -471,19 +492,19 @@ class _Collector:
         read.command = f"kubectl get {kind} {name} -o yaml"  # type: ignore[attr-defined]
         return read
 
-    def _agent_runs(self, timeout: float) -> Outcome:
-        from harness.agentruns import agent_runs_since
+    def _extra(self, extra: ExtraEvidence) -> Callable[[float], Outcome]:
+        def read(timeout: float) -> Outcome:
+            assert self.src.kube is not None
+            try:
+                content = extra.read(self.src.kube, timeout)
+            except KubectlError as exc:
+                said = _flat(exc.stderr_tail or str(exc), 400)
+                return Outcome(_classify(said), error=said)
+            if content is None:
+                return Outcome("none", error=extra.empty)
+            return Outcome(content=content)
 
-        assert self.src.kube is not None
-        assert self.src.interest.agent_runs_since is not None
-        try:
-            runs = agent_runs_since(self.src.interest.agent_runs_since, kube=self.src.kube, timeout=timeout)
-        except KubectlError as exc:
-            said = _flat(exc.stderr_tail or str(exc), 400)
-            return Outcome(_classify(said), error=said)
-        if not runs:
-            return Outcome("none", error="no AgentRun was created since the spec's since")
-        return Outcome(content=yaml.safe_dump_all([r.raw for r in runs], sort_keys=False))
+        return read
 
     def _log_steps(self, pod: Obj) -> list[tuple[str, str | None, Callable[[float], Outcome]]]:
         facts = pod_facts(pod)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.forward_pool import ForwardPool
-from harness.testing.standin import KubectlStandIn
+if TYPE_CHECKING:  # imported when a spec asks for the fixture: loading the plugin stays cheap
+    from harness.forward_pool import ForwardPool
+    from harness.testing.standin import KubectlStandIn
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +25,8 @@ def forwards() -> Iterator[ForwardPool]:
     At session end every forward is stopped; if any kubectl child survived, teardown raises
     :class:`~harness.errors.ForwardLeak`, so the session fails loudly instead of leaving ports held.
     """
+    from harness.forward_pool import ForwardPool
+
     pool = ForwardPool()
     yield pool
     pool.close()
@@ -35,6 +39,8 @@ def kubectl_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubectlS
     ``kubectl_standin.script(mode=..., target_port=...)`` sets its behaviour; ``kubectl_standin.kube()`` is a
     pinned :class:`~harness.kube.Kube` (context ``minikube``) that runs it.
     """
+    from harness.testing.standin import KubectlStandIn
+
     standin = KubectlStandIn(tmp_path / "kubectl-standin")
     monkeypatch.setenv("PATH", f"{standin.dir}{os.pathsep}{os.environ.get('PATH', '')}")
     return standin

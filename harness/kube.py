@@ -29,19 +29,20 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import ssl
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness import process
+from harness import advice, process
 from harness.attempts import clamp_to_attempt, note
-from harness.config import HarnessConfig, load_config
+from harness.config import HarnessConfig, kubeconfig_choice, load_config
 from harness.errors import (
     ApiServerRejected,
     ApiServerUnreachable,
@@ -52,7 +53,9 @@ from harness.errors import (
     KubectlTimeout,
     KubectlUnrecoverable,
     NoKubeContext,
+    RolloutDone,
     StrayProcessWarning,
+    TerminalStop,
 )
 
 DEFAULT_KUBECTL_TIMEOUT = 30.0
@@ -86,17 +89,18 @@ class ContextPick:
     """How the person reading a guard message picks the context, so its fix names flags they can pass.
 
     ``flag`` is the option that chooses the context (``--kube-context`` for pytest, ``--context`` for
-    ``python -m harness diagnose``); ``example`` is a whole command line choosing ``minikube``, in backquotes.
+    ``python -m harness diagnose``); ``example`` is a whole command line with ``{context}`` where the context goes.
     """
 
     flag: str
     example: str
 
+    def example_for(self, context: str) -> str:
+        """``example`` choosing ``context``, in backquotes."""
+        return "`" + self.example.replace("{context}", context) + "`"
 
-PYTEST_PICK = ContextPick(
-    "--kube-context",
-    '`make e2e PYTEST_ARGS="--kube-context minikube"` (plain pytest: `pytest --kube-context minikube`)',
-)
+
+PYTEST_PICK = ContextPick("--kube-context", "pytest --kube-context {context}")
 """The pytest plugin's way to pick a context (the default of every guard message)."""
 
 
@@ -118,6 +122,7 @@ class Kube:
         kubeconfig: str | None = None,
         cache_dir: str | None = None,
         pick: ContextPick = PYTEST_PICK,
+        allowed_origin: str | None = None,
     ) -> None:
         check_namespace(namespace)
         self.context = context
@@ -133,7 +138,9 @@ class Kube:
         self._api_client: Any = None
         #: how a guard message tells its reader to pick another context (pytest's flags by default)
         self.pick = pick
-        check_allowed(context, allowed, pick)
+        #: where the allow-list came from, for the guard's message (:meth:`harness.config.HarnessConfig.origin`)
+        self.allowed_origin = allowed_origin
+        check_allowed(context, allowed, pick, origin=allowed_origin, kubeconfig_path=self.kubeconfig_path)
 
     # --- construction and the guard ------------------------------------------------------------------
 
@@ -157,31 +164,41 @@ class Kube:
         ``kubectl`` dispatcher asks the server's version even for ``config``: up to 5 s against a hung server).
         ``pick`` says how the caller's user picks a context, for the fixes the messages give.
 
+        The kubeconfig file is ``kubeconfig`` (``--kubeconfig``), else ``config.kubeconfig`` (``[tool.harness]
+        kubeconfig``), else ``$KUBECONFIG``, else kubectl's default. The namespace is ``namespace``, else
+        ``config.namespace``, else the context's own (its ``namespace`` in the kubeconfig), else ``default``.
+
         Raises ``ValueError`` for an empty ``context`` or a namespace that is not a Kubernetes name;
-        :class:`ContextNotAllowed` when the context is outside ``[tool.harness] allowed_contexts`` (default
-        ``["minikube"]``), before anything runs for a requested one; :class:`KubectlNotFound` when kubectl is
-        missing; :class:`NoKubeContext` when there is no kubeconfig (the message says where kubectl looked), no
-        current context, or the context is not defined in the kubeconfig.
+        :class:`ContextNotAllowed` when the context is outside ``config.allowed_contexts``, before anything runs for
+        a requested one; :class:`KubectlNotFound` when kubectl is missing; :class:`NoKubeContext` when the
+        kubeconfig file chosen does not exist (named, with where the choice came from), there is no kubeconfig
+        (the message says where kubectl looked), no current context, or the context is not in the kubeconfig.
         """
         if context is not None and not context.strip():
             raise ValueError("context must be a non-empty name (or None for kubectl's current context)")
         config = config or load_config()
-        if context is not None:
-            check_allowed(context, config.allowed_contexts, pick)  # refuse before running anything at all
+        origin = config.origin()
+        kubeconfig, came_from = kubeconfig_choice(kubeconfig, config)
+        files = resolve_kubeconfig(kubeconfig)
+        if context is not None:  # refuse before running anything at all
+            check_allowed(context, config.allowed_contexts, pick, origin=origin, kubeconfig_path=files)
         if kubeconfig is not None and not os.path.isfile(kubeconfig):
-            raise NoKubeContext(f"kubeconfig {kubeconfig!r} does not exist")
+            raise NoKubeContext(f"kubeconfig {kubeconfig!r} (from {came_from}) does not exist")
         path = resolve_kubectl(kubectl)
         if read_files:
-            resolved = context or current_context_from_files(resolve_kubeconfig(kubeconfig), pick)
+            resolved = context or current_context_from_files(files, pick, allowed=config.allowed_contexts)
         else:
-            resolved = context or current_context(path, kubeconfig=kubeconfig, pick=pick)
+            resolved = context or current_context(
+                path, kubeconfig=kubeconfig, pick=pick, allowed=config.allowed_contexts
+            )
         kube = cls(
             resolved,
-            namespace or config.namespace,
+            namespace or config.namespace or context_namespace(files, resolved),
             allowed=config.allowed_contexts,
             kubectl_path=path,
             kubeconfig=kubeconfig,
             pick=pick,
+            allowed_origin=origin,
         )
         kube.require_context_in_kubeconfig(read_files=read_files)
         return kube
@@ -201,6 +218,7 @@ class Kube:
             kubeconfig=self.kubeconfig,
             cache_dir=self.cache_dir,
             pick=self.pick,
+            allowed_origin=self.allowed_origin,
         )
 
     def require_context_in_kubeconfig(self, *, read_files: bool = False) -> None:
@@ -221,13 +239,13 @@ class Kube:
             known = ", ".join(names) or "none"
             raise NoKubeContext(
                 f"context {self.context!r} is not in the kubeconfig (contexts: {known}; "
-                f"{_looked_at(self.kubeconfig_path)}); start minikube (`minikube start`) so that it creates the "
-                f"context, or pass {self.pick.flag} with one that exists"
+                f"{_looked_at(self.kubeconfig_path)}); {advice.create_cluster(self.allowed)}, or pass "
+                f"{self.pick.flag} with a context that exists"
             )
 
     def guard(self) -> None:
         """Re-check the pinned context against the allow-list. Raises :class:`ContextNotAllowed`."""
-        check_allowed(self.context, self.allowed, self.pick)
+        check_allowed(self.context, self.allowed, self.pick, origin=self.allowed_origin)
 
     # --- kubectl ---------------------------------------------------------------------------------------
 
@@ -240,7 +258,13 @@ class Kube:
         return [self.kubectl_path, *self._kubeconfig_flag(), "--context", self.context, "-n", self.namespace, *args]
 
     def kubectl(
-        self, *args: str, timeout: float = DEFAULT_KUBECTL_TIMEOUT, input: str | None = None, check: bool = True
+        self,
+        *args: str,
+        timeout: float = DEFAULT_KUBECTL_TIMEOUT,
+        input: str | None = None,
+        check: bool = True,
+        while_running: Callable[[], None] | None = None,
+        every: float = 2.0,
     ) -> process.Completed:
         """Run kubectl with ``args`` within ``timeout`` seconds (shortened to the current wait attempt's bound).
 
@@ -249,7 +273,8 @@ class Kube:
         for a flag that would override the pinned context or namespace; :class:`KubectlTimeout` (group killed)
         on overrun; :class:`KubectlUnrecoverable` on a non-zero exit waiting cannot fix (API server refused,
         unauthorized, resource type not served, TLS, DNS) and :class:`KubectlError` on any other, when
-        ``check``; :class:`ContextNotAllowed` if the pinned context is no longer allowed.
+        ``check``; :class:`ContextNotAllowed` if the pinned context is no longer allowed. ``while_running`` is
+        called every ``every`` seconds while kubectl runs; what it raises stops kubectl (group killed) and propagates.
         """
         __tracebackhide__ = True
         self.guard()
@@ -257,7 +282,12 @@ class Kube:
         bound = clamp_to_attempt(timeout)
         try:
             done = process.run_bounded(
-                argv, timeout=bound, input=input.encode() if input is not None else None, env=self.env
+                argv,
+                timeout=bound,
+                input=input.encode() if input is not None else None,
+                env=self.env,
+                while_running=while_running,
+                every=every,
             )
         except process.Timeout as exc:
             raise KubectlTimeout(argv, bound, exc.stderr) from None
@@ -298,35 +328,90 @@ class Kube:
         self.kubectl("rollout", "restart", f"deployment/{deployment}", timeout=timeout)
 
     def rollout_status(
-        self, deployment: str, *, timeout: float = 300.0, grace: float = 10.0, explain_budget: float | None = None
+        self,
+        deployment: str,
+        *,
+        timeout: float = 300.0,
+        grace: float = 10.0,
+        explain_budget: float | None = None,
+        restart_limit: int | None = None,
+        check_every: float = 2.0,
     ) -> str:
-        """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line.
+        """Wait (bounded) until the rollout of ``deployment`` completes; returns kubectl's last line (or, when kubectl's
+        watch missed the end, the same verdict read from the object).
 
         ``deployment`` is a name or ``statefulset/NAME``. ``timeout`` seconds (finite, > 0) go to kubectl's own
         ``--timeout`` with millisecond precision, rounded up (``0.4`` becomes ``400ms``: kubectl reads ``0s`` as
-        "wait forever"); the process is killed ``grace`` seconds later if kubectl has not exited by itself. A rollout
-        that does not finish (kubectl's exit, or :class:`KubectlTimeout`, chained as the cause) raises
-        :class:`harness.errors.RolloutStatusFailed` (a :class:`harness.RolloutFailed`, an ``AssertionError``, and
-        still the :class:`KubectlError` it explains) whose message explains why from the objects, read within
+        "wait forever"); the process is killed ``grace`` seconds later if kubectl has not exited by itself. Every
+        ``check_every`` seconds while kubectl waits, the objects are read again (:class:`harness.rollout.RolloutWatch`):
+        a completed rollout returns at once, and a terminal cause (an image that does not exist, a
+        ``CreateContainerConfigError``, ``restart_limit`` restarts of one new container during the wait, default
+        :data:`harness.terminal.DEFAULT_RESTART_LIMIT`, ``ProgressDeadlineExceeded``, a paused deployment, an
+        ``OnDelete`` StatefulSet, a pod no node can take) stops kubectl and raises :class:`harness.RolloutTerminal`.
+        A rollout that does not finish in time raises :class:`harness.errors.RolloutStatusFailed` (a
+        :class:`harness.RolloutFailed`, an ``AssertionError``, and still the :class:`KubectlError` it explains,
+        carried in its message, not chained) whose message explains why from the objects, read within
         ``explain_budget`` seconds (default 15, shortened to what is left of the test; see :mod:`harness.rollout`).
         Default 300 s, the budget the stack's resilience specs give a rollout.
         """
         __tracebackhide__ = True
         from harness import rollout
+        from harness.terminal import DEFAULT_RESTART_LIMIT
 
         flag = duration_flag("--timeout", timeout)
         if not (math.isfinite(grace) and grace >= 0):
             raise ValueError(f"rollout_status: grace must be finite seconds >= 0, got {grace!r}")
+        if not (math.isfinite(check_every) and check_every > 0):
+            raise ValueError(f"rollout_status: check_every must be finite seconds > 0, got {check_every!r}")
         ref = deployment if "/" in deployment else f"deployment/{deployment}"
         started = rollout.rollout_started(self, ref)  # the spec's evidence describes ref even if it is stopped here
+        watch = rollout.RolloutWatch(
+            self, ref, restart_limit=DEFAULT_RESTART_LIMIT if restart_limit is None else restart_limit, budget=timeout
+        )
+        failure: KubectlError | None = None
         try:
-            done = self.kubectl("rollout", "status", ref, flag, timeout=timeout + grace)
-        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            done = self.kubectl(
+                "rollout", "status", ref, flag, timeout=timeout + grace, while_running=watch.check, every=check_every
+            )
+        except RolloutDone as finished:
+            rollout.rollout_succeeded(self, ref, started)
+            return finished.message
+        except TerminalStop as stop:
             raise rollout.rollout_failure(
-                self, ref, cause=str(exc), started=started, budget=explain_budget, kubectl_error=exc
-            ) from exc
-        rollout.rollout_succeeded(self, ref, started)
-        return process.tail(done.stdout, 1)
+                self,
+                ref,
+                cause=f"kubectl: {watch.last_status}",
+                started=started,
+                budget=explain_budget,
+                watch=watch,
+                terminal=stop,
+            ) from None
+        except KubectlError as exc:  # KubectlTimeout too: explain it from the objects, cause first
+            failure = exc
+        if failure is None:
+            rollout.rollout_succeeded(self, ref, started)
+            return process.tail(done.stdout, 1)
+        try:
+            recheck = watch.verdict()  # kubectl's watch can miss the end of a rollout that did complete
+        except TerminalStop as stop:
+            raise rollout.rollout_failure(
+                self,
+                ref,
+                cause=f"kubectl: {failure}",
+                started=started,
+                budget=explain_budget,
+                watch=watch,
+                terminal=stop,
+                gave_up=failure,
+            ) from None
+        except KubectlError:
+            recheck = None
+        if recheck is not None:
+            rollout.rollout_succeeded(self, ref, started)
+            return recheck
+        raise rollout.rollout_failure(
+            self, ref, cause=str(failure), started=started, budget=explain_budget, kubectl_error=failure, watch=watch
+        ) from None
 
     def _kubeconfig_flag(self) -> list[str]:
         flags = ["--kubeconfig", self.kubeconfig] if self.kubeconfig else []
@@ -416,12 +501,14 @@ class Kube:
                 raise
             raise ApiServerRejected(
                 f"namespace {self.namespace!r} does not exist on the API server of context {self.context!r} "
-                f"({self.server_url()}); bring the stack up (upstream's e2e/scripts/up.sh) or pass --namespace",
+                f"({self.server_url()}); deploy what the specs test into it (or `kubectl --context "
+                f"{shlex.quote(self.context)} create namespace {self.namespace}`), or choose another with --namespace "
+                "or [tool.harness] namespace",
                 kind="namespace-missing",
                 context=self.context,
                 server=self.server_url(),
                 status=404,
-                hint="bring the stack up or pass --namespace",
+                hint="deploy into it, or choose another with --namespace or [tool.harness] namespace",
             ) from None
         body = version.get("body") or {}
         return ApiServerInfo(self.server_url(), str(body.get("gitVersion", "unknown")), self.namespace)
@@ -457,8 +544,8 @@ class Kube:
         kind, hint = {
             401: (
                 "unauthorized",
-                "the context's credentials are stale (a recreated cluster?): `minikube update-context` "
-                "or `minikube start` rewrites them",
+                "the context's credentials are stale (a recreated cluster?): "
+                + advice.refresh_credentials(self.context),
             ),
             403: ("forbidden", "the context's user is authenticated but lacks the rights: check its RBAC bindings"),
         }.get(
@@ -487,6 +574,7 @@ class Kube:
         server = self.server_url()
         kind = kind or classify_connection_error(exc)
         said, hint = _UNREACHABLE_TEXT[kind]
+        hint = hint.format(start=advice.start_cluster(self.context), renew=advice.refresh_credentials(self.context))
         said = said.format(bound=f"{bound:.1f}", host=urlsplit(server).hostname or server)
         return ApiServerUnreachable(
             f"the API server of context {self.context!r} ({server}) {said} on GET {path}; {hint} "
@@ -530,17 +618,19 @@ class ApiServerInfo:
 _UNREACHABLE_TEXT = {
     "refused": (
         "refused the connection",
-        "nothing listens there: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+        "nothing listens there: the cluster is stopped; {start}",
     ),
     "no-answer": (
         "did not answer within {bound}s",
-        "the VM may be paused or overloaded. Check `minikube status`; `minikube unpause` or `minikube start`",
+        "the cluster (or its VM) may be paused or overloaded; if it is stopped, {start}",
     ),
-    "closed": ("closed the connection without an answer", "the API server may be restarting. Check `minikube status`"),
+    "closed": (
+        "closed the connection without an answer",
+        "the API server may be restarting; if it is stopped, {start}",
+    ),
     "tls": (
         "failed the TLS handshake",
-        "the kubeconfig's certificates or scheme do not match this server (a "
-        "recreated cluster?): `minikube update-context` or `minikube start`",
+        "the kubeconfig's certificates or scheme do not match this server (a recreated cluster?): {renew}",
     ),
     "dns": (
         "could not be found ({host} does not resolve)",
@@ -584,13 +674,12 @@ _UNRECOVERABLE = [
     (
         re.compile(r"The connection to the server (\S+) was refused"),
         "api-server-refused",
-        "nothing listens at {0}: the cluster is stopped. Check `minikube status`; start it with `minikube start`",
+        "nothing listens at {0}: the cluster is stopped; {start}",
     ),
     (
         re.compile(r"You must be logged in to the server|\(Unauthorized\)"),
         "unauthorized",
-        "the API server rejected the context's credentials: `minikube update-context` or `minikube start` "
-        "rewrites them",
+        "the API server rejected the context's credentials: {renew}",
     ),
     (
         re.compile(r"the server doesn't have a resource type \"([^\"]+)\""),
@@ -605,7 +694,7 @@ _UNRECOVERABLE = [
     (
         re.compile(r"x509: |tls: |server gave HTTP response to HTTPS client"),
         "tls",
-        "the kubeconfig's certificates or scheme do not match the API server: `minikube update-context`",
+        "the kubeconfig's certificates or scheme do not match the API server: {renew}",
     ),
     (
         re.compile(r"no such host"),
@@ -620,10 +709,13 @@ def kubectl_failure(argv: list[str], returncode: int, stderr: str) -> KubectlErr
     waiting cannot help (API server refused, unauthorized, resource type not served, TLS, DNS), else
     :class:`KubectlError`."""
     cause = process.final_line(stderr)
+    context = argv[argv.index("--context") + 1] if "--context" in argv[:-1] else ""
+    fixes = {"start": advice.start_cluster(context), "renew": advice.refresh_credentials(context)}
     for pattern, reason, hint in _UNRECOVERABLE:
         found = pattern.search(cause)
         if found:
-            return KubectlUnrecoverable(argv, returncode, stderr, reason=reason, hint=hint.format(*found.groups()))
+            text = hint.format(*found.groups(), **fixes)
+            return KubectlUnrecoverable(argv, returncode, stderr, reason=reason, hint=text)
     return KubectlError(argv, returncode, stderr)
 
 
@@ -816,6 +908,14 @@ def kubeconfig_contexts(kubeconfig_path: str) -> tuple[str | None, list[str]]:
     return current, list(_merged(kubeconfig_path, "contexts", "context"))
 
 
+def context_namespace(kubeconfig_path: str, context: str) -> str:
+    """The ``namespace`` of ``context`` in the kubeconfig files ``kubeconfig_path``, else ``default``: the namespace
+    kubectl uses for that context when none is given (client-go's ``clientcmd`` ``Namespace()``)."""
+    entry = _merged(kubeconfig_path, "contexts", "context").get(context) or {}
+    namespace = entry.get("namespace") if isinstance(entry, dict) else None
+    return str(namespace) if namespace else "default"
+
+
 def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
     """The ``server`` of ``context``'s cluster in the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
     or a short note saying why there is none."""
@@ -842,9 +942,12 @@ def resolve_kubectl(kubectl: str = "kubectl") -> str:
     return path
 
 
-def current_context(kubectl_path: str, *, kubeconfig: str | None = None, pick: ContextPick = PYTEST_PICK) -> str:
+def current_context(
+    kubectl_path: str, *, kubeconfig: str | None = None, pick: ContextPick = PYTEST_PICK, allowed: tuple[str, ...] = ()
+) -> str:
     """``kubectl config current-context``. Raises :class:`NoKubeContext` when there is none; when no kubeconfig
-    file exists at all, the message says so and where kubectl looked (``pick``: the flag its fix names)."""
+    file exists at all, the message says so and where kubectl looked (``pick``: the flag its fix names;
+    ``allowed``: the allow-list, whose local cluster tools the fix suggests)."""
     kubeconfig_path = resolve_kubeconfig(kubeconfig)
     argv = [kubectl_path, *(["--kubeconfig", kubeconfig] if kubeconfig else []), "config", "current-context"]
     try:
@@ -856,44 +959,75 @@ def current_context(kubectl_path: str, *, kubeconfig: str | None = None, pick: C
     name = done.stdout.strip()
     if done.returncode == 0 and name:
         return name
-    _require_a_kubeconfig_file(kubeconfig_path, explicit=kubeconfig is not None)
+    _require_a_kubeconfig_file(kubeconfig_path, explicit=kubeconfig is not None, allowed=allowed)
     said = process.tail(done.stderr, 1) or "no output"
-    raise NoKubeContext(f"no current kube context ({said}); start minikube (`minikube start`) or pass {pick.flag}")
+    raise NoKubeContext(f"no current kube context ({said}); {_pick_or_create(kubeconfig_path, allowed, pick)}")
 
 
-def current_context_from_files(kubeconfig_path: str, pick: ContextPick = PYTEST_PICK) -> str:
+def current_context_from_files(
+    kubeconfig_path: str, pick: ContextPick = PYTEST_PICK, *, allowed: tuple[str, ...] = ()
+) -> str:
     """The ``current-context`` of the kubeconfig files ``kubeconfig_path`` (see :func:`kubeconfig_contexts`), read
     without kubectl. Raises :class:`NoKubeContext` as :func:`current_context` does."""
-    _require_a_kubeconfig_file(kubeconfig_path, explicit=False)
+    _require_a_kubeconfig_file(kubeconfig_path, explicit=False, allowed=allowed)
     name = kubeconfig_contexts(kubeconfig_path)[0]
     if name:
         return name
     raise NoKubeContext(
-        f"no current kube context (none set in {kubeconfig_path}); start minikube (`minikube start`) "
-        f"or pass {pick.flag}"
+        f"no current kube context (none set in {kubeconfig_path}); {_pick_or_create(kubeconfig_path, allowed, pick)}"
     )
 
 
-def _require_a_kubeconfig_file(kubeconfig_path: str, *, explicit: bool) -> None:
+def _pick_or_create(kubeconfig_path: str, allowed: tuple[str, ...], pick: ContextPick) -> str:
+    """The fix for "no current context": pick an allowed context the kubeconfig has, or create a cluster."""
+    usable = advice.allowed_among(kubeconfig_contexts(kubeconfig_path)[1], allowed)
+    if usable:
+        listed = ", ".join(usable)
+        return f"pick one of the allowed contexts your kubeconfig has ({listed}): {pick.example_for(usable[0])}"
+    return f"{advice.create_cluster(allowed) if allowed else 'create a cluster'}, or pass {pick.flag}"
+
+
+def _require_a_kubeconfig_file(kubeconfig_path: str, *, explicit: bool, allowed: tuple[str, ...] = ()) -> None:
     paths = kubeconfig_path.split(os.pathsep)
     if not any(os.path.isfile(p) for p in paths):
         source = "$KUBECONFIG" if os.environ.get("KUBECONFIG") and not explicit else "its default"
+        create = advice.create_cluster(allowed) if allowed else "create a cluster"
         raise NoKubeContext(
             f"no kubeconfig found: kubectl looked at {', '.join(paths)} ({source}) and there is no file; "
-            "start minikube (`minikube start`) to create it, or point KUBECONFIG at yours"
+            f"{create}, or pass --kubeconfig (or set [tool.harness] kubeconfig, or KUBECONFIG) to yours"
         )
 
 
-def check_allowed(context: str, allowed: tuple[str, ...], pick: ContextPick = PYTEST_PICK) -> None:
-    """Raise :class:`ContextNotAllowed` unless ``context`` matches one of the ``allowed`` glob patterns; the
-    message's fix picks a context the way ``pick`` says (pytest's ``--kube-context`` by default)."""
+def check_allowed(
+    context: str,
+    allowed: tuple[str, ...],
+    pick: ContextPick = PYTEST_PICK,
+    *,
+    origin: str | None = None,
+    kubeconfig_path: str | None = None,
+) -> None:
+    """Raise :class:`ContextNotAllowed` unless ``context`` matches one of the ``allowed`` glob patterns.
+
+    The message says where the allow-list came from (``origin``, :meth:`harness.config.HarnessConfig.origin`; never
+    a file that was not read) and builds its fix from the allow-list: the allowed contexts the kubeconfig files
+    ``kubeconfig_path`` define (default: ``$KUBECONFIG`` or kubectl's default), picked the way ``pick`` says, or
+    else how to create a local cluster whose context the list accepts.
+    """
     if any(fnmatch.fnmatchcase(context, pattern) for pattern in allowed):
         return
+    usable = advice.allowed_among(kubeconfig_contexts(kubeconfig_path or resolve_kubeconfig(None))[1], allowed)
+    if usable:
+        fix = (
+            f"use an allowed context your kubeconfig has ({', '.join(usable)}): "
+            f"`kubectl config use-context {shlex.quote(usable[0])}`, or for this run only "
+            f"{pick.example_for(shlex.quote(usable[0]))}"
+        )
+    else:
+        fix = f"no context in your kubeconfig is allowed: {advice.create_cluster(allowed)}"
     raise ContextNotAllowed(
         f"refusing kube context {context!r}: the harness may only touch {', '.join(allowed)} "
-        f"([tool.harness] allowed_contexts in pyproject.toml). Fix: `kubectl config use-context minikube`, or pick "
-        f"the context for this run: {pick.example}; to allow another local cluster, add it to allowed_contexts "
-        "in a commit."
+        f"({origin or 'its allow-list'}). Fix: {fix}; to allow another local cluster, add it to "
+        "[tool.harness] allowed_contexts in a commit."
     )
 
 

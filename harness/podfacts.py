@@ -19,6 +19,7 @@ Events: core v1 events set ``lastTimestamp``; events written through ``events.k8
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -74,6 +75,15 @@ def event_time(event: Obj) -> datetime | None:
         if parsed is not None:
             return parsed
     return None
+
+
+def event_first_time(event: Obj) -> datetime | None:
+    """When ``event`` first happened: ``firstTimestamp``, else ``eventTime``, else :func:`event_time`."""
+    for value in (event.get("firstTimestamp"), event.get("eventTime")):
+        parsed = when(value)
+        if parsed is not None:
+            return parsed
+    return event_time(event)
 
 
 def sort_events(events: list[Obj]) -> list[Obj]:
@@ -179,6 +189,7 @@ class PodFacts:
     started: datetime | None = None
     ready_at: datetime | None = None
     deleted: datetime | None = None
+    pull_failed: datetime | None = None
 
     @property
     def terminating(self) -> bool:
@@ -209,16 +220,51 @@ class PodFacts:
         return "; ".join([state, *details])
 
     def lifecycle(self) -> list[tuple[datetime, str]]:
-        """The pod's steps that happened, in order: created, scheduled, started, ready, deleted."""
+        """The pod's steps that happened, in order: created, scheduled, image pull failing (``pull-failed``, while a
+        container still waits for its image), started, ready, deleted."""
         steps = [
             (self.created, "created"),
             (self.scheduled, "scheduled"),
+            (self.pull_failed, "pull-failed"),
             (self.started, "started"),
             (self.ready_at, "ready"),
             (self.deleted, "deleted"),
         ]
         happened = [(at, what) for at, what in steps if at is not None]
         return sorted(happened, key=lambda step: step[0])  # stable: steps within one second keep their order
+
+    def container_starts(self, container: ContainerFacts) -> list[datetime]:
+        """Every start of ``container`` whose time the API still holds, oldest first: the first and the latest
+        ``Started`` event (events are aggregated: one object with a count), the last instance's and the current
+        instance's ``startedAt``. ``container.restarts + 1`` starts happened in all; the times between are gone."""
+        seen = [container.last_started, container.started_at]
+        for event in self.events:
+            if event.get("reason") == "Started" and _names_container(event, container.name):
+                seen += [event_first_time(event), event_time(event)]
+        return _distinct(t for t in seen if t is not None)
+
+    def container_steps(self) -> list[tuple[datetime, str]]:
+        """Each container's known starts and its last exit, as timeline steps (``container app started (3 of 4)``)."""
+        steps: list[tuple[datetime, str]] = []
+        for c in self.containers:
+            starts = self.container_starts(c)
+            total = c.restarts + 1
+            firsts = [
+                event_first_time(e)
+                for e in self.events
+                if e.get("reason") == "Started" and _names_container(e, c.name) and event_first_time(e) is not None
+            ]
+            first = min((t for t in firsts if t is not None), default=None)
+            for i, at in enumerate(starts):
+                is_first = first is not None and abs((at - first).total_seconds()) < 1.0
+                ordinal = 1 if is_first else max(1, total - (len(starts) - 1 - i))  # counted back from the latest
+                of = f" ({ordinal} of {total})" if total > 1 else ""
+                steps.append((at, f"container {c.name} started{of}"))
+            if c.last_finished is not None:
+                steps.append(
+                    (c.last_finished, f"container {c.name} exited ({c.last_reason or '?'} exit {c.last_exit_code})")
+                )
+        return sorted(steps, key=lambda step: step[0])
 
 
 def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
@@ -249,9 +295,10 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
         events=events_for(events or [], "Pod", name_of(pod)),
         created=when(metadata.get("creationTimestamp")),
         scheduled=when(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None,
-        started=_started(containers),
+        started=_started(containers, events_for(events or [], "Pod", name_of(pod))),
         ready_at=when((conditions.get("Ready") or {}).get("lastTransitionTime")) if ready else None,
         deleted=_deletion_requested(metadata),
+        pull_failed=_pull_failing_since(containers, events_for(events or [], "Pod", name_of(pod))),
     )
 
 
@@ -287,11 +334,42 @@ def _unschedulable(scheduled: Obj, events: list[Obj]) -> str | None:
     return str(scheduled.get("message") or scheduled.get("reason") or "not scheduled")
 
 
-def _started(containers: list[ContainerFacts]) -> datetime | None:
-    """When an app container first ran, as far as the object remembers (its current or last instance); ``None``
-    for a pod whose containers never ran (the kubelet's ``startTime`` is only when it took the pod on)."""
+def _started(containers: list[ContainerFacts], events: list[Obj]) -> datetime | None:
+    """When an app container first ran: its first ``Started`` event, else as far as the object remembers (its
+    current or last instance); ``None`` for a pod whose containers never ran (the kubelet's ``startTime`` is only
+    when it took the pod on)."""
     seen = [t for c in containers if not c.init for t in (c.started_at, c.last_started) if t is not None]
+    apps = [c.name for c in containers if not c.init]
+    for event in events:
+        stamp = event_first_time(event)
+        if event.get("reason") == "Started" and stamp is not None and any(_names_container(event, n) for n in apps):
+            seen.append(stamp)
     return min(seen) if seen else None
+
+
+def _names_container(event: Obj, name: str) -> bool:
+    target = event.get("involvedObject") or event.get("regarding") or {}
+    path = str(target.get("fieldPath") or "")
+    return path.endswith(f"{{{name}}}") if path else name in str(event.get("message") or "").split()
+
+
+def _distinct(stamps: Iterable[datetime]) -> list[datetime]:
+    """``stamps`` sorted, one per second (events have whole seconds; statuses may not)."""
+    out: list[datetime] = []
+    for at in sorted(stamps):
+        if not out or (at - out[-1]).total_seconds() >= 1.0:
+            out.append(at)
+    return out
+
+
+def _pull_failing_since(containers: list[ContainerFacts], events: list[Obj]) -> datetime | None:
+    """When the kubelet first failed to pull an image a container still waits for (``ErrImagePull`` or
+    ``ImagePullBackOff`` now), from its ``Failed`` events; ``None`` when no container waits for its image."""
+    if not any(c.state == "waiting" and c.reason in ("ErrImagePull", "ImagePullBackOff") for c in containers):
+        return None
+    stamps = [event_first_time(e) for e in events if e.get("reason") in ("Failed", "BackOff")]
+    failed = [t for t in stamps if t is not None]
+    return min(failed) if failed else None
 
 
 def _deletion_requested(metadata: Obj) -> datetime | None:

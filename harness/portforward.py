@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from harness import process
+from harness import process, timeline
 from harness.errors import HopFailure, PortForwardNotReady, hide_for_named_failures
 
 if TYPE_CHECKING:
@@ -494,10 +494,12 @@ class PortForward:
 
     def _became_ready(self) -> PortForward:
         self.ready_at = time.monotonic()
+        timeline.note_forward(self)  # the spec's evidence and report.html list it, pool or not
         return self
 
     def _not_ready(self, why: str) -> None:
         __tracebackhide__ = hide_for_named_failures
+        timeline.note_forward(self)
         waited = time.monotonic() - (self.started_at or time.monotonic())
         self.close()
         exit_code = self.exit.returncode if self.exit is not None else None

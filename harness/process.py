@@ -28,7 +28,6 @@ import atexit
 import contextlib
 import ctypes
 import os
-import re
 import select
 import selectors
 import signal
@@ -36,9 +35,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.errors import ProcessTimeout
+from harness.stderr_text import condense as condense  # re-exported: moved to harness.stderr_text
+from harness.stderr_text import final_line as final_line  # re-exported: moved to harness.stderr_text
+from harness.stderr_text import tail as tail  # re-exported: moved to harness.stderr_text
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
@@ -330,6 +333,8 @@ def run_bounded(
     input: bytes | None = None,
     env: dict[str, str] | None = None,
     drain: float = DRAIN,
+    while_running: Callable[[], None] | None = None,
+    every: float = 2.0,
 ) -> Completed:
     """Run ``argv`` until it exits, within ``timeout`` seconds.
 
@@ -338,12 +343,18 @@ def run_bounded(
     :class:`~harness.errors.ProcessTimeout` (after killing and reaping the whole group) when the child has not
     exited within ``timeout``, and ``FileNotFoundError`` when the binary does not exist. Ctrl-C or any other
     exception while waiting kills the group too, then propagates.
+
+    ``while_running`` is called every ``every`` seconds while the child runs (never after ``timeout``); an
+    exception it raises kills the group and propagates (how a caller stops a child it no longer needs).
     """
     start = time.monotonic()
     proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
     pipes = _Pipes(proc, input)
     try:
-        exited = pipes.until_exit(start + timeout)
+        exited = pipes.until_exit(start + timeout if while_running is None else min(start + timeout, start + every))
+        while not exited and while_running is not None and time.monotonic() < start + timeout:
+            while_running()
+            exited = pipes.until_exit(min(start + timeout, time.monotonic() + every))
         strays = group_members(proc.pid, exclude=proc.pid) if exited else []
         kill_group(proc)  # the leader is a zombie until now, so its group id cannot have been reused
         if not pipes.drain(drain):
@@ -474,50 +485,3 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):  # not Linux >= 5.3: exits are polled with waitid(WNOWAIT)
         return None
-
-
-# --- stderr for one-screen messages -------------------------------------------------------------------------
-
-_KLOG_HEADER = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+(?=[\w.-]+:\d+\] )")
-"""klog's line header (severity, date, time, pid) before ``file.go:NN]``: it differs on every repeat of a line."""
-
-_MAX_LINE = 400
-"""Characters kept of one stderr line in a message."""
-
-
-def condense(text: str, max_lines: int = 6) -> list[str]:
-    """Distinct non-empty lines of ``text``, klog headers dropped, each once with its count (``5× ...``).
-
-    Ordered by last appearance, so kubectl's closing error stays last; at most ``max_lines`` are kept (the
-    last ones), after a line saying how many earlier distinct lines were left out.
-    """
-    counts: dict[str, int] = {}
-    for raw in text.splitlines():
-        line = _KLOG_HEADER.sub("", raw.strip())
-        if not line:
-            continue
-        counts[line] = counts.pop(line, 0) + 1  # re-inserted: dicts keep the order of last appearance
-    lines = list(counts)
-    kept = [_clip(f"{counts[line]}× {line}" if counts[line] > 1 else line) for line in lines[-max_lines:]]
-    if len(lines) > max_lines:
-        kept.insert(0, f"({len(lines) - max_lines} earlier distinct lines left out)")
-    return kept
-
-
-def final_line(text: str) -> str:
-    """The cause as kubectl states it: its last line that is not a klog line (``error: ...``), else the last line."""
-    lines = [raw.strip() for raw in text.splitlines() if raw.strip()]
-    for line in reversed(lines):
-        if not _KLOG_HEADER.match(line):
-            return _clip(line)
-    return _clip(_KLOG_HEADER.sub("", lines[-1])) if lines else ""
-
-
-def _clip(line: str) -> str:
-    return line if len(line) <= _MAX_LINE else line[: _MAX_LINE - 1] + "…"
-
-
-def tail(text: str, lines: int = 8) -> str:
-    """The last ``lines`` non-empty lines of ``text``, joined by `` | `` for one-line messages."""
-    kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return " | ".join(kept[-lines:])

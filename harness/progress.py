@@ -24,12 +24,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from harness import timeline
 
-if TYPE_CHECKING:
-    from harness.waiting import WaitSummary
+
+class WaitSummary(Protocol):
+    """What progress shows of a wait: a :class:`harness.waiting.WaitSummary` (waiting imports this module, so this
+    one names only the fields it reads)."""
+
+    @property
+    def describe(self) -> str: ...
+    @property
+    def budget(self) -> float: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def attempts(self) -> list[Any]: ...
+    def count(self, outcome: Any) -> int: ...
+
 
 MODES = ("auto", "live", "lines", "off")
 TICK = 0.5

@@ -29,36 +29,42 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
+import sys
 import time
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pytest
 
-from harness import process, waiting
-from harness.config import load_config
+from harness.config import HarnessConfig, HarnessConfigError, load_config
 from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
-from harness.kube import Kube
+from harness.markexpr import cluster_specs_selectable
+
+if TYPE_CHECKING:  # the rest is imported where it is used: a run that never uses the harness never loads it
+    from harness import waiting
+    from harness.kube import Kube
 
 # Loaded by pytest after this module, which marks them for assertion rewriting first: so this module must not import
 # them at its top (pytest would warn "Module already imported so cannot be rewritten" wherever `harness` is not on
 # sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
-    "harness.target_plugin",  # --target cluster|twin, the twin's lifetime, budgets that do not fit
+    "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
 ]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 
 _GUARD = pytest.StashKey[Verdict]()
+_CONFIG = pytest.StashKey[HarnessConfig]()
 _API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
 _LOCK_FAILED = pytest.StashKey[str]()
 _WAIT_PREFIX = "harness.wait."
@@ -80,9 +86,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)",
     )
     group.addoption(
+        "--kubeconfig",
+        default=None,
+        metavar="PATH",
+        help="kubeconfig file for cluster specs (default: [tool.harness] kubeconfig, else $KUBECONFIG, else "
+        "kubectl's default)",
+    )
+    group.addoption(
         "--namespace",
         default=None,
-        help="namespace for cluster specs (default: [tool.harness] namespace, controller-agent)",
+        help="namespace for cluster specs (default: [tool.harness] namespace, else the context's own)",
     )
     group.addoption(
         "--cluster-lock-timeout",
@@ -100,13 +113,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "cluster: needs the pinned minikube context; skipped with a reason when there is none"
+        "markers", "cluster: needs the pinned kube context (or the configured twin); skipped with a reason without one"
     )
     config.addinivalue_line(
         "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
     )
     _require_timer_hooks(config)
+    config.stash[_CONFIG] = _read_config(config)
     config.pluginmanager.register(_ClusterGrouping(), "harness-cluster-grouping")
+
+
+def _read_config(config: pytest.Config) -> HarnessConfig:
+    """``[tool.harness]`` of the project (the nearest ``pyproject.toml`` at or above the rootdir), checked once at
+    session start: a wrong table is one usage error (file, key, the known keys), not a traceback per spec."""
+    try:
+        return load_config(config.rootpath)
+    except HarnessConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def harness_config(config: pytest.Config) -> HarnessConfig:
+    """The session's checked ``[tool.harness]`` (:class:`harness.config.HarnessConfig`)."""
+    if _CONFIG not in config.stash:
+        config.stash[_CONFIG] = _read_config(config)
+    return config.stash[_CONFIG]
 
 
 def _require_timer_hooks(config: pytest.Config) -> None:
@@ -123,24 +153,38 @@ def _require_timer_hooks(config: pytest.Config) -> None:
 
 
 def guard_verdict(config: pytest.Config) -> Verdict:
-    """The session's guard verdict, computed once (in the main process; xdist workers get it from there)."""
+    """The session's guard verdict, computed once (in the main process; xdist workers get it from there, except
+    against a twin: each process has its own)."""
     if _GUARD not in config.stash:
+        from harness import targets  # imported by pytest by now (pytest_plugins)
+
         workerinput = getattr(config, "workerinput", None)
         shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
-        config.stash[_GUARD] = _from_wire(shipped) if shipped else _run_guard(config)
+        twin = targets.guard_verdict(config)
+        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _run_guard(config)
     return config.stash[_GUARD]
 
 
 def _run_guard(config: pytest.Config) -> Verdict:
-    from harness.target_plugin import guard_verdict as twin_verdict  # imported by pytest by now (pytest_plugins)
+    from harness.kube import Kube
 
-    if (twin := twin_verdict(config)) is not None:
-        return twin
+    settings = harness_config(config)
+    given = config.getoption("--kubeconfig") or settings.kubeconfig
+    if given and not os.path.isfile(given):  # chosen on purpose: a typo fails loudly instead of skipping quietly
+        where = "--kubeconfig" if config.getoption("--kubeconfig") else f"[tool.harness] kubeconfig, {settings.source}"
+        return "fail", f"kubeconfig {given!r} does not exist (from {where}): fix the path or drop the setting"
     try:
-        harness_config = load_config(config.rootpath)
-        kube = Kube.connect(config.getoption("--kube-context"), config.getoption("--namespace"), config=harness_config)
-    except (KubectlNotFound, NoKubeContext) as exc:
+        kube = Kube.connect(
+            config.getoption("--kube-context"),
+            config.getoption("--namespace"),
+            config=settings,
+            kubeconfig=config.getoption("--kubeconfig"),
+        )
+    except KubectlNotFound as exc:
         return "skip", f"no cluster: {exc}"
+    except NoKubeContext as exc:
+        twin = "" if settings.twin else "; or pass --kube-context NAME, or configure a twin ([tool.harness] twin)"
+        return "skip", f"no cluster: {exc}{twin}"
     except ContextNotAllowed as exc:
         return "fail", str(exc)
     except (HarnessError, ValueError) as exc:
@@ -160,6 +204,7 @@ def _to_wire(verdict: Verdict) -> dict[str, Any]:
             "kubectl": kube.kubectl_path,
             "kubeconfig": kube.kubeconfig,
             "kubeconfig_path": kube.kubeconfig_path,
+            "allowed_origin": kube.allowed_origin,
         }
     return {"state": state, "detail": str(detail)}
 
@@ -167,6 +212,8 @@ def _to_wire(verdict: Verdict) -> dict[str, Any]:
 def _from_wire(data: dict[str, Any]) -> Verdict:
     if data["state"] != "ok":
         return data["state"], data["detail"]
+    from harness.kube import Kube
+
     try:
         kube = Kube(
             data["context"],
@@ -174,6 +221,7 @@ def _from_wire(data: dict[str, Any]) -> Verdict:
             allowed=tuple(data["allowed"]),
             kubectl_path=data["kubectl"],
             kubeconfig=data["kubeconfig"],
+            allowed_origin=data.get("allowed_origin"),
         )
     except (HarnessError, ValueError) as exc:
         return "fail", f"kube context guard could not run: {exc}"
@@ -189,18 +237,32 @@ def pytest_configure_node(node: Any) -> None:
         node.workerinput[_WORKER_GUARD] = _to_wire(guard_verdict(node.config))
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    """What the cluster specs will touch, before anything runs."""
-    if not cluster_specs_selectable(config):
-        return ["harness: cluster specs deselected by -m; no kube context is touched"]
-    from harness.target_plugin import twin_session  # imported by pytest by now (see pytest_plugins)
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the cluster specs will touch, once collection found some, before anything runs: a run that collects
+    none prints nothing of the harness (pytest-xdist workers' collections are not shown; the summary says it)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not any(item.get_closest_marker("cluster") for item in session.items):
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        for line in target_lines(config):
+            reporter.write_line(line)
 
-    twin = twin_session(config)
-    if twin is not None:  # started before the first cluster spec, so it has no API server yet
-        return [
-            f"harness: cluster specs use the stack twin this run starts (kube context {twin.context!r}, "
-            f"namespace {twin.kube.namespace!r})"
-        ]
+
+def target_lines(config: pytest.Config) -> list[str]:
+    """What the cluster specs will touch: the target (when a twin is configured) and the twin's own lines, or the
+    context, API server and namespace, or why none."""
+    from harness import targets  # imported by pytest by now (pytest_plugins)
+
+    return targets.target_lines(config) + _guard_lines(config)
+
+
+def _guard_lines(config: pytest.Config) -> list[str]:
+    from harness import targets  # imported by pytest by now (pytest_plugins)
+
+    if targets.stand_in(config) is not None:  # started before the first cluster spec: no API server yet
+        return []  # harness.targets prints the target line and the twin's own lines
     state, detail = guard_verdict(config)
     if state == "skip":
         return [f"harness: cluster specs will be skipped: {detail}"]
@@ -211,22 +273,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
         f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
     ]
-
-
-def cluster_specs_selectable(config: pytest.Config) -> bool:
-    """False when the ``-m`` expression can never select a spec marked ``cluster``."""
-    expression = config.getoption("markexpr", "") or ""
-    if not expression:
-        return True
-    try:
-        from _pytest.mark.expression import Expression
-
-        compiled = Expression.compile(expression)
-        plain = compiled.evaluate(lambda name, /, **kwargs: name == "cluster")
-        disruptive = compiled.evaluate(lambda name, /, **kwargs: name in ("cluster", "disruptive"))
-    except Exception:  # pytest's private expression API changed: assume they may be selected
-        return True
-    return bool(plain or disruptive)
 
 
 class _ClusterGrouping:
@@ -310,12 +356,23 @@ def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
 
 @pytest.fixture(scope="session")
 def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
-    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only)."""
+    """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only). Against
+    the configured twin it is the twin's, started first (an unmarked spec asking for it too): never a twin's Kube
+    whose twin was never started."""
+    from harness import targets  # imported by pytest by now (see pytest_plugins)
+    from harness.kube import Kube
+
     verdict, detail = guard_verdict(request.config)
     if verdict == "skip":
         pytest.skip(str(detail))
     if verdict == "fail":
         pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
+    twin = targets.stand_in(request.config)
+    if twin is not None:
+        try:
+            twin.start()
+        except HarnessError as exc:
+            pytest.fail(str(exc), pytrace=False)
     assert isinstance(detail, Kube)
     yield detail
     detail.close()
@@ -331,7 +388,7 @@ def since(request: pytest.FixtureRequest) -> datetime:
     the host's clock, ``datetime.now(timezone.utc)``.
     """
     verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
-    if verdict == "ok" and isinstance(detail, Kube) and request.node.get_closest_marker("cluster") is not None:
+    if verdict == "ok" and _is_kube(detail) and request.node.get_closest_marker("cluster") is not None:
         return detail.server_time()
     return datetime.now(UTC)
 
@@ -350,13 +407,26 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
     """pytest-timeout starts the test's timer now (before set-up, or before the body with ``func_only``):
     every wait in the test ends before it fires (see ``waiting.set_test_deadline``). Returns ``None`` so that
     pytest-timeout's own implementation still sets the timer."""
+    from harness import waiting  # a test may call wait_for without any harness fixture: clamp it too
+
     seconds = float(settings.timeout)
     waiting.set_test_deadline(time.monotonic() + seconds, seconds)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
-    waiting.set_test_deadline(None)
+    if (waiting := _loaded_waiting()) is not None:
+        waiting.set_test_deadline(None)
+
+
+def _loaded_waiting() -> Any:
+    """:mod:`harness.waiting` when something imported it, else ``None`` (then no wait ran, and none is recorded)."""
+    return sys.modules.get("harness.waiting")
+
+
+def _is_kube(value: Any) -> TypeGuard[Kube]:
+    kube = sys.modules.get("harness.kube")
+    return kube is not None and isinstance(value, kube.Kube)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -373,14 +443,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         if lock is not None:
             lock.release()
-        waiting.set_test_deadline(None)
+        if (waiting := _loaded_waiting()) is not None:
+            waiting.set_test_deadline(None)
 
 
 class _ClusterLock:
     """An exclusive ``flock`` on ``<state dir>/cluster-<context>.lock``, shared by every process on the machine.
 
     The holder writes its pid and node id into the file, so a spec that gives up waiting can say who held it.
-    The kernel releases the lock when the holder exits by any path.
+    The kernel releases the lock when the holder exits by any path. The holder removes the file before it lets go,
+    so no lock file outlives a run; a waiter that got the lock on a file removed meanwhile (its inode is no longer
+    the path's) tries again on the new one, the usual ``flock``-and-unlink protocol.
     """
 
     def __init__(self, path: Path) -> None:
@@ -405,7 +478,11 @@ class _ClusterLock:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
+                if _same_file(fd, self.path):
+                    break
+                os.close(fd)  # the holder removed this file as it let go: lock the one at the path now
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                continue
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = _read_holder(self.path)
@@ -422,8 +499,17 @@ class _ClusterLock:
 
     def release(self) -> None:
         if self.fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)  # while still held: a waiter sees the inode change and starts over
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.fstat(fd).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
 
 
 def _read_holder(path: Path) -> str:
@@ -440,7 +526,8 @@ def _read_holder(path: Path) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
-    summaries = waiting.take_recorded()
+    waiting = _loaded_waiting()
+    summaries = waiting.take_recorded() if waiting is not None else []
     if not summaries:
         return
     report = outcome.get_result()
@@ -468,8 +555,12 @@ def _harness_leak_audit() -> Iterator[None]:
     """At session end, any child the harness spawned and never reaped is killed and fails the session loudly
     (an error on the session's last test, which pytest-xdist reports from every worker). Children that were alive
     before the session began are not its own (an in-process pytester session inside another one) and are left alone."""
-    before = set(process.LIVE_CHILDREN)
+    process = sys.modules.get("harness.process")
+    before = set(process.LIVE_CHILDREN) if process is not None else set()
     yield
+    process = sys.modules.get("harness.process")
+    if process is None:  # nothing of the harness started a child in this session
+        return
     survivors = {
         pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if pid not in before and process.group_alive(pid)
     }
@@ -485,7 +576,7 @@ def _harness_leak_audit() -> Iterator[None]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Release the guard's kubernetes client (its pooled keep-alive connections) at the end of the session."""
     state, detail = session.config.stash.get(_GUARD, ("skip", None))
-    if state == "ok" and isinstance(detail, Kube):
+    if state == "ok" and _is_kube(detail):
         detail.close()
 
 
@@ -499,7 +590,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 def _summarise_interrupted_waits(terminalreporter: Any) -> None:
     """After Ctrl-C: the waits that were running, with their spec (no report of that spec exists to carry them)."""
-    interrupted = [s for s in waiting.take_recorded() if s.outcome == "interrupted"]
+    waiting = _loaded_waiting()
+    interrupted = [s for s in waiting.take_recorded() if s.outcome == "interrupted"] if waiting is not None else []
     if not interrupted:
         return
     terminalreporter.write_sep("-", f"interrupted while waiting ({len(interrupted)})")
@@ -571,6 +663,8 @@ def _summarise_waits(terminalreporter: Any, which: str) -> None:
                 continue
             seen.add((report.nodeid, name))
             wait = json.loads(value)
+            from harness import waiting  # recorded waits exist: something ran wait_for (in this process or a worker)
+
             rows.append(
                 f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
                 f"{waiting.plural(wait['attempts'], 'attempt')} ({wait['hung']} hung, {wait['failed']} failed)  "

@@ -1,10 +1,12 @@
 """The run's report: one self-contained HTML page on a shared time axis.
 
 Each spec is a row (its set-up, call and teardown coloured by outcome); under it, each of its waits (every attempt
-a segment: ready, not yet, failed, hung, stopped), each rollout's pods (pending, scheduled, started, ready, deleted)
-and each port-forward's life (started, ready, exited; a death the harness did not ask for is marked). Failed specs
-and specs with waits, rollouts or forwards are open; failed ones link to their evidence folder. Hovering a segment
-shows its details (SVG ``<title>``). No script, no external file: the page opens from a CI artifact as it is.
+a segment: ready, not yet, failed, hung, stopped), each rollout's pods (pending, scheduled, image pull failing,
+started, ready, deleted; each container start a tick, a crash loop a red strip with its restart count) and each
+port-forward's life (started, ready, exited; a death the harness did not ask for is marked). Failed specs and specs
+with waits, rollouts or forwards are open; failed ones link to their evidence folder. Hovering a segment shows its
+details (SVG ``<title>``). Under pytest-xdist each spec's row names its worker (``[gw1]``). No script, no external
+file: the page opens from a CI artifact as it is.
 
 Data flow: the plugin appends one JSON line per spec (:func:`spec_entry`) to ``<run>/.timeline/<process>.jsonl`` as
 each spec ends (pytest-xdist workers each to their own file); :func:`write` reads them all at the end of the session
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ from harness.timeline import SpecRecord
 from harness.waiting import plural
 
 MAX_ATTEMPTS = 400
+RULER_TICKS = 5
+"""Intervals on the time axis: six labels of about 60 px each fit a track of 500 px (the track at a 1400-px window
+is about 800 px) without touching, the end labels included."""
 MAX_FAILURE_CHARS = 2000
 """A failure's message on the page is clipped here; the evidence folder holds all of it."""
 COLOURS = {
@@ -42,7 +48,11 @@ COLOURS = {
     "timeout": "#d64545",
     "pending": "#d9d9d9",
     "scheduled": "#9fb3c8",
+    "pull-failed": "#e8833a",
     "started": "#f2c94c",
+    "container-start": "#7a5c00",
+    "container-exit": "#d64545",
+    "crash-loop": "#d64545",
     "ready": "#3c9a5f",
     "deleted": "#777",
     "forward": "#5b8def",
@@ -77,6 +87,7 @@ def spec_entry(
     ]
     return {
         "nodeid": nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER"),  # gw0, gw1... under pytest-xdist; None in one process
         "outcome": _outcome(phases),
         "start": start,
         "end": end,
@@ -123,7 +134,19 @@ def _rollout(
     for pod in explanation.pods if explanation else []:
         points = {what: at.timestamp() for at, what in pod.lifecycle()}
         new = explanation is not None and explanation.new_revision is not None and pod.owner == explanation.new_revision
-        pods.append({"name": pod.name, "points": points, "state": pod.summary(), "new": new})
+        containers = [
+            {
+                "name": c.name,
+                "starts": [t.timestamp() for t in pod.container_starts(c)],
+                "restarts": c.restarts,
+                "exit": [c.last_finished.timestamp(), f"{c.last_reason or '?'} exit {c.last_exit_code}"]
+                if c.last_finished
+                else None,
+                "crash_looping": c.crash_looping,
+            }
+            for c in pod.containers
+        ]
+        pods.append({"name": pod.name, "points": points, "state": pod.summary(), "new": new, "containers": containers})
     return {
         "ref": ref,
         "start": started,
@@ -243,9 +266,10 @@ class _Axis:
 
     def ruler(self) -> str:
         ticks = []
-        for i in range(11):
-            t = self.t0 + (self.t1 - self.t0) * i / 10
-            ticks.append(f'<span class="tick" style="left:{i * 10}%">{_clock(t)}<br>+{t - self.t0:.1f}s</span>')
+        for i in range(RULER_TICKS + 1):  # few enough that no two labels touch on a track of 500 px or more
+            t = self.t0 + (self.t1 - self.t0) * i / RULER_TICKS
+            left = i * 100 / RULER_TICKS
+            ticks.append(f'<span class="tick" style="left:{left:g}%">{_clock(t)}<br>+{t - self.t0:.1f}s</span>')
         return (
             f'<div class="row axis"><div class="label">time (UTC)</div>'
             f'<div class="track ruler">{"".join(ticks)}</div></div>'
@@ -273,7 +297,8 @@ def _spec_block(spec: dict[str, Any], axis: _Axis, folder: Path) -> str:
     if spec.get("evidence"):
         relative = _relative(Path(spec["evidence"]), folder)
         link = f' <a class="evidence" href="{_e(relative)}/INDEX.txt">evidence</a>'
-    head = _row(spec["nodeid"], _svg(bars), "spec", link)
+    worker = f' <span class="worker">[{_e(spec["worker"])}]</span>' if spec.get("worker") else ""
+    head = _row(spec["nodeid"], _svg(bars), "spec", worker + link)
     rows = [f'<pre class="failure">{_e(spec["failure"])}</pre>'] if spec.get("failure") else []
     rows += [_wait_row(w, axis) for w in spec.get("waits", [])]
     for rollout in spec.get("rollouts", []):
@@ -326,7 +351,7 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
             )
         )
     rows = [_row(label, _svg(head), "rollout", f' <span class="headline">{_e(rollout.get("headline") or "")}</span>')]
-    order = ["created", "scheduled", "started", "ready", "deleted"]
+    order = ["created", "scheduled", "pull-failed", "started", "ready", "deleted"]
     for pod in rollout.get("pods", []):
         points = sorted(
             ((t, what) for what, t in pod["points"].items() if what in order),
@@ -342,9 +367,30 @@ def _rollout_rows(rollout: dict[str, Any], axis: _Axis) -> list[str]:
             parts.append(
                 axis.bar(t, max(until, t), COLOURS[phase], f"{pod['name']} {what} at {_clock(t)}", "pod-phase", phase)
             )
+        parts += _container_marks(pod, rollout["end"], axis)
         revision = "new" if pod.get("new") else "old"
         rows.append(_row(f"  pod {pod['name']} ({revision}): {pod['state']}", _svg(parts), "pod"))
     return rows
+
+
+def _container_marks(pod: dict[str, Any], end: float, axis: _Axis) -> list[str]:
+    """Every known start of each container (a dark tick), its last exit (a red tick), and for a crash-looping one a
+    red strip under the pod's bar from its first start, titled with the restart count."""
+    parts: list[str] = []
+    for c in pod.get("containers", []):
+        total = c["restarts"] + 1
+        for i, t in enumerate(c["starts"]):
+            which = f"start {i + 1} known of {total}" if total > 1 else "started"
+            parts.append(
+                axis.mark(t, COLOURS["container-start"], f"{c['name']} {which} at {_clock(t)}", "container-start")
+            )
+        if c.get("exit"):
+            at, how = c["exit"]
+            parts.append(axis.mark(at, COLOURS["container-exit"], f"{c['name']} exited {how}", "container-exit"))
+        if c.get("crash_looping") and c["starts"]:
+            title = f"{c['name']} crash-loops: {c['restarts']} restarts (each start the API still holds is a tick)"
+            parts.append(axis.bar(c["starts"][0], end, COLOURS["crash-loop"], title, "crash-loop", "crash-loop", 12, 4))
+    return parts
 
 
 def _forward_row(fwd: dict[str, Any], axis: _Axis) -> str:
@@ -382,7 +428,10 @@ def _legend() -> str:
         ("stopped", "stopped"),
         ("pending", "pod pending"),
         ("scheduled", "scheduled"),
+        ("pull-failed", "image pull failing"),
         ("started", "started, not ready"),
+        ("container-start", "container start"),
+        ("crash-loop", "crash loop, restarts"),
         ("ready", "ready"),
         ("forward", "port-forward"),
     ]
@@ -441,6 +490,7 @@ details.failed > summary .label, details.error > summary .label { color: #b00020
 .pod .label { padding-left: 30px; color: #555; font-size: 12px; }
 .headline { color: #b00020; }
 .evidence { font-weight: normal; margin-left: 4px; }
+.worker { font-weight: normal; color: #666; margin-left: 4px; font-size: 12px; }
 .failure { margin: 2px 0 6px 18px; padding: 4px 8px; background: #fff4f4; border-left: 3px solid #d64545;
   white-space: pre-wrap; font-size: 12px; max-height: 14em; overflow: auto; }
 .empty { color: #999; font-size: 12px; padding: 2px 0 4px 18px; }

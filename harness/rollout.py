@@ -24,22 +24,33 @@ Parts:
   recorded objects; :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
 - :func:`rollout_failure` builds the :class:`~harness.errors.RolloutFailed` that ``Kube.rollout_status`` and a
   ``wait_for`` on :func:`rollout_complete` raise; ``python -m harness diagnose`` prints :func:`explain_workload`.
+- :class:`RolloutWatch` re-reads a rollout while something waits on it: a completed rollout is success whatever
+  kubectl's watch said, and a cause waiting cannot fix (:mod:`harness.terminal`; ``Explanation.terminal``) ends the
+  wait at once with :class:`~harness.errors.RolloutTerminal`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from harness import timeline as spec_timeline
 from harness.attempts import note
-from harness.errors import KubectlError, RolloutFailed, RolloutStatusFailed, StopWaiting
+from harness.errors import (
+    KubectlError,
+    RolloutDone,
+    RolloutFailed,
+    RolloutStatusFailed,
+    RolloutTerminal,
+    TerminalStop,
+)
 from harness.podfacts import Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts, sort_events
+from harness.terminal import DEFAULT_RESTART_LIMIT, container_terminal, unschedulable_terminal
 
 if TYPE_CHECKING:
-    from harness.kube import Kube
+    from harness.kubectl_runner import KubectlRunner as Kube  # harness.kube imports this module: no import back
     from harness.waiting import WaitSummary
 
 KINDS = {
@@ -138,12 +149,12 @@ def _deployment_status(dep: Obj) -> tuple[bool, str, bool]:
 def _statefulset_status(sts: Obj) -> tuple[bool, str]:
     spec, status = sts.get("spec") or {}, sts.get("status") or {}
     strategy = spec.get("updateStrategy") or {}
-    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
-        return False, "rollout status is only available for RollingUpdate strategy type"
     observed = int(status.get("observedGeneration") or 0)
     if observed == 0 or int(meta(sts).get("generation") or 0) > observed:
         return False, "Waiting for statefulset spec update to be observed..."
     desired = spec.get("replicas", 1)
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return _on_delete_status(status, desired)
     if int(status.get("readyReplicas") or 0) < desired:
         return False, f"Waiting for {desired - int(status.get('readyReplicas') or 0)} pods to be ready..."
     partition = (strategy.get("rollingUpdate") or {}).get("partition")
@@ -169,6 +180,20 @@ def _statefulset_status(sts: Obj) -> tuple[bool, str]:
     )
 
 
+def _on_delete_status(status: Obj, desired: int) -> tuple[bool, str]:
+    """kubectl refuses ``OnDelete`` ("rollout status is only available for RollingUpdate strategy type"); here it is
+    done when every pod runs the update revision and is ready (``currentRevision`` is not read: the StatefulSet
+    controller advances it only for ``RollingUpdate``, ``pkg/controller/statefulset/stateful_set_utils.go``)."""
+    updated, ready = int(status.get("updatedReplicas") or 0), int(status.get("readyReplicas") or 0)
+    if updated >= desired and ready >= desired:
+        return True, f"OnDelete update complete: {updated} pods at revision {status.get('updateRevision')} are ready"
+    return (
+        False,
+        f"Waiting for {desired - min(updated, desired)} pods to be deleted and replaced at revision "
+        f"{status.get('updateRevision')} (updateStrategy OnDelete), {ready} of {desired} ready...",
+    )
+
+
 def _condition(status: Obj, kind: str) -> Obj:
     return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
 
@@ -179,7 +204,12 @@ def _condition(status: Obj, kind: str) -> Obj:
 @dataclass
 class Snapshot:
     """The objects one explanation is made from. ``workload`` is ``None`` when it was not found (``missing``) or
-    could not be read (``problems`` says why); ``previous_logs`` maps (pod, container) to its last lines."""
+    could not be read (``problems`` says why); ``previous_logs`` maps (pod, container) to its last lines.
+
+    For a wait: ``restarts_before`` maps (pod, container) to its restart count when the wait first saw it (a pod
+    first seen later counts from 0; ``None`` outside a wait: restarts are then not judged), ``restart_limit`` the
+    restarts of one container during the wait that make a crash loop terminal, ``budget`` the wait's seconds and
+    ``now`` the API server's time of the reading (``None``: unknown), for "slow" against "never"."""
 
     kind: str
     name: str
@@ -191,6 +221,10 @@ class Snapshot:
     events: list[Obj] = field(default_factory=list)
     previous_logs: dict[tuple[str, str], str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    restarts_before: dict[tuple[str, str], int] | None = None
+    restart_limit: int = DEFAULT_RESTART_LIMIT
+    budget: float | None = None
+    now: datetime | None = None
 
     @property
     def ref(self) -> str:
@@ -199,7 +233,8 @@ class Snapshot:
 
 @dataclass
 class Explanation:
-    """``headline`` (one line, cause first), ``details`` (indented lines), ``timeline`` (when, what), ``healthy``."""
+    """``headline`` (one line, cause first), ``details`` (indented lines), ``timeline`` (when, what), ``healthy``;
+    ``terminal`` names a cause waiting cannot fix (``"image not found"``, ``"paused"``...; ``None`` otherwise)."""
 
     ref: str
     healthy: bool
@@ -208,6 +243,7 @@ class Explanation:
     timeline: list[tuple[datetime, str]] = field(default_factory=list)
     pods: list[PodFacts] = field(default_factory=list)
     new_revision: str | None = None
+    terminal: str | None = None
 
     def text(self) -> str:
         """The whole explanation: headline, details, then the timeline (clock times in UTC)."""
@@ -233,6 +269,7 @@ def explain(snap: Snapshot) -> Explanation:
     new, old = _split_revisions(snap, facts)
     done, status, _ = workload_status(snap.kind, snap.workload)
     causes = _causes(snap, [facts[n] for n in new], [facts[n] for n in old], done)
+    terminal = None if done else _terminal(snap, [facts[n] for n in new], [facts[n] for n in old])
     verb = "rolled out," if done else "did not roll out:"
     headline = f"{snap.ref} {verb} {'; '.join(causes)}" if causes else f"{snap.ref} {verb.rstrip(',:')}"
     details = [f"status: {status}", *_condition_lines(snap.workload)]
@@ -240,7 +277,14 @@ def explain(snap: Snapshot) -> Explanation:
     details += [f"could not read: {p}" for p in snap.problems]
     healthy = done and not any(facts[n].phase in ("Running", "Pending") for n in old)
     return Explanation(
-        snap.ref, healthy, headline, details, _timeline(snap, facts), list(facts.values()), _new_revision(snap)
+        snap.ref,
+        healthy,
+        headline,
+        details,
+        _timeline(snap, facts),
+        list(facts.values()),
+        _new_revision(snap),
+        terminal,
     )
 
 
@@ -248,10 +292,12 @@ def _explain_pod(snap: Snapshot) -> Explanation:
     assert snap.workload is not None
     facts = pod_facts(snap.workload, snap.events)
     done, _, _ = workload_status("pod", snap.workload)
-    causes = _pod_causes([facts], "", done)
+    causes = _pod_causes([facts], "", done, snap)
     headline = f"{snap.ref} is {'ready' if done else 'not ready'}" + (f": {'; '.join(causes)}" if causes else "")
     details = _pod_lines(facts, snap) + [f"could not read: {p}" for p in snap.problems]
-    return Explanation(snap.ref, done, headline, details, _timeline(snap, {facts.name: facts}), [facts])
+    terminal = None if done else _terminal(snap, [facts], [])
+    timeline = _timeline(snap, {facts.name: facts})
+    return Explanation(snap.ref, done, headline, details, timeline, [facts], terminal=terminal)
 
 
 def _new_revision(snap: Snapshot) -> str | None:
@@ -302,10 +348,25 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
     progressing = _condition(status, "Progressing")
     if progressing.get("reason") == "ProgressDeadlineExceeded":
         causes.append(f"ProgressDeadlineExceeded ({progressing.get('message') or 'no message'})")
+    spec = (snap.workload or {}).get("spec") or {}
+    if snap.kind == "deployment" and spec.get("paused") and not done:
+        causes.insert(
+            0,
+            f"the deployment is paused (spec.paused is true): it does not roll out until resumed "
+            f"(kubectl rollout resume {snap.ref})",
+        )
+    stale = _on_delete_stale(snap, new, old)
+    if stale and not done:
+        causes.insert(
+            0,
+            f"updateStrategy OnDelete: {_names(stale)} still run{'s' if len(stale) == 1 else ''} revision "
+            f"{status.get('currentRevision') or '?'} and {'is' if len(stale) == 1 else 'are'} replaced only when "
+            f"deleted by hand (kubectl delete pod {' '.join(p.name for p in stale)})",
+        )
     failure = _condition(status, "ReplicaFailure")
     if failure.get("status") == "True":
         causes.append(f"ReplicaFailure {failure.get('reason')}: {failure.get('message')}")
-    causes += _pod_causes(new, "new ", done)
+    causes += _pod_causes(new, "new ", done, snap)
     serving = [p for p in old if not p.terminating and p.phase in ("Running", "Pending")]
     leaving = [p for p in old if p.terminating]
     if done and (serving or leaving):
@@ -319,7 +380,53 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
     return causes
 
 
-def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
+def _names(pods: list[PodFacts]) -> str:
+    names = [p.name for p in pods]
+    return f"pod {names[0]}" if len(names) == 1 else f"pods {', '.join(names)}"
+
+
+def _on_delete_stale(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> list[PodFacts]:
+    """The pods an ``OnDelete`` StatefulSet waits for someone to delete: those not at the update revision."""
+    strategy = ((snap.workload or {}).get("spec") or {}).get("updateStrategy") or {}
+    if snap.kind != "statefulset" or strategy.get("type") != "OnDelete":
+        return []
+    return [p for p in old if not p.terminating]
+
+
+def _restarts_during(snap: Snapshot, pod: PodFacts, container: Any) -> int | None:
+    if snap.restarts_before is None:
+        return None
+    return int(container.restarts) - snap.restarts_before.get((pod.name, container.name), 0)
+
+
+def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> str | None:
+    """The first cause waiting cannot fix (see :mod:`harness.terminal`), as a short phrase, or ``None``."""
+    workload = snap.workload or {}
+    if snap.kind == "deployment":
+        if _condition(workload.get("status") or {}, "Progressing").get("reason") == "ProgressDeadlineExceeded":
+            return "ProgressDeadlineExceeded"
+        if (workload.get("spec") or {}).get("paused"):
+            return "the deployment is paused"
+    stale = _on_delete_stale(snap, new, old)
+    if stale:
+        return f"updateStrategy OnDelete: {_names(stale)} must be deleted by hand"
+    for pod in new:
+        for container in pod.containers:
+            verdict = container_terminal(pod, container)
+            if verdict is not None:
+                return f"{verdict} (pod {pod.name}, container {container.name}: {container.reason})"
+            during = _restarts_during(snap, pod, container)
+            if during is not None and during >= snap.restart_limit and container.crash_looping:
+                return (
+                    f"crash loop (pod {pod.name}, container {container.name}: {during} restarts during the wait, "
+                    f"limit {snap.restart_limit})"
+                )
+        if pod.unschedulable and unschedulable_terminal(pod.unschedulable, pod.events):
+            return f"unschedulable (pod {pod.name}: no node can ever match it)"
+    return None
+
+
+def _pod_causes(pods: list[PodFacts], label: str, done: bool, snap: Snapshot | None = None) -> list[str]:
     """One cause per kind of trouble among ``pods``: stuck containers by reason, unschedulable, never ready."""
     total = len(pods)
     out: list[str] = []
@@ -334,8 +441,13 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
         if len(pods_hit) == 1 and total == 1:
             verb = "crash-loops" if reason == "CrashLoopBackOff" else f"is stuck in {reason}"
         extra = sample.message if reason != "CrashLoopBackOff" else None
+        verdict = container_terminal(hits[-1][0], sample)
+        if verdict and verdict != "configuration error":
+            extra = f"{verdict}: {extra}" if extra else verdict
         last = f"last terminated {sample.last_reason} exit {sample.last_exit_code}" if sample.last_reason else None
-        detail = ", ".join(x for x in (f"container {sample.name}", last, _clip(extra)) if x)
+        during = _restarts_during(snap, hits[-1][0], sample) if snap is not None else None
+        counted = f"{during} restart{'s' if during != 1 else ''} during the wait" if during else None
+        detail = ", ".join(x for x in (f"container {sample.name}", last, counted, _clip(extra)) if x)
         out.append(f"{_count(len(pods_hit), total, label)} {verb} ({detail})")
     unschedulable = [p for p in pods if p.unschedulable]
     if unschedulable:
@@ -349,10 +461,13 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
     ]
     if quiet and not done:
         probe = _last_message(quiet, "Unhealthy")
-        out.append(
-            f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready"
-            + (f" ({_clip(probe)})" if probe else "")
-        )
+        if probe:
+            out.append(
+                f"{_count(len(quiet), total, label)} {'runs' if total == 1 else 'run'} but never became ready "
+                f"({_clip(probe)})"
+            )
+        else:
+            out.append(f"{_count(len(quiet), total, label)} {'is' if total == 1 else 'are'} {_slow(quiet, snap)}")
     oom = [p for p in pods if any(c.last_reason == "OOMKilled" for c in p.containers)]
     if oom and "OOMKilled" not in " ".join(out):
         out.append(f"{_count(len(oom), total, label)} {'was' if total == 1 else 'were'} OOMKilled")
@@ -360,6 +475,19 @@ def _pod_causes(pods: list[PodFacts], label: str, done: bool) -> list[str]:
     if failed:
         out.append(f"{_count(len(failed), total, label)} failed")
     return out
+
+
+def _slow(pods: list[PodFacts], snap: Snapshot | None) -> str:
+    """``slow: not ready 6.0 s after it started; no readiness failures recorded; budget 6.0 s`` (slow, not never:
+    nothing says the pod will not become ready)."""
+    now = snap.now if snap is not None else None
+    starts = [p.started for p in pods if p.started is not None]
+    if now is not None and starts:
+        age = f"not ready {max(0.0, (now - max(starts)).total_seconds()):.1f} s after it started"
+    else:
+        age = "not ready yet"
+    budget = f"; budget {snap.budget:.1f} s" if snap is not None and snap.budget is not None else ""
+    return f"slow: {age}; no readiness failures recorded{budget}"
 
 
 def _count(hit: int, total: int, label: str) -> str:
@@ -455,7 +583,13 @@ def _notable(events: list[Obj]) -> list[Obj]:
 
 def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime, str]]:
     """Each pod's lifecycle steps and the workload's and ReplicaSets' events, oldest first."""
-    entries = [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.lifecycle()]
+    entries = [
+        (at, f"pod {pod.name} {'image pull failing' if what == 'pull-failed' else what}")
+        for pod in facts.values()
+        for at, what in pod.lifecycle()
+        if what != "started"  # each container start is its own step below
+    ]
+    entries += [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.container_steps()]
     owners = {("Deployment", snap.name), ("StatefulSet", snap.name)}
     owners |= {("ReplicaSet", name_of(rs)) for rs in _owned(snap, snap.replicasets)}
     for event in snap.events:
@@ -602,11 +736,17 @@ def rollout_failure(
     started: float | None = None,
     budget: float | None = None,
     kubectl_error: KubectlError | None = None,
+    watch: RolloutWatch | None = None,
+    terminal: TerminalStop | None = None,
+    gave_up: BaseException | None = None,
 ) -> RolloutFailed:
     """The :class:`RolloutFailed` for ``ref``: the explanation's headline first, then ``cause`` (what gave up:
-    kubectl's exit, or the wait's timeout message), then the details and timeline. ``budget`` (seconds, default
-    15 s, shortened to what is left of the running test) bounds the reads; never raises for a cluster failure.
-    With ``kubectl_error`` (``rollout_status``'s) it is a :class:`RolloutStatusFailed`, a ``KubectlError`` too."""
+    kubectl's exit, or the wait's timeout message, in its own words), then the details and timeline. ``budget``
+    (seconds, default 15, shortened to what is left of the running test) bounds the reads; never raises for a cluster
+    failure. With ``kubectl_error`` (``rollout_status``'s) it is a :class:`RolloutStatusFailed`, a ``KubectlError``
+    too; with ``terminal`` (a :class:`TerminalStop` from ``watch``) a :class:`RolloutTerminal`, whose second line
+    says the cause is terminal, not a timeout. ``watch`` (the wait's :class:`RolloutWatch`) gives the restart counts
+    the wait started from and its budget."""
     budget = _budget(budget)
     spec_timeline.note_touched(kube, ref)
     if budget < 0.5:
@@ -614,18 +754,38 @@ def rollout_failure(
             ref, False, f"{ref} did not roll out (not explained: no time left before the test's pytest-timeout)"
         )
     else:
-        explanation = explain_workload(kube, ref, budget=budget)
+        snap = gather(kube, ref, budget=budget)
+        if watch is not None:
+            watch.annotate(snap)
+        snap.now = _server_now(kube)
+        explanation = explain(snap)
+    if terminal is not None and not explanation.terminal:  # it cleared while explaining: keep what stopped the wait
+        explanation = terminal.explanation
     lines = explanation.text().splitlines()
-    if explanation.pods or "not found" in lines[0] or "not explained" in lines[0]:
-        message = "\n".join([lines[0], f"  gave up: {_clip(cause, 600)}", *lines[1:]])
+    said = "\n".join(["    " + line for line in cause.strip().splitlines()[1:]])
+    gave_up_line = f"  gave up: {_first_line(cause)}" + (f"\n{said}" if said else "")
+    if terminal is not None:
+        spent = f" after {time.time() - started:.1f} s" if started is not None else ""
+        head = f"  terminal, not a timeout: {explanation.terminal}; waiting longer cannot help (stopped{spent})"
+        message = "\n".join([lines[0], head, f"  {_first_line(cause)}" + (f"\n{said}" if said else ""), *lines[1:]])
+    elif explanation.pods or "not found" in lines[0] or "not explained" in lines[0]:
+        message = "\n".join([lines[0], gave_up_line, *lines[1:]])
     else:  # nothing read that could explain it: the giving-up is the news
         message = "\n".join(
             [f"{ref} did not roll out: {_clip(cause, 600)}", f"  not explained: {lines[0]}", *lines[1:]]
         )
     spec_timeline.note_rollout(ref, kube.namespace, started, "failed", explanation)
+    if terminal is not None:
+        return RolloutTerminal(
+            message,
+            explanation=explanation,
+            cause=str(explanation.terminal),
+            summary=summary,
+            gave_up=gave_up or kubectl_error,
+        )
     if kubectl_error is not None:
         return RolloutStatusFailed(message, explanation=explanation, kubectl_error=kubectl_error)
-    return RolloutFailed(message, explanation=explanation, summary=summary)
+    return RolloutFailed(message, explanation=explanation, summary=summary, gave_up=gave_up)
 
 
 def _budget(budget: float | None) -> float:
@@ -636,45 +796,140 @@ def _budget(budget: float | None) -> float:
     return wanted if left is None else max(0.0, min(wanted, left - 0.5))
 
 
+class RolloutWatch:
+    """Re-reads a rollout while something waits on it: :meth:`verdict` is kubectl's "done" message, ``None`` for not
+    yet, or raises :class:`TerminalStop` when the objects show a terminal cause (:mod:`harness.terminal`).
+
+    It keeps each container's restart count from when it first saw it (a pod created after the wait began, on the API
+    server's clock, or first seen later, counts from 0), so a crash loop is terminal after ``restart_limit`` restarts
+    of one container of the new revision during the wait. ``budget`` (seconds) is the wait's, for the "slow"
+    wording. Reads are bounded by ``read_budget`` seconds."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        ref: str,
+        *,
+        restart_limit: int = DEFAULT_RESTART_LIMIT,
+        budget: float | None = None,
+        read_budget: float = 10.0,
+    ) -> None:
+        if restart_limit < 1:
+            raise ValueError(f"restart_limit must be at least 1 restart, got {restart_limit!r}")
+        self.kube, self.restart_limit, self.budget, self.read_budget = kube, restart_limit, budget, read_budget
+        self.kind, self.name = parse_ref(ref)
+        self.ref = f"{self.kind}/{self.name}"
+        self.restarts_before: dict[tuple[str, str], int] | None = None
+        self.last_status = ""
+        self.created = time.monotonic()
+
+    def verdict(self) -> str | None:
+        """kubectl's message when the rollout is complete; ``None`` while it is not; raises :class:`TerminalStop`."""
+        obj = self.kube.kubectl_json("get", self.kind, self.name)
+        done, message, _ = workload_status(self.kind, obj)
+        self.last_status = message
+        note(f"{self.ref}: {message}")
+        if done:
+            return message
+        snap = gather(self.kube, self.ref, budget=self.read_budget, logs=False)
+        if snap.workload is None:
+            return None
+        self.annotate(snap)
+        explanation = explain(snap)
+        if explanation.terminal:
+            raise TerminalStop(explanation)
+        return None
+
+    def annotate(self, snap: Snapshot) -> None:
+        """Give ``snap`` the wait's restart baseline (taken now if this is the first reading), limit and budget."""
+        if self.restarts_before is None:
+            began = self._began_on_server()
+            self.restarts_before = {
+                (facts.name, c.name): c.restarts
+                for facts in (pod_facts(p) for p in snap.pods)
+                if began is None or facts.created is None or facts.created < began  # created during the wait: from 0
+                for c in facts.containers
+            }
+        snap.restarts_before, snap.restart_limit, snap.budget = self.restarts_before, self.restart_limit, self.budget
+
+    def _began_on_server(self) -> datetime | None:
+        """When the wait began, on the API server's clock (whole seconds, so a second earlier), or ``None``."""
+        now = _server_now(self.kube)
+        if now is None:
+            return None
+        return now - timedelta(seconds=time.monotonic() - self.created + 1.0)
+
+    def check(self) -> None:
+        """For ``Kube.kubectl(while_running=...)``: raises :class:`RolloutDone` or :class:`TerminalStop`. A read that
+        fails (an API blip) is noted and the wait goes on: kubectl's own watch still decides."""
+        try:
+            message = self.verdict()
+        except KubectlError as exc:
+            note(f"{self.ref}: re-reading the rollout failed: {_first_line(str(exc))}")
+            return
+        if message is not None:
+            raise RolloutDone(message)
+
+
+def _server_now(kube: Kube) -> datetime | None:
+    """The API server's clock (its ``Date``), so pod ages are right under clock skew; ``None`` if unreadable."""
+    try:
+        return kube.server_time(timeout=3.0)
+    except Exception:  # only used for the wording of "slow"
+        return None
+
+
 class RolloutProbe:
     """A ``wait_for`` probe: ``None`` until ``ref``'s rollout is complete (kubectl's verdict), then its message.
 
-    A deployment past its progress deadline ends the wait at once (:class:`StopWaiting`). When the wait fails,
-    ``wait_for`` calls :meth:`explain`, so it raises :class:`RolloutFailed` with the explanation.
+    A terminal cause (:mod:`harness.terminal`: ``ProgressDeadlineExceeded``, a paused deployment, an image that does
+    not exist...) ends the wait at once (:class:`TerminalStop`). When the wait fails, ``wait_for`` calls
+    :meth:`explain`, so it raises :class:`RolloutTerminal` for a terminal cause and :class:`RolloutFailed` otherwise.
     """
 
-    def __init__(self, kube: Kube, ref: str, *, explain_budget: float | None = None) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        ref: str,
+        *,
+        explain_budget: float | None = None,
+        restart_limit: int = DEFAULT_RESTART_LIMIT,
+    ) -> None:
         self.kube, self.explain_budget = kube, explain_budget
-        self.kind, self.name = parse_ref(ref)
-        self.ref = f"{self.kind}/{self.name}"
+        self.watch = RolloutWatch(kube, ref, restart_limit=restart_limit)
+        self.kind, self.name, self.ref = self.watch.kind, self.watch.name, self.watch.ref
         self.started = time.time()
 
     def __call__(self) -> str | None:
-        obj = self.kube.kubectl_json("get", self.kind, self.name)
-        done, message, fatal = workload_status(self.kind, obj)
-        note(f"{self.ref}: {message}")
-        if fatal:
-            raise StopWaiting(message)
-        if done:
+        message = self.watch.verdict()
+        if message is not None:
             spec_timeline.note_rollout(self.ref, self.kube.namespace, self.started, "ok")
-        return message if done else None
+        return message
 
     def explain(self, summary: WaitSummary, error: BaseException) -> BaseException:
+        self.watch.budget = summary.budget
         return rollout_failure(
             self.kube,
             self.ref,
-            cause=str(error).splitlines()[0],
+            cause=str(error) if not isinstance(error, TerminalStop) else f"kubectl: {self.watch.last_status}",
             summary=summary,
             started=self.started,
             budget=self.explain_budget,
+            watch=self.watch,
+            terminal=error if isinstance(error, TerminalStop) else None,
+            gave_up=error,
         )
 
 
-def rollout_complete(kube: Kube, ref: str, *, explain_budget: float | None = None) -> RolloutProbe:
+def rollout_complete(
+    kube: Kube, ref: str, *, explain_budget: float | None = None, restart_limit: int = DEFAULT_RESTART_LIMIT
+) -> RolloutProbe:
     """A probe for ``wait_for``: ``wait_for_sync("web to roll out", rollout_complete(kube, "deployment/web"))``
-    returns kubectl's "successfully rolled out" message, or raises :class:`RolloutFailed` explaining why not."""
+    returns kubectl's "successfully rolled out" message, raises :class:`RolloutTerminal` at once for a cause waiting
+    cannot fix (a crash loop after ``restart_limit`` restarts of one container during the wait), or
+    :class:`RolloutFailed` explaining why not when the budget runs out."""
     spec_timeline.note_touched(kube, ref)
-    return RolloutProbe(kube, ref, explain_budget=explain_budget)
+    return RolloutProbe(kube, ref, explain_budget=explain_budget, restart_limit=restart_limit)
 
 
 def rollout_started(kube: Kube, ref: str) -> float:

@@ -12,12 +12,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.kube import Kube
-    from harness.rollout import Explanation
-    from harness.waiting import WaitSummary
+# The modules that note things here (kube, rollout, waiting) import this one, so it imports none of them, not even
+# for types: it only stores their objects and hands them back.
+Kube = Any  # harness.kube.Kube
+Explanation = Any  # harness.rollout.Explanation
+WaitSummary = Any  # harness.waiting.WaitSummary
 
 _LIMIT = 500  # entries of each kind kept between two takes
 
@@ -43,12 +44,14 @@ class SpecRecord:
     waits: list[WaitSummary] = field(default_factory=list)
     rollouts: list[RolloutRecord] = field(default_factory=list)
     touched: list[tuple[Kube, str]] = field(default_factory=list)
+    forwards: list[Any] = field(default_factory=list)  # harness.PortForward, however it was opened
 
 
 _lock = threading.Lock()
 _waits: deque[WaitSummary] = deque(maxlen=_LIMIT)
 _rollouts: deque[RolloutRecord] = deque(maxlen=_LIMIT)
 _touched: deque[tuple[Any, str]] = deque(maxlen=_LIMIT)
+_forwards: deque[Any] = deque(maxlen=_LIMIT)
 
 
 def note_wait(summary: WaitSummary) -> None:
@@ -72,17 +75,26 @@ def note_touched(kube: Kube, ref: str) -> None:
             _touched.append((kube, ref))
 
 
+def note_forward(forward: Any) -> None:
+    """A port-forward became ready (``port_forward()`` used directly, or through a pool): evidence and the report
+    show it."""
+    with _lock:
+        if all(f is not forward for f in _forwards):
+            _forwards.append(forward)
+
+
 def take() -> SpecRecord:
     """Return and clear everything noted so far."""
     with _lock:
-        record = SpecRecord(list(_waits), list(_rollouts), list(_touched))
+        record = SpecRecord(list(_waits), list(_rollouts), list(_touched), list(_forwards))
         _waits.clear()
         _rollouts.clear()
         _touched.clear()
+        _forwards.clear()
     return record
 
 
 def peek() -> SpecRecord:
     """Everything noted so far, without clearing it."""
     with _lock:
-        return SpecRecord(list(_waits), list(_rollouts), list(_touched))
+        return SpecRecord(list(_waits), list(_rollouts), list(_touched), list(_forwards))

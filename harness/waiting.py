@@ -475,7 +475,7 @@ def _explained(
         return error
     if better is None:
         return error
-    better.__cause__ = error
+    better.__cause__ = None if getattr(better, "carries_cause", False) else error  # its message holds it
     better.__suppress_context__ = True
     return better
 

@@ -1,10 +1,10 @@
-"""Signed GitHub webhooks sent to the integration gateway through its port-forward.
+"""Signed GitHub webhooks sent to a receiver (a service behind its port-forward, or a URL).
 
 GitHub signs the exact bytes it sends (HMAC-SHA256, header ``X-Hub-Signature-256: sha256=<hex>``), so the payload
 is serialised once, those bytes are signed, and the same bytes are sent (``content=``; ``json=`` would serialise
 again and the signature would no longer match). Headers as GitHub sends them: ``content-type:
 application/json``, ``x-github-event``, ``x-github-delivery`` (a fresh GUID per delivery) and the signature. The
-POST goes through :func:`harness.fetch_through_sync`, so a dead forward or a hung gateway is named as such.
+POST goes through :func:`harness.fetch_through_sync`, so a dead forward or a hung receiver is named as such.
 """
 
 from __future__ import annotations
@@ -14,12 +14,18 @@ import hmac
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from harness.cluster_secrets import SecretValue
 from harness.fetch import Forward, fetch_through_sync
 
 WEBHOOK_PATH = "/webhooks/github"
+"""Where :func:`send_webhook` POSTs unless told otherwise (``path=``)."""
+
+
+class Revealable(Protocol):
+    """A secret that keeps its text out of reprs and messages and hands it over only through ``reveal()``."""
+
+    def reveal(self) -> str: ...
 
 
 def issues_labeled_payload(
@@ -34,7 +40,8 @@ def issues_labeled_payload(
     labels: list[str] | None = None,
     sender_type: str = "User",
 ) -> dict[str, Any]:
-    """The ``issues``/``labeled`` payload fields the gateway reads (GitHub sends many more)."""
+    """The ``issues``/``labeled`` payload's main fields: action, label, issue, repository, sender (GitHub sends many
+    more)."""
     names = labels if labels is not None else [label]
     return {
         "action": "labeled",
@@ -50,17 +57,17 @@ def serialise(payload: Any) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
-def sign(body: bytes, secret: SecretValue | str) -> str:
+def sign(body: bytes, secret: Revealable | str) -> str:
     """``sha256=<hex>``: HMAC-SHA256 of exactly ``body`` with the secret as UTF-8 (GitHub's scheme)."""
-    key = secret.reveal() if isinstance(secret, SecretValue) else secret
+    key = secret if isinstance(secret, str) else secret.reveal()
     if not key:
-        raise ValueError("the webhook secret is empty: GitHub would send no signature, and the gateway must refuse it")
+        raise ValueError("the webhook secret is empty: GitHub would send no signature, and a receiver must refuse it")
     return "sha256=" + hmac.new(key.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
 class WebhookDelivery:
-    """A sent delivery: its id, event, the exact bytes sent, and the gateway's status and body."""
+    """A sent delivery: its id, event, the exact bytes sent, and the receiver's status and body."""
 
     delivery: str
     event: str
@@ -74,11 +81,12 @@ def send_webhook(
     event: str,
     payload: Any,
     *,
-    secret: SecretValue | str,
+    secret: Revealable | str,
     delivery: str | None = None,
     timeout: float = 20.0,
+    path: str = WEBHOOK_PATH,
 ) -> WebhookDelivery:
-    """Serialise ``payload`` once, sign those bytes, POST them to ``/webhooks/github`` through ``forward``.
+    """Serialise ``payload`` once, sign those bytes, POST them to ``path`` through ``forward`` (``timeout`` seconds).
 
     Returns the :class:`WebhookDelivery` whatever the status (the spec asserts 202: accepted, not done).
     Raises ``ValueError`` for an empty secret or a payload that is not JSON, and the
@@ -93,5 +101,5 @@ def send_webhook(
         "x-hub-signature-256": sign(body, secret),
         "user-agent": "GitHub-Hookshot/stack-harness",
     }
-    answer = fetch_through_sync(forward, "POST", WEBHOOK_PATH, content=body, headers=headers, timeout=timeout)
+    answer = fetch_through_sync(forward, "POST", path, content=body, headers=headers, timeout=timeout)
     return WebhookDelivery(delivery, event, body, answer.status_code, answer.text[:2000])

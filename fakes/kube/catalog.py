@@ -18,7 +18,7 @@ resource and does not convert between the two, and kubectl reads core Events).
 
 from __future__ import annotations
 
-from fakes.kube.resources import ALL_VERBS, STATUS_VERBS, ResourceType, Subresource
+from fakes.kube.resource_types import ALL_VERBS, STATUS_VERBS, ResourceType, Subresource
 
 
 def _status(kind: str) -> Subresource:

@@ -48,7 +48,7 @@ from fakes.kube import spdy
 from fakes.kube.errors import ApiError, bad_request
 
 if TYPE_CHECKING:
-    from fakes.kube.double import KubeDouble
+    from fakes.kube.double_api import DoubleApi as KubeDouble  # the double imports this module: no import back
     from fakes.kube.extensions import SubresourceContext
 
 log = logging.getLogger("fakes.kube.exec")

@@ -38,7 +38,7 @@ from aiohttp import web
 from fakes.kube.resources import ResourceType
 
 if TYPE_CHECKING:
-    from fakes.kube.double import KubeDouble
+    from fakes.kube.double_core import DoubleCore as KubeDouble  # the double imports this module: no import back
 
 
 @dataclass

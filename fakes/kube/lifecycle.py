@@ -44,6 +44,10 @@ visible in its manifest (numbers are seconds on the double's clock):
 ``logs: "a\\nb"``           lines each container writes when it starts (``logs.<container>``: that container)
 ==========================  ================================================================================
 
+A container whose ``env`` or ``envFrom`` names a Secret or ConfigMap (or a key of one) that does not exist, and is
+not ``optional``, waits in ``CreateContainerConfigError`` (``secret "db" not found``, ``couldn't find key password
+in Secret ns/db``) with a ``Failed`` event, and is tried again every back-off period, as the kubelet does.
+
 A fault annotation that cannot be parsed is ignored and reported as a Warning event ``InvalidFault`` on the pod.
 The same faults can be set from Python for pods matching a namespace, a name glob and/or a label selector:
 ``kubelet.set_faults(namespace="default", selector={"app": "api"}, crash_loop=True)`` (they win over annotations;
@@ -692,6 +696,13 @@ class Kubelet:
         else:
             record(NORMAL, "Pulled", f'Container image "{c.image}" already present on machine')
         self._images.add(c.image)
+        problem = self._config_error(current, c)
+        if problem is not None:  # kuberuntime_container.go startContainer: generateContainerConfig failed
+            record(WARNING, "Failed", f"Error: {problem}")
+            c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": problem}}
+            self._write(pod)
+            self._later_c(c, self.faults_for(current).backoff, lambda: self._start(pod, c))
+            return
         record(
             NORMAL, "Created", f"Created container: {c.name}" if self.ctx.minor >= 32 else f"Created container {c.name}"
         )
@@ -708,6 +719,39 @@ class Kubelet:
         else:
             self._plan_run(pod, c, current, faults)
         self._write(pod)
+
+    def _config_error(self, current: Obj, c: _Container) -> str | None:
+        """Why ``c``'s environment cannot be built, as the kubelet says it (``kubelet_pods.go``
+        ``makeEnvironmentVariables``; the secret and configmap managers' NotFound), or ``None``."""
+        key = "initContainers" if c.init else "containers"
+        container: Obj = next((x for x in spec(current).get(key) or [] if x.get("name") == c.name), {})
+        namespace = str(meta(current).get("namespace") or "")
+        refs = [
+            (kind, ref)
+            for source in container.get("envFrom") or []
+            for kind, ref in (("secret", source.get("secretRef")), ("configmap", source.get("configMapRef")))
+            if ref
+        ]
+        refs += [
+            (kind, ref)
+            for env in container.get("env") or []
+            for kind, ref in (
+                ("secret", (env.get("valueFrom") or {}).get("secretKeyRef")),
+                ("configmap", (env.get("valueFrom") or {}).get("configMapKeyRef")),
+            )
+            if ref
+        ]
+        for kind, ref in refs:
+            if ref.get("optional"):
+                continue
+            found = self.ctx.store.get(kind + "s", namespace, str(ref.get("name") or ""))
+            if found is None:
+                return f'{kind} "{ref.get("name")}" not found'
+            data = {**(found.get("data") or {}), **(found.get("binaryData") or {})}
+            if "key" in ref and ref["key"] not in data:
+                title = "Secret" if kind == "secret" else "ConfigMap"
+                return f"couldn't find key {ref['key']} in {title} {namespace}/{ref.get('name')}"
+        return None
 
     def _mark_running(self, pod: _Pod, c: _Container, current: Obj) -> None:
         now = self.ctx.now()

@@ -34,17 +34,38 @@ import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
 from fakes.stack import config, identity
 from fakes.stack.caller_tools import BadTools, parse_tools
+from fakes.stack.invocation import Invocation
 from fakes.stack.model import ModelToolCall
 from fakes.stack.planner import Plan, is_housekeeping, last_user_text
 
 if TYPE_CHECKING:
-    from fakes.stack.orchestrator import Orchestrator
+    from fakes.stack.node import PodContext
+    from fakes.stack.planner import Planner
+
+
+class Orchestrator(Protocol):
+    """What the facade uses of :class:`fakes.stack.orchestrator.Orchestrator` (which mounts the facade, so this
+    module cannot import it back): its pod, drain flag, identity gate, planner and its turn steps."""
+
+    @property
+    def ctx(self) -> PodContext: ...
+    @property
+    def draining(self) -> bool: ...
+    @property
+    def gate(self) -> identity.Gate: ...
+    @property
+    def planner(self) -> Planner: ...
+    def _caller(self, request: web.Request) -> str | None: ...
+    async def _run_turn(self, inv: Invocation) -> str: ...
+    def _launch(self, inv: Invocation, launch: identity.Launch) -> str: ...
+    async def _await_reply(self, inv: Invocation, run: str, reattached: bool) -> str: ...
+
 
 MODEL_NAME = "agent-orchestrator"
 CHAT_ID_HEADER = "x-openwebui-chat-id"
@@ -280,8 +301,6 @@ async def agent_turn(
     """A chat turn for an agent: the identity gate's pre-flight, then launch and the agent's reply, exactly like an
     ``/invoke`` turn. A parked turn streams its prompt at once and is held open (:meth:`identity.Gate.hold`) for the
     user to link; the owner's parked request on this session is what their next turn resumes."""
-    from fakes.stack.orchestrator import Invocation
-
     caller = identity.chat_caller(request.headers, bearer_subject, orch.gate.jwt_secret)
     agent = chosen_agent(orch, goal)
     pending = None if caller.refused else orch.gate.resumable(session, caller)

@@ -1,6 +1,7 @@
 """Linked credentials as the stack reads them: one Kubernetes Secret per (record type, subject).
 
-The twin plays the product's reader; :mod:`harness.credentials` is the writer the specs seed with. Both follow the
+The twin plays the product's reader; :mod:`specs.agent_controller.credentials` is the writer the specs seed with.
+Both follow the
 stored format in ``specs/cluster/README.md`` §5 ("Credentials"): Secret ``<prefix>-<sha256(subject)[:16] hex>``,
 ``data`` keys base64 of UTF-8 text, ``_recordKey`` the exact subject, encrypted fields packed
 ``base64(iv):base64(tag):base64(ciphertext)`` (AES-256-GCM, 12-byte IV, 16-byte tag, no associated data) under the

@@ -41,7 +41,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jwt
 
@@ -50,7 +50,6 @@ from fakes.stack import config, credentials
 if TYPE_CHECKING:
     from fakes.stack.node import PodContext
     from fakes.stack.redis import RedisClient
-    from fakes.stack.repo_gate import RepoGate
 
 JWT_HEADER = "x-openwebui-user-jwt"
 JWT_SECRET_ENV = "AGENT_OPENWEBUI_USER_JWT_SECRET"
@@ -211,6 +210,15 @@ def accounts_prompt(agent: str, session: str, names: list[str]) -> str:
 
 
 # --- the gate ------------------------------------------------------------------------------------------------------
+
+
+class RepoGate(Protocol):
+    """The repository part of a verdict (:class:`fakes.stack.repo_gate.RepoGate`, which imports this module's verdict
+    types, so this module names only the call it makes)."""
+
+    async def decide(
+        self, caller: Caller, agent: str, text: str, session: str, repository: str | None
+    ) -> Launch | Park | Refuse: ...
 
 
 class Gate:

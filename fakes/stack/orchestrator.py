@@ -35,18 +35,17 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from fakes.kube.errors import ApiError
 from fakes.stack import config, identity
-from fakes.stack.caller_tools import BadTools, CallerTool, CallerToolStore, cluster_qdrant, parse_tools
+from fakes.stack.caller_tools import BadTools, CallerToolStore, cluster_qdrant, parse_tools
 from fakes.stack.chat import ChatFacade
 from fakes.stack.http import Listener, json_error
-from fakes.stack.identity import Caller
-from fakes.stack.model import ModelClient, ModelToolCall
+from fakes.stack.invocation import Invocation
+from fakes.stack.model import ModelClient
 from fakes.stack.nats import NatsClient
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
@@ -62,46 +61,6 @@ ACTIVE = (None, "", "Pending", "Running")
 
 class TurnFailed(Exception):
     """The turn's error text, as the gateway will quote it."""
-
-
-@dataclass
-class Invocation:
-    id: str
-    session: str
-    subject: str
-    caller: str
-    goal: str
-    agent: str
-    status: str = "pending"
-    text: str | None = None
-    error: str | None = None
-    parked: bool = False
-    run: str | None = None
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
-    #: Who sent it, resolved on arrival (:mod:`fakes.stack.identity`); ``None``: from ``subject``/``caller``.
-    identity: Caller | None = None
-    #: The repository a webhook event came from (``owner/name``), for agents that work in one.
-    repository: str | None = None
-    #: Caller tools sent with the request (a planned turn) and its ``tool_choice``.
-    tools: list[CallerTool] = field(default_factory=list)
-    tool_choice: Any = None
-    #: Tool calls the client must run (a planned turn that ended in them).
-    pending: list[ModelToolCall] = field(default_factory=list)
-
-    def answer(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "id": self.id,
-            "status": self.status,
-            "parked": self.parked,
-            "pendingToolCalls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.pending],
-        }
-        if self.status == "succeeded" and not self.pending:
-            body["result"] = {"text": self.text}
-        if self.status == "failed":
-            body["error"] = self.error
-        if self.run:
-            body["agentRun"] = self.run
-        return body
 
 
 def sender_assertion(secret: str, sender: str) -> str:

@@ -5,7 +5,7 @@ forgets every key. So here: deleting the pod loses everything; credentials live 
 The pod answers ``kubectl exec`` with the ``redis-cli`` subset specs use (``--scan --pattern P``, ``GET``, ``SET``,
 ``DEL``, ``KEYS``, ``DBSIZE``, ``PING``), and runs ``sh ...`` for real: under the host's POSIX ``sh`` with the
 same ``redis-cli`` (:mod:`fakes.stack.redis_cli`) first on ``PATH``, the pod's keys written to its state file before
-and read back after (so a sweep script such as ``harness.RedisSessions``' runs as it would in the pod).
+and read back after (so a sweep script such as ``specs.agent_controller.redis_sessions`` runs as it would in the pod).
 """
 
 from __future__ import annotations

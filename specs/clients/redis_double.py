@@ -22,7 +22,7 @@ from fakes.kube import KubeHandle
 from fakes.kube.clock import rfc3339
 from fakes.kube.exec import ExecRequest, ExecResult
 from harness import process
-from harness.redis_sessions import REDIS_SELECTOR
+from specs.agent_controller.redis_sessions import REDIS_SELECTOR
 
 FAKE_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_redis_cli.py")
 EXEC_TIMEOUT = 30.0

@@ -17,17 +17,20 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import fakes.kube
 from fakes.kube import KubeHandle
-from harness import (
+from harness import process
+from specs.agent_controller.credentials import (
     CLAUDE_LOGIN,
     CLAUDE_SETUP_TOKEN,
     GITHUB_LINK,
-    CredentialDecryptError,
-    CredentialKeyError,
     CredentialStore,
-    process,
+    decode_key,
+    decrypt_field,
+    encrypt_field,
+    js_iso,
     secret_name,
+    subject_label,
 )
-from harness.credentials import decode_key, decrypt_field, encrypt_field, js_iso, subject_label
+from specs.agent_controller.errors import CredentialDecryptError, CredentialKeyError
 from specs.kube.conftest import require_kubectl
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,6 +1,6 @@
-"""``harness.InvokeClient`` against a scripted ``/invoke`` double on a real socket, and once through a real kubectl
-port-forward (the Kubernetes API double): 202-then-poll, the record's fields, rejections, and every way a poll can
-fail, each reported with its cause."""
+"""``specs.agent_controller.invoke.InvokeClient`` against a scripted ``/invoke`` double on a real socket, and once
+through a real kubectl port-forward (the Kubernetes API double): 202-then-poll, the record's fields, rejections, and
+every way a poll can fail, each reported with its cause."""
 
 from __future__ import annotations
 
@@ -11,17 +11,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from fakes.server import FakeHandle, serve_fake
-from harness import (
-    InvocationNotFound,
-    InvokeClient,
-    InvokeProtocolError,
-    InvokeRejected,
-    InvokeTimeout,
-    PendingToolCall,
-    StopWaiting,
-    port_forward,
-)
+from harness import StopWaiting, port_forward
 from harness.errors import PortForwardGone
+from specs.agent_controller.errors import InvocationNotFound, InvokeProtocolError, InvokeRejected, InvokeTimeout
+from specs.agent_controller.invoke import InvokeClient, PendingToolCall
 from specs.clients.invoke_double import InvokeDouble, Plan
 from specs.kube.kube_streams import running_pod, service
 

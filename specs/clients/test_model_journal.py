@@ -1,4 +1,5 @@
-"""``harness.model_journal`` against the real fake model endpoint on a socket: what a turn offered, per request, and
+"""``specs.agent_controller.model_journal`` against the real fake model endpoint on a socket: what a turn offered,
+per request, and
 rules scripted for a spec and put back exactly.
 """
 
@@ -12,7 +13,7 @@ import pytest
 import fakes.openai
 from fakes.openai import OpenAIFake
 from fakes.server import FakeHandle
-from harness.model_journal import ModelJournal, ModelJournalUnreadable, advertised_names
+from specs.agent_controller.model_journal import ModelJournal, ModelJournalUnreadable, advertised_names
 
 pytestmark = pytest.mark.timeout(60)
 

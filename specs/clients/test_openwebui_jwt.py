@@ -12,8 +12,7 @@ import time
 import jwt
 import pytest
 
-from harness import OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
-from harness.openwebui_jwt import E2E_SECRET
+from specs.agent_controller.openwebui_jwt import E2E_SECRET, OpenWebUIIdentity, mint_user_jwt, resolve_user_jwt
 
 NOW = 1_750_000_000.0
 OTHER_SECRET = "not-the-deployments-secret-at-all-32b"

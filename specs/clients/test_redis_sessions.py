@@ -11,8 +11,9 @@ import pytest
 
 import fakes.kube
 from fakes.kube import KubeHandle
-from harness import RedisPodNotFound, RedisSessions, RedisSweepError
 from harness.kube import Kube
+from specs.agent_controller.errors import RedisPodNotFound, RedisSweepError
+from specs.agent_controller.redis_sessions import RedisSessions
 from specs.clients.redis_double import LABELS, RedisPod, pod
 from specs.kube.conftest import kubectl_build, require_kubectl
 

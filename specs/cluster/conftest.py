@@ -22,9 +22,10 @@ import pluggy
 import pytest
 
 from harness import ForwardPool, Kube
-from harness.agentruns import AGENTRUN_RESOURCE
-from harness.credentials import CredentialStore, decode_key
 from harness.diagnostics_plugin import EvidenceRequest
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
+from specs.agent_controller.credentials import CredentialStore, decode_key
+from specs.agent_controller.evidence import agent_runs_evidence
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()
@@ -40,7 +41,7 @@ STACK_WORKLOADS = (
 @pytest.fixture(autouse=True)
 def stack_evidence(evidence: EvidenceRequest, since: datetime) -> None:
     evidence.watch(*STACK_WORKLOADS)
-    evidence.agent_runs_since(since)
+    evidence.add(agent_runs_evidence(since))
 
 
 @pytest.hookimpl(hookwrapper=True)

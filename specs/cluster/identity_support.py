@@ -1,8 +1,10 @@
 """What the identity (keying, continuity) and repository-gate specs share: subjects, budgets, seeding, turns, launches.
 
 Everything goes the way it goes on minikube: credentials are seeded as the stack stores them
-(:class:`harness.credentials.CredentialStore`, with the gateway's own key read from the cluster), Redis sessions are
-swept in one ``kubectl exec`` (:class:`harness.RedisSessions`), chat turns stream through a port-forward to
+(:class:`specs.agent_controller.credentials.CredentialStore`, with the gateway's own key read from the cluster),
+Redis sessions are
+swept in one ``kubectl exec`` (:class:`~specs.agent_controller.redis_sessions.RedisSessions`),
+chat turns stream through a port-forward to
 ``svc/agent-orchestrator-invoke:8081`` (:func:`harness.chat.chat_turn_sync`, the user's JWT minted with the secret
 read from ``e2e-openwebui-forward-jwt``), webhooks go through the gateway's forward, and the gateway's identity-link
 API is called through the same forward with the bearer ``e2e-identity-link-token``.
@@ -26,14 +28,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harness import AgentRunRecord, RedisSessions, StopWaiting, agent_runs_since, github_seed, wait_for_sync
+from harness import StopWaiting, wait_for_sync
 from harness.chat import ChatTurn, chat_turn_sync
-from harness.cluster_secrets import read_secret_value
-from harness.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN, CredentialStore
 from harness.fetch import fetch_through_sync
-from harness.github_journal import GitHubJournal
-from harness.openwebui_jwt import mint_user_jwt
 from harness.webhooks import issues_labeled_payload, send_webhook
+from specs.agent_controller import github_seed
+from specs.agent_controller.agentruns import AgentRunRecord, agent_runs_since
+from specs.agent_controller.cluster_secrets import read_secret_value
+from specs.agent_controller.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN, CredentialStore
+from specs.agent_controller.github_journal import GitHubJournal
+from specs.agent_controller.openwebui_jwt import mint_user_jwt
+from specs.agent_controller.redis_sessions import RedisSessions
 from specs.cluster.stack import GATEWAY, GITHUB, LABEL, OWNER, REPO, SENDER, Stack, Trigger
 
 ORCHESTRATOR = ("svc/agent-orchestrator-invoke", 8081)

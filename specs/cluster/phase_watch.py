@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import Kube
-from harness.agentruns import AGENTRUN_RESOURCE
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 
 PLURAL, VERSION, GROUP = AGENTRUN_RESOURCE.split(".", 2)
 

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from harness import (
-    AgentRunRecord,
     ForwardPool,
     Kube,
     PortForward,
@@ -23,14 +22,13 @@ from harness import (
     PortForwardDied,
     PortForwardGone,
     StopWaiting,
-    agent_runs_since,
-    github_seed,
     wait_for_sync,
 )
-from harness.agentruns import AGENTRUN_RESOURCE
-from harness.cluster_secrets import SecretValue, read_secret_value
-from harness.github_journal import GitHubCall, GitHubJournal
 from harness.webhooks import WebhookDelivery, issues_labeled_payload, send_webhook
+from specs.agent_controller import github_seed
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE, AgentRunRecord, agent_runs_since
+from specs.agent_controller.cluster_secrets import SecretValue, read_secret_value
+from specs.agent_controller.github_journal import GitHubCall, GitHubJournal
 
 OWNER, REPO = "e2e-org", "e2e-repo"
 LABEL = "ai-triage"

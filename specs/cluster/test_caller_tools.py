@@ -33,9 +33,9 @@ import pytest
 
 from harness.chat import ChatRejected
 from harness.fetch import fetch_through
-from harness.invoke import InvokeRejected
-from harness.model_journal import ModelJournal
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller.invoke import InvokeRejected
+from specs.agent_controller.model_journal import ModelJournal
 from specs.cluster.stack import Stack, timeout_for
 from specs.cluster.tools_support import (
     QDRANT,

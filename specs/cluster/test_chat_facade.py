@@ -26,11 +26,11 @@ from openai.types.chat import ChatCompletion
 
 from harness import fetch_through_sync
 from harness.chat import ChatRejected
-from harness.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN, CredentialStore, decode_key
-from harness.model_journal import ModelJournal
-from harness.openwebui_jwt import E2E_SECRET, mint_user_jwt
-from harness.redis_sessions import RedisSessions
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN, CredentialStore, decode_key
+from specs.agent_controller.model_journal import ModelJournal
+from specs.agent_controller.openwebui_jwt import E2E_SECRET, mint_user_jwt
+from specs.agent_controller.redis_sessions import RedisSessions
 from specs.cluster.stack import STUB_REPLY, Stack, timeout_for
 from specs.cluster.tools_support import (
     BEARER,

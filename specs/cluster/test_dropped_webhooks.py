@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import github_seed, unique_issue_number
+from harness import unique_issue_number
+from specs.agent_controller import github_seed
 from specs.cluster.stack import (
     GITHUB,
     LABEL_REMOVAL,

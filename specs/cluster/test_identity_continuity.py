@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
 from specs.cluster.identity_support import (
     CHAT_LAUNCH,
     CONTINUITY_WINDOW,

@@ -36,11 +36,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from harness import github_seed, unique_issue_number, wait_for_sync
-from harness.bounce import BOUNCE_TIMEOUT, bounce_pod
-from harness.credentials import SEEDED_GITHUB_REFRESH_TOKEN
-from harness.redis_sessions import REDIS_SELECTOR
-from harness.target import TargetChoice
+from harness import unique_issue_number, wait_for_sync
+from harness.targets import TargetChoice
+from specs.agent_controller import github_seed
+from specs.agent_controller.bounce import BOUNCE_TIMEOUT, bounce_pod
+from specs.agent_controller.credentials import SEEDED_GITHUB_REFRESH_TOKEN
+from specs.agent_controller.redis_sessions import REDIS_SELECTOR
 from specs.cluster.identity_support import (
     CANONICAL,
     CHAT_LAUNCH,

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from harness import StopWaiting, wait_for_sync
-from harness.pacing import pace_stub_agent
+from specs.agent_controller.pacing import pace_stub_agent
 from specs.cluster.stack import (
     LABEL,
     LABEL_AFTER_ROLL,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness import Kube, parse_k8s_time, wait_for_sync
-from harness.agentruns import AGENTRUN_RESOURCE
-from harness.rbac import markers_in, missing, role_triples
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
+from specs.agent_controller.rbac import markers_in, missing, role_triples
 
 pytestmark = pytest.mark.cluster
 

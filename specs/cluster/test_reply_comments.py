@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.pacing import pace_stub_agent
+from specs.agent_controller.pacing import pace_stub_agent
 from specs.cluster.stack import (
     LABEL_AFTER_ROLL,
     LABEL_REMOVAL,

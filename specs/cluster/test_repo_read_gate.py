@@ -33,9 +33,9 @@ import re
 import pytest
 
 from harness import unique_issue_number
-from harness.credentials import SEEDED_GITHUB_TOKEN
-from harness.github_journal import GitHubJournal, credential_fingerprint
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller.credentials import SEEDED_GITHUB_TOKEN
+from specs.agent_controller.github_journal import GitHubJournal, credential_fingerprint
 from specs.cluster.identity_support import (
     CANONICAL,
     CHAT_LAUNCH,

@@ -28,10 +28,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from harness import StopWaiting, unique_issue_number, wait_for_sync
-from harness.agentruns import AGENTRUN_RESOURCE
-from harness.bounce import bounce_pod
-from harness.pacing import pace_stub_agent
 from harness.timestamps import parse_k8s_time
+from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
+from specs.agent_controller.bounce import bounce_pod
+from specs.agent_controller.pacing import pace_stub_agent
 from specs.cluster.phase_watch import PhaseWatch
 from specs.cluster.stack import (
     BOUNCE,

@@ -11,9 +11,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from harness import ForwardPool, Kube, KubectlError, agent_runs_since, fetch_through_sync, wait_for_sync
-from harness.bounce import is_ready, matching_pods
+from harness import ForwardPool, Kube, KubectlError, fetch_through_sync, wait_for_sync
 from harness.timestamps import DEFAULT_SKEW
+from specs.agent_controller.agentruns import agent_runs_since
+from specs.agent_controller.bounce import is_ready, matching_pods
 from specs.cluster.stack import timeout_for
 
 pytestmark = pytest.mark.cluster

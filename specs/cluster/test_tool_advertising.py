@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from harness import github_seed
-from harness.github_journal import GitHubJournal
-from harness.model_journal import ModelJournal
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller import github_seed
+from specs.agent_controller.github_journal import GitHubJournal
+from specs.agent_controller.model_journal import ModelJournal
 from specs.cluster.stack import GITHUB, OWNER, REPO, SENDER, Stack, timeout_for
 from specs.cluster.tools_support import (
     SKILL_INDEXED,

@@ -30,10 +30,10 @@ import pytest
 
 from harness import wait_for_sync
 from harness.chat import ChatError, ChatTurn, chat_turn_sync
-from harness.invoke import Invocation, InvokeClient
-from harness.model_journal import ModelJournal, ModelRequest
 from harness.qdrant import QdrantView
-from harness.target import TargetChoice
+from harness.targets import TargetChoice
+from specs.agent_controller.invoke import Invocation, InvokeClient
+from specs.agent_controller.model_journal import ModelJournal, ModelRequest
 from specs.cluster.stack import Stack
 
 ORCHESTRATOR = ("svc/agent-orchestrator-invoke", 8081)

@@ -8,8 +8,8 @@ import json
 import os
 from typing import Any
 
+from fakes.kube.objects import load_objects
 from harness.rollout import Snapshot
-from harness.testing.objects import load_objects
 
 RECORDED = os.path.join(os.path.dirname(__file__), "recorded")
 SCENARIOS = sorted(name[:-5] for name in os.listdir(RECORDED) if name.endswith(".json"))

@@ -15,7 +15,7 @@ from .conftest import RECORDED
 INNER_CONFTEST = """
 import json
 import pytest
-from harness.testing.objects import bare_double, load_objects
+from fakes.kube.objects import bare_double, load_objects
 
 SCENARIO = {scenario!r}
 

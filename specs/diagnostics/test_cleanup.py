@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from harness import Kube, Ledger, cleanup_agent_runs_since
+from fakes.kube.objects import bare_double
+from harness import Kube, Ledger
 from harness.cleanup import label_manifest
-from harness.testing.objects import bare_double
+from specs.agent_controller.cleanup import cleanup_agent_runs_since, sweep_agent_runs_since
 
 RUN = "20261130-140000-abcdef"
 LABEL = f"stack-harness.dev/run={RUN}"
@@ -219,7 +220,7 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(
         [
             f"*cluster resources kept (2 scope(s), run {run})*",
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,agentruns,secrets -l "
+            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,secrets -l "
             f"stack-harness.dev/run={run}",
             f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
             "--wait=false --ignore-not-found",
@@ -277,3 +278,22 @@ def test_id(harness_run_id):
 """,
     )
     pytester.runpytest("--artifacts", str(tmp_path / "art")).assert_outcomes(passed=1)
+
+
+def test_a_sweeps_inspect_command_is_printed_only_where_the_server_serves_its_type(kube: Kube) -> None:
+    """Discovery decides: without the custom resource's CRD the sweep's inspect command is left out (kubectl would
+    fail it: "the server doesn't have a resource type"), and every printed command runs as printed."""
+    since = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+    ledger = Ledger(kube, RUN, scope="spec")
+    ledger.track("configmap/kept")
+    sweep_agent_runs_since(ledger, since)
+    without = ledger.keep_commands()
+    assert "get all,secrets -l" in without[0]
+    assert not any("agentruns" in command for command in without)
+    inspect = without[0].split(" ", 1)[1].split()
+    assert kube.kubectl(*inspect[inspect.index("get") :], check=False).returncode == 0
+    kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
+    with_crd = Ledger(kube, RUN, scope="spec")
+    sweep_agent_runs_since(with_crd, since)
+    commands = with_crd.keep_commands()
+    assert any(command.endswith("(and their <run>-identity Secrets)") for command in commands)

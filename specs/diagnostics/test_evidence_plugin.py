@@ -194,7 +194,7 @@ def test_a_spec_with_nothing_of_a_cluster_gets_no_folder(pytester: pytest.Pytest
     pytester.makepyfile(test_inner="def test_plain():\n    assert 1 == 2\n")
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(failed=1)
-    assert [p.name for p in run_folder(tmp_path / "art").iterdir() if not p.name.startswith(".")] == ["report.html"]
+    assert not (tmp_path / "art").exists()  # nothing to keep: no run folder, no report
     assert "evidence of failed specs" not in result.stdout.str()
 
 
@@ -283,6 +283,37 @@ def test_forward_dies(kd, kube, forwards):
     assert "an error occurred forwarding" in text
     page = (run_folder(art) / "report.html").read_text()
     assert 'data-kind="forward-died"' in page
+
+
+def test_a_forward_opened_with_port_forward_directly_is_in_the_evidence_and_the_report(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """The README's first example opens its forward with ``port_forward()``, no pool: it is recorded all the same."""
+    inner_session(
+        pytester,
+        "crashloop",
+        """
+import socket
+from harness import port_forward
+
+POD = "web-6d9f7c8b5-x2x7q"
+
+def test_direct(kd, kube):
+    with socket.socket() as app:   # the pod's port 8080
+        app.bind(("127.0.0.1", 0))
+        app.listen(8)
+        kd.portforward.map("shop", POD, 8080, "127.0.0.1", app.getsockname()[1])
+        with port_forward(kube, f"pod/{POD}", 8080) as forward:
+            socket.create_connection(("127.0.0.1", forward.local_port), timeout=5).close()
+    assert False, "the reply never came"
+""",
+    )
+    art = tmp_path / "art"
+    pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
+    text = (evidence_folder(art, "test_direct") / "port-forwards.txt").read_text()
+    assert text.startswith("pod/web-6d9f7c8b5-x2x7q :8080 -> local ")
+    page = (run_folder(art) / "report.html").read_text()
+    assert "port-forward pod/web-6d9f7c8b5-x2x7q" in page
 
 
 def test_agent_runs_created_since_the_specs_since_are_kept(pytester: pytest.Pytester, tmp_path: Path) -> None:

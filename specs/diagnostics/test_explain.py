@@ -225,3 +225,20 @@ def test_events_sort_on_last_timestamp_or_else_event_time() -> None:
     timeless = {"reason": "D"}
     assert [e["reason"] for e in sort_events([old_style, new_style, series, timeless])] == ["D", "B", "A", "C"]
     assert event_time(new_style) is not None
+
+
+def test_the_pod_timeline_shows_every_container_start_the_api_holds_not_only_the_last() -> None:
+    explanation = explain(snapshot("crashloop"))
+    pod = next(p for p in explanation.pods if p.restarts)
+    total = pod.containers[0].restarts + 1
+    steps = [what for _, what in explanation.timeline if what.startswith(f"pod {pod.name} container app started")]
+    assert steps[0].endswith(f"started (1 of {total})")
+    assert steps[-1].endswith(f"of {total})")
+    assert len(steps) >= 2
+    exits = [what for _, what in explanation.timeline if what == f"pod {pod.name} container app exited (Error exit 1)"]
+    assert len(exits) == 1
+
+
+def test_an_image_pull_wait_is_on_the_timeline() -> None:
+    explanation = explain(snapshot("imagepull"))
+    assert any(what.endswith("image pull failing") for _, what in explanation.timeline)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import fakes.kube
-from harness import Kube, RolloutFailed, explain_workload, rollout_complete, wait_for_sync
+from harness import Kube, RolloutFailed, RolloutTerminal, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError
 
 from .plugin_support import evidence_folder, index, steps
@@ -75,15 +75,15 @@ def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) 
             "web", "registry.local/web:2.0", faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}
         ),
     )
-    with pytest.raises(RolloutFailed) as caught:
-        kube.rollout_status("web", timeout=3)
+    with pytest.raises(RolloutFailed) as caught:  # the timeout path: a restart limit the spec never reaches
+        kube.rollout_status("web", timeout=3, restart_limit=1000)
     message = str(caught.value)
-    first, second = message.splitlines()[:2]
-    assert first == (
-        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
+    first, second, third = message.splitlines()[:3]
+    assert first.startswith(
+        "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1"
     )
-    assert second.startswith("  gave up: ")
-    assert "kubectl exited 1:" in second
+    assert second == "  gave up: error: timed out waiting for the condition"  # kubectl's own words, after the cause
+    assert third.startswith("      kubectl exited 1: kubectl")
     assert isinstance(caught.value, KubectlError)  # rollout_status's failure is still the kubectl error it explains
     assert "old ReplicaSet" in message
     assert "| panic: dial tcp 10.96.0.12:6379: connection refused" in message
@@ -133,10 +133,12 @@ def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
     kd.clock.advance(10)  # past the 5 s progress deadline on the double's clock
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=20)
-    first, second = str(caught.value).splitlines()[:2]
+    first, second, third = str(caught.value).splitlines()[:3]
     assert first.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-')
     assert "has timed out progressing.); the new pod crash-loops" in first
-    assert "exceeded its progress deadline" in second
+    assert isinstance(caught.value, RolloutTerminal)
+    assert second.startswith("  terminal, not a timeout: ProgressDeadlineExceeded; waiting longer cannot help")
+    assert "exceeded its progress deadline" in third or third.startswith("  kubectl: Waiting for deployment")
 
 
 def _new_pod_restarted(kube: Kube, app: str) -> bool | None:
@@ -191,11 +193,12 @@ def test_the_evidence_of_a_crash_loop_holds_its_previous_log(pytester: pytest.Py
     pytester.makepyfile(
         test_inner="""
 def test_rollout(kube):
-    kube.rollout_status("web", timeout=3)
+    kube.rollout_status("web", timeout=3, restart_limit=1000)
 """
     )
     art = tmp_path / "art"
-    pytester.runpytest("--artifacts", str(art)).assert_outcomes(failed=1)
+    result = pytester.runpytest("--artifacts", str(art))
+    result.assert_outcomes(failed=1)
     folder = evidence_folder(art, "test_rollout")
     assert index(folder)["finished"] is True
     done = steps(folder)
@@ -206,4 +209,14 @@ def test_rollout(kube):
     assert log.splitlines()[-1] == "panic: dial tcp 10.96.0.12:6379: connection refused"
     explanation = (folder / "deployment-web.explanation.txt").read_text()
     assert explanation.startswith("deployment/web did not roll out: the new pod crash-loops")
+    # Cause first everywhere: failure.txt and the report open with the headline, kubectl's words after it, and the
+    # spec's output shows no chained-exception banner (kubectl's error) before the explanation.
+    failure = (folder / "failure.txt").read_text().splitlines()
+    assert failure[0].startswith("deployment/web did not roll out: the new pod crash-loops")
+    assert failure[1] == "  gave up: error: timed out waiting for the condition"
+    records = [json.loads(line) for part in (art / folder.parent.name / ".timeline").iterdir() for line in part.open()]
+    assert records[0]["failure"].startswith("deployment/web did not roll out: the new pod crash-loops")
+    assert "direct cause of the following exception" not in result.stdout.str()
+    errors = [line for line in result.stdout.lines if line.startswith("E   ")]
+    assert errors[0].endswith(": " + failure[0]) or errors[0] == "E   " + failure[0]
     assert "(x" in (folder / "events.txt").read_text() or "BackOff" in (folder / "events.txt").read_text()

@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 
 from harness import report
+from harness.rollout import explain
+
+from .conftest import snapshot
 
 
 class Page(html.parser.HTMLParser):
@@ -198,7 +201,8 @@ def test_fails():
     runs = list(art.iterdir())
     assert len(runs) == 1
     workers = sorted(p.name for p in (runs[0] / ".timeline").iterdir())
-    assert set(workers) <= {"gw0.jsonl", "gw1.jsonl"}
+    # workers write the specs that used the harness; the controller those plain ones its workers relayed
+    assert set(workers) <= {"gw0.jsonl", "gw1.jsonl", "main.jsonl"}
     page = Page((runs[0] / "report.html").read_text())
     specs = sorted(s["data-spec"].rsplit("/", 1)[-1] for s in page.find("details"))  # xdist ids may carry the dir
     assert specs == ["test_inner.py::test_fails", "test_inner.py::test_waits"]
@@ -208,6 +212,9 @@ def test_fails():
     assert {r["outcome"] for r in records} == {"passed", "failed"}
     failed = next(r for r in records if r["outcome"] == "failed")
     assert failed["failure"] == "assert 1 == 2"  # the failure's message itself, not only a link to the evidence
+    assert {r["worker"] for r in records} <= {"gw0", "gw1"}  # under xdist each spec says which worker ran it
+    shown = [span for span in page.find("span") if span.get("class") == "worker"]
+    assert len(shown) == 2
     assert "assert 1 == 2" in (runs[0] / "report.html").read_text()
 
 
@@ -237,3 +244,29 @@ def test_a_forward_alive_when_its_spec_ended_is_drawn_to_the_spec_end_not_the_ru
     bar = next(a for a in Page(text).find("rect", data_kind="forward"))
     axis_width = 100 + 4  # the run spans T0 .. T0 + 104
     assert float(bar["width"].rstrip("%")) < 100 * 10 / axis_width  # ends near T0 + 4, far from T0 + 104
+
+
+def test_restarts_image_pull_waits_and_every_container_start_are_drawn(tmp_path: Path) -> None:
+    crash, pull = explain(snapshot("crashloop")), explain(snapshot("imagepull"))
+    entries = [
+        report._rollout("deployment/web", None, T0 + 60, "failed", crash),
+        report._rollout("deployment/api", None, T0 + 60, "failed", pull),
+    ]
+    page = Page(report.render([spec("specs/test_a.py::test_fails", "failed", T0, rollouts=entries)], "r", tmp_path))
+    crash_pod = next(p for p in crash.pods if p.restarts)
+    starts = crash_pod.container_starts(crash_pod.containers[0])
+    assert len(starts) >= 2  # the first and the latest start the API still holds, not only the latest
+    assert crash_pod.started == starts[0]  # started at its first start: not drawn "scheduled" until the last one
+    assert len(page.find("rect", data_kind="container-start")) >= len(starts)
+    loops = page.find("rect", data_kind="crash-loop")
+    assert len(loops) == 1
+    # An ImagePullBackOff pod is drawn pulling-failed from the kubelet's first failed pull, not scheduled to the end.
+    failing = page.find("rect", data_kind="pod-phase", data_outcome="pull-failed")
+    assert len(failing) == 1
+
+
+def test_the_time_axis_has_few_enough_labels_to_never_touch(tmp_path: Path) -> None:
+    page = Page(report.render(sample(tmp_path), "run-1", tmp_path))
+    ticks = [span for span in page.find("span") if span.get("class") == "tick"]
+    assert len(ticks) == report.RULER_TICKS + 1
+    assert report.RULER_TICKS <= 5  # six ~60-px labels on a ~800-px track at a 1400-px window (checked in chromium)

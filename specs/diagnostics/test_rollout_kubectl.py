@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from harness import Kube, RolloutFailed, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
+from fakes.kube.objects import bare_double
+from harness import Kube, RolloutFailed, RolloutTerminal, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError, StopWaiting
 from harness.testing.apiserver import refusing_port, silent_port, write_kubeconfig
-from harness.testing.objects import bare_double
 
 from .conftest import load_into
 
@@ -47,14 +47,16 @@ def test_rollout_status_on_a_crash_loop_raises_the_explanation_cause_first(kd: A
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("web", timeout=1, grace=5)
     message = str(caught.value)
-    first, second = message.splitlines()[:2]
+    first, second, third = message.splitlines()[:3]
     assert first == (
         "deployment/web did not roll out: the new pod crash-loops (container app, last terminated Error exit 1)"
     )
-    assert second.startswith("  gave up: ")
-    assert "kubectl exited 1:" in second
-    assert "timed out waiting for the condition" in second
-    assert isinstance(caught.value.__cause__, KubectlError)
+    assert second == "  gave up: error: timed out waiting for the condition"
+    assert third.startswith("      kubectl exited 1: kubectl")
+    # Cause first: no chained exception whose banner would print kubectl's words before the explanation.
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__ is True
+    assert isinstance(caught.value.gave_up, KubectlError)
     assert isinstance(caught.value, AssertionError)
     assert caught.value.explanation.healthy is False
     assert "Warning BackOff (x4)" in message
@@ -64,12 +66,14 @@ def test_progress_deadline_ends_kubectl_at_once_and_is_named(kd: Any, shop: Kube
     load_into(kd, "progress_deadline")
     with pytest.raises(RolloutFailed) as caught:
         shop.rollout_status("web", timeout=60, grace=5)  # kubectl gives up by itself on ProgressDeadlineExceeded
-    first, second = str(caught.value).splitlines()[:2]
+    first, second, third = str(caught.value).splitlines()[:3]
     assert first.startswith(
         'deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-6d9f7c8b5" has '
         "timed out progressing.)"
     )
-    assert "exceeded its progress deadline" in second
+    assert isinstance(caught.value, RolloutTerminal)
+    assert second.startswith("  terminal, not a timeout: ProgressDeadlineExceeded; waiting longer cannot help")
+    assert third == '  kubectl: error: deployment "web" exceeded its progress deadline'
 
 
 def test_a_wait_on_a_deployment_explains_itself(kd: Any, shop: Kube) -> None:
@@ -83,7 +87,8 @@ def test_a_wait_on_a_deployment_explains_itself(kd: Any, shop: Kube) -> None:
             probe_timeout=10,
         )
     assert isinstance(caught.value, WaitTimeout)
-    assert isinstance(caught.value.__cause__, WaitTimeout)
+    assert caught.value.__cause__ is None  # the wait's own message is inside, after the explanation
+    assert isinstance(caught.value.gave_up, WaitTimeout)
     assert caught.value.summary is not None
     first, second = str(caught.value).splitlines()[:2]
     assert first.startswith("deployment/web did not roll out: the new pod cannot be scheduled (0/1 nodes are available")
@@ -94,7 +99,9 @@ def test_a_wait_stopped_by_the_progress_deadline_explains_itself_too(kd: Any, sh
     load_into(kd, "progress_deadline")
     with pytest.raises(RolloutFailed) as caught:
         wait_for_sync("deployment/web to roll out", rollout_complete(shop, "deployment/web"), timeout=30, interval=0.2)
-    assert isinstance(caught.value.__cause__, StopWaiting)
+    assert isinstance(caught.value, RolloutTerminal)
+    assert isinstance(caught.value.gave_up, StopWaiting)
+    assert str(caught.value).splitlines()[1].startswith("  terminal, not a timeout: ProgressDeadlineExceeded;")
     assert caught.value.summary is not None
     assert caught.value.summary.outcome == "stopped"
     assert caught.value.summary is not None
@@ -134,10 +141,17 @@ def diagnose(kd: Any, tmp_path: Path, *args: str, allowed: str = "fake-kube") ->
 def run_diagnose(tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subprocess.CompletedProcess[str]:
     """``python -m harness diagnose args...`` in ``tmp_path``, whose pyproject.toml allows ``allowed``."""
     (tmp_path / "pyproject.toml").write_text(f'[tool.harness]\nallowed_contexts = ["{allowed}"]\nnamespace = "shop"\n')
+    return run_in(tmp_path, *args)
+
+
+def run_in(folder: Path, *args: str, kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m harness diagnose args...`` with ``folder`` as the current folder (and ``$KUBECONFIG``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = kubeconfig
     return subprocess.run(
         [sys.executable, "-m", "harness", "diagnose", *args],
-        cwd=tmp_path,
+        cwd=folder,
         env=env,
         capture_output=True,
         text=True,
@@ -150,8 +164,8 @@ def test_diagnose_prints_the_explanation_and_exits_1_for_a_stuck_rollout(kd: Any
     done = diagnose(kd, tmp_path, "deployment/web")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "context fake-kube, namespace shop"
-    assert lines[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePullBackOff")
+    assert lines[-1] == "(context fake-kube, namespace shop)"
     assert "timeline (UTC):" in done.stdout
 
 
@@ -159,7 +173,7 @@ def test_diagnose_exits_0_for_a_ready_pod(kd: Any, shop: Kube, tmp_path: Path) -
     load_into(kd, "old_pods_serving")
     done = diagnose(kd, tmp_path, "pod/web-6d9f7c8b5-b9c0d")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[1] == "pod/web-6d9f7c8b5-b9c0d is ready"
+    assert done.stdout.splitlines()[0] == "pod/web-6d9f7c8b5-b9c0d is ready"
 
 
 def test_diagnose_goes_through_the_context_guard(kd: Any, tmp_path: Path) -> None:
@@ -179,18 +193,56 @@ def test_diagnose_reads_a_bare_name_as_a_deployment(kd: Any, shop: Kube, tmp_pat
     load_into(kd, "imagepull")
     done = diagnose(kd, tmp_path, "web")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[1].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
+    assert done.stdout.splitlines()[0].startswith("deployment/web did not roll out: the new pod is stuck in ImagePull")
 
 
-def test_diagnose_names_its_own_flag_in_the_guards_fix(kd: Any, tmp_path: Path) -> None:
-    refused = diagnose(kd, tmp_path, "web", allowed="minikube")
-    assert "`python -m harness diagnose NAME --context minikube`" in refused.stderr
+def test_diagnose_names_its_own_flag_and_an_allowed_context_of_the_kubeconfig_in_the_guards_fix(
+    kd: Any, tmp_path: Path
+) -> None:
+    """The fix is built from the allow-list and the kubeconfig: a ``kind-*`` allow-list refusal suggests the kind
+    context the kubeconfig has, picked with this command's flag; never minikube, never pytest's flag."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", "http://127.0.0.1:9", context="kind-dev")
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["kind-*"]\n')
+    two = f"{kd.kubeconfig}{os.pathsep}{kubeconfig}"  # kubectl merges them: fake-kube and kind-dev
+    refused = run_in(tmp_path, "web", "--context", kd.context, kubeconfig=two)
+    assert refused.returncode == 2
+    assert "refusing kube context 'fake-kube': the harness may only touch kind-*" in refused.stderr
+    assert "`kubectl config use-context kind-dev`" in refused.stderr
+    assert "`python -m harness diagnose NAME --context kind-dev`" in refused.stderr
+    assert f"[tool.harness] allowed_contexts in {tmp_path / 'pyproject.toml'}" in refused.stderr
+    assert "minikube" not in refused.stderr
     assert "--kube-context" not in refused.stderr
-    assert "PYTEST_ARGS" not in refused.stderr
-    missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "minikube", allowed="minikube")
+    none_allowed = diagnose(kd, tmp_path, "web", allowed="kind-*")
+    assert "no context in your kubeconfig is allowed: create a local cluster whose context is allowed: " in (
+        none_allowed.stderr
+    )
+    assert "`kind create cluster`" in none_allowed.stderr
+    assert "minikube" not in none_allowed.stderr
+    missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "kind-x", allowed="kind-*")
     assert missing.returncode == 2
-    assert "context 'minikube' is not in the kubeconfig" in missing.stderr
-    assert "or pass --context with one that exists" in missing.stderr
+    assert "context 'kind-x' is not in the kubeconfig" in missing.stderr
+    assert "or pass --context with a context that exists" in missing.stderr
+
+
+def test_diagnose_works_from_any_folder_and_says_when_it_uses_the_defaults(kd: Any, shop: Kube, tmp_path: Path) -> None:
+    load_into(kd, "imagepull")
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["fake-*"]\nnamespace = "shop"\n')
+    args = ["--kubeconfig", kd.kubeconfig, "--context", kd.context]
+    configured = run_in(elsewhere, "web", *args, "--config", str(project))
+    assert configured.returncode == 1, configured.stderr
+    assert configured.stdout.splitlines()[0] == "context fake-kube, namespace shop"
+    assert "using the defaults" not in configured.stderr
+    defaults = run_in(elsewhere, "web", *args)
+    assert defaults.returncode == 2
+    assert f"no [tool.harness] in a pyproject.toml at or above {elsewhere}: using the defaults" in defaults.stderr
+    assert "the harness's default allow-list of local cluster contexts" in defaults.stderr
+    assert not re.search(r"allowed_contexts in \S*pyproject", defaults.stderr)  # none was read, so none is quoted
+    typo = run_in(elsewhere, "web", *args, "--config", str(elsewhere / "missing.toml"))
+    assert typo.returncode == 2
+    assert f"harness configuration '{elsewhere / 'missing.toml'}' does not exist" in typo.stderr
 
 
 def test_diagnose_help_lists_the_exit_statuses() -> None:
@@ -220,7 +272,8 @@ def test_diagnose_on_a_stopped_cluster_exits_3_naming_it_as_the_plugin_does(tmp_
     assert done.stdout == ""  # no explanation of a rollout nobody could read
     assert done.stderr.startswith(
         f"python -m harness diagnose: cluster unusable: the API server of context 'minikube' (http://127.0.0.1:{port}) "
-        "refused the connection on GET /version; nothing listens there: the cluster is stopped."
+        "refused the connection on GET /version; nothing listens there: the cluster is stopped; start it with "
+        "`minikube start`"  # the context is minikube: its own command
     )
 
 
@@ -233,7 +286,8 @@ def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> No
     assert done.returncode == 3, done.stdout + done.stderr
     assert "cluster unusable: the API server of context 'minikube'" in done.stderr
     said = re.search(
-        r"did not answer within ([0-9.]+)s on GET /version; the VM may be paused or overloaded", done.stderr
+        r"did not answer within ([0-9.]+)s on GET /version; the cluster \(or its VM\) may be paused or overloaded",
+        done.stderr,
     )
     assert said is not None, done.stderr
     assert float(said[1]) <= 3.0  # the check's bound is what is left of the budget

@@ -285,7 +285,7 @@ def test_a_seeded_refresh_token_refreshes_with_the_client_secret_only(fake_inpro
 def test_the_journal_tells_which_credential_a_call_used_without_holding_it(
     fake_inproc: FakeHandle[FakeGitHub],
 ) -> None:
-    from harness.github_journal import credential_fingerprint
+    from specs.agent_controller.github_journal import credential_fingerprint
 
     with fake_inproc.client() as http:
         http.get(f"/repos/{REPO}", headers={"authorization": f"Bearer {TOKEN}"})

@@ -4,6 +4,10 @@
 ``controller-agent`` and ``e2e-ns``, a kubeconfig whose context ``minikube`` points at it (``KUBECONFIG``), the
 kubectl stand-in first on PATH, and a private harness state directory (``HARNESS_STATE_DIR``: issue numbers and
 the cluster lock), so inner pytest runs see an allowed, reachable cluster without touching a real one.
+
+Every inner project (``pytester``) gets this repository's ``[tool.harness]`` (:data:`THIS_REPOSITORY`): the guard specs
+describe how the plugin treats this repository's cluster specs. What a project without the table gets is specified
+in specs/guard/test_harness_config.py.
 """
 
 from __future__ import annotations
@@ -18,6 +22,13 @@ from harness.testing.apiserver import StubApiServer, write_kubeconfig
 from harness.testing.standin import KubectlStandIn
 
 NAMESPACES = ("controller-agent", "e2e-ns")
+THIS_REPOSITORY = '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = "controller-agent"\n'
+
+
+@pytest.fixture(autouse=True)
+def _inner_projects_are_configured_like_this_repository(request: pytest.FixtureRequest) -> None:
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester").makefile(".toml", pyproject=THIS_REPOSITORY)
 
 
 def pytest_configure(config: pytest.Config) -> None:

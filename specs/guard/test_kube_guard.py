@@ -22,12 +22,12 @@ from harness import (
     NoKubeContext,
     RolloutFailed,
     WaitTimeout,
-    agent_runs_since,
     wait_for_sync,
 )
 from harness.config import HarnessConfig, load_config
 from harness.kube import kubeconfig_contexts
 from harness.process import LIVE_CHILDREN, group_alive
+from specs.agent_controller.agentruns import agent_runs_since
 
 MINIKUBE_ONLY = HarnessConfig(("minikube",), "controller-agent")
 
@@ -84,12 +84,15 @@ def test_a_wait_on_agent_runs_shows_the_cutoff_it_applied(kubectl_standin) -> No
     assert summary.count("not-yet") >= 1
 
 
-def test_wrong_current_context_is_refused_before_any_other_call(kubectl_standin) -> None:
+def test_wrong_current_context_is_refused_before_any_other_call(
+    kubectl_standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))  # no allowed context to suggest: create one
     kubectl_standin.set_current_context("prod-eu-1")
     with pytest.raises(ContextNotAllowed) as caught:
         Kube.connect(config=MINIKUBE_ONLY)
     assert "'prod-eu-1'" in str(caught.value)
-    assert "kubectl config use-context minikube" in str(caught.value)
+    assert "create a local cluster whose context is allowed: `minikube start`" in str(caught.value)
     assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 
@@ -115,7 +118,7 @@ def test_allow_list_globs_come_from_committed_config_only(
 
 def test_malformed_config_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = "minikube"\n')
-    with pytest.raises(ValueError, match="allowed_contexts must be a list"):
+    with pytest.raises(ValueError, match="allowed_contexts must be a non-empty list"):
         load_config(tmp_path)
 
 
@@ -344,8 +347,9 @@ def test_rollout_status_that_never_finishes_is_killed_at_its_bound(kubectl_stand
         kube.rollout_status(
             "agent-orchestrator", timeout=0.5, grace=0.5, explain_budget=2.0
         )  # the stand-in ignores --timeout
-    assert isinstance(caught.value.__cause__, KubectlTimeout)
-    assert caught.value.__cause__.timeout == pytest.approx(1.0)
+    assert caught.value.__cause__ is None  # cause first: kubectl's failure is in the message, not a chained banner
+    assert isinstance(caught.value.gave_up, KubectlTimeout)
+    assert caught.value.gave_up.timeout == pytest.approx(1.0)
     assert str(caught.value).startswith(
         "deployment/agent-orchestrator did not roll out: kubectl did not finish within 1.0s"
     )

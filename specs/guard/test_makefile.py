@@ -30,10 +30,12 @@ exit 1
 """
 
 GOOD_PYTHON = """#!/bin/sh
-# A fitting Python: version checks run on the real interpreter; venv, pip and pytest are recorded, not run.
+# A fitting Python: version checks run on the real interpreter; venv, pip, lint-imports, pytest: recorded, not run.
 echo "$0 $*" >> "{log}"
 if [ "$1" = "-c" ]; then exec "{real}" "$@"; fi
-if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0; fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+  mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && ln -s python "$3/bin/lint-imports" && exit 0
+fi
 exit 0
 """
 
@@ -83,6 +85,7 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert "-m pytest specs -m not cluster and not twin -n auto" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
+    assert checks[1] < calls.index("lint-imports --no-cache") < checks[2]  # the import contracts, before mypy
     assert checks[-1] < calls.index("-m pytest")  # the checks run first
     again = _make(project, "test", f"PYTHON={good}")  # now it fits: kept, and not reinstalled
     assert again.returncode == 0

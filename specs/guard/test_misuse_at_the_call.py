@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import pytest
 
 from harness import (
-    InvokeClient,
     ProbeNotCallable,
     QdrantView,
     SyncCallInEventLoop,
@@ -23,6 +22,7 @@ from harness import (
     wait_for_sync,
 )
 from harness.testing.target import TargetServer
+from specs.agent_controller.invoke import InvokeClient
 
 AT_ONCE = 5.0
 """Seconds within which a refusal "at the call" must arrive; every wait below has a far longer budget."""

@@ -171,7 +171,7 @@ def test_a_forgotten_folder_is_kept(tmp_path: Path) -> None:
 
 def test_a_twin_session_without_kubectl_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.errors import KubectlNotFound
-    from harness.target import TwinSession
+    from specs.agent_controller.twin import TwinSession
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)

@@ -73,7 +73,9 @@ def test_cluster_specs_fail_before_touching_anything_on_a_foreign_context(
     pytester.makepyfile(CLUSTER_SPEC)
     result = pytester.runpytest("--target", "cluster")
     result.assert_outcomes(passed=1, errors=1)  # refused at setup, before the test body or any fixture runs
-    result.stdout.fnmatch_lines(["*refusing kube context 'gke_prod_europe'*use-context minikube*"])
+    result.stdout.fnmatch_lines(
+        ["*refusing kube context 'gke_prod_europe'*create a local cluster whose context is allowed: `minikube start`*"]
+    )
     assert kubectl_standin.argvs() == [["config", "current-context"]]
 
 

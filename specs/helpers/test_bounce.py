@@ -1,4 +1,5 @@
-"""Specs of harness.bounce: exactly one matching pod or nothing is deleted; then a different, Ready, non-terminating
+"""Specs of specs.agent_controller.bounce: exactly one matching pod or nothing is deleted; then a different, Ready,
+non-terminating
 pod must match (the selector traps: a selector matching nothing, or the server and nats-box both)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness import WaitTimeout
-from harness.bounce import BounceRefused, bounce_pod, is_ready
+from specs.agent_controller.bounce import BounceRefused, bounce_pod, is_ready
 
 NS = "default"
 

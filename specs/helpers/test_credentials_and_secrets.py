@@ -1,4 +1,5 @@
-"""The credentials the harness seeds (``harness.credentials``) are the ones the twin's product reader opens
+"""The credentials the specs seed (``specs.agent_controller.credentials``) are the ones the twin's product reader
+opens
 (``fakes.stack.credentials``): both sides of the stored format agree. And secret values never print."""
 
 from __future__ import annotations
@@ -10,8 +11,14 @@ import pytest
 
 from fakes.kube import KubeHandle
 from fakes.stack import credentials as twin_credentials
-from harness.cluster_secrets import SecretMissing, read_secret_value
-from harness.credentials import CLAUDE_SETUP_TOKEN, CredentialStore, decode_key, encrypt_field, secret_name
+from specs.agent_controller.cluster_secrets import SecretMissing, read_secret_value
+from specs.agent_controller.credentials import (
+    CLAUDE_SETUP_TOKEN,
+    CredentialStore,
+    decode_key,
+    encrypt_field,
+    secret_name,
+)
 
 KEY_TEXT = base64.b64encode(os.urandom(32)).decode()
 

@@ -1,13 +1,13 @@
-"""Specs of harness.github_seed and harness.github_journal against the fake GitHub on a real socket."""
+"""Specs of specs.agent_controller.github_seed and .github_journal against the fake GitHub on a real socket."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from harness import github_seed
-from harness.cluster_secrets import SecretValue
-from harness.github_journal import GitHubJournal, JournalUnreadable
+from specs.agent_controller import github_seed
+from specs.agent_controller.cluster_secrets import SecretValue
+from specs.agent_controller.github_journal import GitHubJournal, JournalUnreadable
 
 BOT_TOKEN = SecretValue("ghs_e2e-bot-token", "gw/GITHUB_TOKEN")
 

@@ -1,5 +1,5 @@
-"""Specs of harness.pacing: only the STUB_* entries change, by name, and spec.env comes back exactly (failure mode
-44)."""
+"""Specs of specs.agent_controller.pacing: only the STUB_* entries change, by name, and spec.env comes back exactly
+(failure mode 44)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from harness import KubectlError
-from harness.pacing import PacingNotRestored, pace_stub_agent, paced_env, pacing_entries, read_env, restore_env
+from specs.agent_controller.pacing import (
+    PacingNotRestored,
+    pace_stub_agent,
+    paced_env,
+    pacing_entries,
+    read_env,
+    restore_env,
+)
 
 CRDS = Path(__file__).resolve().parents[2] / "fakes" / "stack" / "manifests" / "10-crds.yaml"
 HOLD = {"name": "AGENT_REPLY_ACK_TIMEOUT_MS", "value": "90000"}
@@ -109,7 +116,7 @@ def test_an_agent_without_env_gets_its_key_removed_again(agent_kube) -> None:
 
 def test_a_concurrent_change_is_not_overwritten(agent_kube, monkeypatch: pytest.MonkeyPatch) -> None:
     _agent(agent_kube, [HOLD])
-    import harness.pacing as pacing
+    import specs.agent_controller.pacing as pacing
 
     real = pacing.read_env
     monkeypatch.setattr(pacing, "read_env", lambda kube, agent="stub-agent": [])  # a stale read
@@ -121,7 +128,7 @@ def test_a_concurrent_change_is_not_overwritten(agent_kube, monkeypatch: pytest.
 
 def test_restore_checks_what_it_reads_back(agent_kube, monkeypatch: pytest.MonkeyPatch) -> None:
     _agent(agent_kube, [HOLD])
-    import harness.pacing as pacing
+    import specs.agent_controller.pacing as pacing
 
     monkeypatch.setattr(pacing, "read_env", lambda kube, agent="stub-agent": [])
     with pytest.raises(PacingNotRestored, match="not what it was before"):

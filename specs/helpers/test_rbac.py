@@ -1,4 +1,4 @@
-"""Specs of harness.rbac: kubebuilder markers and (Cluster)Roles as flat group/resource:verb triples."""
+"""Specs of specs.agent_controller.rbac: kubebuilder markers and (Cluster)Roles as flat group/resource:verb triples."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.rbac import markers_in, missing, parse_marker, role_triples
+from specs.agent_controller.rbac import markers_in, missing, parse_marker, role_triples
 
 
 def test_a_marker_becomes_its_triples() -> None:

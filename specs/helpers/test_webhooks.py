@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.cluster_secrets import SecretValue
 from harness.webhooks import WEBHOOK_PATH, issues_labeled_payload, send_webhook, serialise, sign
+from specs.agent_controller.cluster_secrets import SecretValue
 
 
 def test_signature_matches_githubs_documented_test_vector() -> None:

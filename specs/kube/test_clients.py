@@ -15,8 +15,8 @@ from kubernetes import config as kube_config
 
 import fakes.kube
 from fakes.kube import KubeHandle
-from harness.agentruns import agent_runs_since
 from harness.errors import KubectlError
+from specs.agent_controller.agentruns import agent_runs_since
 from specs.kube.conftest import manifest, require_kubectl
 
 GROUP, VERSION, PLURAL = "core.controller-agent.dev", "v1alpha1", "agentruns"

@@ -139,6 +139,24 @@ def test_an_image_pull_failure_is_errimagepull_then_imagepullbackoff(kd: KubeHan
     assert _row(kd, "pull")[2] == "ImagePullBackOff"
 
 
+def test_a_missing_secret_or_key_is_createcontainerconfigerror_until_it_exists(kd: KubeHandle) -> None:
+    # kubelet_pods.go makeEnvironmentVariables: a non-optional secretKeyRef whose Secret or key is missing stops the
+    # container before it is created; the kubelet tries again on its next sync and starts it once the key exists.
+    env = [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}]
+    apply(kd, pod("cfg", faults={"backoff": "0.2"}, containers=[{"name": "app", "image": "a:1", "env": env}]))
+    eventually(lambda: waiting_reason(kd, "cfg") == "CreateContainerConfigError", what="CreateContainerConfigError")
+    assert _container(kd, "cfg")["state"]["waiting"]["message"] == 'secret "db" not found'
+    assert ("Warning", 'Error: secret "db" not found') in [(e["type"], e["message"]) for e in events(kd, name="cfg")]
+    assert _row(kd, "cfg")[2] == "CreateContainerConfigError"
+    kd.kubectl("create", "secret", "generic", "db", "--from-literal=user=app")
+    expected = "couldn't find key password in Secret default/db"
+    eventually(lambda: _container(kd, "cfg")["state"].get("waiting", {}).get("message") == expected, what=expected)
+    apply(
+        kd, json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"}, "data": {"password": "eA=="}})
+    )
+    eventually(lambda: "running" in _container(kd, "cfg")["state"], what="the container to start")
+
+
 def test_never_ready_sends_unhealthy_events(kd: KubeHandle) -> None:
     probe = {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 1}
     apply(

@@ -14,7 +14,7 @@ import fakes.kube
 from fakes.kube import KubeHandle
 from fakes.kube.kubectl_builds import KubectlBuild
 from harness import process
-from harness.errors import KubectlError
+from harness.errors import KubectlError, RolloutTerminal
 from harness.kube import Kube
 from specs.kube.conftest import require_kubectl
 from specs.kube.kube_streams import double_for
@@ -127,10 +127,13 @@ def test_harness_rollout_status_of_a_crash_loop_fails_with_the_real_message(
     kube.rollout_status("web", timeout=60)
     kdb.controllers.kubelet.set_faults(selector={"app": "web"}, crash_loop=True, backoff=0.2)
     kube.rollout_restart("web")
-    with pytest.raises(KubectlError) as caught:
-        kube.rollout_status("web", timeout=60)
-    assert caught.value.returncode == 1
-    assert 'error: deployment "web" exceeded its progress deadline' in str(caught.value)
+    # Only kubectl's watch decides here (no re-read while it runs, no restart limit), so its own words are in the
+    # message: the progress deadline is terminal, raised as a RolloutTerminal carrying kubectl's exit.
+    with pytest.raises(RolloutTerminal) as caught:
+        kube.rollout_status("web", timeout=60, restart_limit=1000, check_every=600)
+    assert isinstance(caught.value.gave_up, KubectlError)
+    assert caught.value.gave_up.returncode == 1
+    assert 'kubectl: error: deployment "web" exceeded its progress deadline' in str(caught.value)
 
 
 def _watches(kd: KubeHandle) -> int:

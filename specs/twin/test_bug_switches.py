@@ -107,7 +107,7 @@ def test_bug_switch_turns_its_spec_red(pytester: pytest.Pytester, bug: str) -> N
     output = result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, f"with {bug} on, {spec} did not fail:\n{output[-3000:]}"
-    assert "stack target: twin" in output, f"the inner run did not say it ran against the twin:\n{output[-2000:]}"
+    assert "target: twin" in output, f"the inner run did not say it ran against the twin:\n{output[-2000:]}"
     assert f"bugs switched on: {bug}" in output, f"the inner twin did not run with {bug}:\n{output[-2000:]}"
     for text in expected:
         assert text in output, f"with {bug} on, {spec} failed without saying {text!r}:\n{output[-3000:]}"

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 import fakes.stack
-from harness import ForwardPool, PortForwardDied, fetch_through_sync, github_seed, unique_issue_number, wait_for_sync
-from harness.bounce import bounce_pod
-from harness.cluster_secrets import read_secret_value
-from harness.github_journal import GitHubJournal
+from harness import ForwardPool, PortForwardDied, fetch_through_sync, unique_issue_number, wait_for_sync
 from harness.webhooks import issues_labeled_payload, send_webhook
+from specs.agent_controller import github_seed
+from specs.agent_controller.bounce import bounce_pod
+from specs.agent_controller.cluster_secrets import read_secret_value
+from specs.agent_controller.github_journal import GitHubJournal
 
 pytestmark = [pytest.mark.twin, pytest.mark.timeout(300)]
 GATEWAY = ("svc/agent-controller-integration-gateway", 8090)

@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import ModelJournalUnreadable as ModelJournalUnreadable  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
+from specs.agent_controller.errors import ModelJournalUnreadable as ModelJournalUnreadable
 
 CALLS = "/_fake/openai/calls"
 RULES = "/_fake/openai/rules"

@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 import httpx
 
-from harness.errors import InvocationNotFound as InvocationNotFound  # re-exported: defined in harness.errors
-from harness.errors import InvokeError as InvokeError  # re-exported: defined in harness.errors
-from harness.errors import InvokeProtocolError as InvokeProtocolError  # re-exported: defined in harness.errors
-from harness.errors import InvokeRejected as InvokeRejected  # re-exported: defined in harness.errors
-from harness.errors import InvokeTimeout as InvokeTimeout  # re-exported: defined in harness.errors
 from harness.errors import PortForwardBroken, PortForwardGone, StopWaiting, WaitTimeout
 from harness.fetch import Forward, fetch_through_sync
 from harness.waiting import wait_for_sync
+from specs.agent_controller.errors import InvocationNotFound as InvocationNotFound
+from specs.agent_controller.errors import InvokeError as InvokeError
+from specs.agent_controller.errors import InvokeProtocolError as InvokeProtocolError
+from specs.agent_controller.errors import InvokeRejected as InvokeRejected
+from specs.agent_controller.errors import InvokeTimeout as InvokeTimeout
 
 E2E_BEARER = "e2e-gateway-token"
 """The e2e orchestrator's static bearer (mapped to the shared subject ``client-integration-gateway``)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 
-from harness.errors import SecretMissing as SecretMissing  # re-exported: defined in harness.errors
 from harness.kube import Kube
+from specs.agent_controller.errors import SecretMissing as SecretMissing
 
 
 class SecretValue:

@@ -23,8 +23,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from harness.errors import PacingNotRestored as PacingNotRestored  # re-exported: defined in harness.errors
 from harness.kube import Kube
+from specs.agent_controller.errors import PacingNotRestored as PacingNotRestored
 
 AGENT_RESOURCE = "agents.core.controller-agent.dev"
 STUB_AGENT = "stub-agent"

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import KubectlError
-from harness.errors import RedisPodNotFound as RedisPodNotFound  # re-exported: defined in harness.errors
-from harness.errors import RedisSweepError as RedisSweepError  # re-exported: defined in harness.errors
 from harness.kube import Kube
+from specs.agent_controller.errors import RedisPodNotFound as RedisPodNotFound
+from specs.agent_controller.errors import RedisSweepError as RedisSweepError
 
 REDIS_SELECTOR = "app.kubernetes.io/name=agent-orchestrator-redis"
 SESSION_PATTERN = "sess:*"

@@ -3,7 +3,8 @@
 What the stack expects GitHub to hold (specs/cluster/README.md §5): the repositories ``e2e-org/e2e-repo`` and
 ``e2e-org/e2e-private`` (private: 404 to outsiders), the senders ``e2e-user``, ``e2e-other-user``, the bot
 ``e2e-bot`` whose token the gateway uses (read from the cluster, passed in as a
-:class:`~harness.cluster_secrets.SecretValue`), the trigger label, and per spec an issue whose number never repeats
+:class:`~specs.agent_controller.cluster_secrets.SecretValue`), the trigger label, and per spec an issue whose number
+never repeats
 (:func:`harness.unique_issue_number`), opened with the trigger label. Admin routes under ``/_fake/github/``.
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.cluster_secrets import SecretValue
-from harness.errors import SeedFailed as SeedFailed  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
+from specs.agent_controller.cluster_secrets import SecretValue
+from specs.agent_controller.errors import SeedFailed as SeedFailed
 
 REPO = "e2e-org/e2e-repo"
 PRIVATE_REPO = "e2e-org/e2e-private"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from harness.errors import JournalUnreadable as JournalUnreadable  # re-exported: defined in harness.errors
 from harness.fetch import Forward, fetch_through_sync
+from specs.agent_controller.errors import JournalUnreadable as JournalUnreadable
 
 REPLY_MARKER = "<!-- agent-controller:reply -->"
 

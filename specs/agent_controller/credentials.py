@@ -55,10 +55,10 @@ from typing import Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from harness.errors import CredentialDecryptError as CredentialDecryptError  # re-exported: defined in harness.errors
-from harness.errors import CredentialError as CredentialError  # re-exported: defined in harness.errors
-from harness.errors import CredentialKeyError as CredentialKeyError  # re-exported: defined in harness.errors
 from harness.kube import DEFAULT_KUBECTL_TIMEOUT, Kube
+from specs.agent_controller.errors import CredentialDecryptError as CredentialDecryptError
+from specs.agent_controller.errors import CredentialError as CredentialError
+from specs.agent_controller.errors import CredentialKeyError as CredentialKeyError
 
 KEY_BYTES = 32
 IV_BYTES = 12

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import BounceRefused as BounceRefused  # re-exported: defined in harness.errors
 from harness.kube import Kube
 from harness.waiting import wait_for_sync
+from specs.agent_controller.errors import BounceRefused as BounceRefused
 
 BOUNCE_TIMEOUT = 180.0
 """Seconds a bounce may take to give a Ready replacement (upstream's NATS/Redis bounce wait)."""

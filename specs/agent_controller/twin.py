@@ -1,9 +1,7 @@
-"""Which stack the cluster specs run against: minikube (a kube context) or the stack twin this session starts.
+"""The agent-controller stack's twin as a stand-in target (:class:`harness.targets.StandIn`).
 
-:func:`choose_target` decides, once per session: ``--target cluster`` or ``--target twin`` force it; ``auto`` (the
-default) picks the cluster when ``--kube-context`` is given or kubectl has a current context, and the twin
-otherwise. The choice and its reason are one line each in the session header and the final summary, so a green
-twin run is never mistaken for a cluster run.
+The generic harness chooses the target (:func:`harness.targets.choose_target`); this repository's ``[tool.harness]
+twin`` names :mod:`specs.agent_controller.twin_plugin`, whose ``make_stand_in`` builds a :class:`TwinSession`.
 
 :class:`TwinSession` owns the twin: ``python -m fakes.stack`` in its own process group (dies with pytest), started
 lazily before the first cluster spec, stopped at the end of the session. Its kube context is accepted for this
@@ -28,69 +26,16 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from harness import process
-from harness.errors import TwinStartFailed as TwinStartFailed  # re-exported: defined in harness.errors
 from harness.kube import Kube, resolve_kubectl
+from specs.agent_controller.errors import TwinStartFailed as TwinStartFailed
 
-TARGETS = ("auto", "cluster", "twin")
 TWIN_START_TIMEOUT = 180.0
 """Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
 TWIN_STOP_TIMEOUT = 30.0
 NAMESPACE = "controller-agent"
-
-
-@dataclass(frozen=True)
-class TargetChoice:
-    """``kind`` is ``cluster`` or ``twin``; ``reason`` says why, in a few words."""
-
-    kind: Literal["cluster", "twin"]
-    reason: str
-
-    def line(self) -> str:
-        return f"stack target: {self.kind} ({self.reason})"
-
-
-def current_kube_context(timeout: float = 10.0) -> tuple[str | None, str]:
-    """kubectl's current context, or ``None`` and why not (no kubectl, no kubeconfig, none set)."""
-    try:
-        kubectl = resolve_kubectl()
-    except Exception as exc:
-        return None, str(exc)
-    try:
-        done = process.run_bounded([kubectl, "config", "current-context"], timeout=timeout)
-    except process.Timeout:
-        return None, f"`kubectl config current-context` did not answer within {timeout:.0f}s"
-    name = done.stdout.strip()
-    if done.returncode != 0 or not name:
-        return None, process.tail(done.stderr, 1) or "no current context"
-    return name, ""
-
-
-def choose_target(option: str, kube_context: str | None, *, current: Any = current_kube_context) -> TargetChoice:
-    """The session's target. ``option`` is ``auto``, ``cluster`` or ``twin``; ``current()`` -> ``(name, why)``.
-
-    Raises ``ValueError`` for an unknown option or for ``twin`` together with ``--kube-context`` (a twin has no
-    context to choose: it would silently ignore the one asked for).
-    """
-    if option not in TARGETS:
-        raise ValueError(f"--target must be one of {', '.join(TARGETS)}, got {option!r}")
-    if option == "twin":
-        if kube_context:
-            raise ValueError(
-                f"--target twin with --kube-context {kube_context}: the twin has its own context; drop one of them"
-            )
-        return TargetChoice("twin", "forced by --target twin")
-    if option == "cluster":
-        context = f", context {kube_context}" if kube_context else ""
-        return TargetChoice("cluster", f"forced by --target cluster{context}")
-    if kube_context:
-        return TargetChoice("cluster", f"--kube-context {kube_context} given")
-    name, why = current()
-    if name:
-        return TargetChoice("cluster", f"kubectl's current context is {name!r}")
-    return TargetChoice("twin", f"no --kube-context and no current kube context: {why}")
 
 
 @dataclass
@@ -147,6 +92,41 @@ class TwinSession:
                 self.stop()
                 raise
             return self.info
+
+    # --- as a harness.targets.StandIn ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """:meth:`ensure_started`, as the harness calls it before the first cluster spec."""
+        self.ensure_started()
+
+    def report(self) -> dict[str, Any] | None:
+        """How this process's twin did (``None``: never asked to start), measured while it still runs."""
+        if self.info is None:
+            return {"failed": self.failure} if self.failure else None
+        return {
+            "seconds": self.wall_start or 0.0,
+            "memory": self.memory_bytes(),
+            "bugs": list(self.bugs),
+            "context": self.context,
+        }
+
+    def header(self) -> list[str]:
+        return [
+            f"harness: cluster specs use the stack twin this run starts (kube context {self.context!r}, "
+            f"namespace {self.kube.namespace!r})"
+        ]
+
+    def describe(self, reports: list[dict[str, Any]]) -> str:
+        """How each twin this session started did: start time, memory, bugs switched on."""
+        parts = []
+        for twin in reports:
+            if twin.get("failed"):
+                parts.append("a twin did not start")
+                continue
+            memory = f", {twin['memory'] / 2**20:.0f} MiB resident" if twin.get("memory") else ""
+            bugs = f", bugs switched on: {', '.join(twin['bugs'])}" if twin.get("bugs") else ""
+            parts.append(f"the stack twin came up in {twin['seconds']:.1f}s{memory}{bugs}")
+        return "; ".join(parts)
 
     def _start(self) -> TwinInfo:
         argv = [self.python, "-m", "fakes.stack", "--kubeconfig", self.kubeconfig, "--context", self.context]

@@ -1,0 +1,26 @@
+"""What exec and port-forward need of the double: :class:`~fakes.kube.double_core.DoubleCore` and its registries.
+
+:mod:`fakes.kube.double` installs :mod:`fakes.kube.exec` and :mod:`fakes.kube.portforward`, so they cannot import it
+back, not even for types; they type the double with this protocol, which :class:`~fakes.kube.double.KubeDouble`
+satisfies.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from fakes.kube.double_core import DoubleCore
+from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceHandlers
+
+
+class DoubleApi(DoubleCore, Protocol):
+    """The double's ``subresources``, ``ports`` and ``exec_handlers`` registries on top of its core."""
+
+    @property
+    def subresources(self) -> SubresourceHandlers: ...
+
+    @property
+    def ports(self) -> PortMap: ...
+
+    @property
+    def exec_handlers(self) -> ExecHandlers: ...

@@ -1,0 +1,86 @@
+"""Inert until used: in a project that installs the harness but runs specs that use none of it, the plugin prints
+nothing, writes nothing and loads nothing heavy; run folders appear only when there is something to keep, and old
+ones are pruned to ``[tool.harness] keep_runs``. The start-up time itself is measured, not asserted:
+benchmarks/bench_plugin_startup.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+PLAIN_SPECS = "def test_adds():\n    assert 1 + 1 == 2\n\n\ndef test_fails():\n    assert 1 + 1 == 3\n"
+MODULES_SEEN = """
+import json, sys
+
+def pytest_sessionfinish(session):
+    with open("modules.json", "w") as f:
+        json.dump(sorted(sys.modules), f)
+"""
+HEAVY = ("kubernetes", "httpx", "yaml", "aiohttp", "cryptography", "jwt", "fakes")
+"""Libraries a run that uses no harness fixture must not load (the plugin's own light modules may load)."""
+HEAVY_HARNESS = ("evidence", "cleanup", "rollout", "report", "portforward", "forward_pool", "fetch", "chat", "waiting")
+
+
+def foreign_project(pytester: pytest.Pytester, state: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project of another team: its own pyproject.toml (no [tool.harness]), plain specs, a private state dir."""
+    pytester.makefile(".toml", pyproject='[project]\nname = "other"\nversion = "0"\n')
+    pytester.makepyfile(test_plain=PLAIN_SPECS)
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(state))
+
+
+def test_a_run_that_uses_nothing_of_the_harness_prints_writes_and_loads_nothing_of_it(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    foreign_project(pytester, state, monkeypatch)
+    pytester.makeconftest(MODULES_SEEN)
+    before = {p.name for p in pytester.path.iterdir()}
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)  # a failure too: a plain failure has no evidence to keep
+    said = [line for line in result.outlines + result.errlines if not line.startswith(("plugins:", "rootdir:"))]
+    assert not [line for line in said if re.search(r"harness|stack target|twin|namespace", line)]
+    pytester_own = {"modules.json", "stdout", "stderr"}  # runpytest_subprocess's captures and its basetemp
+    after = {
+        p.name for p in pytester.path.iterdir() if p.name not in pytester_own and not p.name.startswith("runpytest")
+    }
+    assert after == before  # no artifacts/ folder
+    assert not state.exists() or not list(state.iterdir())  # no lock, counter or state file
+    loaded = set(json.loads((pytester.path / "modules.json").read_text()))
+    assert not [m for m in loaded if m.split(".")[0] in HEAVY]
+    assert not [m for m in loaded if m.startswith("harness.") and m.split(".")[1] in HEAVY_HARNESS]
+
+
+def test_a_spec_that_uses_a_harness_fixture_gets_a_run_folder_and_old_ones_are_pruned(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign_project(pytester, tmp_path / "state", monkeypatch)
+    pytester.makefile(".toml", pyproject='[project]\nname = "other"\nversion = "0"\n\n[tool.harness]\nkeep_runs = 3\n')
+    pytester.makepyfile(test_uses="def test_number(issue_number):\n    assert issue_number > 0\n")
+    art = pytester.path / "artifacts"
+    art.mkdir()
+    old = [art / f"2026010{i}-000000-00000{i}" for i in range(1, 6)]
+    for folder in old:
+        folder.mkdir()
+    (art / "notes").mkdir()  # not a run folder: never touched
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_uses.py", timeout=120)
+    result.assert_outcomes(passed=1)
+    runs = sorted(p.name for p in art.iterdir() if p.name != "notes")
+    assert runs[:2] == [old[3].name, old[4].name]  # the newest two old ones, and this run's own
+    assert len(runs) == 3
+    assert (art / runs[2] / "report.html").is_file()
+    assert (art / "notes").is_dir()
+
+
+def test_harness_report_writes_a_report_even_for_plain_specs(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign_project(pytester, tmp_path / "state", monkeypatch)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-report", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    (run,) = (pytester.path / "artifacts").iterdir()
+    page = (run / "report.html").read_text()
+    assert "test_plain.py::test_adds" in page
+    assert "test_plain.py::test_fails" in page
