@@ -1,8 +1,8 @@
 """``python -m harness diagnose NAME``: why a rollout is stuck, for a person at a terminal.
 
-    python -m harness diagnose agent-orchestrator                      # a bare name is deployment/NAME
-    python -m harness diagnose statefulset/nats --namespace controller-agent
-    python -m harness diagnose pod/agent-orchestrator-6d9f7c8b5-x2x7q --context minikube
+    python -m harness diagnose web                                     # a bare name is deployment/NAME
+    python -m harness diagnose statefulset/db --namespace shop
+    python -m harness diagnose pod/web-6d9f7c8b5-x2x7q --context kind-dev
 
 Prints the same explanation a failed ``Kube.rollout_status`` raises (:mod:`harness.rollout`). The context goes
 through the same guard as the specs: ``--context`` (or the kubeconfig's current context) must be in ``[tool.harness]

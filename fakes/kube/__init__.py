@@ -65,7 +65,7 @@ from fakes.kube.store import Store
 from fakes.runtime import FakeRuntime
 
 if TYPE_CHECKING:
-    from fakes.kube.controllers import Controllers
+    from fakes.kube.components import Controllers
 
 DEFAULT_CONTEXT = "fake-kube"
 DEFAULT_KUBECTL_VERSION = "v1.32.4"
@@ -111,10 +111,10 @@ class KubeHandle:
 
     @property
     def controllers(self) -> Controllers:
-        """The simulated controllers, scheduler, kubelet, logs and events (:class:`fakes.kube.controllers.Controllers`:
+        """The simulated controllers, scheduler, kubelet, logs and events (:class:`fakes.kube.components.Controllers`:
         ``.kubelet.set_faults(...)``, ``.logs.append(...)``, ``.events``). Raises ``RuntimeError`` for a double
         served with ``controllers=False``."""
-        from fakes.kube.controllers import of
+        from fakes.kube.components import of
 
         return of(self.double)
 
@@ -230,7 +230,7 @@ def serve(
     (:mod:`fakes.kube.tls`). Raises ``fakes.server.FakeServerError`` when the
     server does not start within ``start_timeout`` seconds or its thread outlives ``stop_timeout``; ``ValueError``
     for a ``kubeconfig`` path holding something that is not a kubeconfig. ``controllers``: run the simulated
-    controllers, scheduler and kubelet (:mod:`fakes.kube.controllers`); ``False`` serves a bare API.
+    controllers, scheduler and kubelet (:mod:`fakes.kube.components`); ``False`` serves a bare API.
     """
     workdir = tempfile.mkdtemp(prefix="fake-kube-")
     written: kubeconfig_file.Written | None = None
@@ -250,7 +250,7 @@ def serve(
         server = KubeServer(double, host, port, ssl_context=tls_certs.ssl_context(certs) if certs else None)
         server.start(start_timeout)
         if controllers:
-            from fakes.kube.controllers import install
+            from fakes.kube.components import install
 
             install(double)
         written = kubeconfig_file.write(

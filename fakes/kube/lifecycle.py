@@ -398,7 +398,7 @@ class _Replaced(Exception):
 
 class Kubelet:
     """The simulated scheduler and kubelet of one double (see the module docstring). Installed by
-    :func:`fakes.kube.controllers.install`; reach it as ``kd.controllers.kubelet``."""
+    :func:`fakes.kube.components.install`; reach it as ``kd.controllers.kubelet``."""
 
     def __init__(self, ctx: ControllerContext, logs: LogBook) -> None:
         self.ctx = ctx

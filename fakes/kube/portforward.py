@@ -46,20 +46,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import re
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import WSMsgType, web
 
 from fakes.kube import portforward_channels, spdy
 from fakes.kube.errors import ApiError, bad_request
+from fakes.kube.portforward_tunnels import Connection, Pair, Tunnel, netns_path
+from fakes.kube.portforward_tunnels import TunnelInfo as TunnelInfo  # public here: tunnels() returns it
+from fakes.kube.portforward_tunnels import sandbox_id as sandbox_id  # public here: the id in every message
 
 if TYPE_CHECKING:
     from fakes.kube.double_api import DoubleApi as KubeDouble  # the double imports this module: no import back
@@ -83,15 +84,6 @@ STOP_TIMEOUT = 2.0
 """Seconds a tunnel gets to say GOAWAY and close when the double stops."""
 
 T = TypeVar("T")
-
-
-def sandbox_id(pod_uid: str) -> str:
-    """The 64-hex-digit sandbox id this double shows for a pod (stable per uid)."""
-    return hashlib.sha256(f"sandbox:{pod_uid}".encode()).hexdigest()
-
-
-def netns_path(pod_uid: str) -> str:
-    return f"/var/run/netns/cni-{uuid.uuid5(uuid.NAMESPACE_URL, pod_uid)}"
 
 
 def annotated_ports(pod: dict[str, Any]) -> dict[int, tuple[str, int]]:
@@ -118,101 +110,12 @@ def parse_target(value: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
-@dataclass(frozen=True)
-class TunnelInfo:
-    """A snapshot of one kubectl tunnel: ``transport`` (``websocket`` or ``spdy``), the pod it is pinned to (name
-    and uid), ``connections`` open now, ``total`` connections it carried, ``streams_ignored`` while wedged."""
-
-    namespace: str
-    pod: str
-    pod_uid: str
-    transport: str
-    connections: int
-    total: int
-    streams_ignored: int
-    opened_at: float
-
-
 @dataclass
 class _PodFaults:
     fail_next: int = 0
     """Connections still to fail on their first client bytes (-1: all, until cleared)."""
     fail_message: str | None = None
     wedged: bool = False
-
-
-@dataclass
-class _Pair:
-    request_id: str
-    port: int
-    error: spdy.Stream | None = None
-    data: spdy.Stream | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-
-    @property
-    def complete(self) -> bool:
-        return self.error is not None and self.data is not None
-
-
-class _Connection:
-    """One forwarded connection (a stream pair) while it relays: what a fault or a pod's death acts on."""
-
-    def __init__(self, tunnel: _Tunnel, pair: _Pair) -> None:
-        self.tunnel = tunnel
-        self.pair = pair
-        self.ended = asyncio.Event()
-        self.failure: str | None = None
-        self.pod_died = False
-        self.first_bytes = asyncio.Event()
-        self.target: asyncio.StreamWriter | None = None
-
-    def fail(self, message: str) -> None:
-        """End with ``message`` on the error stream (the relay task sends it)."""
-        if not self.ended.is_set():
-            self.failure = message
-            self.ended.set()
-
-    def die_with_pod(self) -> None:
-        """The pod's process died: its side of the connection closes (no error text)."""
-        if not self.ended.is_set():
-            self.pod_died = True
-            self.ended.set()
-
-
-class _Tunnel:
-    """One kubectl connection (SPDY session) pinned to one pod."""
-
-    def __init__(self, hub: PortForwarding, namespace: str, pod: dict[str, Any], transport: str) -> None:
-        meta = pod.get("metadata") or {}
-        self.hub = hub
-        self.namespace = namespace
-        self.pod_name = str(meta.get("name", ""))
-        self.pod_uid = str(meta.get("uid", ""))
-        self.pod = pod
-        self.transport = transport
-        self.sandbox = sandbox_id(self.pod_uid)
-        self.pod_gone = False
-        self.pairs: dict[str, _Pair] = {}
-        self.connections: set[_Connection] = set()
-        self.total = 0
-        self.opened_at = time.time()
-        self.session: spdy.Session | None = None
-
-    def info(self) -> TunnelInfo:
-        ignored = len(self.session.ignored_streams) if self.session is not None else 0
-        return TunnelInfo(
-            self.namespace,
-            self.pod_name,
-            self.pod_uid,
-            self.transport,
-            len(self.connections),
-            self.total,
-            ignored,
-            self.opened_at,
-        )
-
-    def error_text(self, port: int, cause: str) -> str:
-        return f"error forwarding port {port} to pod {self.sandbox}, uid : {cause}"
 
 
 class PortForwarding:
@@ -226,7 +129,7 @@ class PortForwarding:
         self.double = double
         self._lock = threading.Lock()
         self._faults: dict[tuple[str, str], _PodFaults] = {}
-        self._tunnels: set[_Tunnel] = set()
+        self._tunnels: set[Tunnel] = set()
         self._changed = threading.Condition(self._lock)
         self._subscribed = False
 
@@ -339,7 +242,7 @@ class PortForwarding:
     async def _serve_websocket(self, ctx: SubresourceContext) -> web.StreamResponse:
         ws = web.WebSocketResponse(protocols=(TUNNEL_PROTOCOL,), autoping=True, max_msg_size=spdy.MAX_LENGTH + 8)
         await ws.prepare(ctx.request)
-        tunnel = _Tunnel(self, ctx.namespace, ctx.object, "websocket")
+        tunnel = Tunnel(ctx.namespace, ctx.object, "websocket")
 
         async def send(data: bytes) -> None:
             await ws.send_bytes(data)
@@ -362,7 +265,7 @@ class PortForwarding:
 
     async def _serve_spdy(self, ctx: SubresourceContext) -> web.StreamResponse:
         upgraded = await spdy.accept_upgrade(ctx.request, STREAM_PROTOCOL)
-        tunnel = _Tunnel(self, ctx.namespace, ctx.object, "spdy")
+        tunnel = Tunnel(ctx.namespace, ctx.object, "spdy")
 
         async def pump(session: spdy.Session) -> None:
             while (data := await upgraded.read()) is not None:
@@ -374,7 +277,7 @@ class PortForwarding:
     async def _run(
         self,
         ctx: SubresourceContext,
-        tunnel: _Tunnel,
+        tunnel: Tunnel,
         send: spdy.Send,
         pump: Callable[[spdy.Session], Awaitable[None]],
         close_transport: Callable[[], Awaitable[None]],
@@ -415,7 +318,7 @@ class PortForwarding:
 
     # --- streams and connections ----------------------------------------------------------------------------
 
-    async def _on_stream(self, tunnel: _Tunnel, stream: spdy.Stream) -> None:
+    async def _on_stream(self, tunnel: Tunnel, stream: spdy.Stream) -> None:
         await stream.reply()
         kind = stream.headers.get("streamtype", "")
         request_id = stream.headers.get("requestid", "")
@@ -425,7 +328,7 @@ class PortForwarding:
             return
         pair = tunnel.pairs.get(request_id)
         if pair is None:
-            pair = tunnel.pairs[request_id] = _Pair(request_id, int(port_text) if port_text.isdigit() else 0)
+            pair = tunnel.pairs[request_id] = Pair(request_id, int(port_text) if port_text.isdigit() else 0)
         if getattr(pair, kind) is not None:
             await stream.reset(spdy.RstStatus.STREAM_IN_USE)
             return
@@ -440,7 +343,7 @@ class PortForwarding:
             if tunnel.pairs.get(request_id) is pair:
                 del tunnel.pairs[request_id]
 
-    async def _await_partner(self, tunnel: _Tunnel, pair: _Pair, stream: spdy.Stream) -> None:
+    async def _await_partner(self, tunnel: Tunnel, pair: Pair, stream: spdy.Stream) -> None:
         try:
             await asyncio.wait_for(pair.done.wait(), PAIR_TIMEOUT)
         except TimeoutError:
@@ -448,11 +351,11 @@ class PortForwarding:
                 await stream.write(tunnel.error_text(pair.port, "timed out waiting for streams").encode())
             await stream.close()
 
-    async def _forward(self, tunnel: _Tunnel, pair: _Pair) -> None:
+    async def _forward(self, tunnel: Tunnel, pair: Pair) -> None:
         assert pair.error is not None
         assert pair.data is not None
         error, data = pair.error, pair.data
-        conn = _Connection(tunnel, pair)
+        conn = Connection(tunnel, pair)
         tunnel.total += 1
         self._connection_added(tunnel, conn)
         try:
@@ -462,7 +365,7 @@ class PortForwarding:
                 conn.target.close()
             self._connection_removed(tunnel, conn)
 
-    async def _relay(self, tunnel: _Tunnel, conn: _Connection, error: spdy.Stream, data: spdy.Stream) -> None:
+    async def _relay(self, tunnel: Tunnel, conn: Connection, error: spdy.Stream, data: spdy.Stream) -> None:
         port = conn.pair.port
         if not 0 < port < 65536:
             return await _fail(
@@ -512,7 +415,7 @@ class PortForwarding:
 
     # --- bookkeeping -----------------------------------------------------------------------------------------
 
-    def _target(self, tunnel: _Tunnel, port: int) -> tuple[str, int] | None:
+    def _target(self, tunnel: Tunnel, port: int) -> tuple[str, int] | None:
         mapped = self.double.ports.target(tunnel.namespace, tunnel.pod_name, port)
         if mapped is not None:
             return mapped
@@ -522,7 +425,7 @@ class PortForwarding:
     def _pod_faults(self, namespace: str, pod: str) -> _PodFaults:
         return self._faults.get((namespace, pod)) or _PodFaults()
 
-    def _take_failure(self, tunnel: _Tunnel) -> str | None:
+    def _take_failure(self, tunnel: Tunnel) -> str | None:
         """The message of an armed failure for this connection ("" for the default), consuming one, else None."""
         with self._lock:
             faults = self._faults.get((tunnel.namespace, tunnel.pod_name))
@@ -532,7 +435,7 @@ class PortForwarding:
                 faults.fail_next -= 1
             return faults.fail_message or ""
 
-    def _tunnels_of(self, namespace: str, pod: str) -> list[_Tunnel]:
+    def _tunnels_of(self, namespace: str, pod: str) -> list[Tunnel]:
         with self._lock:
             return [t for t in self._tunnels if t.namespace == namespace and t.pod_name == pod]
 
@@ -543,23 +446,23 @@ class PortForwarding:
             if tunnel.session is not None:
                 tunnel.session.wedged = self._pod_faults(tunnel.namespace, tunnel.pod_name).wedged
 
-    def _add(self, tunnel: _Tunnel) -> None:
+    def _add(self, tunnel: Tunnel) -> None:
         with self._changed:
             self._tunnels.add(tunnel)
             self._apply_wedges()
             self._changed.notify_all()
 
-    def _remove(self, tunnel: _Tunnel) -> None:
+    def _remove(self, tunnel: Tunnel) -> None:
         with self._changed:
             self._tunnels.discard(tunnel)
             self._changed.notify_all()
 
-    def _connection_added(self, tunnel: _Tunnel, conn: _Connection) -> None:
+    def _connection_added(self, tunnel: Tunnel, conn: Connection) -> None:
         with self._changed:
             tunnel.connections.add(conn)
             self._changed.notify_all()
 
-    def _connection_removed(self, tunnel: _Tunnel, conn: _Connection) -> None:
+    def _connection_removed(self, tunnel: Tunnel, conn: Connection) -> None:
         with self._changed:
             tunnel.connections.discard(conn)
             self._changed.notify_all()
@@ -601,7 +504,7 @@ class PortForwarding:
 # --- the relay ------------------------------------------------------------------------------------------------
 
 
-async def _client_to_target(data: spdy.Stream, conn: _Connection) -> None:
+async def _client_to_target(data: spdy.Stream, conn: Connection) -> None:
     """kubectl's bytes to the target; kubectl's FIN half-closes the target socket."""
     writer = conn.target
     assert writer is not None
@@ -654,7 +557,7 @@ def _reset_cause(port: int) -> str:
     return f"read tcp4 127.0.0.1:{40000 + port % 20000}->127.0.0.1:{port}: read: connection reset by peer"
 
 
-def _refused_cause(tunnel: _Tunnel, port: int) -> str:
+def _refused_cause(tunnel: Tunnel, port: int) -> str:
     return (
         f'failed to execute portforward in network namespace "{netns_path(tunnel.pod_uid)}": failed to connect to '
         f'localhost:{port} inside namespace "{tunnel.sandbox}", IPv4: dial tcp4 127.0.0.1:{port}: connect: '

@@ -23,16 +23,16 @@ import asyncio
 import base64
 import binascii
 import contextlib
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from aiohttp import WSMessage, WSMsgType, web
 
 from fakes.kube import spdy
 from fakes.kube.errors import bad_request
+from fakes.kube.portforward_tunnels import Pair, Tunnel
 
 if TYPE_CHECKING:
     from fakes.kube.extensions import SubresourceContext
-    from fakes.kube.portforward import PortForwarding
 
 BINARY = "v4.channel.k8s.io"
 BASE64 = "v4.base64.channel.k8s.io"
@@ -65,6 +65,19 @@ def parse_ports(values: list[str]) -> list[int]:
                 raise bad_request(f'port "{value}" must be > 0')
             ports.append(int(part))
     return ports
+
+
+class Hub(Protocol):
+    """What the channel server drives of :class:`fakes.kube.portforward.PortForwarding` (its tunnel table and its
+    relay, run on the double's loop); described here because that module imports this one."""
+
+    def _ensure_subscribed(self) -> None: ...
+
+    def _add(self, tunnel: Tunnel) -> None: ...
+
+    def _remove(self, tunnel: Tunnel) -> None: ...
+
+    async def _forward(self, tunnel: Tunnel, pair: Pair) -> None: ...
 
 
 class _Channels:
@@ -126,17 +139,15 @@ class ChannelStream:
         self.local_closed = True
 
 
-async def serve(hub: PortForwarding, ctx: SubresourceContext, protocols: set[str]) -> web.StreamResponse:
+async def serve(hub: Hub, ctx: SubresourceContext, protocols: set[str]) -> web.StreamResponse:
     """Serve one channel-protocol port-forward WebSocket until every port is done, the client goes, or the
     double stops."""
-    from fakes.kube.portforward import _Pair, _Tunnel
-
     ports = parse_ports(ctx.request.query.getall("ports", []) or ctx.request.query.getall("port", []))
     chosen = BINARY if BINARY in protocols else BASE64 if BASE64 in protocols else None
     ws = web.WebSocketResponse(protocols=(chosen,) if chosen else (), autoping=True, max_msg_size=MAX_MESSAGE)
     await ws.prepare(ctx.request)
     channels = _Channels(ws, text=chosen == BASE64)
-    tunnel = _Tunnel(hub, ctx.namespace, ctx.object, "websocket-channels")
+    tunnel = Tunnel(ctx.namespace, ctx.object, "websocket-channels")
     streams = [ChannelStream(channels, n) for n in range(2 * len(ports))]
     for n in range(len(streams)):
         await channels.send(n, ports[n // 2].to_bytes(2, "little"))
@@ -144,7 +155,7 @@ async def serve(hub: PortForwarding, ctx: SubresourceContext, protocols: set[str
     hub._add(tunnel)
     forwards = []
     for i, port in enumerate(ports):
-        pair = _Pair(f"ws-{i}", port, cast(spdy.Stream, streams[2 * i + 1]), cast(spdy.Stream, streams[2 * i]))
+        pair = Pair(f"ws-{i}", port, cast(spdy.Stream, streams[2 * i + 1]), cast(spdy.Stream, streams[2 * i]))
         forwards.append(asyncio.ensure_future(hub._forward(tunnel, pair)))
 
     async def stop() -> None:

@@ -233,7 +233,7 @@ def test_diagnose_works_from_any_folder_and_says_when_it_uses_the_defaults(kd: A
     args = ["--kubeconfig", kd.kubeconfig, "--context", kd.context]
     configured = run_in(elsewhere, "web", *args, "--config", str(project))
     assert configured.returncode == 1, configured.stderr
-    assert configured.stdout.splitlines()[0] == "context fake-kube, namespace shop"
+    assert configured.stdout.splitlines()[-1] == "(context fake-kube, namespace shop)"  # the cause comes first
     assert "using the defaults" not in configured.stderr
     defaults = run_in(elsewhere, "web", *args)
     assert defaults.returncode == 2
