@@ -1,11 +1,10 @@
-"""Product bugs the upstream stack really shipped, or that break a promise it makes, which the twin can put back one
-at a time.
+"""Product bugs the upstream stack really shipped (or its review caught), and breaches of the promises it states,
+which the twin can put back one at a time.
 
 A spec suite that passes whatever the stack does is worth nothing. Each switch below turns one component back
-into a version that shipped a bug (or, for the promises of issue 24 that no incident is recorded for, into the
-plausible regression the promise rules out), and ``specs/twin/test_bug_switches.py`` shows the matching cluster
-spec going red with a message that names the problem. Switch them on with ``python -m fakes.stack --bug NAME`` or
-the pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
+into a version that shipped a bug (or breaks one stated promise), and ``specs/twin/test_bug_switches.py`` shows the
+matching cluster spec going red with a message that names the problem. Switch them on with ``python -m fakes.stack
+--bug NAME`` or the pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
 """
 
 from __future__ import annotations
@@ -134,6 +133,36 @@ BUGS: dict[str, Bug] = {
             "the gateway forgets the delivery ids it has seen, so a redelivered webhook (the same X-GitHub-Delivery) "
             "runs a second turn",
             "specs/cluster/test_dropped_webhooks.py::test_a_redelivered_webhook_runs_at_most_one_turn",
+        ),
+        Bug(
+            "repeat-call-no-result",
+            "agent-orchestrator",
+            "on a resumed turn, the planner's duplicate-call guard finishes a byte-identical repeat of an answered "
+            "caller-tool call with no result, and the reply renders a literal ```json undefined``` block instead of "
+            "the last tool result (caught in the product's review)",
+            "specs/cluster/test_caller_tool_resume.py::"
+            "test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result",
+        ),
+        Bug(
+            "index-below-threshold",
+            "agent-orchestrator",
+            "the caller-tool index is used on every tool turn (definitions embedded, Qdrant searched, points written) "
+            "although no more caller tools than callerToolTopK leaves nothing to prune",
+            "specs/cluster/test_caller_tool_index.py::test_no_more_tools_than_k_skip_the_index",
+        ),
+        Bug(
+            "invoke-resumes",
+            "agent-orchestrator",
+            "/invoke lifts a messages history from its body and resumes the turn from its role: tool result, which "
+            "only the chat facade may do",
+            "specs/cluster/test_caller_tool_resume.py::test_invoke_never_resumes_a_turn_from_a_tool_result",
+        ),
+        Bug(
+            "tool-choice-none-ignored-on-resume",
+            "agent-orchestrator",
+            "a resumed chat turn drops the client's tool_choice: \"none\", so the caller's tools are offered and "
+            "the model's call is handed back",
+            "specs/cluster/test_caller_tool_resume.py::test_tool_choice_none_on_a_resumed_turn_offers_nothing",
         ),
     )
 }

@@ -373,5 +373,6 @@ def _failure(exc: BaseException) -> str:
 def _plan_line(session: str, plan: Plan) -> str:
     return (
         f"chat {session}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
-        f"executed={plan.executed} returned={[c.name for c in plan.tool_calls]} finish={plan.finish_reason}"
+        f"executed={plan.executed} repeated={plan.repeated} returned={[c.name for c in plan.tool_calls]} "
+        f"finish={plan.finish_reason}"
     )

@@ -38,6 +38,8 @@ class Invocation:
     tool_choice: Any = None
     #: Tool calls the client must run (a planned turn that ended in them).
     pending: list[ModelToolCall] = field(default_factory=list)
+    #: A conversation the body carried (``messages``): never read, unless the ``invoke-resumes`` bug is on.
+    history: list[dict[str, Any]] = field(default_factory=list)
 
     def answer(self) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -11,7 +11,11 @@ HTTP (port 8081, Service ``agent-orchestrator-invoke``):
   The body may also be ``{"request", "session_id"?, "tools"?, "tool_choice"?}``; a turn with caller tools is
   planned (:mod:`fakes.stack.planner`) instead of going to an agent, and its record then carries the calls the
   client must run as ``pendingToolCalls`` (``[{"id", "name", "arguments"}]``) and no ``result``; a tool definition
-  the API would refuse is a 400 and never an invocation.
+  the API would refuse is a 400 and never an invocation. Only chat resumes a turn: ``/invoke`` has no message
+  array to carry a ``role: "tool"`` result, so a ``messages`` field in its body is not read and the request is a
+  new turn planned from its ``request`` alone *(twin's reading: whether upstream refuses such a body or ignores the
+  field is not part of the material; see specs/cluster/README.md)*. The bug switch ``invoke-resumes`` lifts that
+  history into the planned turn instead.
 - ``POST /v1/chat/completions``: the OpenAI-compatible chat facade (:mod:`fakes.stack.chat`).
 - ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up, the Skills indexed).
 
@@ -238,6 +242,7 @@ class Orchestrator:
             repository=str(body["repository"]) if body.get("repository") else None,
             tools=tools,
             tool_choice=body.get("tool_choice"),
+            history=_history(body.get("messages")),
         )
         self.invocations[invocation.id] = invocation
         invocation.task = asyncio.ensure_future(self._turn(invocation))
@@ -272,7 +277,16 @@ class Orchestrator:
         self.ctx.log(f"invocation {inv.id} {inv.status}: {inv.error or ''}")
 
     async def _planned_turn(self, inv: Invocation) -> str:
-        plan = await self.planner.run([{"role": "user", "content": inv.goal}], inv.tools, inv.tool_choice)
+        """A turn with caller tools, always a new one: only chat resumes (see the module docstring)."""
+        messages: list[dict[str, Any]] = [{"role": "user", "content": inv.goal}]
+        if inv.history and "invoke-resumes" in self.ctx.bugs:
+            messages = inv.history  # the bug: the body's conversation, ending in a tool result, resumes the turn
+        elif inv.history:
+            self.ctx.log(
+                f"invocation {inv.id}: its body's messages ({len(inv.history)}) are not read: /invoke has no message "
+                "array, only chat resumes a turn"
+            )
+        plan = await self.planner.run(messages, inv.tools, inv.tool_choice)
         inv.pending = plan.tool_calls
         self.ctx.log(
             f"invocation {inv.id}: skill={plan.skill} advertised={plan.advertised} dropped={plan.dropped} "
@@ -364,6 +378,11 @@ class Orchestrator:
         finally:
             for undo in unsubscribe:
                 undo()
+
+
+def _history(raw: Any) -> list[dict[str, Any]]:
+    """The message objects of a body's ``messages`` (anything else: none)."""
+    return [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
 
 
 def embed(text: str) -> list[float]:

@@ -174,7 +174,10 @@ def test_an_on_delete_statefulset_names_the_pods_to_delete_then_rolls_out_once_t
     assert lines[0].startswith("statefulset/db did not roll out: updateStrategy OnDelete: pods db-0, db-1 still run")
     assert "kubectl delete pod db-0 db-1" in lines[0]
     assert lines[1].startswith("  terminal, not a timeout: updateStrategy OnDelete: pods db-0, db-1 must be deleted")
-    assert "rollout status is only available for RollingUpdate strategy type" in lines[2]
+    # kubectl's own words follow: its refusal for OnDelete, or, when the harness saw the cause first and stopped it,
+    # what its watch had printed by then (which of the two comes first depends on the machine's load)
+    said = "\n".join(lines[2:])
+    assert "only available for RollingUpdate strategy type" in said or "Waiting for" in said, lines
     kube.kubectl("delete", "pod", "db-0", "db-1", "--wait=false")  # the rollout wait below does the waiting
     assert kube.rollout_status("statefulset/db", timeout=BUDGET, check_every=0.5).startswith(
         "OnDelete update complete: 2 pods"

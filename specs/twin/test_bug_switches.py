@@ -32,6 +32,11 @@ ROLLOUT_PHASE = "specs/cluster/test_resilience.py::test_orchestrator_rollout_dur
 REOFFER = "specs/cluster/test_resilience.py::test_retrigger_after_rollout_collects_the_held_reply"
 DROPPED = "specs/cluster/test_dropped_webhooks.py::test_webhooks_the_gateway_must_drop_start_nothing"
 REDELIVERY = "specs/cluster/test_dropped_webhooks.py::test_a_redelivered_webhook_runs_at_most_one_turn"
+RESUME = "specs/cluster/test_caller_tool_resume.py"
+REPEAT = f"{RESUME}::test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result"
+INVOKE_RESUME = f"{RESUME}::test_invoke_never_resumes_a_turn_from_a_tool_result"
+NONE_ON_RESUME = f"{RESUME}::test_tool_choice_none_on_a_resumed_turn_offers_nothing"
+BELOW_K = "specs/cluster/test_caller_tool_index.py::test_no_more_tools_than_k_skip_the_index"
 
 CASES = {
     "subject-keying": (HAPPY, ["no AgentRun was created: the turn was parked", "link your accounts"]),
@@ -77,6 +82,19 @@ CASES = {
     ),
     "bot-events-not-dropped": (DROPPED, ["webhooks the gateway must drop: the bot's own event (e2e-bot"]),
     "redelivery-runs-twice": (REDELIVERY, ["a redelivered webhook (the same X-GitHub-Delivery"]),
+    "repeat-call-no-result": (
+        REPEAT,
+        ["a repeated call on a resumed turn must finish carrying the last tool's result", "literal 'undefined'"],
+    ),
+    "index-below-threshold": (
+        BELOW_K,
+        ["with 3 caller tools, no more than K=3, the caller-tool index must be skipped; caller_tools went from"],
+    ),
+    "invoke-resumes": (INVOKE_RESUME, ["only chat resumes: /invoke"]),
+    "tool-choice-none-ignored-on-resume": (
+        NONE_ON_RESUME,
+        ['on a turn that must offer none (tool_choice "none" on a resumed turn)'],
+    ),
 }
 INNER_TIMEOUT = 600.0
 """Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""
