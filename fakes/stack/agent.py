@@ -93,11 +93,13 @@ class StubAgent:
         text = self.reply_text()
         deadline = time.monotonic() + self.hold
         offer = 0
+        # The broken version (reply-reoffer-stalls): one offer, then only a wait for the whole hold.
+        retry = self.hold if "reply-reoffer-stalls" in self.ctx.bugs else self.retry
         while time.monotonic() < deadline:
             offer += 1
             self.nats.publish(f"agent.{self.run}.reply", {"text": text, "offer": offer})
             try:
-                await asyncio.wait_for(self.acked.wait(), timeout=min(self.retry, deadline - time.monotonic()))
+                await asyncio.wait_for(self.acked.wait(), timeout=min(retry, deadline - time.monotonic()))
                 self._exit(0, f"reply acknowledged after {offer} offer(s)")
                 return
             except TimeoutError:

@@ -100,6 +100,41 @@ BUGS: dict[str, Bug] = {
             "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed",
         ),
         Bug(
+            "duplicate-reply-after-restart",
+            "integration-gateway",
+            "an answered turn stays in the outbox with its reply, and the start-up sweep resumes it from the comment "
+            "step: a restarted gateway posts the reply it holds again",
+            "specs/cluster/test_reply_comments.py::test_one_reply_comment_across_gateway_restarts",
+        ),
+        Bug(
+            "rollout-fails-run-transiently",
+            "agent-orchestrator",
+            "a stopping orchestrator marks the AgentRuns it was waiting on Failed, and that version's core-controller "
+            "re-derives the phase from the still-running Job, so the run reads Running again a moment later",
+            "specs/cluster/test_resilience.py::test_orchestrator_rollout_during_narration_keeps_the_run",
+        ),
+        Bug(
+            "reply-reoffer-stalls",
+            "agent-runtime",
+            "the agent offers its reply once and never again, waiting out the whole hold: a reply held through an "
+            "orchestrator rollout is never collected by the re-triggered turn",
+            "specs/cluster/test_resilience.py::test_retrigger_after_rollout_collects_the_held_reply",
+        ),
+        Bug(
+            "bot-events-not-dropped",
+            "integration-gateway",
+            "the gateway's sender filter is gone: the bot's own events, Bot senders and logins outside the allowlist "
+            "each start a turn",
+            "specs/cluster/test_dropped_webhooks.py::test_webhooks_the_gateway_must_drop_start_nothing",
+        ),
+        Bug(
+            "redelivery-runs-twice",
+            "integration-gateway",
+            "the gateway forgets the delivery ids it has seen, so a redelivered webhook (the same X-GitHub-Delivery) "
+            "runs a second turn",
+            "specs/cluster/test_dropped_webhooks.py::test_a_redelivered_webhook_runs_at_most_one_turn",
+        ),
+        Bug(
             "repeat-call-no-result",
             "agent-orchestrator",
             "on a resumed turn, the planner's duplicate-call guard finishes a byte-identical repeat of an answered "

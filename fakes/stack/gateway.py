@@ -8,7 +8,8 @@ at once, also for events it ignores, and works in the background:
   ``stub-agent``, ``ai-review`` -> ``stub-swe-agent``) starts a turn, for the route's agent with the route's
   rendered ``promptTemplate`` as its goal and the event's repository; the bot (``e2e-bot``), any
   ``Bot`` sender and senders outside the allowlist are dropped silently: no error, no AgentRun; a delivery id seen
-  before is ignored;
+  before (a redelivery: same ``X-GitHub-Delivery``) is ignored, also after a restart (the ids are on the outbox's
+  volume claim; the twin's reading, unverified: specs/cluster/README.md §9);
 - the session is ``github:<owner>/<repo>#<n>``, the subject ``github:<lower-cased login>``; the turn goes to the
   orchestrator (``POST /invoke`` with the bearer ``e2e-gateway-token`` and a signed sender assertion), then
   ``GET /invoke/<id>`` every 2 s for up to 90 s;
@@ -127,10 +128,11 @@ class Gateway:
             return None
         sender = payload.get("sender") or {}
         login = str(sender.get("login", ""))
-        if sender.get("type") == "Bot" or login == self.bot or login not in self.allow:
+        if self._dropped(sender, login):
             self.ctx.log(f"gateway: dropped {delivery or 'a delivery'} from {login or 'nobody'} (not allowed)")
             return None
-        if delivery and delivery in self.seen:
+        if delivery and delivery in self.seen and "redelivery-runs-twice" not in self.ctx.bugs:
+            self.ctx.log(f"gateway: delivery {delivery} seen before (a redelivery): ignored")
             return None
         repo = payload.get("repository") or {}
         issue = payload.get("issue") or {}
@@ -171,10 +173,19 @@ class Gateway:
             "answer": None,
         }
 
+    def _dropped(self, sender: dict[str, Any], login: str) -> bool:
+        """The bot itself, any ``Bot`` sender and logins outside the allowlist start nothing (a reply loop and a
+        stranger's label otherwise cost a turn each)."""
+        if "bot-events-not-dropped" in self.ctx.bugs:  # the broken version: no sender filter at all
+            return False
+        return sender.get("type") == "Bot" or login == self.bot or login not in self.allow
+
     # --- the relay --------------------------------------------------------------------------------------------
 
     async def _relay(self, turn: dict[str, Any], swept: bool) -> None:
         try:
+            if swept and turn["step"] == "done":  # only kept with duplicate-reply-after-restart on
+                turn["step"] = "comment"  # the broken version: the sweep posts the reply it holds again
             if turn["step"] == "relay":
                 turn["answer"] = await self._ask(turn)
                 turn["step"] = "comment"
@@ -203,7 +214,10 @@ class Gateway:
                         None,
                         tolerate=(404,),
                     )
-            self.outbox.pop(turn["id"], None)
+            if "duplicate-reply-after-restart" in self.ctx.bugs:
+                turn["step"] = "done"  # the broken version: an answered turn stays in the outbox, its reply held
+            else:
+                self.outbox.pop(turn["id"], None)
             self.ctx.log(f"gateway: turn {turn['id']} for {turn['session']} finished")
         except asyncio.CancelledError:
             raise  # the outbox keeps the turn for the next gateway's sweep

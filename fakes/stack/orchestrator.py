@@ -130,6 +130,8 @@ class Orchestrator:
         self.draining = True
         await self.skills.stop()
         self.nats.unsubscribe_all()  # a held reply stays unacknowledged for the next orchestrator
+        if "rollout-fails-run-transiently" in self.ctx.bugs:
+            self._fail_awaited_runs()
         for invocation in self.invocations.values():
             if invocation.task is not None:
                 invocation.task.cancel()
@@ -137,6 +139,23 @@ class Orchestrator:
         await self.nats.close()
         await self.http.aclose()
         self.invocations.clear()
+
+    def _fail_awaited_runs(self) -> None:
+        """The broken version (rollout-fails-run-transiently): a stopping orchestrator marks every run it was
+        waiting on ``Failed`` (that version's controller then re-derives ``Running`` from the still-running Job, so
+        only a watch sees it)."""
+
+        def failed(obj: dict[str, Any]) -> None:
+            obj.setdefault("status", {}).update(phase="Failed", message="orchestrator shutting down")
+
+        for invocation in self.invocations.values():
+            if invocation.run and invocation.task is not None and not invocation.task.done():
+                try:
+                    self.ctx.double.store.mutate(
+                        config.AGENTRUNS, self.ctx.namespace, invocation.run, failed, subresource="status"
+                    )
+                except ApiError as exc:
+                    self.ctx.log(f"orchestrator: could not mark {invocation.run} Failed: {exc}")
 
     async def _warm_up(self) -> None:
         """Qdrant collections and the catalog indexed, retried until Qdrant answers (the pod is not Ready before)."""

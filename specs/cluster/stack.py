@@ -24,7 +24,7 @@ from harness import (
     StopWaiting,
     wait_for_sync,
 )
-from harness.webhooks import issues_labeled_payload, send_webhook
+from harness.webhooks import WebhookDelivery, issues_labeled_payload, send_webhook
 from specs.agent_controller import github_seed
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE, AgentRunRecord, agent_runs_since
 from specs.agent_controller.cluster_secrets import SecretValue, read_secret_value
@@ -56,6 +56,18 @@ ROLLOUT = 300.0
 BOUNCE = 180.0
 LABEL_REMOVAL = 300.0
 LABEL_AFTER_ROLL = 600.0
+WAIT_INTERVAL = 2.0
+"""Seconds between a wait's attempts (upstream's ``wait_for`` interval, README §6)."""
+REPLY_REOFFER = 10.0
+"""Seconds between the agent's offers of a held reply (``AGENT_REPLY_ACK_RETRY_MS``, README §6)."""
+TRIGGER_SPACING = 20.0
+"""Seconds upstream leaves between one spec's trigger and the next (README §6)."""
+NOTHING_MORE = TRIGGER_SPACING / 2
+"""Seconds a spec watches for something that must not come after a turn ended (a second comment, another
+AgentRun): inside the trigger spacing, so no other spec's trigger can land in the window."""
+NARRATE_THROUGH_ROLL = 20.0
+"""Seconds the stub narrates (every :data:`WAIT_INTERVAL`) while a spec rolls a service: upstream's rollout pacing,
+under the 25 s shutdown drain (failure mode 30) and well inside the gateway's 90 s poll."""
 SLACK = 60.0
 """Seconds a spec's timeout keeps beyond its chained budgets, for seeding, triggers and assertions."""
 
@@ -116,8 +128,17 @@ class Stack:
     def relabel(self, issue: int) -> None:
         self.through(GITHUB, lambda fwd: github_seed.add_label(fwd, issue))
 
-    def trigger(self, issue: int, *, title: str, sender: str = SENDER, open_issue: bool = True) -> Trigger:
-        """Open ``issue`` (unless it exists) with the trigger label and send the signed ``labeled`` webhook."""
+    def trigger(
+        self,
+        issue: int,
+        *,
+        title: str,
+        sender: str = SENDER,
+        sender_type: str = "User",
+        open_issue: bool = True,
+    ) -> Trigger:
+        """Open ``issue`` (unless it exists) with the trigger label and send the signed ``labeled`` webhook from
+        ``sender`` (a GitHub account of ``sender_type``: ``User`` or ``Bot``)."""
         if open_issue:
             self.through(GITHUB, lambda fwd: github_seed.open_issue(fwd, issue, title=title, user=sender))
         since = self.kube.server_time()
@@ -130,9 +151,20 @@ class Stack:
             title=title,
             label=LABEL,
             sender=sender,
+            sender_type=sender_type,
             body=f"Opened by the harness for issue {issue}.",
         )
-        delivery = str(uuid.uuid4())
+        sent = self._deliver(payload, str(uuid.uuid4()))
+        return Trigger(self, issue, since, before, comments_before, sent.status, sent.delivery, payload, sent.body)
+
+    def redeliver(self, trigger: Trigger) -> WebhookDelivery:
+        """Send ``trigger``'s delivery again: the same ``X-GitHub-Delivery`` and the same bytes, as GitHub's
+        "Redeliver" (and ``POST .../deliveries/{id}/attempts``) sends it."""
+        sent = self._deliver(trigger.payload, trigger.delivery)
+        assert sent.body == trigger.body, "the redelivery's bytes differ from the original delivery's"
+        return sent
+
+    def _deliver(self, payload: dict[str, Any], delivery: str) -> WebhookDelivery:
         sent = self.through(
             GATEWAY,
             lambda fwd: send_webhook(
@@ -140,12 +172,13 @@ class Stack:
             ),
         )
         assert 200 <= sent.status < 300, f"the gateway answered the webhook {sent.status}: {sent.answer}"
-        return Trigger(self, issue, since, before, comments_before, sent.status)
+        return sent
 
 
 @dataclass
 class Trigger:
-    """One trigger: the issue, the API server's clock at the trigger, the runs that existed before it."""
+    """One trigger: the issue, the API server's clock at the trigger, the runs that existed before it, and the
+    delivery sent (its id, payload and exact bytes, for a redelivery)."""
 
     stack: Stack
     issue: int
@@ -153,6 +186,9 @@ class Trigger:
     before: set[str]
     comments_before: int
     status: int
+    delivery: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+    body: bytes = b""
 
     def runs(self) -> list[AgentRunRecord]:
         """AgentRuns created since the trigger (newest first), leaving out any that existed before it."""

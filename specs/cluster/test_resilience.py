@@ -8,10 +8,14 @@ one warm-up turn first (a fresh orchestrator's warm-up must not land in a timed 
 - silent for 60 s (past the 30 s idle window): no reply marker; the comment says ``went silent for 30000ms`` and
   never the legacy relabelling ``produced no reply within`` (the incident behind this spec);
 - NATS bounced during a 50 s narration: kept skipped, as upstream does (below);
-- the orchestrator rolled during a 20 s narration: neither message, the same run (no relaunch), not ``Failed``
-  (not ``Succeeded`` either: the reply is held until someone acknowledges it);
-- rolled, then the same issue triggered again: a reply comment within the 90 s poll budget, still exactly one
-  AgentRun, which reaches ``Succeeded`` (only the next turn recovers the answer: failure mode 33).
+- the orchestrator rolled during a 20 s narration: neither message, the same run (no relaunch), and never
+  ``Failed`` at any moment: the run's phase is watched from before the rollout until the gateway's comment, so a
+  ``Failed`` written during the rollout and overwritten afterwards is caught (not ``Succeeded`` either: the reply is
+  held until someone acknowledges it);
+- rolled, then the same issue triggered again once the held reply has been offered at least once (one re-offer
+  interval after the narration ended, on the API server's clock from the agent container's start): a reply comment
+  within the 90 s poll budget, so the agent's re-offer cadence is what delivers it, still exactly one AgentRun, which
+  reaches ``Succeeded`` (only the next turn recovers the answer: failure mode 33).
 
 Pacing is patched onto the stub Agent by name and restored exactly (failure mode 44).
 """
@@ -19,27 +23,33 @@ Pacing is patched onto the stub Agent by name and restored exactly (failure mode
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 import pytest
 
-from harness import unique_issue_number, wait_for_sync
+from harness import StopWaiting, unique_issue_number, wait_for_sync
+from harness.timestamps import parse_k8s_time
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 from specs.agent_controller.bounce import bounce_pod
 from specs.agent_controller.pacing import pace_stub_agent
+from specs.cluster.phase_watch import PhaseWatch
 from specs.cluster.stack import (
     BOUNCE,
     COMMENT,
     GATEWAY_POLL,
     LEGACY_NO_REPLY,
+    NARRATE_THROUGH_ROLL,
     REPLY_MARKER,
+    REPLY_REOFFER,
     ROLLOUT,
     RUN_CREATED,
     RUN_TERMINAL,
+    SLACK,
     STUB_REPLY,
+    WAIT_INTERVAL,
     WARM_UP,
     WENT_SILENT,
     Stack,
-    Trigger,
     timeout_for,
     wait_phase,
 )
@@ -48,6 +58,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs", "
 
 ORCHESTRATOR = "agent-orchestrator"
 NATS_SELECTOR = "app.kubernetes.io/component=nats"
+REPLY_OFFERED = NARRATE_THROUGH_ROLL + REPLY_REOFFER + SLACK
+"""Seconds past the agent container's start within which it has offered its reply: the narration, one re-offer
+interval, and slack for the node's and the API server's clocks."""
 
 
 @pytest.fixture(scope="module")
@@ -110,29 +123,39 @@ def _roll_orchestrator(stack: Stack) -> None:
 @pytest.mark.disruptive
 @pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, ROLLOUT, COMMENT))
 def test_orchestrator_rollout_during_narration_keeps_the_run(stack: Stack, issue: int) -> None:
-    with pace_stub_agent(stack.kube, narrate_for=20.0, narrate_every=2.0):
+    with pace_stub_agent(stack.kube, narrate_for=NARRATE_THROUGH_ROLL, narrate_every=WAIT_INTERVAL):
         trigger = stack.trigger(issue, title=f"rollout during narration {issue}")
         run = trigger.wait_run_created(RUN_CREATED)
-        _roll_orchestrator(stack)
-        comment = trigger.wait_comment(COMMENT, "the gateway's comment after the rollout")
+        with PhaseWatch(stack.kube, run.name, window=WAIT_INTERVAL) as watch:
+            _roll_orchestrator(stack)
+            comment = trigger.wait_comment(COMMENT, "the gateway's comment after the rollout")
     assert LEGACY_NO_REPLY not in comment, f"the rollout was reported with the legacy relabelling: {comment!r}"
     assert WENT_SILENT not in comment, f"the rollout was reported as a silent agent: {comment!r}"
     assert [r.name for r in trigger.runs()] == [run.name], "the rollout relaunched the turn instead of keeping its run"
-    phase = _phase(stack, run.name)
-    assert phase != "Failed", f"AgentRun {run.name} failed because the orchestrator rolled"
+    assert "Failed" not in watch.phases(), (
+        f"a rollout must never fail a live run, at any moment: AgentRun {run.name} was Failed during the "
+        f"orchestrator rollout (now {_phase(stack, run.name)}); phases watched, in order: {watch.describe()}"
+    )
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, ROLLOUT, GATEWAY_POLL, RUN_TERMINAL))
+@pytest.mark.timeout(timeout_for(WARM_UP, RUN_CREATED, ROLLOUT, RUN_CREATED, REPLY_OFFERED, GATEWAY_POLL, RUN_TERMINAL))
 def test_retrigger_after_rollout_collects_the_held_reply(stack: Stack, issue: int) -> None:
-    with pace_stub_agent(stack.kube, narrate_for=20.0, narrate_every=2.0):
+    with pace_stub_agent(stack.kube, narrate_for=NARRATE_THROUGH_ROLL, narrate_every=WAIT_INTERVAL):
         first = stack.trigger(issue, title=f"rollout then re-trigger {issue}")
         run = first.wait_run_created(RUN_CREATED)
         _roll_orchestrator(stack)
+        offered = _wait_reply_offered(stack, run.name, NARRATE_THROUGH_ROLL)
         stack.relabel(issue)
         again = stack.trigger(issue, title=f"rollout then re-trigger {issue}", open_issue=False)
-        reply = _wait_reply(again, GATEWAY_POLL)
-    assert STUB_REPLY in reply, f"the re-triggered turn's reply is not the stub's: {reply!r}"
+        answer = again.wait_comment(GATEWAY_POLL, "the re-triggered turn's comment")
+    assert REPLY_MARKER in answer, (
+        f"the held reply never reached the re-triggered turn: the agent had offered it before the re-trigger "
+        f"(by {offered.isoformat()}, {NARRATE_THROUGH_ROLL:.0f}s of narration plus one {REPLY_REOFFER:.0f}s re-offer "
+        f"interval after its container started) and did not offer it again (the reply re-offer cadence, "
+        f"AGENT_REPLY_ACK_RETRY_MS). The gateway posted: {answer!r}"
+    )
+    assert STUB_REPLY in answer, f"the re-triggered turn's reply is not the stub's: {answer!r}"
     assert [r.name for r in first.runs()] == [run.name], (
         "the re-trigger launched another AgentRun instead of collecting the held reply of the first"
     )
@@ -140,11 +163,45 @@ def test_retrigger_after_rollout_collects_the_held_reply(stack: Stack, issue: in
     assert phase == "Succeeded", f"AgentRun {run.name} ended {phase}"
 
 
-def _wait_reply(trigger: Trigger, timeout: float) -> str:
-    def probe() -> str | None:
-        return next((c for c in trigger.new_comments() if REPLY_MARKER in c), None)
+def _wait_reply_offered(stack: Stack, run: str, narrate_for: float) -> datetime:
+    """Wait until the agent of ``run`` has offered its held reply at least once: the API server's clock past its
+    container's start plus the narration plus one re-offer interval (the first offer goes out as the narration
+    ends). Returns that instant. Stops early when the run is no longer ``Running`` (then nothing is held)."""
+    started = _agent_started(stack, run)
+    offered = started + timedelta(seconds=narrate_for + REPLY_REOFFER)
 
-    return str(wait_for_sync(f"a reply comment on issue #{trigger.issue}", probe, timeout=timeout, interval=2.0))
+    def probe() -> bool | None:
+        phase = _phase(stack, run)
+        if phase != "Running":
+            raise StopWaiting(
+                f"AgentRun {run} is {phase} before its reply was re-offered: the rollout did not leave a reply held "
+                "(was the old orchestrator still there to acknowledge it?)"
+            )
+        return True if stack.kube.server_time() >= offered else None
+
+    wait_for_sync(
+        f"the agent of {run} to have offered its held reply (by {offered.isoformat()})",
+        probe,
+        timeout=REPLY_OFFERED,
+        interval=WAIT_INTERVAL,
+    )
+    return offered
+
+
+def _agent_started(stack: Stack, run: str) -> datetime:
+    """When the agent container of ``run``'s Job started (``state.running.startedAt``), waited for."""
+
+    def probe() -> datetime | None:
+        pods = stack.kube.kubectl_json("get", "pods", "-l", f"job-name={run}").get("items") or []
+        for pod in pods:
+            for status in (pod.get("status") or {}).get("containerStatuses") or []:
+                state = status.get("state") or {}
+                started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+                if started:
+                    return parse_k8s_time(str(started))
+        return None
+
+    return wait_for_sync(f"the agent container of {run} to start", probe, timeout=RUN_CREATED, interval=WAIT_INTERVAL)
 
 
 def _phase(stack: Stack, run: str) -> str | None:

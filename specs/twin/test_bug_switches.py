@@ -27,6 +27,11 @@ CONTINUITY = "specs/cluster/test_identity_continuity.py"
 JWT_EXPIRY = f"{CONTINUITY}::test_a_parked_turn_is_never_resumed_as_the_shared_subject_after_its_jwt_expires"
 HIJACK = f"{CONTINUITY}::test_another_caller_cannot_resume_the_owners_parked_request"
 REFRESH = "specs/cluster/test_identity_keying.py::test_expired_link_with_a_refresh_token_is_renewed"
+REPLY_RESTARTS = "specs/cluster/test_reply_comments.py::test_one_reply_comment_across_gateway_restarts"
+ROLLOUT_PHASE = "specs/cluster/test_resilience.py::test_orchestrator_rollout_during_narration_keeps_the_run"
+REOFFER = "specs/cluster/test_resilience.py::test_retrigger_after_rollout_collects_the_held_reply"
+DROPPED = "specs/cluster/test_dropped_webhooks.py::test_webhooks_the_gateway_must_drop_start_nothing"
+REDELIVERY = "specs/cluster/test_dropped_webhooks.py::test_a_redelivered_webhook_runs_at_most_one_turn"
 RESUME = "specs/cluster/test_caller_tool_resume.py"
 REPEAT = f"{RESUME}::test_a_repeated_call_on_a_resumed_turn_finishes_with_the_last_result"
 INVOKE_RESUME = f"{RESUME}::test_invoke_never_resumes_a_turn_from_a_tool_result"
@@ -63,6 +68,20 @@ CASES = {
     ),
     "parked-turn-hijack": (HIJACK, ["resumed the owner's parked request"]),
     "refresh-without-client-secret": (REFRESH, ["read the link as dead instead of refreshing it"]),
+    "duplicate-reply-after-restart": (
+        REPLY_RESTARTS,
+        ["one reply comment per turn", "has 2 comment(s) since its trigger after the gateway restarted once more"],
+    ),
+    "rollout-fails-run-transiently": (
+        ROLLOUT_PHASE,
+        ["a rollout must never fail a live run, at any moment", "was Failed during the orchestrator rollout"],
+    ),
+    "reply-reoffer-stalls": (
+        REOFFER,
+        ["the held reply never reached the re-triggered turn", "did not offer it again (the reply re-offer cadence"],
+    ),
+    "bot-events-not-dropped": (DROPPED, ["webhooks the gateway must drop: the bot's own event (e2e-bot"]),
+    "redelivery-runs-twice": (REDELIVERY, ["a redelivered webhook (the same X-GitHub-Delivery"]),
     "repeat-call-no-result": (
         REPEAT,
         ["a repeated call on a resumed turn must finish carrying the last tool's result", "literal 'undefined'"],
