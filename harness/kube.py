@@ -364,6 +364,7 @@ class Kube:
         if not (math.isfinite(check_every) and check_every > 0):
             raise ValueError(f"rollout_status: check_every must be finite seconds > 0, got {check_every!r}")
         ref = deployment if "/" in deployment else f"deployment/{deployment}"
+        deadline = time.monotonic() + timeout
         started = rollout.rollout_started(self, ref)  # the spec's evidence describes ref even if it is stopped here
         watch = rollout.RolloutWatch(
             self, ref, restart_limit=DEFAULT_RESTART_LIMIT if restart_limit is None else restart_limit, budget=timeout
@@ -392,7 +393,11 @@ class Kube:
             rollout.rollout_succeeded(self, ref, started)
             return process.tail(done.stdout, 1)
         try:
-            recheck = watch.verdict()  # kubectl's watch can miss the end of a rollout that did complete
+            if ONDELETE_REFUSAL in f"{failure.stderr_tail}\n{failure}":
+                # kubectl cannot wait for an OnDelete rollout: the harness waits on the objects itself, in its budget
+                recheck = _poll_verdict(watch, deadline, check_every)
+            else:
+                recheck = watch.verdict()  # kubectl's watch can miss the end of a rollout that did complete
         except TerminalStop as stop:
             raise rollout.rollout_failure(
                 self,
@@ -1034,3 +1039,19 @@ def check_allowed(
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else "(no message)"
+
+
+ONDELETE_REFUSAL = "rollout status is only available for RollingUpdate strategy type"
+"""What ``kubectl rollout status`` says at once for an ``OnDelete`` StatefulSet or DaemonSet (kubectl's
+``polymorphichelpers/rollout_status.go``): it cannot wait for one, so the harness does."""
+
+
+def _poll_verdict(watch: Any, deadline: float, every: float) -> str | None:
+    """Read ``watch.verdict()`` every ``every`` seconds until it says done (its message) or ``deadline`` (monotonic)
+    passes (``None``); a :class:`~harness.errors.TerminalStop` or ``KubectlError`` propagates."""
+    while True:
+        verdict: str | None = watch.verdict()
+        left = deadline - time.monotonic()
+        if verdict is not None or left <= 0:
+            return verdict
+        time.sleep(min(every, left))
