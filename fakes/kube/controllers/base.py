@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fakes.kube.clock import Clock, TimerHandle, Timers, parse_rfc3339
+from fakes.kube.controllers.events import NORMAL
 from fakes.kube.errors import ApiError
 from fakes.kube.resources import server_minor
 from fakes.kube.store import Store, StoreEvent
@@ -137,6 +138,19 @@ class Reconciler:
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_event, list(self.watches))
+
+    def delete_pod(self, owner: Obj, pod: Obj, message: str | None = None) -> None:
+        """Delete ``owner``'s ``pod`` and record ``SuccessfulDelete`` on ``owner`` (``message``, default ``Deleted
+        pod: NAME`` as the ReplicaSet, DaemonSet and Job controllers write it); a pod already gone is neither an
+        error nor an event."""
+        try:
+            self.store.delete("pods", meta(pod)["namespace"], meta(pod)["name"])
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            return
+        said = message or f"Deleted pod: {meta(pod)['name']}"
+        self.ctx.recorder.record(owner, NORMAL, "SuccessfulDelete", said, component=self.name)
 
     def keys_for(self, event: StoreEvent) -> Iterable[Key]:
         raise NotImplementedError

@@ -148,17 +148,8 @@ class DaemonSetController(Reconciler):
         )
 
     def _delete_pod(self, ds: Obj, pod: Obj) -> None:
-        if deleting(pod):
-            return
-        try:
-            self.store.delete(PODS, meta(pod)["namespace"], meta(pod)["name"])
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
-            return
-        self.ctx.recorder.record(
-            ds, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}", component=self.name
-        )
+        if not deleting(pod):
+            self.delete_pod(ds, pod)
 
     # --- revisions -----------------------------------------------------------------------------------------
 

@@ -47,7 +47,6 @@ from fakes.kube.controllers.base import (
 )
 from fakes.kube.controllers.events import NORMAL, WARNING
 from fakes.kube.controllers.podutil import is_active, is_ready, phase, pod_from_template
-from fakes.kube.errors import ApiError
 from fakes.kube.store import StoreEvent, clone
 
 JOBS, JOBS_KEY = "jobs.batch", "batch/jobs"
@@ -185,7 +184,7 @@ class JobController(Reconciler):
             final.update(reason=reason, message=message)
         st["conditions"] = conditions + [final]
         for pod in active:
-            self._delete(job, pod)
+            self.delete_pod(job, pod)
         if kind == "Complete":
             st["completionTime"] = stamp
             self.ctx.recorder.record(job, NORMAL, "Completed", "Job completed", component=self.name)
@@ -199,7 +198,7 @@ class JobController(Reconciler):
         wanted = max(0, min(parallelism, remaining))
         if len(active) > wanted:
             for pod in active[wanted:]:
-                self._delete(job, pod)
+                self.delete_pod(job, pod)
             return active[:wanted]
         if len(active) < wanted:
             delay = self._backoff_left(job, len(counted["Failed"]), now)
@@ -229,14 +228,3 @@ class JobController(Reconciler):
             job, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}", component=self.name
         )
         return created
-
-    def _delete(self, job: Obj, pod: Obj) -> None:
-        try:
-            self.store.delete(PODS, meta(pod)["namespace"], meta(pod)["name"])
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
-            return
-        self.ctx.recorder.record(
-            job, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}", component=self.name
-        )

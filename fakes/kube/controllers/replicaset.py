@@ -39,7 +39,6 @@ from fakes.kube.controllers.podutil import (
     pod_from_template,
     ready_since,
 )
-from fakes.kube.errors import ApiError
 from fakes.kube.store import StoreEvent
 
 RS, RS_KEY = "replicasets.apps", "apps/replicasets"
@@ -75,7 +74,7 @@ class ReplicaSetController(Reconciler):
                 self._create_pod(rs)
         elif diff > 0:
             for pod in deletion_order(active, self.ctx.now())[:diff]:
-                self._delete_pod(rs, pod)
+                self.delete_pod(rs, pod)
 
     def _create_pod(self, rs: Obj) -> None:
         name = meta(rs)["name"]
@@ -88,17 +87,6 @@ class ReplicaSetController(Reconciler):
         created = self.store.create(PODS, pod)
         self.ctx.recorder.record(
             rs, NORMAL, "SuccessfulCreate", f"Created pod: {meta(created)['name']}", component=self.name
-        )
-
-    def _delete_pod(self, rs: Obj, pod: Obj) -> None:
-        try:
-            self.store.delete(PODS, meta(pod)["namespace"], meta(pod)["name"])
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
-            return
-        self.ctx.recorder.record(
-            rs, NORMAL, "SuccessfulDelete", f"Deleted pod: {meta(pod)['name']}", component=self.name
         )
 
     def _write_status(self, rs: Obj, active: list[Obj]) -> None:

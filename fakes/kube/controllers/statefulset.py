@@ -160,19 +160,8 @@ class StatefulSetController(Reconciler):
         )
 
     def _delete(self, sts: Obj, pod: Obj) -> None:
-        try:
-            self.store.delete(PODS, meta(pod)["namespace"], meta(pod)["name"])
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
-            return
-        self.ctx.recorder.record(
-            sts,
-            NORMAL,
-            "SuccessfulDelete",
-            f"delete Pod {meta(pod)['name']} in StatefulSet {meta(sts)['name']} successful",
-            component=self.name,
-        )
+        message = f"delete Pod {meta(pod)['name']} in StatefulSet {meta(sts)['name']} successful"
+        self.delete_pod(sts, pod, message)
 
     def _write_status(self, sts: Obj, pods: dict[int, Obj], update_revision: str) -> None:
         replicas = int(spec(sts).get("replicas", 1) or 0)
