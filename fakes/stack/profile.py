@@ -1,0 +1,94 @@
+"""The stack's timing profile (``profile.toml`` beside this module): what each value is, where a cluster keeps it,
+and how the twin runs it at a time scale.
+
+``load()`` reads the committed file into :class:`Entry` rows. ``Entry.scaled(k)`` is the value the twin runs with at
+``--time-scale k``: the committed seconds divided by ``k``, never below the entry's floor, and rounded up to whole
+seconds where the object stores whole seconds (``unit = "s"``: Kubernetes' ``terminationGracePeriodSeconds`` and
+probe periods are integers). Counts are never scaled.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+PROFILE = Path(__file__).with_name("profile.toml")
+
+
+class ProfileError(ValueError):
+    """The committed profile is malformed: the message names the entry and the key."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One profile value. ``seconds`` for timings (``count`` for counts); ``object``/``field`` name where a cluster
+    keeps a deployed value and ``unit`` how it stores it (``ms`` or ``s``); a rhythm compiled into the product has
+    neither."""
+
+    name: str
+    about: str
+    seconds: float | None = None
+    count: int | None = None
+    unit: str = ""
+    floor: float = 0.0
+    object: str | None = None
+    field: str | None = None
+
+    @property
+    def deployed(self) -> bool:
+        return self.object is not None
+
+    def scaled(self, k: float) -> float:
+        """Seconds at time scale ``k`` (>= 1): ``seconds / k``, at least ``floor``, whole seconds for ``unit "s"``.
+
+        Raises :class:`ProfileError` for a count (counts are not timings) or ``k < 1``."""
+        if self.seconds is None:
+            raise ProfileError(f"profile entry {self.name!r} is a count, not a timing")
+        if k < 1:
+            raise ProfileError(f"time scale {k} is below 1: the twin only runs faster than the stack, never slower")
+        value = max(self.floor, self.seconds / k) if k != 1 else self.seconds
+        return float(math.ceil(value)) if self.unit == "s" else value
+
+    def stored(self, seconds: float) -> str:
+        """``seconds`` as the object stores it: milliseconds for ``unit "ms"``, whole seconds for ``"s"``."""
+        if self.unit == "ms":
+            return str(round(seconds * 1000))
+        return str(math.ceil(seconds))
+
+
+def load(path: Path = PROFILE) -> dict[str, Entry]:
+    """Every entry of the committed profile, by name. Raises :class:`ProfileError` naming a malformed entry."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    entries: dict[str, Entry] = {}
+    for section in ("deployed", "rhythms"):
+        for name, row in (data.get(section) or {}).items():
+            entries[name] = _entry(path, section, name, row)
+    return entries
+
+
+def _entry(path: Path, section: str, name: str, row: dict[str, object]) -> Entry:
+    where = f"{path.name} [{section}.{name}]"
+    seconds, count = row.get("seconds"), row.get("count")
+    if (seconds is None) == (count is None):
+        raise ProfileError(f"{where}: give exactly one of seconds or count")
+    if seconds is not None and not isinstance(seconds, (int, float)):
+        raise ProfileError(f"{where}: seconds must be a number, got {seconds!r}")
+    if count is not None and not isinstance(count, int):
+        raise ProfileError(f"{where}: count must be an integer, got {count!r}")
+    if section == "deployed" and not (row.get("object") and row.get("field")):
+        raise ProfileError(f"{where}: a deployed value names its object and field")
+    unit = str(row.get("unit", ""))
+    if unit not in ("ms", "s", "") or (section == "deployed") != bool(unit):
+        raise ProfileError(f"{where}: a deployed value has unit ms or s, a rhythm none; got {unit!r}")
+    return Entry(
+        name=name,
+        about=str(row.get("about", "")),
+        seconds=float(seconds) if seconds is not None else None,
+        count=count,
+        unit=unit,
+        floor=float(row.get("floor", 0.0)),  # type: ignore[arg-type]
+        object=str(row["object"]) if row.get("object") else None,
+        field=str(row["field"]) if row.get("field") else None,
+    )

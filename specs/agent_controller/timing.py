@@ -1,0 +1,67 @@
+"""The stack's timing profile as the cluster specs use it: every value in seconds, with where it came from.
+
+A :class:`Profile` holds each value of ``fakes/stack/profile.toml`` (the committed profile: what each value is and
+where a cluster keeps it). :func:`committed_profile` is the file's own values (at a time scale); the cluster specs
+read the deployed target's instead (``read_profile``), the twin's and a cluster's alike, so every budget, pacing,
+negative window and expected message is a formula over what is actually deployed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from fakes.stack.profile import PROFILE, load
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Seconds (floats) unless the name says count; ``sources[name]`` says where each value was read."""
+
+    poll_interval: float
+    poll_budget: float
+    resume_wait: float
+    idle_window: float
+    shutdown_drain: float
+    reply_hold: float
+    pod_grace: float
+    readiness_period: float
+    reply_reoffer: float
+    stub_cadence: float
+    stub_clamp: float
+    resume_every: float
+    park_hold: float
+    chat_keepalive: float
+    heartbeat: float
+    reattach_bound: float
+    nats_reconnect_wait: float
+    nats_reconnects: int
+    nats_lame_duck: float
+    nats_restart: float
+    retention_sweep: float
+    scale: float = 1.0
+    """The twin's time scale (1 on a cluster): every timing above is the stack's own divided by it, or a floor."""
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def source(self, name: str) -> str:
+        """Where ``name`` was read (an object and field, or the committed profile)."""
+        return self.sources.get(name, f"committed profile {PROFILE.name}")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.name not in ("scale", "sources"))
+
+
+def committed_profile(scale: float = 1.0) -> Profile:
+    """The committed profile's values at time scale ``scale`` (what a twin started with ``--time-scale`` runs)."""
+    entries = load()
+    values: dict[str, float | int] = {}
+    for name in Profile.names():
+        entry = entries[name]
+        values[name] = entry.count if entry.count is not None else entry.scaled(scale)
+    sources = {name: _committed_source(name, scale) for name in values}
+    return Profile(**values, scale=scale, sources=sources)  # type: ignore[arg-type]
+
+
+def _committed_source(name: str, scale: float) -> str:
+    scaled = f", divided by time scale {scale:g}" if scale != 1 else ""
+    return f"committed profile {PROFILE.name} [{name}]{scaled}"
