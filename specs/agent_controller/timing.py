@@ -8,6 +8,7 @@ negative window and expected message is a formula over what is actually deployed
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from fakes.stack.profile import PROFILE, load
@@ -65,3 +66,42 @@ def committed_profile(scale: float = 1.0) -> Profile:
 def _committed_source(name: str, scale: float) -> str:
     scaled = f", divided by time scale {scale:g}" if scale != 1 else ""
     return f"committed profile {PROFILE.name} [{name}]{scaled}"
+
+
+# --- relations between values: what a spec relies on, checked once against what is deployed ----------------------
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A named number of seconds computed from a profile: a deployed value, a rhythm, or a spec's pacing formula.
+
+    ``formula(profile)`` gives the seconds; ``origin(profile)`` says where they came from (a profile value's source,
+    or how a pacing formula is made of profile values)."""
+
+    name: str
+    formula: Callable[[Profile], float]
+    origin: Callable[[Profile], str]
+
+    def seconds(self, profile: Profile) -> float:
+        return float(self.formula(profile))
+
+
+def value(name: str, what: str) -> Quantity:
+    """The profile value ``name``, called ``what`` in messages (e.g. ``"the gateway's poll budget"``)."""
+    return Quantity(what, lambda p: float(getattr(p, name)), lambda p: p.source(name))
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``factor * smaller + headroom <= larger``: something a spec relies on (e.g. narration ends well inside the
+    poll budget). ``headroom(profile)`` is seconds at the profile's scale."""
+
+    what: str
+    smaller: Quantity
+    larger: Quantity
+    factor: float = 1.0
+    headroom: Callable[[Profile], float] = lambda p: 0.0
+
+    def violation(self, profile: Profile) -> str | None:
+        """``None`` when it holds, else one line naming both values, the headroom and where each came from."""
+        raise NotImplementedError  # built with check_headroom (issue 20)
