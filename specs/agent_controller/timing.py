@@ -8,7 +8,8 @@ negative window and expected message is a formula over what is actually deployed
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from fakes.stack.profile import PROFILE, load
@@ -103,5 +104,46 @@ class Relation:
     headroom: Callable[[Profile], float] = lambda p: 0.0
 
     def violation(self, profile: Profile) -> str | None:
-        """``None`` when it holds, else one line naming both values, the headroom and where each came from."""
-        raise NotImplementedError  # built with check_headroom (issue 20)
+        """``None`` when it holds, else one line naming both values (seconds), the headroom, where each value came
+        from, and the relation, e.g. ``narration 60s does not fit the gateway's poll budget 45s with 30s headroom
+        (narration: 2 x idle window, ConfigMap agent-orchestrator-config, AGENT_IDLE_TIMEOUT_SECONDS; poll budget:
+        ConfigMap agent-controller-integration-gateway-config, POLL_TIMEOUT_MS) [narration ends well inside ...]``.
+
+        A formula that cannot be computed (a value missing from the profile) propagates its exception."""
+        smaller, larger, headroom = self.smaller.seconds(profile), self.larger.seconds(profile), self.headroom(profile)
+        if self.factor * smaller + headroom <= larger + _ROUNDING:
+            return None
+        times = f"{self.factor:g} x " if self.factor != 1 else ""
+        room = f" with {_seconds(headroom)} headroom" if headroom else ""
+        origins = "; ".join(f"{_label(q.name)}: {q.origin(profile)}" for q in (self.smaller, self.larger))
+        return (
+            f"{times}{self.smaller.name} {_seconds(smaller)} does not fit {self.larger.name} {_seconds(larger)}{room}"
+            f" ({origins}) [{self.what}]"
+        )
+
+
+_ROUNDING = 1e-6
+"""Seconds of float rounding a relation forgives (a profile divided by a time scale is not always exact)."""
+
+
+def _seconds(value: float) -> str:
+    return f"{round(value, 2):g}s"
+
+
+def _label(name: str) -> str:
+    """``"the gateway's poll budget"`` -> ``"poll budget"``: the short name a line's sources go by."""
+    return re.sub(r"^(the\s+)?\S+'s\s+", "", name).removeprefix("the ")
+
+
+def check_headroom(profile: Profile, relations: Iterable[Relation]) -> list[str]:
+    """One line per relation ``profile`` violates (:meth:`Relation.violation`), in the order given; ``[]`` when all
+    hold. A relation whose formula cannot be computed gives a line naming it and why, instead of ending the check."""
+    lines: list[str] = []
+    for relation in relations:
+        try:
+            line = relation.violation(profile)
+        except (ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            line = f"cannot check [{relation.what}] against the profile: {type(exc).__name__}: {exc}"
+        if line is not None:
+            lines.append(line)
+    return lines

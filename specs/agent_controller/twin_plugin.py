@@ -10,7 +10,8 @@ Options:
 
 Marker ``twin``: specs that start stack twins of their own (the product-bug switch specs): ``make e2e`` runs them,
 ``make test`` does not. The ``evidence`` marker's ``"agentruns"`` target keeps the AgentRuns of the spec's window
-(:mod:`specs.agent_controller.evidence`). Fixtures: ``stack_target`` (the session's
+(:mod:`specs.agent_controller.evidence`). A violated timing relation is said once at the end of the run
+(:mod:`specs.agent_controller.headroom`). Fixtures: ``stack_target`` (the session's
 :class:`harness.targets.TargetChoice`) and ``stack_source``.
 """
 
@@ -23,9 +24,11 @@ import pytest
 from harness.diagnostics_plugin import register_window_evidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
+from specs.agent_controller.headroom import HeadroomSummary
 from specs.agent_controller.twin import TwinSession
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
+_HEADROOM_SUMMARY = "agent-controller-headroom-summary"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,6 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(trylast=True)  # after harness.targets chose the target
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
+    if not config.pluginmanager.has_plugin(_HEADROOM_SUMMARY):
+        config.pluginmanager.register(HeadroomSummary(), _HEADROOM_SUMMARY)
     bugs = tuple(config.getoption("--twin-bug") or ())
     if not bugs:
         return
