@@ -60,8 +60,8 @@ class Gateway:
         self.label = env.get("GITHUB_TRIGGER_LABEL", config.TRIGGER_LABEL)
         self.bot = env.get("GITHUB_BOT_LOGIN", config.BOT_LOGIN)
         self.allow = {s.strip() for s in env.get("GITHUB_SENDER_ALLOWLIST", "").split(",") if s.strip()}
-        self.interval = ctx.env_ms("POLL_INTERVAL_MS", config.POLL_INTERVAL)
-        self.budget = ctx.env_ms("POLL_TIMEOUT_MS", config.POLL_TIMEOUT)
+        self.interval = ctx.env_ms("POLL_INTERVAL_MS", ctx.timing.seconds("poll_interval"))
+        self.budget = ctx.env_ms("POLL_TIMEOUT_MS", ctx.timing.seconds("poll_budget"))
         self.github = env.get("GITHUB_API_URL", "http://fake-github").rstrip("/")
         self.orchestrator = env.get("ORCHESTRATOR_URL", "http://agent-orchestrator-invoke:8081").rstrip("/")
         self.token = env.get("GITHUB_TOKEN", "")

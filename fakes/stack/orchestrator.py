@@ -78,10 +78,10 @@ class Orchestrator:
         env = ctx.env
         pairs = env.get("STATIC_IDENTITIES", "").split(",")
         self.identities = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
-        self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", config.IDLE_WINDOW))
+        self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", ctx.timing.seconds("idle_window")))
         self.assertion_secret = env.get("AGENT_SENDER_ASSERTION_SECRET", "")
         self.invocations: dict[str, Invocation] = {}
-        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, max_reconnects=None)
+        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, forever=True)
         self.redis = RedisClient(ctx.node, env.get("REDIS_URL", "redis://agent-orchestrator-redis:6379"))
         self.http = ctx.client()
         self.gate = identity.Gate(ctx, self.redis, RepoGate(ctx, self.http))
@@ -112,7 +112,14 @@ class Orchestrator:
             chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
             embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"),
         )
-        self.skills = SkillIndex(self.ctx.double.store, self.ctx.namespace, qdrant, self.model, self.ctx.log)
+        self.skills = SkillIndex(
+            self.ctx.double.store,
+            self.ctx.namespace,
+            qdrant,
+            self.model,
+            self.ctx.log,
+            retry=self.ctx.timing.seconds("skill_index_retry"),
+        )
         store = CallerToolStore(qdrant, self.model.embed)
         self.planner = Planner(
             store=self.ctx.double.store,
@@ -355,7 +362,7 @@ class Orchestrator:
         inbox: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         subjects = [f"agent.{run}.progress", f"agent.{run}.reply", f"agent.{run}.failed"]
         unsubscribe = [self.nats.subscribe(s, lambda subj, msg: inbox.put_nowait((subj, msg))) for s in subjects]
-        window = config.REATTACH_BOUND if reattached else self.idle
+        window = self.ctx.timing.seconds("reattach_bound") if reattached else self.idle
         progress = 0
         try:
             while True:

@@ -1,7 +1,8 @@
 """Fixtures of the stack's cluster specs: the stack, linked credentials, and AgentRun clean-up that keeps evidence.
 
-- ``profile`` (session): the stack's timing profile (:class:`specs.agent_controller.timing.Profile`): every
-  budget, pacing, negative window and expected message of a cluster spec is a formula over it.
+- ``profile`` (session): the stack's timing profile as deployed on the target
+  (:func:`specs.agent_controller.timing.read_profile`: the twin's and a cluster's objects alike): every budget,
+  pacing, negative window and expected message of a cluster spec is a formula over it.
 - ``deployed_headroom`` (session, every cluster spec): the deployed ``profile`` against every relation the specs
   rely on (:data:`specs.cluster.pacing.RELATIONS`), once, before the first cluster spec: a violated one errors every
   cluster spec at set-up with one line naming both values and where each came from (README, "Headroom checked
@@ -33,7 +34,7 @@ from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 from specs.agent_controller.credentials import CredentialStore, decode_key
 from specs.agent_controller.evidence import agent_runs_evidence
 from specs.agent_controller.headroom import HeadroomViolated, mark_report
-from specs.agent_controller.timing import Profile, check_headroom, committed_profile
+from specs.agent_controller.timing import Profile, check_headroom, read_profile
 from specs.cluster.pacing import RELATIONS
 from specs.cluster.stack import SUBJECT, Stack
 
@@ -66,8 +67,7 @@ def pytest_runtest_makereport(
 
 @pytest.fixture(scope="session")
 def profile(kube: Kube) -> Profile:
-    # Placeholder until the profile is read from the deployed target: the committed values.
-    return committed_profile()
+    return read_profile(kube)
 
 
 @pytest.fixture(scope="session", autouse=True)
