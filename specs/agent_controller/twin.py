@@ -68,11 +68,14 @@ class TwinSession:
         *,
         bugs: tuple[str, ...] = (),
         time_scale: float = DEFAULT_TIME_SCALE,
+        overrides: dict[str, float] | None = None,
         python: str = sys.executable,
         start_timeout: float = TWIN_START_TIMEOUT,
     ) -> None:
         self.bugs = bugs
         self.time_scale = time_scale
+        self.overrides = dict(overrides or {})
+        """Deployed profile values set as given (seconds): a mis-set stack (``python -m fakes.stack --set``)."""
         self.python = python
         self.start_timeout = start_timeout
         self.workdir = Path(tempfile.mkdtemp(prefix="stack-twin-"))
@@ -152,6 +155,8 @@ class TwinSession:
         for bug in self.bugs:
             argv += ["--bug", bug]
         argv += ["--time-scale", f"{self.time_scale:g}"]
+        for name, seconds in self.overrides.items():
+            argv += ["--set", f"{name}={seconds!r}"]
         began = time.monotonic()
         self.proc = process.spawn(argv)
         process.forget(self.proc)  # owned by this session (stopped at its end), not a per-test child

@@ -10,7 +10,10 @@ Options:
 - ``--time-scale K`` (a number >= 1): the twin runs every stack timing divided by K (floors kept) and deploys the
   scaled values, which the cluster specs read back; default :data:`~specs.agent_controller.twin.DEFAULT_TIME_SCALE`
   on the twin, 1 on a cluster (which runs at its own cadence: any other K there is a usage error). ``--time-scale 1``
-  runs the twin at the stack's real cadence.
+  runs the twin at the stack's real cadence;
+- ``--twin-set NAME=SECONDS`` (repeatable): deploy the twin with one deployed profile value as given (``python -m
+  fakes.stack --set``): a mis-set stack, for the spec that the headroom check refuses it; a usage error with any
+  other target.
 
 Marker ``twin``: specs that start stack twins of their own (the product-bug switch specs): ``make e2e`` runs them,
 ``make test`` does not. The ``evidence`` marker's ``"agentruns"`` target keeps the AgentRuns of the spec's window
@@ -57,6 +60,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"run the stack twin's timings divided by K >= 1 (default {DEFAULT_TIME_SCALE:g} on the twin; 1 is the "
         "stack's own cadence, and the only scale of a cluster)",
     )
+    group.addoption(
+        "--twin-set",
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="deploy the stack twin with this profile value set as given, in seconds (repeatable): a mis-set stack, "
+        "which the cluster specs' headroom check must refuse",
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after harness.targets chose the target
@@ -65,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin(_HEADROOM_SUMMARY):
         config.pluginmanager.register(HeadroomSummary(), _HEADROOM_SUMMARY)
     time_scale(config)  # a usage error now, not at the first cluster spec
+    twin_settings(config)
     bugs = tuple(config.getoption("--twin-bug") or ())
     if not bugs:
         return
@@ -73,6 +85,32 @@ def pytest_configure(config: pytest.Config) -> None:
         why = choice.reason if choice is not None else "-m deselects every cluster spec"
         raise pytest.UsageError(f"--twin-bug applies to the stack twin only, but the target is not the twin ({why})")
     _check_bugs(bugs)
+
+
+def twin_settings(config: pytest.Config) -> dict[str, float]:
+    """``--twin-set NAME=SECONDS`` as ``{name: seconds}``. Raises ``pytest.UsageError`` for one that is not
+    ``NAME=SECONDS``, names no deployed value of the profile, or is not a positive number of seconds, and for any
+    when the target is not the twin (a cluster is set by its own objects)."""
+    from fakes.stack.profile import ProfileError, effective
+
+    raw = list(config.getoption("--twin-set") or ())
+    settings: dict[str, float] = {}
+    for text in raw:
+        name, sep, seconds = text.partition("=")
+        try:
+            settings[name.strip()] = float(seconds) if sep else float("nan")
+        except ValueError:
+            raise pytest.UsageError(f"--twin-set {text}: give NAME=SECONDS (seconds a number)") from None
+    try:
+        effective(1.0, settings)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"--twin-set: {exc}") from None
+    choice = target_choice(config)
+    if settings and choice is not None and choice.kind != "twin":
+        raise pytest.UsageError(
+            f"--twin-set applies to the stack twin only, but the target is not the twin ({choice.reason})"
+        )
+    return settings
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -88,7 +126,7 @@ def make_stand_in(config: pytest.Config) -> TwinSession:
     Raises :class:`~harness.errors.KubectlNotFound` without kubectl (the twin is deployed and reached with it)."""
     bugs = tuple(config.getoption("--twin-bug") or ())
     _check_bugs(bugs)
-    return TwinSession(bugs=bugs, time_scale=time_scale(config))
+    return TwinSession(bugs=bugs, time_scale=time_scale(config), overrides=twin_settings(config))
 
 
 def time_scale(config: pytest.Config) -> float:
