@@ -128,8 +128,10 @@ def _named_literals(slot: str, name: str, value: ast.expr, *, floats: bool = Tru
     """Literals of ``value`` given to ``name``: every time in it when the name says time, else (for a constant or a
     parameter, ``floats``) its floats. A function's local variable is a time only by its name (``clock = [1e6]``
     is an instant, not a duration)."""
-    times = _times_in(value)
-    yield from ((slot, lit) for lit in times if TIMING_NAME.search(name) or (floats and _is_float(lit)))
+    if TIMING_NAME.search(name):
+        yield from ((slot, lit) for lit in _times_in(value))
+    elif floats:
+        yield from ((slot, lit) for lit in _times_in(value, into_calls=False) if _is_float(lit))
 
 
 def _default_literals(args: ast.arguments) -> Iterator[tuple[str, ast.expr]]:
@@ -140,18 +142,23 @@ def _default_literals(args: ast.arguments) -> Iterator[tuple[str, ast.expr]]:
         yield from _named_literals(f"{arg.arg}=", arg.arg, default)
 
 
-def _times_in(value: ast.expr) -> list[ast.expr]:
+def _times_in(value: ast.expr, *, into_calls: bool = True) -> list[ast.expr]:
     """The literals in ``value`` that stand for seconds: not factors, not zero, not inside strings or subscripts.
-    An expression of literals only (``60.0 * 2``, ``-60.0``) is one time."""
+    An expression of literals only (``60.0 * 2``, ``-60.0``) is one time. Without ``into_calls`` the arguments of a
+    call other than ``min``/``max`` are left alone (``committed_profile(1.0)`` is a scale, not seconds)."""
     if _literal_only(value):
         return [] if _is_zero(value) else [value]
     if isinstance(value, ast.Lambda):
-        return _times_in(value.body)
+        return _times_in(value.body, into_calls=into_calls)
     if isinstance(value, ast.BinOp) and isinstance(value.op, _FACTOR_OPS):
-        return [lit for side in (value.left, value.right) if not _literal_only(side) for lit in _times_in(side)]
+        sides = (value.left, value.right)
+        return [lit for side in sides if not _literal_only(side) for lit in _times_in(side, into_calls=into_calls)]
     if isinstance(value, ast.Subscript | ast.JoinedStr | ast.Constant | ast.Name | ast.Attribute):
         return []
-    return [lit for child in ast.iter_child_nodes(value) if isinstance(child, ast.expr) for lit in _times_in(child)]
+    if isinstance(value, ast.Call) and not into_calls and getattr(value.func, "id", "") not in ("min", "max"):
+        return []
+    children = [child for child in ast.iter_child_nodes(value) if isinstance(child, ast.expr)]
+    return [lit for child in children for lit in _times_in(child, into_calls=into_calls)]
 
 
 def _literal_only(node: ast.expr) -> bool:
