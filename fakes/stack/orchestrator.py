@@ -19,14 +19,14 @@ HTTP (port 8081, Service ``agent-orchestrator-invoke``):
 - ``POST /v1/chat/completions``: the OpenAI-compatible chat facade (:mod:`fakes.stack.chat`).
 - ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up, the Skills indexed).
 
-A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the
-identity gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read
-gate) and parks the turn with a link prompt, refuses it, or launches as the principal; a session that still has a
-live AgentRun (Redis ``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is
-created. Then the agent's NATS messages are awaited: each one resets the idle window (30 s, counted from the launch:
-failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the turn with
-``agent <name> went silent for 30000ms after N progress message(s)``. A re-attached turn waits at most 45 s between
-messages.
+A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the identity
+gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read gate) and parks
+the turn with a link prompt, refuses it, or launches as the principal; a session that still has a live AgentRun (Redis
+``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is created. Then the agent's
+NATS messages are awaited: each one resets the idle window (``AGENT_IDLE_TIMEOUT_SECONDS``, 30 s at scale 1, counted
+from the launch: failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the
+turn with ``agent <name> went silent for <window>ms after N progress message(s)``. A re-attached turn waits at most
+``reattach_bound`` (45 s at scale 1) between messages.
 
 Stopping (pod deleted or rolled): the orchestrator stops consuming agent messages at once, so a reply the agent is
 holding stays unacknowledged for whoever re-attaches; open requests finish; every record is gone.
