@@ -1,4 +1,4 @@
-"""No timing literal in the cluster specs beyond failure-path budgets (issue 20): every pacing, negative window and
+"""No timing literal in the cluster specs beyond failure-path budgets: every pacing, negative window and
 expected timing of ``specs/cluster/`` is a formula over the deployed profile; only the generous budgets named in
 ``FAILURE_PATH_BUDGETS`` (``specs/cluster/stack.py``) are literals. The scanner is :mod:`specs.guard.timing_literals`
 (:mod:`ast`, nothing imported or run); these specs also show what it counts as a timing and what as a factor.
@@ -21,7 +21,7 @@ CLUSTER = ROOT / "specs" / "cluster"
 @pytest.mark.xfail(
     not allow_list(CLUSTER / "stack.py"),
     reason="the cluster specs still carry upstream's literals: specs/cluster/stack.py has no FAILURE_PATH_BUDGETS "
-    "until the specs derive their timing from the profile (issue 20); this mark goes when it lands",
+    "until the specs derive their timing from the profile; this mark goes when it lands",
     strict=True,
 )
 def test_the_cluster_specs_carry_no_timing_literal_beyond_failure_path_budgets() -> None:

@@ -1,5 +1,5 @@
 """Timing literals in the cluster specs: numbers of seconds written into ``specs/cluster/*.py`` where a formula over the
-deployed profile belongs (issue 20: no timing literal in specs/cluster beyond failure-path budgets).
+deployed profile belongs (none may stay there beyond failure-path budgets).
 
 :func:`find_timing_literals` parses each file with :mod:`ast` (nothing is imported or run) and reports every numeric
 literal that stands for a time:

@@ -1,4 +1,4 @@
-"""The headroom check (issue 20): the relations the cluster specs rely on, checked against a profile, give one line
+"""The headroom check: the relations the cluster specs rely on, checked against a profile, give one line
 per violated relation naming both values, the headroom and where each came from; a violation ends every spec at
 set-up with that line and the run's summary says it once. Cluster-free: profiles are built here (the committed one,
 or it with one value mis-set, with the sources a deployed profile carries); the spec that a mis-set twin fails fast

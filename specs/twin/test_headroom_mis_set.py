@@ -1,5 +1,5 @@
 """A stack deployed with a mis-set value fails fast: the cluster specs stop at set-up with one line naming both values
-and the objects they were read from, before any spec body runs and without waiting on the stack (issue 20).
+and the objects they were read from, before any spec body runs and without waiting on the stack.
 
 The case runs a cluster spec module in a separate pytest process (``pytester``) against its own twin deployed with
 the gateway's poll budget set too short for the narration the specs pace (``--twin-set poll_budget=...``), and reads
