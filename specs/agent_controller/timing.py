@@ -268,8 +268,9 @@ def _seconds(value: float) -> str:
 
 
 def _label(name: str) -> str:
-    """``"the gateway's poll budget"`` -> ``"poll budget"``: the short name a line's sources go by."""
-    return re.sub(r"^(the\s+)?\S+'s\s+", "", name).removeprefix("the ")
+    """``"the gateway's poll budget"`` -> ``"poll budget"``, ``"a parked read"`` -> ``"parked read"``: the short
+    name a line's sources go by."""
+    return re.sub(r"^(?:(?:the|an?)\s+)?(?:(?:[^\s']+\s+){0,3}?[^\s']+'s\s+)?", "", name)
 
 
 def check_headroom(profile: Profile, relations: Iterable[Relation]) -> list[str]:

@@ -147,3 +147,13 @@ def test_a_violation_errors_every_spec_at_set_up_and_the_summary_says_it_once(
     assert output.count(f"\n{line}\n") == 3 + 1, f"each spec's error and the summary once:\n{output}"
     assert "=== headroom checked before the run ===" in output
     assert "3 cluster spec(s) stopped at set-up" in output
+
+
+def test_a_line_names_each_source_by_its_short_name() -> None:
+    jwt = Quantity("the parked turn's JWT lifetime", lambda p: 6.0, lambda p: "4 x resume interval, at least 6 s")
+    read = Quantity("a parked read", lambda p: 5.0, lambda p: "4 x keep-alive, at least 5 s")
+    line = Relation("a read outlasts the JWT", jwt, read).violation(committed_profile())
+    assert line == (
+        "the parked turn's JWT lifetime 6s does not fit a parked read 5s (JWT lifetime: 4 x resume interval, at "
+        "least 6 s; parked read: 4 x keep-alive, at least 5 s) [a read outlasts the JWT]"
+    )
