@@ -2,8 +2,8 @@
 
 - ``profile`` (session): the stack's timing profile (:class:`specs.agent_controller.timing.Profile`): every
   budget, pacing, negative window and expected message of a cluster spec is a formula over it.
-- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube`` and the session's ``forwards``,
-  with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube``, the session's ``forwards`` and
+  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).
@@ -64,8 +64,8 @@ def profile(kube: Kube) -> Profile:
 
 
 @pytest.fixture(scope="session")
-def stack(kube: Kube, forwards: ForwardPool) -> Stack:
-    stack = Stack(kube, forwards)
+def stack(kube: Kube, forwards: ForwardPool, profile: Profile) -> Stack:
+    stack = Stack(kube, forwards, profile)
     stack.seed_github()
     return stack
 
