@@ -7,8 +7,8 @@
   rely on (:data:`specs.cluster.pacing.RELATIONS`), once, before the first cluster spec: a violated one errors every
   cluster spec at set-up with one line naming both values and where each came from (README, "Headroom checked
   before the run").
-- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube`` and the session's ``forwards``,
-  with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube``, the session's ``forwards`` and
+  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).
@@ -80,8 +80,8 @@ def deployed_headroom(profile: Profile) -> None:
 
 
 @pytest.fixture(scope="session")
-def stack(kube: Kube, forwards: ForwardPool) -> Stack:
-    stack = Stack(kube, forwards)
+def stack(kube: Kube, forwards: ForwardPool, profile: Profile) -> Stack:
+    stack = Stack(kube, forwards, profile)
     stack.seed_github()
     return stack
 

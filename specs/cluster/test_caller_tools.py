@@ -37,7 +37,7 @@ from harness.targets import TargetChoice
 from specs.agent_controller.invoke import InvokeRejected
 from specs.agent_controller.model_journal import ModelJournal
 from specs.agent_controller.qdrant_collections import COLLECTIONS
-from specs.cluster.stack import Stack, timeout_for
+from specs.cluster.stack import FETCH, STORE_BLOCK, Stack, timeout_for
 from specs.cluster.tools_support import (
     QDRANT,
     SKILL_INDEXED,
@@ -157,21 +157,27 @@ def ask(text: str) -> list[dict[str, Any]]:
 
 TELEMETRY_TURN = Expect(sent=(BATTERY,), include=(BATTERY,))
 
+STORE_EPOCH_MS = 1_000_000.0
+STORE_LATER_MS = 60_000.0
+STORE_MAX_AGE_MS = 30_000.0
+"""The store block's own clock (milliseconds, upstream's values): it starts at an arbitrary epoch, moves on a
+minute, and prunes what is older than half of that. A fake clock handed to the store, no timing of the stack."""
+
 
 # --- the store block ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(timeout_for(120.0))
+@pytest.mark.timeout(timeout_for(STORE_BLOCK))
 def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_prunes_by_age(stack: Stack) -> None:
     from fakes.stack.caller_tools import CallerTool, CallerToolStore
 
     collection = f"e2e_caller_tools_probe_{os.getpid()}"
     forward = stack.forwards.get(stack.kube, *QDRANT)
     embed_calls: list[list[str]] = []
-    clock = [1_000_000.0]
+    clock = [STORE_EPOCH_MS]
 
     async def request(method: str, path: str, body: dict[str, Any] | None) -> Any:
-        answer = await fetch_through(forward, method, path, timeout=20.0, json=body)
+        answer = await fetch_through(forward, method, path, timeout=FETCH, json=body)
         assert answer.status_code == 200, f"qdrant {method} {path} answered {answer.status_code}: {answer.text[:300]}"
         return answer.json()["result"]
 
@@ -204,10 +210,12 @@ def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_
         assert "gamma_fetch" not in found, f"a search over alpha and beta returned the unsupplied gamma: {found}"
         assert sorted(found) == ["alpha_search", "beta_lookup"], f"search over alpha and beta found {found}"
         assert len(run(store.search, char_hash("alpha"), ids, 1)) == 1, "k=1 did not give exactly one result"
-        clock[0] += 60_000
+        clock[0] += STORE_LATER_MS
         run(store.index, [delta])
-        run(store.prune, 30_000)
-        assert view.payload_values(collection) == ["delta_recent"], "prune(30 s) kept or dropped the wrong points"
+        run(store.prune, STORE_MAX_AGE_MS)
+        assert view.payload_values(collection) == ["delta_recent"], (
+            f"prune({STORE_MAX_AGE_MS} ms) kept or dropped the wrong points"
+        )
     finally:
         run(store.drop)
 

@@ -93,6 +93,10 @@ def _scan(tmp_path: Path, source: str, *, allowed: str = "") -> list[str]:
         ("def f():\n    clock = [1_000_000.0]", []),
         ("pace(narrate_for=0, silent_for=0.0)", []),
         ("wait(timeout=budgets[1])", []),
+        ("watch(timeout_seconds=max(1, int(window)))", []),
+        ("watch(timeout_seconds=max(1, int(window) + 5))", ["timeout_seconds= 5"]),
+        ("watch(timeout_seconds=max(2, int(window)))", ["timeout_seconds= 2"]),
+        ("time.sleep(max(1.0, remaining))", ["sleep(...) 1.0"]),
         ("assert 'went silent for 30000ms' in comment", []),
     ],
 )

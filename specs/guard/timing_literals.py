@@ -14,7 +14,8 @@ literal that stands for a time:
 
 Inside such a value a literal that scales something (an operand of ``*`` or ``/`` beside a name: ``2 *
 profile.idle_window``, ``TRIGGER_SPACING / 2``) is a factor, not a time; a literal added, subtracted, passed to
-``min``/``max`` or standing alone is a time. Zero is never one (it switches a knob off).
+``min``/``max`` or standing alone is a time. Zero is never one (it switches a knob off), nor the whole-second floor
+``max(1, ...)`` of a field Kubernetes counts in whole seconds.
 
 The one exception is a failure-path budget (how long a spec waits before calling something broken: generous by
 design, never a pacing): a constant named in the allow-list ``FAILURE_PATH_BUDGETS`` of ``specs/cluster/stack.py``
@@ -157,8 +158,23 @@ def _times_in(value: ast.expr, *, into_calls: bool = True) -> list[ast.expr]:
         return []
     if isinstance(value, ast.Call) and not into_calls and getattr(value.func, "id", "") not in ("min", "max"):
         return []
+    if _whole_second_floor(value):
+        return [lit for arg in value.args[1:] for lit in _times_in(arg, into_calls=into_calls)]
     children = [child for child in ast.iter_child_nodes(value) if isinstance(child, ast.expr)]
     return [lit for child in children for lit in _times_in(child, into_calls=into_calls)]
+
+
+def _whole_second_floor(node: ast.expr) -> bool:
+    """``max(1, ...)``: at least one whole second, for a field that counts whole seconds (Kubernetes' watch
+    ``timeoutSeconds``, where 0 would mean the server's default): a unit's granularity, not a time."""
+    return (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") == "max"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and type(node.args[0].value) is int
+        and node.args[0].value == 1
+    )
 
 
 def _literal_only(node: ast.expr) -> bool:
