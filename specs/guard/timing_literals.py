@@ -158,18 +158,17 @@ def _times_in(value: ast.expr, *, into_calls: bool = True) -> list[ast.expr]:
         return []
     if isinstance(value, ast.Call) and not into_calls and getattr(value.func, "id", "") not in ("min", "max"):
         return []
-    if _whole_second_floor(value):
+    if isinstance(value, ast.Call) and _whole_second_floor(value):
         return [lit for arg in value.args[1:] for lit in _times_in(arg, into_calls=into_calls)]
     children = [child for child in ast.iter_child_nodes(value) if isinstance(child, ast.expr)]
     return [lit for child in children for lit in _times_in(child, into_calls=into_calls)]
 
 
-def _whole_second_floor(node: ast.expr) -> bool:
+def _whole_second_floor(node: ast.Call) -> bool:
     """``max(1, ...)``: at least one whole second, for a field that counts whole seconds (Kubernetes' watch
     ``timeoutSeconds``, where 0 would mean the server's default): a unit's granularity, not a time."""
     return (
-        isinstance(node, ast.Call)
-        and getattr(node.func, "id", "") == "max"
+        getattr(node.func, "id", "") == "max"
         and bool(node.args)
         and isinstance(node.args[0], ast.Constant)
         and type(node.args[0].value) is int
