@@ -111,11 +111,18 @@ def test_an_allow_listed_budget_may_be_a_literal_where_it_is_defined_and_nowhere
         wait(timeout=RUN_CREATED)
         wait(timeout=420.0)
     """
-    assert _scan(tmp_path, source, allowed="'RUN_CREATED'") == ["COMMENT = 180.0", "timeout= 420.0"]
+    # a bare name is a constant of stack.py; another module's constant is listed as module.NAME
+    assert _scan(tmp_path, source, allowed="'RUN_CREATED'") == [
+        "RUN_CREATED = 420.0",
+        "COMMENT = 180.0",
+        "timeout= 420.0",
+    ]
     assert _scan(tmp_path, source, allowed="'test_x.RUN_CREATED', 'other.COMMENT'") == [
         "COMMENT = 180.0",
         "timeout= 420.0",
     ]
+    (tmp_path / "stack.py").write_text(f"RUN_CREATED = 420.0\n{ALLOW_LIST} = ('RUN_CREATED',)\n", encoding="utf-8")
+    assert [f for f in find_timing_literals(tmp_path) if f.path.name == "stack.py"] == []
 
 
 def test_the_allow_list_is_read_as_names_or_strings_in_any_collection(tmp_path: Path) -> None:

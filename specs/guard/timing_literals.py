@@ -19,7 +19,8 @@ profile.idle_window``, ``TRIGGER_SPACING / 2``) is a factor, not a time; a liter
 
 The one exception is a failure-path budget (how long a spec waits before calling something broken: generous by
 design, never a pacing): a constant named in the allow-list ``FAILURE_PATH_BUDGETS`` of ``specs/cluster/stack.py``
-(a name, or ``module.NAME`` for one module's constant) may be defined with a literal; nothing else may.
+(``NAME`` for a constant of ``stack.py``, ``module.NAME`` for another module's) may be defined with a literal;
+nothing else may, and a listed constant's literal is allowed where it is defined only.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def _literals(tree: ast.Module, module: str, allowed: frozenset[str]) -> Iterato
             yield from _call_literals(node)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             name, value = _assigned(node)
-            exempt = id(node) in top_level and (name in allowed or f"{module}.{name}" in allowed)
+            listed = f"{module}.{name}" in allowed or (module == "stack" and name in allowed)
+            exempt = id(node) in top_level and listed
             if name is not None and value is not None and not exempt:
                 yield from _named_literals(f"{name} =", name, value, floats=id(node) in constants)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
