@@ -113,6 +113,22 @@ SLACK = 60.0
 JWT_EXPIRED_AGO = 60.0
 """How long ago an expired JWT expired (upstream's -60 s): the product allows no tolerance, any past ``exp`` will do."""
 
+FAILURE_PATH_BUDGETS = frozenset(
+    {
+        *("RUN_CREATED", "RUN_TERMINAL", "COMMENT", "HAPPY_COMMENT", "JOB_CREATED", "LABEL_REMOVED"),
+        *("LABEL_AFTER_COMMENT", "WARM_UP", "ROLLOUT", "BOUNCE", "LABEL_REMOVAL", "LABEL_AFTER_ROLL", "AVAILABLE"),
+        *("CONTROLLER_AVAILABLE", "PHASELESS_GRACE", "POSITIVE_LAUNCH", "CHAT_LAUNCH", "LINK_COMMENT"),
+        *("REFUSED_CHAT", "TOOL_TURN", "SKILL_INDEXED", "FETCH", "PROBE", "CONNECT", "STORE_BLOCK", "CLOCKS"),
+        *("SLACK", "JWT_EXPIRED_AGO"),
+        # work no time scale shrinks, as a pacing's floor (a port-forward on a loaded machine, whole-second exp)
+        *("pacing.PROMPT_FLOOR", "pacing.JWT_FLOOR"),
+        # a fake clock handed to the caller-tool store: its readings, not a wait on the stack
+        *("test_caller_tools.STORE_EPOCH_MS", "test_caller_tools.STORE_LATER_MS", "test_caller_tools.STORE_MAX_AGE_MS"),
+    }
+)
+"""The only timing literals ``specs/cluster/`` may hold, by name (``module.NAME`` outside this module):
+``specs/guard/test_cluster_timing_literals.py`` fails on any other, with its file and line."""
+
 
 T = TypeVar("T")
 

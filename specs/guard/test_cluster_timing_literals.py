@@ -18,12 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "specs" / "cluster"
 
 
-@pytest.mark.xfail(
-    not allow_list(CLUSTER / "stack.py"),
-    reason="the cluster specs still carry upstream's literals: specs/cluster/stack.py has no FAILURE_PATH_BUDGETS "
-    "until the specs derive their timing from the profile; this mark goes when it lands",
-    strict=True,
-)
 def test_the_cluster_specs_carry_no_timing_literal_beyond_failure_path_budgets() -> None:
     found = find_timing_literals(CLUSTER, root=ROOT)
     assert not found, (
