@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,14 +69,15 @@ class TwinSession:
         *,
         bugs: tuple[str, ...] = (),
         time_scale: float = DEFAULT_TIME_SCALE,
-        overrides: dict[str, float] | None = None,
+        overrides: Mapping[str, float] | None = None,
         python: str = sys.executable,
         start_timeout: float = TWIN_START_TIMEOUT,
     ) -> None:
+        """``time_scale``: the twin's ``--time-scale``; ``overrides``: deployed values to mis-set (name -> seconds,
+        as deployed: the twin's ``--set NAME=SECONDS``)."""
         self.bugs = bugs
         self.time_scale = time_scale
         self.overrides = dict(overrides or {})
-        """Deployed profile values set as given (seconds): a mis-set stack (``python -m fakes.stack --set``)."""
         self.python = python
         self.start_timeout = start_timeout
         self.workdir = Path(tempfile.mkdtemp(prefix="stack-twin-"))
@@ -155,7 +157,7 @@ class TwinSession:
         for bug in self.bugs:
             argv += ["--bug", bug]
         argv += ["--time-scale", f"{self.time_scale:g}"]
-        for name, seconds in self.overrides.items():
+        for name, seconds in sorted(self.overrides.items()):
             argv += ["--set", f"{name}={seconds!r}"]
         began = time.monotonic()
         self.proc = process.spawn(argv)
