@@ -6,7 +6,11 @@ Options:
 
 - ``--twin-bug NAME`` (repeatable): switch a known product bug back on in the twin (``fakes/stack/bugs.py``); a
   usage error with any other target;
-- ``--stack-source DIR``: the upstream stack's source tree, for the specs that read it (they skip without it).
+- ``--stack-source DIR``: the upstream stack's source tree, for the specs that read it (they skip without it);
+- ``--time-scale K`` (a number >= 1): the twin runs every stack timing divided by K (floors kept) and deploys the
+  scaled values, which the cluster specs read back; default :data:`~specs.agent_controller.twin.DEFAULT_TIME_SCALE`
+  on the twin, 1 on a cluster (which runs at its own cadence: any other K there is a usage error). ``--time-scale 1``
+  runs the twin at the stack's real cadence.
 
 Marker ``twin``: specs that start stack twins of their own (the product-bug switch specs): ``make e2e`` runs them,
 ``make test`` does not. The ``evidence`` marker's ``"agentruns"`` target keeps the AgentRuns of the spec's window
@@ -23,7 +27,7 @@ import pytest
 from harness.diagnostics_plugin import register_window_evidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
-from specs.agent_controller.twin import TwinSession
+from specs.agent_controller.twin import DEFAULT_TIME_SCALE, TwinSession
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
 
@@ -43,11 +47,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="the upstream stack's source tree, for specs that read it (they skip without it)",
     )
+    group.addoption(
+        "--time-scale",
+        default=None,
+        metavar="K",
+        help=f"run the stack twin's timings divided by K >= 1 (default {DEFAULT_TIME_SCALE:g} on the twin; 1 is the "
+        "stack's own cadence, and the only scale of a cluster)",
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after harness.targets chose the target
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
+    time_scale(config)  # a usage error now, not at the first cluster spec
     bugs = tuple(config.getoption("--twin-bug") or ())
     if not bugs:
         return
@@ -58,13 +70,44 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_bugs(bugs)
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    choice = target_choice(config)
+    if choice is None or choice.kind == "twin":
+        return []  # the twin's header line names its scale
+    return ["harness: the cluster runs at its own cadence (time scale 1); its timing profile is read from its objects"]
+
+
 def make_stand_in(config: pytest.Config) -> TwinSession:
     """The :class:`harness.targets.StandIn` for this session: the stack twin, with ``--twin-bug`` switched on.
 
     Raises :class:`~harness.errors.KubectlNotFound` without kubectl (the twin is deployed and reached with it)."""
     bugs = tuple(config.getoption("--twin-bug") or ())
     _check_bugs(bugs)
-    return TwinSession(bugs=bugs)
+    return TwinSession(bugs=bugs, time_scale=time_scale(config))
+
+
+def time_scale(config: pytest.Config) -> float:
+    """The session's time scale: ``--time-scale``, else :data:`DEFAULT_TIME_SCALE` on the twin and 1 on a cluster.
+
+    Raises ``pytest.UsageError`` for a value that is not a number >= 1, and for any K other than 1 when the target
+    is a cluster (a cluster runs at its own cadence; only the twin can be scaled)."""
+    raw = config.getoption("--time-scale")
+    choice = target_choice(config)
+    on_twin = choice is not None and choice.kind == "twin"
+    if raw is None:
+        return DEFAULT_TIME_SCALE if on_twin else 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value >= 1 and value != float("inf")):
+        raise pytest.UsageError(f"--time-scale {raw}: give a number >= 1 (1 is the stack's own cadence)")
+    if value != 1 and choice is not None and not on_twin:
+        raise pytest.UsageError(
+            f"--time-scale {raw} applies to the stack twin only; the target is a cluster ({choice.reason}), which "
+            "runs at its own cadence: drop the option or pass --time-scale 1"
+        )
+    return value
 
 
 def _check_bugs(bugs: tuple[str, ...]) -> None:

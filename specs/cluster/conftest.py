@@ -1,9 +1,11 @@
 """Fixtures of the stack's cluster specs: the stack, linked credentials, and AgentRun clean-up that keeps evidence.
 
-- ``profile`` (session): the stack's timing profile (:class:`specs.agent_controller.timing.Profile`): every
-  budget, pacing, negative window and expected message of a cluster spec is a formula over it.
+- ``profile`` (session): the stack's timing profile as deployed on the target
+  (:func:`specs.agent_controller.timing.read_profile`: the twin's and a cluster's objects alike): every budget,
+  pacing, negative window and expected message of a cluster spec is a formula over it (:mod:`specs.cluster.pacing`).
 - ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube``, the session's ``forwards`` and
-  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label;
+  idempotent).
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).
@@ -28,7 +30,7 @@ from harness.diagnostics_plugin import EvidenceRequest
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 from specs.agent_controller.credentials import CredentialStore, decode_key
 from specs.agent_controller.evidence import agent_runs_evidence
-from specs.agent_controller.timing import Profile, committed_profile
+from specs.agent_controller.timing import Profile, read_profile
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()
@@ -59,8 +61,7 @@ def pytest_runtest_makereport(
 
 @pytest.fixture(scope="session")
 def profile(kube: Kube) -> Profile:
-    # Placeholder until the profile is read from the deployed target: the committed values.
-    return committed_profile()
+    return read_profile(kube)
 
 
 @pytest.fixture(scope="session")
