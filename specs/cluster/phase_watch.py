@@ -13,6 +13,7 @@ notes the gap, since changes inside it cannot be known.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,7 +150,7 @@ class PhaseWatch:
             PLURAL,
             field_selector=f"metadata.name={self.run}",
             resource_version=version,
-            timeout_seconds=max(1, int(self.window)),
+            timeout_seconds=math.ceil(self.window),  # whole seconds for the API server, at least one
             _request_timeout=self._request_bound(),
         )
         for event in events:

@@ -113,6 +113,46 @@ SLACK = 60.0
 JWT_EXPIRED_AGO = 60.0
 """How long ago an expired JWT expired (upstream's -60 s): the product allows no tolerance, any past ``exp`` will do."""
 
+FAILURE_PATH_BUDGETS = frozenset(
+    {
+        "RUN_CREATED",
+        "RUN_TERMINAL",
+        "COMMENT",
+        "HAPPY_COMMENT",
+        "JOB_CREATED",
+        "LABEL_REMOVED",
+        "LABEL_AFTER_COMMENT",
+        "WARM_UP",
+        "ROLLOUT",
+        "BOUNCE",
+        "LABEL_REMOVAL",
+        "LABEL_AFTER_ROLL",
+        "AVAILABLE",
+        "CONTROLLER_AVAILABLE",
+        "PHASELESS_GRACE",
+        "POSITIVE_LAUNCH",
+        "CHAT_LAUNCH",
+        "LINK_COMMENT",
+        "REFUSED_CHAT",
+        "TOOL_TURN",
+        "SKILL_INDEXED",
+        "FETCH",
+        "PROBE",
+        "CONNECT",
+        "STORE_BLOCK",
+        "CLOCKS",
+        "SLACK",
+        "JWT_EXPIRED_AGO",
+        # Not budgets, but the only other literals: the floors under two pacings, for work no time scale shortens
+        # (a JWT's whole-second expiry, a prompt through a port-forward); specs/cluster/pacing.py says why.
+        "pacing.PROMPT_FLOOR",
+        "pacing.JWT_FLOOR",
+    }
+)
+"""The constants above (and the two floors of :mod:`specs.cluster.pacing`): the only timing literals the cluster
+specs may hold (the guard spec ``specs/guard/test_cluster_timing_literals.py`` reads this list); every other timing
+is a formula over the profile."""
+
 
 T = TypeVar("T")
 
