@@ -2,13 +2,14 @@
 
 - ``profile`` (session): the stack's timing profile as deployed on the target
   (:func:`specs.agent_controller.timing.read_profile`: the twin's and a cluster's objects alike): every budget,
-  pacing, negative window and expected message of a cluster spec is a formula over it.
+  pacing, negative window and expected message of a cluster spec is a formula over it (:mod:`specs.cluster.pacing`).
 - ``deployed_headroom`` (session, every cluster spec): the deployed ``profile`` against every relation the specs
   rely on (:data:`specs.cluster.pacing.RELATIONS`), once, before the first cluster spec: a violated one errors every
   cluster spec at set-up with one line naming both values and where each came from (README, "Headroom checked
   before the run").
 - ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube``, the session's ``forwards`` and
-  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label;
+  idempotent).
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).

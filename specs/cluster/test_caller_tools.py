@@ -157,12 +157,6 @@ def ask(text: str) -> list[dict[str, Any]]:
 
 TELEMETRY_TURN = Expect(sent=(BATTERY,), include=(BATTERY,))
 
-STORE_EPOCH_MS = 1_000_000.0
-STORE_LATER_MS = 60_000.0
-STORE_MAX_AGE_MS = 30_000.0
-"""The store block's own clock (milliseconds, upstream's values): it starts at an arbitrary epoch, moves on a
-minute, and prunes what is older than half of that. A fake clock handed to the store, no timing of the stack."""
-
 
 # --- the store block ---------------------------------------------------------------------------------------------
 
@@ -174,7 +168,7 @@ def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_
     collection = f"e2e_caller_tools_probe_{os.getpid()}"
     forward = stack.forwards.get(stack.kube, *QDRANT)
     embed_calls: list[list[str]] = []
-    clock = [STORE_EPOCH_MS]
+    clock = [1_000_000.0]  # the store's own clock (ms), handed to it: an instant, no timing of the stack
 
     async def request(method: str, path: str, body: dict[str, Any] | None) -> Any:
         answer = await fetch_through(forward, method, path, timeout=FETCH, json=body)
@@ -210,12 +204,10 @@ def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_
         assert "gamma_fetch" not in found, f"a search over alpha and beta returned the unsupplied gamma: {found}"
         assert sorted(found) == ["alpha_search", "beta_lookup"], f"search over alpha and beta found {found}"
         assert len(run(store.search, char_hash("alpha"), ids, 1)) == 1, "k=1 did not give exactly one result"
-        clock[0] += STORE_LATER_MS
+        clock[0] += 60_000  # a minute later on the store's clock, then prune what is older than half of that
         run(store.index, [delta])
-        run(store.prune, STORE_MAX_AGE_MS)
-        assert view.payload_values(collection) == ["delta_recent"], (
-            f"prune({STORE_MAX_AGE_MS} ms) kept or dropped the wrong points"
-        )
+        run(store.prune, 30_000)
+        assert view.payload_values(collection) == ["delta_recent"], "prune(30 s) kept or dropped the wrong points"
     finally:
         run(store.drop)
 

@@ -14,7 +14,8 @@ active skill's catalog tools, and none at all for ``tool_choice: "none"`` or a s
 
 Budgets (failure-path, :mod:`specs.cluster.stack`): a turn that plans with tools (no agent) gets
 :data:`~specs.cluster.stack.TOOL_TURN`; one that may launch an agent keeps upstream's chat budget (420 s); a Skill
-is indexed within 120 s (README §6), polled every wait interval of the stack's profile.
+is indexed within 120 s (README §6), polled as often as the orchestrator retries indexing one (the profile's
+``skill_index_retry``, upstream's 3 s).
 """
 
 from __future__ import annotations
@@ -252,7 +253,7 @@ def skills_applied(stack: Stack, fixture: str, skills: list[dict[str, Any]]) -> 
             f"skills {names} to be indexed in Qdrant's skills collection",
             indexed,
             timeout=SKILL_INDEXED,
-            interval=stack.interval,
+            interval=stack.profile.skill_index_retry,
         )
         yield names
     finally:
