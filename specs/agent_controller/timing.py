@@ -242,9 +242,10 @@ class Relation:
 
     def violation(self, profile: Profile) -> str | None:
         """``None`` when it holds, else one line naming both values (seconds), the headroom, where each value came
-        from, and the relation, e.g. ``narration 60s does not fit the gateway's poll budget 45s with 30s headroom
-        (narration: 2 x idle window, ConfigMap agent-orchestrator-config, AGENT_IDLE_TIMEOUT_SECONDS; poll budget:
-        ConfigMap agent-controller-integration-gateway-config, POLL_TIMEOUT_MS) [narration ends well inside ...]``.
+        from (each by its short name), and the relation last, e.g. ``narration 60s does not fit the gateway's poll
+        budget 45s with 30s headroom (narration: 2 x idle window; idle_window from ConfigMap agent-orchestrator-config,
+        AGENT_IDLE_TIMEOUT_SECONDS; poll budget: ConfigMap agent-controller-integration-gateway-config,
+        POLL_TIMEOUT_MS) [the narration ends well inside the poll budget ...]``.
 
         A formula that cannot be computed (a value missing from the profile) propagates its exception."""
         smaller, larger, headroom = self.smaller.seconds(profile), self.larger.seconds(profile), self.headroom(profile)
@@ -264,7 +265,8 @@ _ROUNDING = 1e-6
 
 
 def _seconds(value: float) -> str:
-    return f"{round(value, 2):g}s"
+    """``90.0`` -> ``"90s"``, ``12.857`` -> ``"12.86s"``, ``3600000.0`` -> ``"3600000s"`` (never an exponent)."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") + "s"
 
 
 def _label(name: str) -> str:
