@@ -41,14 +41,15 @@ IMAGE_PREFIX = "twin.stack-harness.dev/"
 
 class TwinHandle:
     """A running twin: ``kubeconfig``, ``context``, ``namespace``, ``kd`` (the API double's handle), ``node``,
-    ``bugs``, ``timing`` (its effective timing profile), ``start_seconds`` (wall time of the whole start, set-up
+    ``bugs`` (the live :class:`fakes.stack.bugs.Switches`),
+    ``timing`` (its effective timing profile), ``start_seconds`` (wall time of the whole start, set-up
     included) and ``up_steps``."""
 
     def __init__(
         self,
         kd: fakes.kube.KubeHandle,
         node: Node,
-        bugs: frozenset[str],
+        bugs: bug_switches.Switches,
         start_seconds: float,
         up_steps: list[tuple[str, float]],
     ) -> None:
@@ -118,7 +119,8 @@ def serve(
     with fakes.kube.serve(
         kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
     ) as kd:
-        node = Node(kd.double, config.NAMESPACE, switched, timing)
+        switches = bug_switches.Switches(switched)
+        node = Node(kd.double, config.NAMESPACE, switches, timing)
         register_images(node)
         node.start_loop()
         try:
@@ -131,6 +133,7 @@ def serve(
 
             up = Up(run_kubectl, timing)
             up.run()
-            yield TwinHandle(kd, node, switched, time.monotonic() - began, up.steps)
+            switches.publish(kd.double.store, config.NAMESPACE)  # from now on the ConfigMap decides, at every turn
+            yield TwinHandle(kd, node, switches, time.monotonic() - began, up.steps)
         finally:
             node.close()

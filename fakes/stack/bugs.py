@@ -5,11 +5,20 @@ A spec suite that passes whatever the stack does is worth nothing. Each switch b
 into a version that shipped a bug (or breaks one stated promise), and ``specs/twin/test_bug_switches.py`` shows the
 matching cluster spec going red with a message that names the problem. Switch them on with ``python -m fakes.stack
 --bug NAME`` or the pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
+
+The switched-on set can change while the twin runs: it lives in the ConfigMap :data:`CONFIGMAP` in the stack's
+namespace (data key :data:`KEY`, names separated by commas or whitespace), which every service reads from the API
+double's store each time it decides (:class:`Switches`); ``--bug`` only seeds it. ``kubectl apply`` a new one and
+the next turn runs with it, no restart. Names the twin does not know are ignored there (:func:`configmap` builds a
+checked one).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -178,3 +187,59 @@ def parse(names: list[str] | tuple[str, ...]) -> frozenset[str]:
     if unknown:
         raise UnknownBug(f"unknown twin bug switch(es) {', '.join(unknown)}; known: {', '.join(sorted(BUGS))}")
     return frozenset(names)
+
+
+CONFIGMAP = "stack-twin-bugs"
+"""The ConfigMap, in the stack's namespace, that holds the twin's switched-on bugs while it runs."""
+KEY = "bugs"
+
+
+def configmap(names: list[str] | tuple[str, ...] | frozenset[str], namespace: str) -> dict[str, Any]:
+    """The :data:`CONFIGMAP` object switching exactly ``names`` on; raises :class:`UnknownBug` for an unknown one."""
+    switched = parse(list(names))
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CONFIGMAP, "namespace": namespace},
+        "data": {KEY: ",".join(sorted(switched))},
+    }
+
+
+def names_in(obj: dict[str, Any] | None) -> frozenset[str]:
+    """The known bug names a :data:`CONFIGMAP` object switches on (none for a missing object or key)."""
+    text = str(((obj or {}).get("data") or {}).get(KEY) or "")
+    return frozenset(name for name in re.split(r"[\s,]+", text) if name in BUGS)
+
+
+class _Store(Protocol):
+    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+
+    def create(self, resource: str, obj: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]: ...
+
+
+class Switches:
+    """The twin's switched-on bugs, read at each decision: ``"NAME" in switches``, ``iter``, :meth:`current`.
+
+    Until :meth:`publish` (the stack's namespace does not exist before the set-up) the seed decides; after it, the
+    :data:`CONFIGMAP` in the API double's store does (deleted: no bug on)."""
+
+    def __init__(self, seed: frozenset[str] = frozenset()) -> None:
+        self.seed = seed
+        self._store: _Store | None = None
+        self._namespace = ""
+
+    def publish(self, store: _Store, namespace: str) -> None:
+        """Write the seed into :data:`CONFIGMAP` in ``namespace`` and read the switches from there on."""
+        store.create("configmaps", configmap(self.seed, namespace), namespace=namespace)
+        self._store, self._namespace = store, namespace
+
+    def current(self) -> frozenset[str]:
+        if self._store is None:
+            return self.seed
+        return names_in(self._store.get("configmaps", self._namespace, CONFIGMAP))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.current()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.current()))

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fakes.stack.bugs import Switches
 from fakes.stack.network import ClusterClient, Network
 from fakes.stack.profile import Effective
 
@@ -80,7 +81,7 @@ class PodContext:
         return self.node.double
 
     @property
-    def bugs(self) -> frozenset[str]:
+    def bugs(self) -> Switches:
         return self.node.bugs
 
     @property
@@ -129,12 +130,12 @@ class Node:
         self,
         double: KubeDouble,
         namespace: str,
-        bugs: frozenset[str] = frozenset(),
+        bugs: Switches | None = None,
         timing: Effective | None = None,
     ) -> None:
         self.double = double
         self.namespace = namespace
-        self.bugs = bugs
+        self.bugs = bugs if bugs is not None else Switches()
         self.timing = timing if timing is not None else Effective()
         self.network = Network(double, namespace)
         self.images: list[tuple[str, ContainerFactory]] = []

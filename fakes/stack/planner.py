@@ -48,7 +48,7 @@ or returns whatever the model calls; ``index-below-threshold`` indexes and searc
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -157,7 +157,7 @@ class Planner:
         caller_tools: CallerToolStore,
         http: ClusterClient,
         top_k: int,
-        bugs: frozenset[str],
+        bugs: Container[str],
         log: Callable[[str], None],
     ) -> None:
         self.store = store

@@ -4,6 +4,7 @@ The tree below adds to the generic one in :mod:`harness.errors`::
 
     HarnessError
     ├── TwinStartFailed ························ the stack twin did not come up
+    ├── TwinAttachRefused ······················ --twin-attach names no live stack twin
     ├── CredentialError ························ the stack's credential Secrets
     │   ├── CredentialKeyError
     │   └── CredentialDecryptError
@@ -42,6 +43,10 @@ if TYPE_CHECKING:
 
 class TwinStartFailed(HarnessError):
     """The stack twin did not come up; the message carries its own reason and the tail of its stderr."""
+
+
+class TwinAttachRefused(HarnessError):
+    """``--twin-attach PATH`` names no live stack twin of this machine's user (the message says what it found)."""
 
 
 class CredentialError(HarnessError):

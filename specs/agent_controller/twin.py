@@ -11,6 +11,12 @@ configuration or environment variable can put a twin's context on the allow-list
 The twin runs at a time scale (``python -m fakes.stack --time-scale K``): every timing of the stack's profile divided
 by K, floors kept, the scaled values deployed in its objects (what :func:`specs.agent_controller.timing.read_profile`
 reads). :data:`DEFAULT_TIME_SCALE` unless the session says otherwise; 1 is the stack's own cadence.
+
+Once up, a :class:`TwinSession` writes its twin's ready line and pid to :attr:`TwinSession.ready_file`, in its own
+working directory. Another pytest session on this machine can run its cluster specs against that running twin with
+``--twin-attach PATH`` (:class:`AttachedTwin`): accepted only when the file names a live ``python -m fakes.stack``
+process of this user whose command line carries that very kubeconfig and context, so no file, configuration or
+environment variable can point a cluster run at anything but a twin. The attached session never stops the twin.
 """
 
 from __future__ import annotations
@@ -35,11 +41,13 @@ from typing import Any
 
 from harness import process
 from harness.kube import Kube, resolve_kubectl
+from specs.agent_controller.errors import TwinAttachRefused as TwinAttachRefused
 from specs.agent_controller.errors import TwinStartFailed as TwinStartFailed
 
 TWIN_START_TIMEOUT = 180.0
 """Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
 TWIN_STOP_TIMEOUT = 30.0
+READY_FILE = "ready.json"
 NAMESPACE = "controller-agent"
 DEFAULT_TIME_SCALE = 5.0
 """The twin's time scale unless ``--time-scale`` says otherwise: the largest at which every cluster spec stays
@@ -97,6 +105,11 @@ class TwinSession:
         self._stderr: deque[str] = deque(maxlen=200)
         self._stdout: deque[str] = deque(maxlen=50)
         self._lock = threading.Lock()
+
+    @property
+    def ready_file(self) -> Path:
+        """Where the running twin's ready line and pid are, for ``--twin-attach`` (written once it is up)."""
+        return self.workdir / READY_FILE
 
     # --- lifecycle --------------------------------------------------------------------------------------------
 
@@ -164,6 +177,7 @@ class TwinSession:
         process.forget(self.proc)  # owned by this session (stopped at its end), not a per-test child
         ready = self._read_ready(time.monotonic() + self.start_timeout)
         self.wall_start = time.monotonic() - began
+        self.ready_file.write_text(json.dumps({**ready, "pid": self.proc.pid}))
         self._drainer = threading.Thread(target=self._drain, name="stack-twin-output", daemon=True)
         self._drainer.start()
         return TwinInfo(
@@ -263,6 +277,101 @@ class TwinSession:
             self.proc = None
         shutil.rmtree(self.workdir, ignore_errors=True)
         process.forget_folder(str(self.workdir))
+
+
+class AttachedTwin:
+    """A twin another session runs, as this session's stand-in (``--twin-attach PATH``); never started or stopped
+    here. :meth:`open` checks the ready file names a live twin process; :meth:`start` checks it is still alive."""
+
+    def __init__(self, ready_file: Path, ready: dict[str, Any]) -> None:
+        self.ready_file = ready_file
+        self.pid = int(ready["pid"])
+        self.context = str(ready["context"])
+        self.kubeconfig = str(ready["kubeconfig"])
+        self.time_scale = float(ready.get("time_scale", 1.0))
+        self.cache = Path(tempfile.mkdtemp(prefix="stack-twin-attached-"))
+        try:
+            self.kube = make_kube(self.context, self.kubeconfig, str(self.cache / "cache"))
+        except BaseException:
+            shutil.rmtree(self.cache, ignore_errors=True)
+            raise
+        process.remove_when_gone(str(self.cache))
+        self.bugs: tuple[str, ...] | None = None
+
+    @classmethod
+    def open(cls, path: str | Path) -> AttachedTwin:
+        """The twin the ready file at ``path`` names. Raises :class:`TwinAttachRefused` saying why when the file is
+        unreadable, or its pid is not a live ``python -m fakes.stack`` of this user with that kubeconfig and
+        context, or the kubeconfig is not beside the file (a :class:`TwinSession`'s working directory holds both)."""
+        ready_file = Path(path).resolve()
+        try:
+            ready = json.loads(ready_file.read_text())
+            pid, context, kubeconfig = int(ready["pid"]), str(ready["context"]), str(ready["kubeconfig"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TwinAttachRefused(f"--twin-attach {path}: not a stack twin's ready file ({exc})") from None
+        if Path(kubeconfig).resolve().parent != ready_file.parent:
+            raise TwinAttachRefused(f"--twin-attach {path}: its kubeconfig {kubeconfig} is not beside it")
+        why = _not_a_twin(pid, kubeconfig, context)
+        if why:
+            raise TwinAttachRefused(f"--twin-attach {path}: {why}")
+        return cls(ready_file, ready)
+
+    def start(self) -> None:
+        """Check the twin still runs (the cluster specs need it) and read the bugs switched on now."""
+        why = _not_a_twin(self.pid, self.kubeconfig, self.context)
+        if why:
+            raise TwinStartFailed(f"the attached stack twin ({self.ready_file}) is gone: {why}")
+        if self.bugs is None:
+            from specs.agent_controller.twin_bugs import switched_bugs
+
+            self.bugs = tuple(sorted(switched_bugs(self.kube)))
+
+    def stop(self) -> None:
+        """Remove this session's kubectl cache; the twin is its owner's to stop."""
+        shutil.rmtree(self.cache, ignore_errors=True)
+        process.forget_folder(str(self.cache))
+
+    def report(self) -> dict[str, Any] | None:
+        if self.bugs is None:
+            return None
+        return {"attached": self.pid, "bugs": list(self.bugs), "time_scale": self.time_scale}
+
+    def header(self) -> list[str]:
+        return [
+            f"harness: cluster specs use the running stack twin attached from {self.ready_file} (pid {self.pid}, "
+            f"kube context {self.context!r}, namespace {self.kube.namespace!r}, {scale_words(self.time_scale)})"
+        ]
+
+    def describe(self, reports: list[dict[str, Any]]) -> str:
+        parts = []
+        for twin in reports:
+            bugs = f", bugs switched on: {', '.join(twin['bugs'])}" if twin.get("bugs") else ""
+            parts.append(
+                f"attached to the running stack twin (pid {twin['attached']}), time scale {twin['time_scale']:g}{bugs}"
+            )
+        return "; ".join(parts)
+
+
+def _not_a_twin(pid: int, kubeconfig: str, context: str) -> str | None:
+    """Why process ``pid`` is not a live stack twin of this user serving ``kubeconfig``/``context`` (else ``None``),
+    read from ``/proc`` (Linux)."""
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return f"process {pid} belongs to another user"
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [part.decode("utf-8", "replace") for part in f.read().split(b"\0") if part]
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return f"no process {pid} runs"
+    if state == "Z":
+        return f"process {pid} has exited"
+    pairs = set(zip(argv, argv[1:], strict=False))
+    if ("-m", "fakes.stack") not in pairs:
+        return f"process {pid} is not python -m fakes.stack (it runs {' '.join(argv)[:120]!r})"
+    if ("--kubeconfig", kubeconfig) not in pairs or ("--context", context) not in pairs:
+        return f"process {pid} is a stack twin, but not the one serving {kubeconfig} (context {context!r})"
+    return None
 
 
 def scale_words(scale: float) -> str:

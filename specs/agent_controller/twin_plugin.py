@@ -13,7 +13,12 @@ Options:
   runs the twin at the stack's real cadence;
 - ``--twin-set NAME=SECONDS`` (repeatable): deploy the twin with one deployed profile value as given (``python -m
   fakes.stack --set``): a mis-set stack, for the spec that the headroom check refuses it; a usage error with any
-  other target.
+  other target;
+- ``--twin-attach PATH``: run the cluster specs against a stack twin another session on this machine runs, named by
+  the ready file its :class:`~specs.agent_controller.twin.TwinSession` wrote (``ready_file``): a usage error unless
+  that file names a live twin process (:class:`~specs.agent_controller.twin.AttachedTwin`), and with
+  ``--twin-bug``/``--twin-set`` (switch bugs on the running twin: :mod:`specs.agent_controller.twin_bugs`) or a
+  ``--time-scale`` other than the twin's. This session never stops that twin.
 
 Marker ``twin``: specs that start stack twins of their own (the product-bug switch specs): ``make e2e`` runs them,
 ``make test`` does not. The ``evidence`` marker's ``"agentruns"`` target keeps the AgentRuns of the spec's window
@@ -32,7 +37,7 @@ from harness.diagnostics_plugin import register_window_evidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
 from specs.agent_controller.headroom import HeadroomSummary
-from specs.agent_controller.twin import DEFAULT_TIME_SCALE, TwinSession
+from specs.agent_controller.twin import DEFAULT_TIME_SCALE, AttachedTwin, TwinAttachRefused, TwinSession
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
 _HEADROOM_SUMMARY = "agent-controller-headroom-summary"
@@ -67,6 +72,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=SECONDS",
         help="deploy the stack twin with this profile value set as given, in seconds (repeatable): a mis-set stack, "
         "which the cluster specs' headroom check must refuse",
+    )
+    group.addoption(
+        "--twin-attach",
+        default=None,
+        metavar="PATH",
+        help="run the cluster specs against the running stack twin whose ready file this is (another session's "
+        "TwinSession.ready_file; only a live twin process of this user is accepted; never stopped here)",
     )
 
 
@@ -120,13 +132,44 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return ["harness: the cluster runs at its own cadence (time scale 1); its timing profile is read from its objects"]
 
 
-def make_stand_in(config: pytest.Config) -> TwinSession:
-    """The :class:`harness.targets.StandIn` for this session: the stack twin, with ``--twin-bug`` switched on.
+def make_stand_in(config: pytest.Config) -> TwinSession | AttachedTwin:
+    """The :class:`harness.targets.StandIn` for this session: the stack twin, with ``--twin-bug`` switched on, or
+    the running one ``--twin-attach`` names.
 
-    Raises :class:`~harness.errors.KubectlNotFound` without kubectl (the twin is deployed and reached with it)."""
+    Raises :class:`~harness.errors.KubectlNotFound` without kubectl (the twin is deployed and reached with it) and
+    ``pytest.UsageError`` for a ``--twin-attach`` that names no live twin or comes with options only a new twin
+    takes."""
+    attach = config.getoption("--twin-attach")
+    if attach:
+        return _attach(config, attach)
     bugs = tuple(config.getoption("--twin-bug") or ())
     _check_bugs(bugs)
     return TwinSession(bugs=bugs, time_scale=time_scale(config), overrides=twin_settings(config))
+
+
+def _attach(config: pytest.Config, path: str) -> AttachedTwin:
+    for option in ("--twin-bug", "--twin-set"):
+        if config.getoption(option):
+            raise pytest.UsageError(
+                f"{option} starts a new twin, but --twin-attach runs against a running one: switch its bugs with "
+                "specs.agent_controller.twin_bugs.switch_bugs, or drop --twin-attach"
+            )
+    try:
+        twin = AttachedTwin.open(path)
+    except TwinAttachRefused as exc:
+        raise pytest.UsageError(str(exc)) from None
+    asked = config.getoption("--time-scale")
+    if asked is not None and asked != f"{twin.time_scale:g}" and _number(asked) != twin.time_scale:
+        twin.stop()
+        raise pytest.UsageError(f"--time-scale {asked}: the attached twin runs at time scale {twin.time_scale:g}")
+    return twin
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def time_scale(config: pytest.Config) -> float:

@@ -1,18 +1,32 @@
 """The stack's specs are not a suite that passes whatever the stack does: each product bug the upstream stack
 shipped, switched back on in the twin, turns the matching cluster spec red with a message that names the problem.
 
-Each case runs the cluster spec in a separate pytest process (``pytester``) against its own twin with one bug
-switched on (``--target twin --twin-bug NAME``) and checks that it failed, and why. The passing counterpart of each
-is the same spec in the main run, against a twin without bugs.
+One twin per module (per xdist worker), at the default time scale: each case switches its bug on in that running
+twin (the ConfigMap its services read at every decision, :mod:`specs.agent_controller.twin_bugs`), runs the cluster
+spec in a separate pytest process (``pytester``) attached to it (``--target twin --twin-attach READY_FILE``),
+checks that it failed, and why, and switches the bug off again. The passing counterpart of each is the same spec in
+the main run, against a twin without bugs.
+
+The inner run is a subprocess, not in-process: pytest-timeout's one process-wide SIGALRM timer and the harness's
+process-wide registries (recorded waits, child processes, the forward pool) would be shared with the outer case.
+It starts cheaply instead: bytecode cached in one directory for the module (``PYTHONPYCACHEPREFIX``; compiling
+every module afresh was most of an inner run's start), and without the plugins it does not use (xdist,
+hypothesis). Every inner run shares one harness state directory, so issue numbers never repeat on the twin and the
+inner cluster specs take the attached twin's per-context cluster lock; the outer case holds none.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fakes.stack.bugs import BUGS
+from specs.agent_controller.twin import DEFAULT_TIME_SCALE, TwinSession
+from specs.agent_controller.twin_bugs import switch_bugs, switched_bugs
 
 pytestmark = pytest.mark.twin
 
@@ -97,7 +111,30 @@ CASES = {
     ),
 }
 INNER_TIMEOUT = 600.0
-"""Seconds one inner run may take (twin start and the spec's own turn: the longest, a gateway rollout, ~2.5 min)."""
+"""Seconds one inner run may take (the spec's own turns: the longest, a gateway rollout, ~2.5 min at scale 1)."""
+INNER_PLUGINS_OFF = ("no:cacheprovider", "no:xdist", "no:xdist.looponfail", "no:hypothesispytest")
+"""Plugins the inner run does not use (it runs one spec file or test, in one process)."""
+
+
+@pytest.fixture(scope="module")
+def twin() -> Iterator[TwinSession]:
+    """One running twin at the default time scale, no bug on, for every case of this module on this worker."""
+    session = TwinSession(time_scale=DEFAULT_TIME_SCALE)
+    try:
+        session.ensure_started()
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def inner_dirs() -> Iterator[dict[str, str]]:
+    """The inner runs' shared directories: compiled bytecode, and the harness state (issue numbers, lock files)."""
+    root = Path(tempfile.mkdtemp(prefix="bug-switch-runs-"))
+    try:
+        yield {"PYTHONPYCACHEPREFIX": str(root / "pycache"), "HARNESS_STATE_DIR": str(root / "state")}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_every_bug_switch_has_a_case() -> None:
@@ -108,20 +145,33 @@ def test_every_bug_switch_has_a_case() -> None:
 
 @pytest.mark.parametrize("bug", sorted(CASES))
 @pytest.mark.timeout(INNER_TIMEOUT + 60)
-def test_bug_switch_turns_its_spec_red(pytester: pytest.Pytester, bug: str) -> None:
+def test_bug_switch_turns_its_spec_red(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    twin: TwinSession,
+    inner_dirs: dict[str, str],
+    bug: str,
+) -> None:
     spec, expected = CASES[bug]
-    result = pytester.runpytest_subprocess(
-        str(ROOT / spec),
-        "--target=twin",
-        f"--twin-bug={bug}",
-        f"--rootdir={ROOT}",
-        "-c",
-        str(ROOT / "pyproject.toml"),
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        timeout=INNER_TIMEOUT,
-    )
+    for name, value in inner_dirs.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # the cache above is the point
+    switch_bugs(twin.kube, [bug])
+    try:
+        result = pytester.runpytest_subprocess(
+            str(ROOT / spec),
+            "--target=twin",
+            f"--twin-attach={twin.ready_file}",
+            f"--rootdir={ROOT}",
+            "-c",
+            str(ROOT / "pyproject.toml"),
+            *(arg for plugin in INNER_PLUGINS_OFF for arg in ("-p", plugin)),
+            "-q",
+            timeout=INNER_TIMEOUT,
+        )
+    finally:
+        switch_bugs(twin.kube, [])
+    assert switched_bugs(twin.kube) == frozenset(), "the twin kept a bug switched on after its case"
     output = result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1, f"with {bug} on, {spec} did not fail:\n{output[-3000:]}"

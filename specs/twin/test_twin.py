@@ -18,6 +18,7 @@ from specs.agent_controller import github_seed
 from specs.agent_controller.bounce import bounce_pod
 from specs.agent_controller.cluster_secrets import read_secret_value
 from specs.agent_controller.github_journal import GitHubJournal
+from specs.agent_controller.twin_bugs import switch_bugs, switched_bugs
 
 pytestmark = [pytest.mark.twin, pytest.mark.timeout(300)]
 GATEWAY = ("svc/agent-controller-integration-gateway", 8090)
@@ -102,6 +103,50 @@ def test_an_unlisted_sender_is_dropped_silently(kube: Any, pool: ForwardPool) ->
     after = {r["metadata"]["name"] for r in kube.kubectl_json("get", "agentruns.core.controller-agent.dev")["items"]}
     assert after == before
     assert GitHubJournal(pool.get(kube, *GITHUB)).calls(method="POST", path_prefix="/repos/") == []
+
+
+def test_a_bug_switch_turns_on_and_off_while_the_twin_runs(twin: Any, kube: Any, pool: ForwardPool) -> None:
+    """The ConfigMap decides at each webhook: with ``bot-events-not-dropped`` on, an unlisted sender's label starts a
+    turn (the gateway answers on the issue); switched off again, the same webhook is dropped. One twin, no restart
+    (the gateway pod keeps its uid)."""
+    secret = read_secret_value(kube, "e2e-integration-gateway-secrets", "GITHUB_WEBHOOK_SECRET")
+    github_seed.seed_world(
+        pool.get(kube, *GITHUB), bot_token=read_secret_value(kube, "e2e-integration-gateway-secrets", "GITHUB_TOKEN")
+    )
+    gateway_pods = _pod_uids(kube, "integration-gateway")
+    assert switched_bugs(kube) == frozenset(twin.bugs) == frozenset()
+
+    def send_from_mallory() -> str:
+        issue = unique_issue_number()
+        github_seed.open_issue(pool.get(kube, *GITHUB), issue, title="t")
+        payload = issues_labeled_payload(
+            owner="e2e-org", repo="e2e-repo", number=issue, title="t", label="ai-triage", sender="mallory"
+        )
+        assert send_webhook(pool.get(kube, *GATEWAY), "issues", payload, secret=secret).status == 202
+        return f"/repos/e2e-org/e2e-repo/issues/{issue}/"
+
+    def posted(prefix: str) -> list[Any]:
+        return list(GitHubJournal(pool.get(kube, *GITHUB)).calls(method="POST", path_prefix=prefix))
+
+    switch_bugs(kube, ["bot-events-not-dropped"])
+    try:
+        assert switched_bugs(kube) == {"bot-events-not-dropped"} == set(twin.bugs)
+        on = send_from_mallory()
+        wait_for_sync(
+            "the gateway's answer to mallory's label, with its sender filter switched off", lambda: posted(on)
+        )
+    finally:
+        switch_bugs(kube, [])
+    assert switched_bugs(kube) == frozenset(twin.bugs) == frozenset()
+    off = send_from_mallory()
+    time.sleep(3.0)  # an absence: two gateway poll intervals for anything to show up
+    assert posted(off) == []
+    assert _pod_uids(kube, "integration-gateway") == gateway_pods, "switching a bug restarted the gateway"
+
+
+def _pod_uids(kube: Any, app: str) -> set[str]:
+    pods = kube.kubectl_json("get", "pods", "-l", f"app.kubernetes.io/name={app}")["items"]
+    return {p["metadata"]["uid"] for p in pods}
 
 
 def test_an_orchestrator_restart_loses_its_invocation_records(kube: Any, pool: ForwardPool) -> None:
