@@ -1,0 +1,87 @@
+"""Specs of ``--twin-attach PATH`` (specs/agent_controller/twin.py ``AttachedTwin``): a ready file is accepted only
+when it names a live ``python -m fakes.stack`` of this user serving the kubeconfig beside it, and the option's usage
+errors. No twin starts: the refusals come before anything would touch one (the acceptance of a live twin is in
+specs/twin/test_bug_switches.py, whose every case attaches to its module's twin).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specs.agent_controller.twin import AttachedTwin, TwinAttachRefused
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ready(tmp_path: Path, pid: int, *, kubeconfig: Path | None = None) -> Path:
+    kubeconfig = kubeconfig or tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    path = tmp_path / "ready.json"
+    path.write_text(json.dumps({"pid": pid, "context": "stack-twin-1", "kubeconfig": str(kubeconfig)}))
+    return path
+
+
+def _exited_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait(timeout=30)
+    return proc.pid
+
+
+def test_a_pid_that_no_longer_runs_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TwinAttachRefused, match=r"no process \d+ runs"):
+        AttachedTwin.open(_ready(tmp_path, _exited_pid()))
+
+
+def test_a_live_process_that_is_not_a_twin_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TwinAttachRefused, match=rf"process {os.getpid()} is not python -m fakes.stack"):
+        AttachedTwin.open(_ready(tmp_path, os.getpid()))
+
+
+def test_a_kubeconfig_elsewhere_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    ready = _ready(tmp_path, os.getpid(), kubeconfig=elsewhere / "kubeconfig")
+    with pytest.raises(TwinAttachRefused, match="is not beside it"):
+        AttachedTwin.open(ready)
+
+
+@pytest.mark.parametrize("text", ["", "{}", '{"pid": "x", "context": "c", "kubeconfig": "k"}', "[1]"])
+def test_a_file_that_is_no_ready_file_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "ready.json"
+    path.write_text(text)
+    with pytest.raises(TwinAttachRefused, match="not a stack twin's ready file"):
+        AttachedTwin.open(path)
+
+
+def _project(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".toml",
+        pyproject=(
+            '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = "controller-agent"\n'
+            'twin = "specs.agent_controller.twin_plugin"\n'
+            f'\n[tool.pytest.ini_options]\npythonpath = [{str(ROOT)!r}, "."]\n'
+        ),
+    )
+    pytester.makepyfile("import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n")
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ((), "is not python -m fakes.stack"),
+        (("--twin-bug", "subject-keying"), "--twin-bug starts a new twin, but --twin-attach runs against a running"),
+        (("--twin-set", "poll_budget=7"), "--twin-set starts a new twin"),
+    ],
+)
+def test_usage_errors(pytester: pytest.Pytester, tmp_path: Path, extra: tuple[str, ...], says: str) -> None:
+    _project(pytester)
+    ready = _ready(tmp_path, os.getpid())
+    result = pytester.runpytest_subprocess("--target=twin", f"--twin-attach={ready}", *extra, "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert says in result.stderr.str(), result.stderr.str()
