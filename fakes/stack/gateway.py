@@ -184,7 +184,10 @@ class Gateway:
 
     async def _relay(self, turn: dict[str, Any], swept: bool) -> None:
         try:
-            if swept and turn["step"] == "done":  # only kept with duplicate-reply-after-restart on
+            if swept and turn["step"] == "done":  # only kept while duplicate-reply-after-restart was on
+                if "duplicate-reply-after-restart" not in self.ctx.bugs:  # switched off since: the fixed version
+                    self.outbox.pop(turn["id"], None)  # never kept it, so it posts nothing again
+                    return
                 turn["step"] = "comment"  # the broken version: the sweep posts the reply it holds again
             if turn["step"] == "relay":
                 turn["answer"] = await self._ask(turn)
