@@ -25,6 +25,20 @@ pytest_plugins = [
 ]
 
 
+INNER_RUN_PLUGINS_OFF = ("hypothesispytest", "anyio")
+"""Installed pytest plugins no inner project here uses: hypothesis's alone imports the whole of hypothesis, most of the
+start-up CPU of an inner pytest process (about 1 s of its 1.2 s; benchmarks/bench_suite_profile.py)."""
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_load_only_the_plugins_they_use(request: pytest.FixtureRequest) -> None:
+    if "pytester" not in request.fixturenames:
+        return
+    request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it is set up; ours comes after
+    addopts = " ".join(f"-p no:{name}" for name in INNER_RUN_PLUGINS_OFF)
+    request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", addopts)
+
+
 @pytest.fixture
 def kubectl_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> "KubectlStandIn":
     """The harness's ``kubectl_standin`` fixture with this repository's context and namespace (``minikube``,

@@ -77,7 +77,12 @@ def child_kind(argv: Any) -> str:
         if "port-forward" in words:
             return "kubectl port-forward"
         return "kubectl rollout" if "rollout" in words else "kubectl (other verbs)"
-    if "pytest" in words or program.startswith("pytest") or any(w.endswith("/pytest") for w in words[:3]):
+    # pytester's subprocess runs start ``python -mpytest`` (one word)
+    if (
+        {"pytest", "-mpytest"} & set(words)
+        or program.startswith("pytest")
+        or any(w.endswith("/pytest") for w in words[:3])
+    ):
         return "inner pytest (subprocess)"
     return "other subprocess"
 

@@ -128,7 +128,7 @@ def test_a_kubeconfig_that_does_not_exist_is_named_as_such(tmp_path: Path, kubec
 def test_the_plugin_refuses_an_unknown_key_once_at_session_start(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", pyproject='[tool.harness]\nallowed_contexts = ["minikube"]\nnamespce = "x"\n')
     pytester.makepyfile("def test_never_runs():\n    pass\n")
-    result = pytester.runpytest_subprocess(timeout=120)
+    result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines if "unknown [tool.harness] key 'namespce'" in line]
     assert len(errors) == 1
