@@ -29,14 +29,18 @@ INNER_RUN_PLUGINS_OFF = ("hypothesispytest", "anyio")
 """Installed pytest plugins no inner project here uses: hypothesis's alone imports the whole of hypothesis, most of the
 start-up CPU of an inner pytest process (about 1 s of its 1.2 s; benchmarks/bench_suite_profile.py)."""
 
+XDIST_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
 
 @pytest.fixture(autouse=True)
 def _inner_runs_load_only_the_plugins_they_use(request: pytest.FixtureRequest) -> None:
     if "pytester" not in request.fixturenames:
         return
     request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it is set up; ours comes after
-    addopts = " ".join(f"-p no:{name}" for name in INNER_RUN_PLUGINS_OFF)
-    request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", addopts)
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(f"-p no:{name}" for name in INNER_RUN_PLUGINS_OFF))
+    for name in XDIST_WORKER_VARIABLES:  # an inner run is a session of its own, not this xdist worker
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
