@@ -25,15 +25,16 @@ pytest_plugins = [
 ]
 
 
-INNER_RUN_PLUGINS_OFF = ("hypothesispytest", "anyio")
-"""Installed pytest plugins no inner project here uses: hypothesis's alone imports the whole of hypothesis, most of the
-start-up CPU of an inner pytest process (about 1 s of its 1.2 s; benchmarks/bench_suite_profile.py)."""
+INNER_RUN_PLUGINS_OFF = ("hypothesispytest",)
+"""Installed pytest plugins no inner project here uses: hypothesis's imports the whole of hypothesis, about a third of
+the start-up CPU of an inner pytest process. anyio's stays: without it anyio is first imported (and assert-rewritten,
+as a plugin's package) inside the first wait of a spec, on that spec's timer."""
 
 XDIST_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 @pytest.fixture(autouse=True)
-def _inner_runs_load_only_the_plugins_they_use(request: pytest.FixtureRequest) -> None:
+def _inner_runs_are_sessions_of_their_own(request: pytest.FixtureRequest) -> None:
     if "pytester" not in request.fixturenames:
         return
     request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it is set up; ours comes after
