@@ -34,8 +34,16 @@ lint: venv
 
 # The checks, then the cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs
 # marked twin start stack twins of their own: they belong to the main job.)
+# TEST_WORKERS: xdist workers, twice the cores. Half of the suite's wall time is waiting (timeouts the specs
+# exercise, kubectl, port-forwards, rollouts on the API double), which more workers than cores overlap; more than
+# twice gains no wall time and costs CPU (each worker imports and collects the suite): measured with
+# benchmarks/bench_suite_profile.py. `PYTEST_ARGS="-n 2"` (or any -n) overrides it.
+# Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
+# then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again.
+CORES        := $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
 test: lint
-	$(PY) -m pytest specs -m "not cluster and not twin" -n auto $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The hypothesis specs at depth: fresh random inputs and many more examples than the fixed-seed runs in `make test`.
 fuzz: venv
