@@ -1,7 +1,8 @@
 """Where the cluster-free suite's time goes: each spec's wall time, put in one category by what it started, and the
 slowest specs. Nothing is asserted.
 
-Run: ``python benchmarks/bench_suite_profile.py [--workers N] [pytest selection ...]``. ``make bench`` profiles
+Run: ``python benchmarks/bench_suite_profile.py [--workers N] [--records FILE] [-- pytest selection ...]`` (the
+``--`` lets the selection carry options such as ``-m "not cluster"``). ``make bench`` profiles
 ``specs/guard`` only (quick); ``make bench LONG=1`` profiles what ``make test`` runs (several minutes).
 
 The script runs pytest with this module loaded as a plugin (``-p bench_suite_profile``). In every worker, the
@@ -203,7 +204,8 @@ def report(found: list[dict[str, Any]], wall: float, cpu: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--workers", default="auto", help="pytest-xdist -n value (default: auto)")
+    make_test_workers = str(2 * len(os.sched_getaffinity(0)))  # what the Makefile's TEST_WORKERS gives
+    parser.add_argument("--workers", default=make_test_workers, help="pytest-xdist -n value (default: as make test)")
     parser.add_argument("--records", help="also write every spec's record (JSON list) to this file, to compare runs")
     parser.add_argument("selection", nargs="*", help="pytest selection (default: by HARNESS_BENCH)")
     args = parser.parse_args()
@@ -211,6 +213,7 @@ def main() -> int:
     selection = args.selection or (["specs", "-m", "not cluster and not twin"] if long else ["specs/guard"])
     with tempfile.TemporaryDirectory(prefix="suite-profile-") as out:
         env = {**os.environ, OUT_ENV: out, "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)])}
+        env["PYTHONDONTWRITEBYTECODE"] = ""  # bytecode written and reused, as in make test
         command = [sys.executable, "-m", "pytest", "-q", "-p", "bench_suite_profile", "-n", args.workers, *selection]
         print("profiling:", " ".join(command[1:]), flush=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
