@@ -60,7 +60,9 @@ def _make(project: Path, *args: str) -> process.Completed:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed")
-    return process.run_bounded([make, "-C", str(project), *args], timeout=60.0)
+    # Without the outer make's variables: `make test PYTEST_ARGS=...` passes them down through MAKEFLAGS.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    return process.run_bounded([make, "-C", str(project), *args], timeout=60.0, env=env)
 
 
 def test_a_python_that_cannot_run_the_project_is_refused_and_leaves_no_venv(project: Path, tmp_path: Path) -> None:

@@ -202,9 +202,7 @@ def test_consecutive_resets_mark_a_live_forward_broken(kubectl_standin: KubectlS
 
 def test_close_sends_sigint_first_and_is_idempotent(kubectl_standin: KubectlStandIn, target: TargetServer) -> None:
     kubectl_standin.script(target_port=target.port)
-    # A grace far above the default: the stand-in is a Python process, and on a loaded machine its exit on SIGINT
-    # took longer than the default 1 s, so close() escalated to SIGKILL. close() returns when it exits.
-    fwd = port_forward(kubectl_standin.kube(), "svc/x", 80, stop_grace=30.0).start()
+    fwd = port_forward(kubectl_standin.kube(), "svc/x", 80).start()
     fwd.close()
     fwd.close()
     assert fwd.exit is not None
