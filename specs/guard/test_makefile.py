@@ -41,6 +41,9 @@ exit 0
 """
 
 
+_OUTER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTEST_ARGS", "TEST_WORKERS", "LONG")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     copy = tmp_path / "project"
@@ -60,8 +63,8 @@ def _make(project: Path, *args: str) -> process.Completed:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed")
-    # Without the outer make's variables: `make test PYTEST_ARGS=...` passes them down through MAKEFLAGS.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    # Without the outer make's variables: `make test PYTEST_ARGS=...` passes them down (MAKEFLAGS, the environment).
+    env = {k: v for k, v in os.environ.items() if k not in _OUTER_MAKE}
     return process.run_bounded([make, "-C", str(project), *args], timeout=60.0, env=env)
 
 
