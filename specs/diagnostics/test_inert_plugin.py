@@ -45,6 +45,7 @@ def test_a_run_that_uses_nothing_of_the_harness_prints_writes_and_loads_nothing_
     said = [line for line in result.outlines + result.errlines if not line.startswith(("plugins:", "rootdir:"))]
     assert not [line for line in said if re.search(r"harness|stack target|twin|namespace", line)]
     pytester_own = {"modules.json", "stdout", "stderr"}  # runpytest_subprocess's captures and its basetemp
+    pytester_own.add("__pycache__")  # Python's bytecode of the inner specs (make test writes bytecode)
     after = {
         p.name for p in pytester.path.iterdir() if p.name not in pytester_own and not p.name.startswith("runpytest")
     }
