@@ -193,3 +193,74 @@ def test_without_xdist_the_first_context_is_used_and_the_others_named_as_unused(
             "harness: cluster specs: one shard, one process (-n 0 or no xdist)*",
         ]
     )
+
+
+TWIN = """
+'''A twin of another stack, as the harness sees one: its own context, on the stand-in API server.'''
+import json, os
+from pathlib import Path
+
+from harness.kube import Kube
+
+
+class Twin:
+    def __init__(self):
+        self.context = f"twin-{os.getpid()}"  # one per process, as a real twin's
+        kubeconfig = json.loads(Path(os.environ["KUBECONFIG"]).read_text())
+        kubeconfig["contexts"][0]["name"] = kubeconfig["current-context"] = self.context
+        path = Path(os.environ["TWIN_DIR"]) / f"{self.context}.kubeconfig"
+        path.write_text(json.dumps(kubeconfig))
+        self.kube = Kube(self.context, "controller-agent", allowed=(self.context,),
+                         kubectl_path=os.environ["TWIN_KUBECTL"], kubeconfig=str(path))
+        self.started = False
+
+    def start(self):
+        self.started = True
+
+    def stop(self):
+        pass
+
+    def report(self):
+        return {"context": self.context} if self.started else None
+
+    def header(self):
+        return []
+
+    def describe(self, reports):
+        return f"{len(reports)} twin(s) started"
+
+
+def make_stand_in(config):
+    return Twin()
+"""
+
+
+def test_against_the_twin_each_worker_runs_one_shard_on_its_own_twin(
+    pytester: pytest.Pytester,
+    local_cluster: StubApiServer,
+    kubectl_standin: KubectlStandIn,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = tmp_path / "shards.jsonl"
+    _project(pytester, log, monkeypatch)
+    pytester.makefile(".toml", pyproject=PROJECT + 'twin = "tiny_twin"\n')
+    pytester.makepyfile(tiny_twin=TWIN)
+    kubectl_standin.set_current_context(None)  # no cluster: the target is the twin
+    monkeypatch.setenv("TWIN_DIR", str(tmp_path))
+    monkeypatch.setenv("TWIN_KUBECTL", kubectl_standin.path)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:randomly", timeout=240)
+    result.assert_outcomes(passed=9)
+    specs = [r for r in _runs(log) if "module" in r]
+    workers = {
+        module: {r["worker"] for r in specs if r["module"] == module} for module in ("test_long.py", "test_short.py")
+    }
+    assert workers == {"test_long.py": {"gw0"}, "test_short.py": {"gw1"}}
+    contexts = {r["worker"]: r["context"] for r in specs}
+    assert len(set(contexts.values())) == 2  # each worker's own twin
+    result.stdout.fnmatch_lines(
+        [
+            "harness: cluster specs: 2 shards over 2 twins, one per worker (by recorded duration: 75 s, 28 s; *",
+            "*target: twin (*); 2 twin(s) started",
+        ]
+    )
