@@ -2,8 +2,11 @@
 
 - Markers ``cluster`` (needs the pinned kube context) and ``disruptive`` (restarts or deletes shared
   infrastructure).
-- Options ``--kube-context``, ``--namespace``, ``--cluster-lock-timeout`` and ``--harness-waits``.
-- The context guard runs once per session, in the main process (xdist workers receive its verdict): no kubectl,
+- Options ``--kube-context`` (repeatable: xdist worker ``i`` uses context ``i`` mod their number, and the cluster
+  specs are split over them by :mod:`harness.shard_plugin`), ``--namespace``, ``--cluster-lock-timeout`` and
+  ``--harness-waits``.
+- The context guard runs once per session and context, in the main process (each xdist worker receives the verdict
+  for its own context): no kubectl,
   no kubeconfig or no current context skips every cluster spec with a one-line reason; a context outside
   ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, each with one line;
   the reason and the fix come once, in the terminal summary. The session header says which context, API server
@@ -11,11 +14,12 @@
 - Before the first cluster spec, the API server is checked once (:meth:`harness.Kube.check_api_server`, 5 s per
   request): when it cannot be used (refused, no answer, TLS, an error status, unauthorized, no namespace), every
   cluster spec errors at set-up at once with that one line, instead of each spec running its own retry loop.
-- Cluster specs never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive cross-process lock
-  (``flock`` on a file in the harness state directory, one per context) from before its set-up to after its
-  teardown, so a ``disruptive`` spec runs alone among cluster specs and plain cluster specs run one at a time.
-  They also carry ``xdist_group("cluster")``, so under ``--dist loadgroup`` (``make e2e``) they all go to one
-  worker and the lock is never contended; cluster-free specs spread over every worker.
+- Cluster specs on one context never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive
+  cross-process lock (``flock`` on a file in the harness state directory, one per context) from before its set-up
+  to after its teardown, so a ``disruptive`` spec runs alone among the cluster specs of its target and plain ones
+  run one at a time. They also carry an ``xdist_group`` (``cluster``, or ``cluster-<i>`` for shard ``i`` of
+  several targets: :mod:`harness.shard_plugin`), so under ``--dist loadgroup`` (``make e2e``) each target's specs
+  go to one worker and the lock is never contended; cluster-free specs spread over every worker.
 - The clamp of waits to the test's pytest-timeout reads the timer pytest-timeout actually starts, from its
   public hooks ``pytest_timeout_set_timer`` / ``pytest_timeout_cancel_timer`` (so ``func_only`` timers, which
   start after the fixtures, are seen as they are). A pytest-timeout without those hooks is a usage error, not a
