@@ -35,7 +35,7 @@ from pathlib import Path
 
 from binpacking.to_constant_bin_number import to_constant_bin_number
 
-from harness.errors import HarnessError
+from harness.errors import DurationsFileError as DurationsFileError  # re-exported: defined in harness.errors
 
 DEFAULT_SECONDS = 10.0
 """Seconds a cluster spec counts for when no spec being split has a recorded duration."""
@@ -46,10 +46,6 @@ LOCK_TIMEOUT = 10.0
 
 _SHARD_GROUP = re.compile(rf"{GROUP}-(\d+)")
 _GROUP_SUFFIX = re.compile(rf"@{GROUP}(?:-\d+)?$")
-
-
-class DurationsFileError(HarnessError):
-    """The durations file exists but is not a JSON object of node ids to non-negative seconds."""
 
 
 @dataclass(frozen=True)
