@@ -12,9 +12,12 @@ Start it::
     with fakes.stack.serve(kubeconfig="/tmp/kc", context="stack-twin") as twin:
         twin.kube()            # a harness.Kube pinned to the twin's context (allowed for it alone)
 
-or ``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...]`` (what the harness's
-``--target twin`` runs). ``bugs`` switches known product bugs back on (:mod:`fakes.stack.bugs`). The time
-constants are the stack's e2e values (:mod:`fakes.stack.config`), so specs take as long as they do on minikube.
+or ``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...] [--time-scale K] [--set NAME=S]``
+(what the harness's ``--target twin`` runs). ``bugs`` switches known product bugs back on (:mod:`fakes.stack.bugs`).
+Every timing is the stack's e2e value from the timing profile (``profile.toml``, :mod:`fakes.stack.profile`) divided
+by ``time_scale`` (never below the entry's floor; 1 runs the stack's own cadence, as long as on minikube); the
+scaled deployed values are in the objects the twin applies, and the namespace says the scale in its annotation
+``twin.stack-harness.dev/time-scale``. ``overrides`` deploys chosen values as given (seconds): a mis-set stack.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fakes.kube
 from fakes.stack import bugs as bug_switches
 from fakes.stack import config
 from fakes.stack.node import Node, NodeRunner
+from fakes.stack.profile import Effective, effective
 from fakes.stack.up import Up
 
 DEFAULT_CONTEXT = "stack-twin"
@@ -37,7 +41,8 @@ IMAGE_PREFIX = "twin.stack-harness.dev/"
 
 class TwinHandle:
     """A running twin: ``kubeconfig``, ``context``, ``namespace``, ``kd`` (the API double's handle), ``node``,
-    ``bugs``, ``start_seconds`` (wall time of the whole start, set-up included) and ``up_steps``."""
+    ``bugs``, ``timing`` (its effective timing profile), ``start_seconds`` (wall time of the whole start, set-up
+    included) and ``up_steps``."""
 
     def __init__(
         self,
@@ -50,6 +55,7 @@ class TwinHandle:
         self.kd = kd
         self.node = node
         self.bugs = bugs
+        self.timing: Effective = node.timing
         self.start_seconds = start_seconds
         self.up_steps = up_steps
         self.kubeconfig = kd.kubeconfig
@@ -95,27 +101,35 @@ def serve(
     bugs: list[str] | tuple[str, ...] = (),
     kubectl_version: str = fakes.kube.DEFAULT_KUBECTL_VERSION,
     kubectl: str = "kubectl",
+    time_scale: float = 1.0,
+    overrides: Mapping[str, float] | None = None,
 ) -> Iterator[TwinHandle]:
     """Start the API double, the node and the stack; yields a :class:`TwinHandle`; stops everything on exit.
 
-    Raises :class:`fakes.stack.bugs.UnknownBug` for an unknown switch, :class:`fakes.stack.up.UpFailed` when a
-    set-up step fails (the message names it), ``fakes.server.FakeServerError`` when the double does not start.
+    ``time_scale`` (>= 1) divides every timing of the profile; ``overrides`` (deployed value name -> seconds) deploys
+    those as given. Raises :class:`fakes.stack.bugs.UnknownBug` for an unknown switch,
+    :class:`fakes.stack.profile.ProfileError` for a scale below 1 or an override naming no deployed value,
+    :class:`fakes.stack.up.UpFailed` when a set-up step fails (the message names it),
+    ``fakes.server.FakeServerError`` when the double does not start.
     """
     switched = bug_switches.parse(list(bugs))
+    timing = effective(time_scale, overrides)
     began = time.monotonic()
     with fakes.kube.serve(
         kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
     ) as kd:
-        node = Node(kd.double, config.NAMESPACE, switched)
+        node = Node(kd.double, config.NAMESPACE, switched, timing)
         register_images(node)
         node.start_loop()
         try:
             runner = NodeRunner(node)
             kd.controllers.kubelet.containers.register(runner.matches, runner)
             node.logbook = kd.controllers.logs
-            up = Up(
-                lambda *args, input=None, timeout=60.0: kd.kubectl(*args, input=input, timeout=timeout, kubectl=kubectl)
-            )
+
+            def run_kubectl(*args: str, input: str | None = None, timeout: float = 60.0) -> Any:
+                return kd.kubectl(*args, input=input, timeout=timeout, kubectl=kubectl)
+
+            up = Up(run_kubectl, timing)
             up.run()
             yield TwinHandle(kd, node, switched, time.monotonic() - began, up.steps)
         finally:

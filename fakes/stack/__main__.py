@@ -1,9 +1,15 @@
-"""``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...]``: run the stack twin.
+"""``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...] [--time-scale K] [--set NAME=S ...]``:
+run the stack twin.
+
+``--time-scale K`` (a number >= 1, default 1) divides every timing of the profile (``fakes/stack/profile.toml``) by K,
+never below an entry's floor; the scaled deployed values are what the twin's objects carry. ``--set NAME=SECONDS``
+(repeatable) deploys the deployed value NAME as given, in seconds at the effective scale (a mis-set stack); any
+other name is a usage error (exit 2), as is K below 1.
 
 Starts the API double, deploys the stack with kubectl and prints one JSON line to stdout once it is up:
-``{"event": "ready", "context", "kubeconfig", "namespace", "bugs", "start_seconds", "steps": {...}}``. Runs until
-SIGINT or SIGTERM, then stops everything (the kubeconfig it wrote goes too) and exits 0. When the start fails it
-prints ``{"event": "failed", "error": "..."}`` and exits 1.
+``{"event": "ready", "context", "kubeconfig", "namespace", "bugs", "time_scale", "profile": {name: seconds or
+count}, "start_seconds", "steps": {...}}``. Runs until SIGINT or SIGTERM, then stops everything (the kubeconfig it
+wrote goes too) and exits 0. When the start fails it prints ``{"event": "failed", "error": "..."}`` and exits 1.
 """
 
 from __future__ import annotations
@@ -18,6 +24,27 @@ from collections.abc import Sequence
 
 import fakes.stack
 from fakes.stack.bugs import BUGS
+from fakes.stack.profile import ProfileError, effective
+
+
+def time_scale(text: str) -> float:
+    """``--time-scale``'s value: a finite number >= 1 (argparse turns the error into a usage error)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value >= 1 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"{text} is below 1 (1 is the stack's own cadence; the twin only runs faster)")
+    return value
+
+
+def setting(text: str) -> tuple[str, float]:
+    """``--set``'s value: ``NAME=SECONDS``."""
+    name, sep, seconds = text.partition("=")
+    try:
+        return name.strip(), float(seconds) if sep else float("nan")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give NAME=SECONDS (seconds a number)") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,12 +58,33 @@ def _parser() -> argparse.ArgumentParser:
         choices=sorted(BUGS),
         help="switch a known product bug back on (repeatable)",
     )
+    parser.add_argument(
+        "--time-scale",
+        type=time_scale,
+        default=1.0,
+        metavar="K",
+        help="divide every timing of the profile by K >= 1 (floors kept; default 1, the stack's own cadence)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        type=setting,
+        default=[],
+        metavar="NAME=SECONDS",
+        help="deploy this deployed profile value as given, in seconds (repeatable): a mis-set stack",
+    )
     parser.add_argument("--verbose", action="store_true", help="log the services' lines to stderr")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    overrides = dict(args.set)
+    try:
+        timing = effective(args.time_scale, overrides)  # checked here, so a bad --set is a usage error
+    except ProfileError as exc:
+        parser.error(f"argument --set: {exc}")
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         stream=sys.stderr,
@@ -45,7 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with fakes.stack.serve(args.kubeconfig, args.context, bugs=args.bug) as twin:
+        with fakes.stack.serve(
+            args.kubeconfig, args.context, bugs=args.bug, time_scale=args.time_scale, overrides=overrides
+        ) as twin:
             print(
                 json.dumps(
                     {
@@ -54,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "kubeconfig": twin.kubeconfig,
                         "namespace": twin.namespace,
                         "bugs": sorted(twin.bugs),
+                        "time_scale": timing.scale,
+                        "profile": twin.timing.as_json(),
                         "start_seconds": round(twin.start_seconds, 3),
                         "steps": {name: round(seconds, 3) for name, seconds in twin.up_steps},
                     }

@@ -4,14 +4,15 @@ Pacing comes from the environment, i.e. the Agent's ``spec.env`` at launch (the 
 ``STUB_*`` entries; failure mode 44 in specs/cluster/README.md):
 
 - ``STUB_SILENT_FOR_MS`` (default 0): say nothing at all for this long first;
-- ``STUB_NARRATE_FOR_MS`` (default 0) and ``STUB_NARRATE_EVERY_MS`` (default 2000; 0 means 2000): a progress
-  message every so often for this long (each resets the orchestrator's idle window);
-- then the reply, re-offered every ``AGENT_REPLY_ACK_RETRY_MS`` (10 s) until the orchestrator acknowledges it, for
-  at most ``AGENT_REPLY_ACK_TIMEOUT_MS`` (90 s in e2e; 10 min when the variable is missing). Acknowledged: exit 0.
-  Never acknowledged: exit 1 (the run fails).
+- ``STUB_NARRATE_FOR_MS`` (default 0) and ``STUB_NARRATE_EVERY_MS`` (default ``stub_cadence``, 2 s; 0 means the
+  default): a progress message every so often for this long (each resets the orchestrator's idle window);
+- then the reply, re-offered every ``AGENT_REPLY_ACK_RETRY_MS`` (default ``reply_reoffer``, 10 s) until the
+  orchestrator acknowledges it, for at most ``AGENT_REPLY_ACK_TIMEOUT_MS`` (90 s in e2e; ``reply_hold_unset``, 10
+  min, when the variable is missing). Acknowledged: exit 0. Never acknowledged: exit 1 (the run fails).
 
-Knobs are clamped to 10 min; junk gives the default. The reply starts ``stub-agent-reply``, echoes the goal (cut at
-200 characters) and names which of ``AGENT_ACTOR_LOGIN``, ``CLAUDE_CODE_OAUTH_TOKEN``,
+Knobs are clamped to ``stub_clamp`` (10 min); junk gives the default. The defaults and the clamp are the twin's
+timing profile (:mod:`fakes.stack.profile`, at its time scale). The reply starts ``stub-agent-reply``, echoes the
+goal (cut at 200 characters) and names which of ``AGENT_ACTOR_LOGIN``, ``CLAUDE_CODE_OAUTH_TOKEN``,
 ``CLAUDE_LOGIN_CREDENTIALS_JSON`` and ``GITHUB_TOKEN`` it was given. A NATS client that gives up reconnecting ends
 the agent with exit 1 (the agent side of a NATS bounce).
 """
@@ -26,15 +27,15 @@ from fakes.stack.nats import NatsClient, NatsClosed
 from fakes.stack.node import PodContext
 
 
-def knob(env: dict[str, str], name: str, default: float) -> float:
-    """``env[name]`` milliseconds as seconds, clamped to 10 min; missing, junk or negative gives ``default``."""
+def knob(env: dict[str, str], name: str, default: float, *, clamp: float) -> float:
+    """``env[name]`` milliseconds as seconds, at most ``clamp`` seconds; missing, junk or negative gives ``default``."""
     try:
         value = float(env[name]) / 1000.0
     except (KeyError, ValueError):
         return default
     if value != value or value < 0:
         return default
-    return min(value, config.STUB_CLAMP)
+    return min(value, clamp)
 
 
 class StubAgent:
@@ -42,11 +43,14 @@ class StubAgent:
         self.ctx = ctx
         env = ctx.env
         self.run = env.get("AGENT_RUN_NAME", ctx.name)
-        self.silent = knob(env, "STUB_SILENT_FOR_MS", 0.0)
-        self.narrate = knob(env, "STUB_NARRATE_FOR_MS", 0.0)
-        self.every = knob(env, "STUB_NARRATE_EVERY_MS", config.STUB_DEFAULT_CADENCE) or config.STUB_DEFAULT_CADENCE
-        self.retry = knob(env, "AGENT_REPLY_ACK_RETRY_MS", config.REPLY_RETRY) or config.REPLY_RETRY
-        self.hold = knob(env, "AGENT_REPLY_ACK_TIMEOUT_MS", config.REPLY_HOLD_DEFAULT)
+        timing = ctx.timing
+        clamp = timing.seconds("stub_clamp")
+        cadence, reoffer = timing.seconds("stub_cadence"), timing.seconds("reply_reoffer")
+        self.silent = knob(env, "STUB_SILENT_FOR_MS", 0.0, clamp=clamp)
+        self.narrate = knob(env, "STUB_NARRATE_FOR_MS", 0.0, clamp=clamp)
+        self.every = knob(env, "STUB_NARRATE_EVERY_MS", cadence, clamp=clamp) or cadence
+        self.retry = knob(env, "AGENT_REPLY_ACK_RETRY_MS", reoffer, clamp=clamp) or reoffer
+        self.hold = knob(env, "AGENT_REPLY_ACK_TIMEOUT_MS", timing.seconds("reply_hold_unset"), clamp=clamp)
         self.exit_code: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self.acked = asyncio.Event()
         self.nats = NatsClient(

@@ -12,11 +12,12 @@ Open WebUI (and the specs) talk to the orchestrator as to a model named ``agent-
   caller tools is planned (:mod:`fakes.stack.planner`: skill, advertised tools, the model, tool calls sorted); any
   other turn goes to an agent through the orchestrator's pre-flight, exactly like ``/invoke``.
 - Stream (``stream: true``): the headers and a role-only frame go out at once; while an agent works, an SSE comment
-  (``: keep-alive``) every :data:`KEEPALIVE_EVERY` seconds; then the text as ``delta.content`` pieces, caller tool
-  calls as ``delta.tool_calls`` (the first delta of a call carries ``index``, ``id``, ``type`` and ``function.name``
-  with empty ``arguments``; later deltas pieces of ``arguments``), a last frame with ``finish_reason`` (``stop`` or
-  ``tool_calls``) and ``data: [DONE]``. A turn that fails after the stream started ends with an ``error`` event and
-  no ``[DONE]``, as OpenAI's streams do. Every frame is a ``chat.completion.chunk`` the ``openai`` package accepts.
+  (``: keep-alive``) every ``chat_keepalive`` seconds (the twin's timing profile); then the text as ``delta.content``
+  pieces, caller tool calls as ``delta.tool_calls`` (the first delta of a call carries ``index``, ``id``, ``type`` and
+  ``function.name`` with empty ``arguments``; later deltas pieces of ``arguments``), a last frame with ``finish_reason``
+  (``stop`` or ``tool_calls``) and ``data: [DONE]``. A turn that fails after the stream started ends with an ``error``
+  event and no ``[DONE]``, as OpenAI's streams do. Every frame is a ``chat.completion.chunk`` the ``openai`` package
+  accepts.
 - A parked turn (the user must link accounts first) streams the link prompt at once and keeps the stream open,
   resuming the turn if the credentials appear (the identity gate's hold), until the client goes away.
 - Without ``stream: true`` the same turn is answered as one ``chat.completion`` object.
@@ -69,8 +70,6 @@ class Orchestrator(Protocol):
 
 MODEL_NAME = "agent-orchestrator"
 CHAT_ID_HEADER = "x-openwebui-chat-id"
-KEEPALIVE_EVERY = 5.0
-"""Seconds between keep-alive comments while a turn has nothing to say yet."""
 TEXT_PIECE = 24
 """Characters per ``delta.content`` frame."""
 ARGUMENT_PIECE = 16
@@ -280,7 +279,7 @@ class ChatFacade:
         task = asyncio.ensure_future(self._answer(chat, request, bearer_subject, Outlet(response, head)))
         try:
             while not task.done():
-                await asyncio.wait({task}, timeout=KEEPALIVE_EVERY)
+                await asyncio.wait({task}, timeout=self.orch.ctx.timing.seconds("chat_keepalive"))
                 if not task.done():
                     await response.write(KEEPALIVE)
             text, calls, reason = task.result()

@@ -31,7 +31,6 @@ from fakes.kube.store import StoreEvent
 from fakes.stack import config, identity
 from fakes.stack.node import PodContext
 
-RETENTION_SWEEP = 60.0
 TERMINAL = ("Succeeded", "Failed")
 RUN_LABEL = "core.controller-agent.dev/agentrun"
 
@@ -167,7 +166,7 @@ class CoreController:
                         "metadata": {"labels": {RUN_LABEL: name}},
                         "spec": {
                             "restartPolicy": "Never",
-                            "terminationGracePeriodSeconds": 30,
+                            "terminationGracePeriodSeconds": int(self.ctx.timing.stored("pod_grace")),
                             "containers": [
                                 {"name": "agent", "image": str((agent.get("spec") or {}).get("image", "")), "env": env}
                             ],
@@ -187,13 +186,13 @@ class CoreController:
 
     async def _retention(self) -> None:
         while True:
-            await asyncio.sleep(RETENTION_SWEEP)
+            await asyncio.sleep(self.ctx.timing.seconds("retention_sweep"))
             items, _ = self.store.list(config.AGENTRUNS, self.ns)
             now = self.ctx.double.clock.time()
             for run in items:
                 done = (run.get("status") or {}).get("phase") in TERMINAL
                 created = parse_rfc3339(run["metadata"]["creationTimestamp"])
-                if done and now - created > config.RUN_RETENTION:
+                if done and now - created > self.ctx.timing.seconds("run_retention"):
                     with contextlib.suppress(ApiError):
                         self.store.delete(config.AGENTRUNS, self.ns, run["metadata"]["name"])
 

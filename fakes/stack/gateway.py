@@ -12,7 +12,7 @@ at once, also for events it ignores, and works in the background:
   volume claim; the twin's reading, unverified: specs/cluster/README.md §9);
 - the session is ``github:<owner>/<repo>#<n>``, the subject ``github:<lower-cased login>``; the turn goes to the
   orchestrator (``POST /invoke`` with the bearer ``e2e-gateway-token`` and a signed sender assertion), then
-  ``GET /invoke/<id>`` every 2 s for up to 90 s;
+  ``GET /invoke/<id>`` every ``POLL_INTERVAL_MS`` for up to ``POLL_TIMEOUT_MS`` (2 s and 90 s at scale 1);
 - the answer is posted on the issue: ``<!-- agent-controller:reply -->`` and the reply, or ``Something went wrong
   processing this: <error>`` (the orchestrator's error; the poll budget running out; the orchestrator no longer
   knowing the invocation because it restarted);
@@ -60,8 +60,8 @@ class Gateway:
         self.label = env.get("GITHUB_TRIGGER_LABEL", config.TRIGGER_LABEL)
         self.bot = env.get("GITHUB_BOT_LOGIN", config.BOT_LOGIN)
         self.allow = {s.strip() for s in env.get("GITHUB_SENDER_ALLOWLIST", "").split(",") if s.strip()}
-        self.interval = ctx.env_ms("POLL_INTERVAL_MS", config.POLL_INTERVAL)
-        self.budget = ctx.env_ms("POLL_TIMEOUT_MS", config.POLL_TIMEOUT)
+        self.interval = ctx.env_ms("POLL_INTERVAL_MS", ctx.timing.seconds("poll_interval"))
+        self.budget = ctx.env_ms("POLL_TIMEOUT_MS", ctx.timing.seconds("poll_budget"))
         self.github = env.get("GITHUB_API_URL", "http://fake-github").rstrip("/")
         self.orchestrator = env.get("ORCHESTRATOR_URL", "http://agent-orchestrator-invoke:8081").rstrip("/")
         self.token = env.get("GITHUB_TOKEN", "")

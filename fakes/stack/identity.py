@@ -27,10 +27,11 @@ The pre-flight (:meth:`Gate.preflight`) for the agent a turn goes to, in order:
 A verdict is :class:`Launch` (the AgentRun's ``subject``, ``secretEnv`` and extra ``spec`` fields), :class:`Park`
 (the prompt; the turn waits for the user) or :class:`Refuse` (the answer; nothing starts).
 
-Parked chat turns (:meth:`Gate.hold`): the turn stays open and is resumed every 4 s with the caller resolved on
-arrival, never by re-reading the JWT (which Open WebUI mints with a short expiry), until it launches or the hold
-ends. The parked request is written to the session (``sess:<session>`` field ``pending``) and only its owner can
-resume it (:meth:`Gate.resumable`): another caller in the same conversation gets their own turn, not the owner's.
+Parked chat turns (:meth:`Gate.hold`): the turn stays open and is resumed every ``resume_every`` seconds (the twin's
+timing profile; the product re-submits about every 4 s) with the caller resolved on arrival, never by re-reading the JWT
+(which Open WebUI mints with a short expiry), until it launches or the hold ends. The parked request is written to the
+session (``sess:<session>`` field ``pending``) and only its owner can resume it (:meth:`Gate.resumable`): another caller
+in the same conversation gets their own turn, not the owner's.
 """
 
 from __future__ import annotations
@@ -55,10 +56,6 @@ JWT_HEADER = "x-openwebui-user-jwt"
 JWT_SECRET_ENV = "AGENT_OPENWEBUI_USER_JWT_SECRET"
 OPENWEBUI_PREFIX = "openwebui:"
 GITHUB_PREFIX = "github:"
-RESUME_INTERVAL = 4.0
-"""Seconds between resumes of a parked chat turn (the product re-submits about every 4 s)."""
-PARK_HOLD = 900.0
-"""Seconds a parked chat turn is held open for the user to link (a GitHub device code lives 15 minutes)."""
 CLAUDE_PROVIDERS: dict[str, tuple[str, str, str]] = {
     # provider: (record prefix, env var, what the user is asked to link)
     "claude": (config.CLAUDE_SECRET_PREFIXES[0], "CLAUDE_CODE_OAUTH_TOKEN", "Claude"),
@@ -324,12 +321,15 @@ class Gate:
         session: str,
         *,
         alive: Callable[[], Awaitable[bool]],
-        hold: float = PARK_HOLD,
-        interval: float = RESUME_INTERVAL,
+        hold: float | None = None,
+        interval: float | None = None,
     ) -> Verdict | None:
         """Hold a parked chat turn open: every ``interval`` seconds run the pre-flight again as the caller resolved
         on arrival, until it no longer parks (the verdict) or ``hold`` seconds pass (``None``). ``alive()`` is awaited
-        before each resume (the facade's keep-alive write); ``False`` means the client went away: stop."""
+        before each resume (the facade's keep-alive write); ``False`` means the client went away: stop. Both default
+        to the twin's timing profile (``resume_every``; ``park_hold``: a GitHub device code lives 15 minutes)."""
+        hold = self.ctx.timing.seconds("park_hold") if hold is None else hold
+        interval = self.ctx.timing.seconds("resume_every") if interval is None else interval
         self.park(session, caller, agent, text)
         deadline = time.monotonic() + hold
         while time.monotonic() + interval < deadline:

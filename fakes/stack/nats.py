@@ -1,13 +1,14 @@
 """A NATS stand-in: the agent protocol's transport, and what a NATS bounce does to its clients.
 
 The server (:class:`NatsServer`, the ``nats-0`` pod's container) keeps connections and subscriptions in memory;
-deleting its pod drops every connection at once, the old process lingers about 10 s (lame duck) and its
-replacement takes about 12 s to serve, so a bounce lasts about 22 s as on minikube (20-40 s). Clients
+deleting its pod drops every connection at once, the old process lingers ``nats_lame_duck`` (10 s) and its
+replacement takes ``nats_restart`` (12 s) to serve, so a bounce lasts about 22 s as on minikube (20-40 s). Clients
 (:class:`NatsClient`) behave as the NATS client defaults the stack runs with: on a lost connection they try to
-reconnect every 2 s, 10 times (about 20 s), re-subscribe and flush what was published meanwhile; after the last
-attempt the connection is closed for good (failure mode 31 in specs/cluster/README.md: an agent pod's client gives
-up before the bounce is over). ``max_reconnects=None`` retries forever (the orchestrator here, which a closed
-connection would otherwise crash-loop).
+reconnect every ``nats_reconnect_wait`` (2 s), ``nats_reconnects`` (10) times (about 20 s), re-subscribe and flush
+what was published meanwhile; after the last attempt the connection is closed for good (failure mode 31 in
+specs/cluster/README.md: an agent pod's client gives up before the bounce is over). ``forever=True`` retries forever
+(the orchestrator here, which a closed connection would otherwise crash-loop). The values are the twin's timing
+profile (:mod:`fakes.stack.profile`, at its time scale).
 
 Subjects are exact strings (no wildcards). Messages are JSON-shaped dicts, delivered on the node's loop.
 """
@@ -81,7 +82,8 @@ class NatsServer:
 
     async def start(self) -> None:
         if self.ctx.node.seen("nats-server"):
-            await asyncio.sleep(config.NATS_RESTART)  # a replacement pod: start-up and readiness take their time
+            # a replacement pod: start-up and readiness take their time
+            await asyncio.sleep(self.ctx.timing.seconds("nats_restart"))
         self.ctx.map_port(8222, await self.monitor.start())
         self.server = await asyncio.start_server(self._greet, "127.0.0.1", 0)
         self.ctx.map_port(config.NATS_PORT, self.server.sockets[0].getsockname()[1])
@@ -89,7 +91,8 @@ class NatsServer:
 
     async def stop(self, grace: float) -> None:
         self.broker.shutdown()  # lame duck: every client loses its connection at once...
-        await asyncio.sleep(min(config.NATS_LAME_DUCK, max(0.0, grace - 1.0)))  # ...and the process exits later
+        # ...and the process exits later
+        await asyncio.sleep(min(self.ctx.timing.seconds("nats_lame_duck"), max(0.0, grace - 1.0)))
         if self.server is not None:
             self.server.close()
         await self.monitor.stop()
@@ -104,15 +107,14 @@ class NatsClient:
         url: str,
         *,
         name: str,
-        max_reconnects: int | None = config.NATS_RECONNECTS,
-        reconnect_wait: float = config.NATS_RECONNECT_WAIT,
+        forever: bool = False,
         on_closed: Callable[[str], None] | None = None,
     ) -> None:
         self.node = node
         self.url = url
         self.name = name
-        self.max_reconnects = max_reconnects
-        self.reconnect_wait = reconnect_wait
+        self.max_reconnects: int | None = None if forever else node.timing.count("nats_reconnects")
+        self.reconnect_wait = node.timing.seconds("nats_reconnect_wait")
         self.on_closed = on_closed
         self.subs: dict[str, list[Handler]] = collections.defaultdict(list)
         self.pending: collections.deque[tuple[str, Message]] = collections.deque(maxlen=PENDING_LIMIT)

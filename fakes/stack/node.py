@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fakes.stack.network import ClusterClient, Network
+from fakes.stack.profile import Effective
 
 if TYPE_CHECKING:
     from fakes.kube.double import KubeDouble
@@ -82,6 +83,11 @@ class PodContext:
     def bugs(self) -> frozenset[str]:
         return self.node.bugs
 
+    @property
+    def timing(self) -> Effective:
+        """The twin's timings (its time scale and overrides): the defaults of every service's cadence."""
+        return self.node.timing
+
     def client(self, timeout: float = 10.0) -> ClusterClient:
         return ClusterClient(self.node.network, timeout=timeout)
 
@@ -119,10 +125,17 @@ class Running:
 class Node:
     """Service instances by pod, on one event loop in its own thread (``start_loop`` / ``close``)."""
 
-    def __init__(self, double: KubeDouble, namespace: str, bugs: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        double: KubeDouble,
+        namespace: str,
+        bugs: frozenset[str] = frozenset(),
+        timing: Effective | None = None,
+    ) -> None:
         self.double = double
         self.namespace = namespace
         self.bugs = bugs
+        self.timing = timing if timing is not None else Effective()
         self.network = Network(double, namespace)
         self.images: list[tuple[str, ContainerFactory]] = []
         #: The double's log book (``kubectl logs``), when its controllers run.

@@ -19,14 +19,14 @@ HTTP (port 8081, Service ``agent-orchestrator-invoke``):
 - ``POST /v1/chat/completions``: the OpenAI-compatible chat facade (:mod:`fakes.stack.chat`).
 - ``GET /healthz``: 200 once warm (NATS connected, Qdrant collections set up, the Skills indexed).
 
-A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the
-identity gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read
-gate) and parks the turn with a link prompt, refuses it, or launches as the principal; a session that still has a
-live AgentRun (Redis ``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is
-created. Then the agent's NATS messages are awaited: each one resets the idle window (30 s, counted from the launch:
-failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the turn with
-``agent <name> went silent for 30000ms after N progress message(s)``. A re-attached turn waits at most 45 s between
-messages.
+A turn: the planner picks the route's agent (deterministic here; upstream asks a model); the pre-flight is the identity
+gate (:mod:`fakes.stack.identity`: the caller's principal, their Claude credentials, the repository read gate) and parks
+the turn with a link prompt, refuses it, or launches as the principal; a session that still has a live AgentRun (Redis
+``sess:<session>``) is re-attached to instead of launching another; otherwise an AgentRun is created. Then the agent's
+NATS messages are awaited: each one resets the idle window (``AGENT_IDLE_TIMEOUT_SECONDS``, 30 s at scale 1, counted
+from the launch: failure mode 28); the reply is acknowledged and becomes the result; silence past the window fails the
+turn with ``agent <name> went silent for <window>ms after N progress message(s)``. A re-attached turn waits at most
+``reattach_bound`` (45 s at scale 1) between messages.
 
 Stopping (pod deleted or rolled): the orchestrator stops consuming agent messages at once, so a reply the agent is
 holding stays unacknowledged for whoever re-attaches; open requests finish; every record is gone.
@@ -78,10 +78,10 @@ class Orchestrator:
         env = ctx.env
         pairs = env.get("STATIC_IDENTITIES", "").split(",")
         self.identities = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
-        self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", config.IDLE_WINDOW))
+        self.idle = float(env.get("AGENT_IDLE_TIMEOUT_SECONDS", ctx.timing.seconds("idle_window")))
         self.assertion_secret = env.get("AGENT_SENDER_ASSERTION_SECRET", "")
         self.invocations: dict[str, Invocation] = {}
-        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, max_reconnects=None)
+        self.nats = NatsClient(ctx.node, env.get("NATS_URL", "nats://nats:4222"), name=ctx.name, forever=True)
         self.redis = RedisClient(ctx.node, env.get("REDIS_URL", "redis://agent-orchestrator-redis:6379"))
         self.http = ctx.client()
         self.gate = identity.Gate(ctx, self.redis, RepoGate(ctx, self.http))
@@ -112,7 +112,14 @@ class Orchestrator:
             chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
             embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"),
         )
-        self.skills = SkillIndex(self.ctx.double.store, self.ctx.namespace, qdrant, self.model, self.ctx.log)
+        self.skills = SkillIndex(
+            self.ctx.double.store,
+            self.ctx.namespace,
+            qdrant,
+            self.model,
+            self.ctx.log,
+            retry=self.ctx.timing.seconds("skill_index_retry"),
+        )
         store = CallerToolStore(qdrant, self.model.embed)
         self.planner = Planner(
             store=self.ctx.double.store,
@@ -355,7 +362,7 @@ class Orchestrator:
         inbox: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         subjects = [f"agent.{run}.progress", f"agent.{run}.reply", f"agent.{run}.failed"]
         unsubscribe = [self.nats.subscribe(s, lambda subj, msg: inbox.put_nowait((subj, msg))) for s in subjects]
-        window = config.REATTACH_BOUND if reattached else self.idle
+        window = self.ctx.timing.seconds("reattach_bound") if reattached else self.idle
         progress = 0
         try:
             while True:

@@ -10,8 +10,10 @@ probe periods are integers). Counts are never scaled.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 PROFILE = Path(__file__).with_name("profile.toml")
@@ -56,6 +58,81 @@ class Entry:
         if self.unit == "ms":
             return str(round(seconds * 1000))
         return str(math.ceil(seconds))
+
+
+TIME_SCALE_ANNOTATION = "twin.stack-harness.dev/time-scale"
+"""The twin's namespace carries its time scale here, so a reader can divide the rhythms no manifest shows."""
+_PLACEHOLDER = re.compile(r"\{\{\s*profile\.(\w+)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Effective:
+    """The timings of one twin: each entry at time scale ``scale`` (>= 1), deployed values in ``overrides``
+    (seconds) as given. Build it with :func:`effective`, which checks both."""
+
+    scale: float = 1.0
+    overrides: Mapping[str, float] = field(default_factory=dict)
+    entries: Mapping[str, Entry] = field(default_factory=lambda: load())
+
+    def entry(self, name: str) -> Entry:
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise ProfileError(f"no profile entry {name!r} in {PROFILE.name}") from None
+
+    def seconds(self, name: str) -> float:
+        """The seconds the twin runs ``name`` with. Raises :class:`ProfileError` for an unknown name or a count."""
+        entry = self.entry(name)
+        return self.overrides[name] if name in self.overrides else entry.scaled(self.scale)
+
+    def count(self, name: str) -> int:
+        """A count entry (never scaled). Raises :class:`ProfileError` for an unknown name or a timing."""
+        entry = self.entry(name)
+        if entry.count is None:
+            raise ProfileError(f"profile entry {name!r} is a timing, not a count")
+        return entry.count
+
+    def stored(self, name: str) -> str:
+        """The deployed value ``name`` as its object stores it (milliseconds or whole seconds, a string)."""
+        return self.entry(name).stored(self.seconds(name))
+
+    def as_json(self) -> dict[str, float | int]:
+        """Every value by name: seconds for timings, counts as they are."""
+        return {
+            name: entry.count if entry.count is not None else self.seconds(name) for name, entry in self.entries.items()
+        }
+
+    def render(self, text: str) -> str:
+        """``text`` (a manifest) with each ``{{profile.<name>}}`` replaced by the deployed value as stored, and
+        ``{{profile.time_scale}}`` by the scale. Raises :class:`ProfileError` naming a placeholder that names no
+        deployed value."""
+
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name == "time_scale":
+                return f"{self.scale:g}"
+            if name not in self.entries or not self.entries[name].deployed:
+                raise ProfileError(f"manifest placeholder {match.group(0)} names no deployed value of {PROFILE.name}")
+            return self.stored(name)
+
+        return _PLACEHOLDER.sub(one, text)
+
+
+def effective(scale: float = 1.0, overrides: Mapping[str, float] | None = None, path: Path = PROFILE) -> Effective:
+    """The twin's timings at ``scale`` with ``overrides`` (deployed values in seconds, as deployed).
+
+    Raises :class:`ProfileError` for a scale below 1 (or not finite), an override naming no deployed value, or an
+    override that is not a positive number of seconds."""
+    if not (math.isfinite(scale) and scale >= 1):
+        raise ProfileError(f"time scale {scale:g} must be a number >= 1 (1: the stack's own cadence)")
+    entries = load(path)
+    deployed = sorted(name for name, entry in entries.items() if entry.deployed)
+    for name, seconds in (overrides or {}).items():
+        if name not in deployed:
+            raise ProfileError(f"{name!r} is not a deployed value of {path.name}; one of: {', '.join(deployed)}")
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise ProfileError(f"{name}={seconds:g}: give a positive number of seconds")
+    return Effective(scale=scale, overrides=dict(overrides or {}), entries=entries)
 
 
 def load(path: Path = PROFILE) -> dict[str, Entry]:

@@ -11,7 +11,7 @@ derived from its name, vector the embedding of ``name: description`` from the mo
 description}``), written when a Skill is created or changed and deleted with it. Indexing is asynchronous: a Skill
 that exists is not yet a Skill that is indexed (failure mode 23 in specs/cluster/README.md), so specs wait for its
 name in the ``skills`` payloads before a turn relies on it. Failures (Qdrant or the model unreachable) are retried
-every few seconds.
+every ``retry`` seconds (the profile's ``skill_index_retry``).
 
 :meth:`SkillIndex.select` is the turn's choice: retrieval (the query's embedding against ``skills``, the best
 :data:`CANDIDATES` above :data:`MIN_SCORE`), then, when anything was retrieved, the selector, a model call that
@@ -41,8 +41,6 @@ SKILLS_KEY = f"{config.GROUP}/skills"
 CANDIDATES = 3
 MIN_SCORE = 0.2
 """Cosine score a skill's embedding must reach to be a candidate (the twin's retrieval threshold)."""
-RETRY = 3.0
-"""Seconds between indexing attempts after a failure."""
 SELECTOR_PROMPT = (
     "You are the agent orchestrator's skill selector. Pick the one skill below that fits the user's request, "
     "or none. Answer with the skill's name only, or the word none.\n\nCandidate skills:\n"
@@ -84,9 +82,18 @@ class SkillIndex:
     """Skill resources of ``namespace`` mirrored into Qdrant (see the module docstring)."""
 
     def __init__(
-        self, store: Store, namespace: str, qdrant: Qdrant, model: ModelClient, log: Callable[[str], None]
+        self,
+        store: Store,
+        namespace: str,
+        qdrant: Qdrant,
+        model: ModelClient,
+        log: Callable[[str], None],
+        *,
+        retry: float,
     ) -> None:
+        """``retry``: seconds between indexing attempts after a failure (the profile's ``skill_index_retry``)."""
         self.store = store
+        self.retry = retry
         self.namespace = namespace
         self.qdrant = qdrant
         self.model = model
@@ -132,9 +139,9 @@ class SkillIndex:
             try:
                 await self._sync(names)
             except Exception as exc:
-                self.log(f"skill index: {sorted(names)} not indexed yet, retrying in {RETRY:.0f}s: {exc}")
+                self.log(f"skill index: {sorted(names)} not indexed yet, retrying in {self.retry:g}s: {exc}")
                 self.dirty |= names
-                await asyncio.sleep(RETRY)
+                await asyncio.sleep(self.retry)
                 self.wake.set()
 
     async def _sync(self, names: set[str]) -> None:

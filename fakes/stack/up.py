@@ -9,6 +9,9 @@ Available within 120 s; the release; the catalog, checked not empty (zero Tools,
 time out silently); and finally the orchestrator, the gateway and the core-controller Available within 300 s, so a
 half-ready stack fails here, readably.
 
+The stack's own manifests carry ``{{profile.<name>}}`` where a deployed timing goes: each is rendered from the twin's
+:class:`~fakes.stack.profile.Effective` timings and applied from stdin, so the cluster shows what the twin runs.
+
 Every kubectl call is bounded; a failing step raises :class:`UpFailed` naming the step, kubectl's exit and stderr.
 """
 
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from fakes.stack import config
+from fakes.stack.profile import Effective
 
 MANIFESTS = Path(__file__).parent / "manifests"
 FAKES = Path(__file__).parent.parent
@@ -53,15 +57,23 @@ def secret_manifest(name: str, values: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def render(manifest: str, timing: Effective) -> str:
+    """The stack's manifest ``manifest`` (a file name under ``manifests/``) with the deployed timings of ``timing``
+    filled in. Raises :class:`fakes.stack.profile.ProfileError` for a placeholder naming no deployed value."""
+    return timing.render((MANIFESTS / manifest).read_text(encoding="utf-8"))
+
+
 class UpFailed(RuntimeError):
     """A set-up step failed; the message names the step and what kubectl said."""
 
 
 @dataclass
 class Up:
-    """Runs the steps with ``kubectl(args, input=None, timeout=...)`` -> ``harness.process.Completed``."""
+    """Runs the steps with ``kubectl(args, input=None, timeout=...)`` -> ``harness.process.Completed``; the stack's
+    manifests are rendered with ``timing``."""
 
     kubectl: Callable[..., Any]
+    timing: Effective = field(default_factory=Effective)
     steps: list[tuple[str, float]] = field(default_factory=list)
 
     def run(self) -> None:
@@ -88,8 +100,12 @@ class Up:
             )
         return str(done.stdout)
 
+    def _apply(self, step: str, manifest: str) -> None:
+        """Apply one of the stack's manifests, rendered with the twin's timings, from stdin."""
+        self._run(step, "apply", "-f", "-", input=render(manifest, self.timing))
+
     def namespace(self) -> None:
-        self._run("namespace", "apply", "-f", str(MANIFESTS / "00-namespace.yaml"))
+        self._apply("namespace", "00-namespace.yaml")
 
     def crds(self) -> None:
         self._run("CRDs", "apply", "--server-side", "--force-conflicts", "-f", str(MANIFESTS / "10-crds.yaml"))
@@ -131,7 +147,7 @@ class Up:
         self._run("secrets", "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 
     def temporal(self) -> None:
-        self._run("temporal", "apply", "-f", str(MANIFESTS / "30-temporal.yaml"))
+        self._apply("temporal", "30-temporal.yaml")
         self._available("temporal", ["temporal-dev-server"], 120)
 
     def fakes(self) -> None:
@@ -144,10 +160,10 @@ class Up:
         self._available("fakes", ["fake-github", "fake-qdrant", "fake-openai"], 120)
 
     def release(self) -> None:
-        self._run("release", "apply", "-f", str(MANIFESTS / "40-release.yaml"))
+        self._apply("release", "40-release.yaml")
 
     def catalog(self) -> None:
-        self._run("catalog", "apply", "-f", str(MANIFESTS / "50-catalog.yaml"))
+        self._apply("catalog", "50-catalog.yaml")
         kinds = ",".join(f"{kind}.{config.GROUP}" for kind in CATALOG_KINDS)
         names = self._run("catalog", "-n", config.NAMESPACE, "get", kinds, "-o", "name").split()
         for kind in CATALOG_KINDS:

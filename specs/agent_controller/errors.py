@@ -8,7 +8,8 @@ The tree below adds to the generic one in :mod:`harness.errors`::
     │   ├── CredentialKeyError
     │   └── CredentialDecryptError
     ├── RedisPodNotFound
-    └── RedisSweepError
+    ├── RedisSweepError
+    └── ProfileUnreadable ······················ a deployed timing value could not be read
     ServiceFailure
     ├── InvokeError ···························· /invoke broke its contract
     │   ├── InvokeProtocolError
@@ -61,6 +62,15 @@ class RedisPodNotFound(HarnessError):
 
 class RedisSweepError(HarnessError):
     """The sweep ran but did not finish cleanly: ``redis-cli`` failed, or the output was not the script's."""
+
+
+class ProfileUnreadable(HarnessError):
+    """A value of the stack's timing profile could not be read from the deployed target: ``object`` (kind and name),
+    ``field`` (the key or path) and ``why`` (object missing, key missing, not a number, ...) are in the message."""
+
+    def __init__(self, object: str, field: str, why: str) -> None:
+        super().__init__(f"cannot read the stack's timing profile from the cluster: {object}, {field}: {why}")
+        self.object, self.field, self.why = object, field, why
 
 
 class InvokeError(ServiceFailure):

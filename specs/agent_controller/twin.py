@@ -7,6 +7,10 @@ twin`` names :mod:`specs.agent_controller.twin_plugin`, whose ``make_stand_in`` 
 lazily before the first cluster spec, stopped at the end of the session. Its kube context is accepted for this
 session only: the :class:`~harness.kube.Kube` it hands out allows that one context and nothing else, and no
 configuration or environment variable can put a twin's context on the allow-list of a cluster run.
+
+The twin runs at a time scale (``python -m fakes.stack --time-scale K``): every timing of the stack's profile divided
+by K, floors kept, the scaled values deployed in its objects (what :func:`specs.agent_controller.timing.read_profile`
+reads). :data:`DEFAULT_TIME_SCALE` unless the session says otherwise; 1 is the stack's own cadence.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,10 @@ TWIN_START_TIMEOUT = 180.0
 """Seconds the twin may take to come up (API double, kubectl applies, every Deployment Available)."""
 TWIN_STOP_TIMEOUT = 30.0
 NAMESPACE = "controller-agent"
+DEFAULT_TIME_SCALE = 5.0
+"""The twin's time scale unless ``--time-scale`` says otherwise: the largest at which every cluster spec stays
+meaningful (its waits are formulas over the deployed profile; the floors keep whole-second fields and the windows
+real kubectl must act inside)."""
 
 
 @dataclass
@@ -47,15 +56,28 @@ class TwinInfo:
     start_seconds: float
     steps: dict[str, float] = field(default_factory=dict)
     bugs: tuple[str, ...] = ()
+    time_scale: float = 1.0
+    profile: dict[str, float] = field(default_factory=dict)
+    """The twin's effective timing profile as it reported it (name -> seconds, counts as numbers)."""
 
 
 class TwinSession:
     """One twin for one pytest session (process). ``kube`` exists at once; the twin starts on :meth:`ensure_started`."""
 
     def __init__(
-        self, *, bugs: tuple[str, ...] = (), python: str = sys.executable, start_timeout: float = TWIN_START_TIMEOUT
+        self,
+        *,
+        bugs: tuple[str, ...] = (),
+        time_scale: float = DEFAULT_TIME_SCALE,
+        overrides: Mapping[str, float] | None = None,
+        python: str = sys.executable,
+        start_timeout: float = TWIN_START_TIMEOUT,
     ) -> None:
+        """``time_scale``: the twin's ``--time-scale``; ``overrides``: deployed values to mis-set (name -> seconds,
+        as deployed: the twin's ``--set NAME=SECONDS``)."""
         self.bugs = bugs
+        self.time_scale = time_scale
+        self.overrides = dict(overrides or {})
         self.python = python
         self.start_timeout = start_timeout
         self.workdir = Path(tempfile.mkdtemp(prefix="stack-twin-"))
@@ -108,12 +130,13 @@ class TwinSession:
             "memory": self.memory_bytes(),
             "bugs": list(self.bugs),
             "context": self.context,
+            "time_scale": self.time_scale,
         }
 
     def header(self) -> list[str]:
         return [
             f"harness: cluster specs use the stack twin this run starts (kube context {self.context!r}, "
-            f"namespace {self.kube.namespace!r})"
+            f"namespace {self.kube.namespace!r}, {scale_words(self.time_scale)})"
         ]
 
     def describe(self, reports: list[dict[str, Any]]) -> str:
@@ -125,13 +148,17 @@ class TwinSession:
                 continue
             memory = f", {twin['memory'] / 2**20:.0f} MiB resident" if twin.get("memory") else ""
             bugs = f", bugs switched on: {', '.join(twin['bugs'])}" if twin.get("bugs") else ""
-            parts.append(f"the stack twin came up in {twin['seconds']:.1f}s{memory}{bugs}")
+            scale = f", time scale {twin['time_scale']:g}" if twin.get("time_scale") else ""
+            parts.append(f"the stack twin came up in {twin['seconds']:.1f}s{memory}{scale}{bugs}")
         return "; ".join(parts)
 
     def _start(self) -> TwinInfo:
         argv = [self.python, "-m", "fakes.stack", "--kubeconfig", self.kubeconfig, "--context", self.context]
         for bug in self.bugs:
             argv += ["--bug", bug]
+        argv += ["--time-scale", f"{self.time_scale:g}"]
+        for name, seconds in sorted(self.overrides.items()):
+            argv += ["--set", f"{name}={seconds!r}"]
         began = time.monotonic()
         self.proc = process.spawn(argv)
         process.forget(self.proc)  # owned by this session (stopped at its end), not a per-test child
@@ -145,6 +172,8 @@ class TwinSession:
             float(ready.get("start_seconds", 0.0)),
             dict(ready.get("steps") or {}),
             tuple(ready.get("bugs") or ()),
+            float(ready.get("time_scale", 1.0)),
+            dict(ready.get("profile") or {}),
         )
 
     def _read_ready(self, deadline: float) -> dict[str, Any]:
@@ -234,6 +263,13 @@ class TwinSession:
             self.proc = None
         shutil.rmtree(self.workdir, ignore_errors=True)
         process.forget_folder(str(self.workdir))
+
+
+def scale_words(scale: float) -> str:
+    """How a header names the time scale: what it does, and how to run at the stack's own cadence."""
+    if scale == 1:
+        return "time scale 1: the stack's own cadence"
+    return f"time scale {scale:g}: every stack timing divided by {scale:g}, floors kept; --time-scale 1 for its own"
 
 
 def make_kube(context: str, kubeconfig: str, cache_dir: str, namespace: str = NAMESPACE) -> Kube:

@@ -6,11 +6,19 @@ Options:
 
 - ``--twin-bug NAME`` (repeatable): switch a known product bug back on in the twin (``fakes/stack/bugs.py``); a
   usage error with any other target;
-- ``--stack-source DIR``: the upstream stack's source tree, for the specs that read it (they skip without it).
+- ``--stack-source DIR``: the upstream stack's source tree, for the specs that read it (they skip without it);
+- ``--time-scale K`` (a number >= 1): the twin runs every stack timing divided by K (floors kept) and deploys the
+  scaled values, which the cluster specs read back; default :data:`~specs.agent_controller.twin.DEFAULT_TIME_SCALE`
+  on the twin, 1 on a cluster (which runs at its own cadence: any other K there is a usage error). ``--time-scale 1``
+  runs the twin at the stack's real cadence;
+- ``--twin-set NAME=SECONDS`` (repeatable): deploy the twin with one deployed profile value as given (``python -m
+  fakes.stack --set``): a mis-set stack, for the spec that the headroom check refuses it; a usage error with any
+  other target.
 
 Marker ``twin``: specs that start stack twins of their own (the product-bug switch specs): ``make e2e`` runs them,
 ``make test`` does not. The ``evidence`` marker's ``"agentruns"`` target keeps the AgentRuns of the spec's window
-(:mod:`specs.agent_controller.evidence`). Fixtures: ``stack_target`` (the session's
+(:mod:`specs.agent_controller.evidence`). A violated timing relation is said once at the end of the run
+(:mod:`specs.agent_controller.headroom`). Fixtures: ``stack_target`` (the session's
 :class:`harness.targets.TargetChoice`) and ``stack_source``.
 """
 
@@ -23,9 +31,11 @@ import pytest
 from harness.diagnostics_plugin import register_window_evidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
-from specs.agent_controller.twin import TwinSession
+from specs.agent_controller.headroom import HeadroomSummary
+from specs.agent_controller.twin import DEFAULT_TIME_SCALE, TwinSession
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
+_HEADROOM_SUMMARY = "agent-controller-headroom-summary"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -43,11 +53,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="the upstream stack's source tree, for specs that read it (they skip without it)",
     )
+    group.addoption(
+        "--time-scale",
+        default=None,
+        metavar="K",
+        help=f"run the stack twin's timings divided by K >= 1 (default {DEFAULT_TIME_SCALE:g} on the twin; 1 is the "
+        "stack's own cadence, and the only scale of a cluster)",
+    )
+    group.addoption(
+        "--twin-set",
+        action="append",
+        default=[],
+        metavar="NAME=SECONDS",
+        help="deploy the stack twin with this profile value set as given, in seconds (repeatable): a mis-set stack, "
+        "which the cluster specs' headroom check must refuse",
+    )
 
 
 @pytest.hookimpl(trylast=True)  # after harness.targets chose the target
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
+    if not config.pluginmanager.has_plugin(_HEADROOM_SUMMARY):
+        config.pluginmanager.register(HeadroomSummary(), _HEADROOM_SUMMARY)
+    time_scale(config)  # a usage error now, not at the first cluster spec
+    twin_settings(config)
     bugs = tuple(config.getoption("--twin-bug") or ())
     if not bugs:
         return
@@ -58,13 +87,70 @@ def pytest_configure(config: pytest.Config) -> None:
     _check_bugs(bugs)
 
 
+def twin_settings(config: pytest.Config) -> dict[str, float]:
+    """``--twin-set NAME=SECONDS`` as ``{name: seconds}``. Raises ``pytest.UsageError`` for one that is not
+    ``NAME=SECONDS``, names no deployed value of the profile, or is not a positive number of seconds, and for any
+    when the target is not the twin (a cluster is set by its own objects)."""
+    from fakes.stack.profile import ProfileError, effective
+
+    raw = list(config.getoption("--twin-set") or ())
+    settings: dict[str, float] = {}
+    for text in raw:
+        name, sep, seconds = text.partition("=")
+        try:
+            settings[name.strip()] = float(seconds) if sep else float("nan")
+        except ValueError:
+            raise pytest.UsageError(f"--twin-set {text}: give NAME=SECONDS (seconds a number)") from None
+    try:
+        effective(1.0, settings)
+    except ProfileError as exc:
+        raise pytest.UsageError(f"--twin-set: {exc}") from None
+    choice = target_choice(config)
+    if settings and choice is not None and choice.kind != "twin":
+        raise pytest.UsageError(
+            f"--twin-set applies to the stack twin only, but the target is not the twin ({choice.reason})"
+        )
+    return settings
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    choice = target_choice(config)
+    if choice is None or choice.kind == "twin":
+        return []  # the twin's header line names its scale
+    return ["harness: the cluster runs at its own cadence (time scale 1); its timing profile is read from its objects"]
+
+
 def make_stand_in(config: pytest.Config) -> TwinSession:
     """The :class:`harness.targets.StandIn` for this session: the stack twin, with ``--twin-bug`` switched on.
 
     Raises :class:`~harness.errors.KubectlNotFound` without kubectl (the twin is deployed and reached with it)."""
     bugs = tuple(config.getoption("--twin-bug") or ())
     _check_bugs(bugs)
-    return TwinSession(bugs=bugs)
+    return TwinSession(bugs=bugs, time_scale=time_scale(config), overrides=twin_settings(config))
+
+
+def time_scale(config: pytest.Config) -> float:
+    """The session's time scale: ``--time-scale``, else :data:`DEFAULT_TIME_SCALE` on the twin and 1 on a cluster.
+
+    Raises ``pytest.UsageError`` for a value that is not a number >= 1, and for any K other than 1 when the target
+    is a cluster (a cluster runs at its own cadence; only the twin can be scaled)."""
+    raw = config.getoption("--time-scale")
+    choice = target_choice(config)
+    on_twin = choice is not None and choice.kind == "twin"
+    if raw is None:
+        return DEFAULT_TIME_SCALE if on_twin else 1.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (value >= 1 and value != float("inf")):
+        raise pytest.UsageError(f"--time-scale {raw}: give a number >= 1 (1 is the stack's own cadence)")
+    if value != 1 and choice is not None and not on_twin:
+        raise pytest.UsageError(
+            f"--time-scale {raw} applies to the stack twin only; the target is a cluster ({choice.reason}), which "
+            "runs at its own cadence: drop the option or pass --time-scale 1"
+        )
+    return value
 
 
 def _check_bugs(bugs: tuple[str, ...]) -> None:

@@ -1,9 +1,15 @@
 """Fixtures of the stack's cluster specs: the stack, linked credentials, and AgentRun clean-up that keeps evidence.
 
-- ``profile`` (session): the stack's timing profile (:class:`specs.agent_controller.timing.Profile`): every
-  budget, pacing, negative window and expected message of a cluster spec is a formula over it.
-- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube`` and the session's ``forwards``,
-  with the fake GitHub seeded (users, repositories, the trigger label; idempotent).
+- ``profile`` (session): the stack's timing profile as deployed on the target
+  (:func:`specs.agent_controller.timing.read_profile`: the twin's and a cluster's objects alike): every budget,
+  pacing, negative window and expected message of a cluster spec is a formula over it (:mod:`specs.cluster.pacing`).
+- ``deployed_headroom`` (session, every cluster spec): the deployed ``profile`` against every relation the specs
+  rely on (:data:`specs.cluster.pacing.RELATIONS`), once, before the first cluster spec: a violated one errors every
+  cluster spec at set-up with one line naming both values and where each came from (README, "Headroom checked
+  before the run").
+- ``stack`` (session): :class:`specs.cluster.stack.Stack` on the guarded ``kube``, the session's ``forwards`` and
+  the ``profile`` (``stack.profile``), with the fake GitHub seeded (users, repositories, the trigger label;
+  idempotent).
 - ``linked_user`` (module): Claude credentials linked to ``github:e2e-user``, the subject the gate must use.
 - ``issue``: a fresh issue number (never reused: failure mode 7), after re-seeding the fake GitHub (its pod may
   have been restarted by a disruptive spec).
@@ -28,7 +34,9 @@ from harness.diagnostics_plugin import EvidenceRequest
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 from specs.agent_controller.credentials import CredentialStore, decode_key
 from specs.agent_controller.evidence import agent_runs_evidence
-from specs.agent_controller.timing import Profile, committed_profile
+from specs.agent_controller.headroom import HeadroomViolated, mark_report
+from specs.agent_controller.timing import Profile, check_headroom, read_profile
+from specs.cluster.pacing import RELATIONS
 from specs.cluster.stack import SUBJECT, Stack
 
 _FAILED = pytest.StashKey[bool]()
@@ -53,19 +61,28 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     outcome = yield
     report = outcome.get_result()
+    mark_report(report, call)
     if report.failed and isinstance(item, pytest.Function):
         item.module.__dict__.setdefault("_stack_failures", []).append(item.nodeid)
 
 
 @pytest.fixture(scope="session")
 def profile(kube: Kube) -> Profile:
-    # Placeholder until the profile is read from the deployed target: the committed values.
-    return committed_profile()
+    return read_profile(kube)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def deployed_headroom(profile: Profile) -> None:
+    # Session-scoped and autouse, so it runs before any other fixture of a cluster spec touches the stack; pytest
+    # keeps the exception and raises it again for every later cluster spec of the session.
+    violated = check_headroom(profile, RELATIONS)
+    if violated:
+        raise HeadroomViolated(violated)
 
 
 @pytest.fixture(scope="session")
-def stack(kube: Kube, forwards: ForwardPool) -> Stack:
-    stack = Stack(kube, forwards)
+def stack(kube: Kube, forwards: ForwardPool, profile: Profile) -> Stack:
+    stack = Stack(kube, forwards, profile)
     stack.seed_github()
     return stack
 

@@ -12,10 +12,12 @@ API is called through the same forward with the bearer ``e2e-identity-link-token
 Why the specs assert on a *launch*: a real Claude link cannot happen hermetically, so a credential is seeded at the
 subject the gate should use and the spec requires an AgentRun; a gate that looks anywhere else parks and the spec
 fails (specs/cluster/README.md §1). Negative controls assert that nothing launched. Upstream waited out a bare
-window for that (60 s keying, 20 s continuity and read gate, 90 s for a parked chat turn); where the stack says the
-turn is over (the gateway posts its comment, the chat answer ends), :meth:`Launches.none_within` stops at that
-positive signal and then checks, and says which of the two ended the wait. Budgets are upstream's (README §6):
-900 s for a positive webhook launch, 420 s for a chat launch and for a comment.
+window for that (60 s keying, 20 s continuity and read gate, 90 s for a parked chat turn); here each window is a
+formula over the stack's profile (:mod:`specs.cluster.pacing`: resumes of a parked turn, the gateway's resume
+wait), and where the stack says the turn is over (the gateway posts its comment, the chat answer ends),
+:meth:`Launches.none_within` stops at that positive signal and then checks, and says which of the two ended the
+wait. Failure-path budgets are upstream's (:mod:`specs.cluster.stack`, README §6): 900 s for a positive webhook
+launch, 420 s for a chat launch and for a comment.
 """
 
 from __future__ import annotations
@@ -40,7 +42,19 @@ from specs.agent_controller.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN,
 from specs.agent_controller.github_journal import GitHubJournal
 from specs.agent_controller.openwebui_jwt import mint_user_jwt
 from specs.agent_controller.redis_sessions import RedisSessions
-from specs.cluster.stack import GATEWAY, GITHUB, LABEL, OWNER, REPO, SENDER, Stack, Trigger
+from specs.cluster.stack import (
+    CHAT_LAUNCH,
+    FETCH,
+    GATEWAY,
+    GITHUB,
+    LABEL,
+    OWNER,
+    REPO,
+    SENDER,
+    Stack,
+    Trigger,
+)
+from specs.cluster.stack import timeout_for as timeout_for
 
 ORCHESTRATOR = ("svc/agent-orchestrator-invoke", 8081)
 BEARER = "e2e-gateway-token"
@@ -58,21 +72,6 @@ GATED_AGENT = "stub-swe-agent"
 """The e2e agent that declares ``github``, and so passes through the repository read gate."""
 LINK_GITHUB = re.compile(r"link your GitHub account", re.IGNORECASE)
 CLAUDE_NAMES = ("CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_LOGIN_CREDENTIALS_JSON")
-
-POSITIVE_LAUNCH = 900.0
-"""A positive webhook launch (identity keying, read gate): upstream measured a turn queued ~7 min behind parked ones
-(failure mode 27), so it raised 420 s to 900 s; the specs' timeouts are sized for it (failure mode 43)."""
-CHAT_LAUNCH = 420.0
-COMMENT = 420.0
-KEYING_WINDOW = 60.0
-CONTINUITY_WINDOW = 20.0
-PARKED_CHAT = 90.0
-SLACK = 60.0
-
-
-def timeout_for(*budgets: float) -> int:
-    """A pytest-timeout that fits ``budgets`` chained plus :data:`SLACK` (seeding, triggers, assertions)."""
-    return int(sum(budgets) + SLACK)
 
 
 def session_id(label: str) -> str:
@@ -249,15 +248,15 @@ class Launches:
                 )
             return None
 
-        found: AgentRunRecord = wait_for_sync(what, probe, timeout=timeout, interval=2.0)
+        found: AgentRunRecord = wait_for_sync(what, probe, timeout=timeout, interval=self.stack.interval)
         return found
 
     def none_within(self, window: float, why: str, *, processed: Callable[[], str | None] | None = None) -> str:
-        """Assert that nothing launched: poll every 2 s for at most ``window`` seconds, stopping early once
+        """Assert that nothing launched: poll every wait interval for at most ``window`` seconds, stopping early once
         ``processed()`` gives the stack's own sign that the turn is over (then nothing more can launch for it);
         the check runs once more after either. Returns what ended the wait."""
         deadline = time.monotonic() + window
-        ended = f"the {window:.0f} s window passed"
+        ended = f"the {window:g} s window passed"
         while True:
             runs = self.runs()
             assert not runs, f"{why}: yet {[f'{r.name} ({r.agent})' for r in runs]} launched"
@@ -268,7 +267,7 @@ class Launches:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            time.sleep(min(2.0, remaining))
+            time.sleep(min(self.stack.interval, remaining))
         runs = self.runs()
         assert not runs, f"{why}: yet {[f'{r.name} ({r.agent})' for r in runs]} launched"
         return ended
@@ -295,7 +294,7 @@ def _identity_link(stack: Stack, route: str, subject: str) -> Any:
             f"/identity-link/github/{route}",
             params={"subject": subject},
             headers={"authorization": f"Bearer {IDENTITY_LINK_BEARER}"},
-            timeout=20.0,
+            timeout=FETCH,
         ),
     )
 

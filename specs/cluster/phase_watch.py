@@ -4,15 +4,16 @@ A phase read once after a rollout misses a ``Failed`` that one component wrote d
 moment later; a poll misses it too when the overwrite comes between two polls. :class:`PhaseWatch` lists the run,
 then watches it with the kubernetes client (``watch=1``, ``fieldSelector=metadata.name=<run>``, from the listed
 ``resourceVersion``) on a thread of its own, and records the phase of every version of the object the API server
-sends, in order. Each watch request stays open at most ``window`` seconds (``timeoutSeconds``) and the next one
-resumes from the last ``resourceVersion`` seen, so stopping takes at most one window and no change between two
-requests is lost. A ``410 Gone`` (the API server no longer holds that history) re-lists the run; the record then
-notes the gap, since changes inside it cannot be known.
+sends, in order. Each watch request stays open at most ``window`` seconds, rounded up to whole seconds
+(``timeoutSeconds``), and the next one resumes from the last ``resourceVersion`` seen, so stopping takes at most
+one window and no change between two requests is lost. A ``410 Gone`` (the API server no longer holds that
+history) re-lists the run; the record then notes the gap, since changes inside it cannot be known.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -74,10 +75,11 @@ class PhaseWatch:
         """End the watch (at most one window plus one wait interval later) and return :meth:`phases`."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(self._request_bound() + self.window)
+            bound = self._request_bound() + self._seconds()
+            self._thread.join(bound)
             if self._thread.is_alive():
                 raise PhaseWatchFailed(
-                    f"the watch of AgentRun {self.run} did not end within {self._request_bound() + self.window:.0f}s "
+                    f"the watch of AgentRun {self.run} did not end within {bound:.0f}s "
                     "of being stopped (a watch request the API server neither answered nor closed)"
                 )
             self._thread = None
@@ -109,8 +111,14 @@ class PhaseWatch:
 
         return client.CustomObjectsApi(self.kube.api_client())
 
+    def _seconds(self) -> int:
+        """The watch request's ``timeoutSeconds``: the API server counts whole seconds, so the window rounded up."""
+        return math.ceil(self.window)
+
     def _request_bound(self) -> float:
-        return self.window * 2
+        """The client's bound on one request: twice what the API server holds it open (a window under a second is
+        still held a whole second, so the bound follows the rounded value, not the window)."""
+        return 2.0 * self._seconds()
 
     def _record(self, obj: dict[str, Any]) -> str:
         version = str(obj["metadata"]["resourceVersion"])
@@ -149,7 +157,7 @@ class PhaseWatch:
             PLURAL,
             field_selector=f"metadata.name={self.run}",
             resource_version=version,
-            timeout_seconds=max(1, int(self.window)),
+            timeout_seconds=self._seconds(),
             _request_timeout=self._request_bound(),
         )
         for event in events:

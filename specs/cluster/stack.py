@@ -1,9 +1,11 @@
-"""What the stack's cluster specs share: names, markers, upstream's budgets, and a turn from trigger to comment.
+"""What the stack's cluster specs share: names, markers, failure-path budgets, and a turn from trigger to comment.
 
 Everything is reached like on minikube: kubectl verbs through the pinned :class:`harness.Kube`, and the gateway
 and the fake GitHub through session port-forwards (``forwards.get`` reopens a forward whose pod was restarted).
-Budgets are upstream's (README §6); :func:`timeout_for` sizes a spec's pytest-timeout so that its chained waits
-fit (failure mode 43: upstream chained 420 + 300 + 180 s inside 600 s tests).
+The :class:`Stack` carries the session's timing profile (``stack.profile``): every pacing, negative window and
+wait interval is a formula over it (:mod:`specs.cluster.pacing`). The literals below are failure-path budgets only
+(README §6); :func:`timeout_for` sizes a spec's pytest-timeout so that its chained waits fit (failure mode 43:
+upstream chained 420 + 300 + 180 s inside 600 s tests).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from specs.agent_controller import github_seed
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE, AgentRunRecord, agent_runs_since
 from specs.agent_controller.cluster_secrets import SecretValue, read_secret_value
 from specs.agent_controller.github_journal import GitHubCall, GitHubJournal
+from specs.agent_controller.timing import Profile
+from specs.cluster.pacing import wait_interval
 
 OWNER, REPO = "e2e-org", "e2e-repo"
 LABEL = "ai-triage"
@@ -44,32 +48,110 @@ STUB_REPLY = "stub-agent-reply"
 LEGACY_NO_REPLY = "produced no reply within"
 WENT_SILENT = "went silent for"
 
-# Upstream's budgets, seconds (specs/cluster/README.md §6).
+# --- failure-path budgets, seconds (README §6) ----------------------------------------------------------------------
+# How long to wait for something that should happen at once or soon. On the passing path a wait ends as soon as its
+# answer is there, so these are generous literals (upstream's), never scaled: on a loaded machine the stack's work
+# does not shrink with the twin's time scale. Every timing the stack itself sets (its poll budget, idle window,
+# re-offer interval...) comes from the profile instead (specs/cluster/pacing.py).
+
 RUN_CREATED = 420.0
+"""An AgentRun to appear after a trigger."""
 RUN_TERMINAL = 300.0
+"""An AgentRun to reach Succeeded or Failed."""
 COMMENT = 180.0
+"""The gateway's comment on a turn."""
 HAPPY_COMMENT = 120.0
+"""The happy path's reply comment, once its run is terminal."""
+JOB_CREATED = 60.0
+"""An AgentRun's Job to exist."""
+LABEL_REMOVED = 60.0
+"""The trigger label's DELETE after a reply comment (the gateway's next call)."""
+LABEL_AFTER_COMMENT = 30.0
+"""The label DELETE trailing the comment, before the label-durability spec calls it missing."""
 WARM_UP = 150.0
-GATEWAY_POLL = 90.0
-IDLE_WINDOW = 30.0
+"""A fresh stack's first turn (failure mode 5)."""
 ROLLOUT = 300.0
+"""``kubectl rollout status`` (the set-up's own bound)."""
 BOUNCE = 180.0
+"""A deleted NATS or Redis pod's replacement to be Ready."""
 LABEL_REMOVAL = 300.0
+"""The trigger label's DELETE after a turn."""
 LABEL_AFTER_ROLL = 600.0
-WAIT_INTERVAL = 2.0
-"""Seconds between a wait's attempts (upstream's ``wait_for`` interval, README §6)."""
-REPLY_REOFFER = 10.0
-"""Seconds between the agent's offers of a held reply (``AGENT_REPLY_ACK_RETRY_MS``, README §6)."""
-TRIGGER_SPACING = 20.0
-"""Seconds upstream leaves between one spec's trigger and the next (README §6)."""
-NOTHING_MORE = TRIGGER_SPACING / 2
-"""Seconds a spec watches for something that must not come after a turn ended (a second comment, another
-AgentRun): inside the trigger spacing, so no other spec's trigger can land in the window."""
-NARRATE_THROUGH_ROLL = 20.0
-"""Seconds the stub narrates (every :data:`WAIT_INTERVAL`) while a spec rolls a service: upstream's rollout pacing,
-under the 25 s shutdown drain (failure mode 30) and well inside the gateway's 90 s poll."""
+"""The trigger label's DELETE after a gateway rollout (the outbox's sweep)."""
+AVAILABLE = 300.0
+"""A Deployment to be Available (the set-up's ``kubectl wait --timeout=300s``)."""
+CONTROLLER_AVAILABLE = 120.0
+"""The core-controller Deployment to be Available."""
+PHASELESS_GRACE = 60.0
+"""How old an AgentRun may be without a phase before the core-controller counts as not acting on it."""
+POSITIVE_LAUNCH = 900.0
+"""A positive webhook launch (identity keying, read gate): upstream measured a turn queued ~7 min behind parked
+ones (failure mode 27), so it raised 420 s to 900 s; the specs' timeouts are sized for it (failure mode 43)."""
+CHAT_LAUNCH = 420.0
+"""A chat turn that may launch an agent (upstream's chat budget), and its launch."""
+LINK_COMMENT = 420.0
+"""The link-required comment on a turn with nothing seeded."""
+REFUSED_CHAT = 120.0
+"""A chat turn that is refused or planned without an agent (it answers at once)."""
+TOOL_TURN = 120.0
+"""A turn planned with tools: the planner, the selector and a few model calls, no agent run (upstream gives every
+chat turn 420 s; a tool turn measured well under a second on the twin)."""
+SKILL_INDEXED = 120.0
+"""A fixture Skill to be indexed in Qdrant's ``skills`` collection."""
+FETCH = 20.0
+"""One HTTP request through a port-forward (upstream's ``fetchThrough``)."""
+PROBE = 30.0
+"""One attempt of a wait (upstream's ``waitFor`` attempt bound)."""
+CONNECT = 5.0
+"""One TCP connect through a port-forward."""
+STORE_BLOCK = 120.0
+"""The caller-tool store block against Qdrant (a dozen requests)."""
+CLOCKS = 60.0
+"""Slack between the node's and the API server's clocks, for a wait computed on the API server's clock."""
 SLACK = 60.0
 """Seconds a spec's timeout keeps beyond its chained budgets, for seeding, triggers and assertions."""
+JWT_EXPIRED_AGO = 60.0
+"""How long ago an expired JWT expired (upstream's -60 s): the product allows no tolerance, any past ``exp`` will do."""
+
+FAILURE_PATH_BUDGETS = frozenset(
+    {
+        "RUN_CREATED",
+        "RUN_TERMINAL",
+        "COMMENT",
+        "HAPPY_COMMENT",
+        "JOB_CREATED",
+        "LABEL_REMOVED",
+        "LABEL_AFTER_COMMENT",
+        "WARM_UP",
+        "ROLLOUT",
+        "BOUNCE",
+        "LABEL_REMOVAL",
+        "LABEL_AFTER_ROLL",
+        "AVAILABLE",
+        "CONTROLLER_AVAILABLE",
+        "PHASELESS_GRACE",
+        "POSITIVE_LAUNCH",
+        "CHAT_LAUNCH",
+        "LINK_COMMENT",
+        "REFUSED_CHAT",
+        "TOOL_TURN",
+        "SKILL_INDEXED",
+        "FETCH",
+        "PROBE",
+        "CONNECT",
+        "STORE_BLOCK",
+        "CLOCKS",
+        "SLACK",
+        "JWT_EXPIRED_AGO",
+        # Not budgets, but the only other literals: the floors under two pacings, for work no time scale shortens
+        # (a JWT's whole-second expiry, a prompt through a port-forward); specs/cluster/pacing.py says why.
+        "pacing.PROMPT_FLOOR",
+        "pacing.JWT_FLOOR",
+    }
+)
+"""The constants above (and the two floors of :mod:`specs.cluster.pacing`): the only timing literals the cluster
+specs may hold (the guard spec ``specs/guard/test_cluster_timing_literals.py`` reads this list); every other timing
+is a formula over the profile."""
 
 
 T = TypeVar("T")
@@ -82,11 +164,18 @@ def timeout_for(*budgets: float, slack: float = SLACK) -> int:
 
 @dataclass
 class Stack:
-    """The stack under test for one session: kube, forwards, the secrets the specs need (read once, never shown)."""
+    """The stack under test for one session: kube, forwards, its timing profile, the secrets the specs need (read
+    once, never shown)."""
 
     kube: Kube
     forwards: ForwardPool
+    profile: Profile
     _secrets: dict[str, SecretValue] = field(default_factory=dict)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between a wait's attempts on this stack (:func:`specs.cluster.pacing.wait_interval`)."""
+        return wait_interval(self.profile)
 
     def secret(self, key: str) -> SecretValue:
         if key not in self._secrets:
@@ -213,7 +302,9 @@ class Trigger:
                 )
             return None
 
-        return wait_for_sync(f"an AgentRun for issue #{self.issue} to be created", probe, timeout=timeout, interval=2.0)
+        return wait_for_sync(
+            f"an AgentRun for issue #{self.issue} to be created", probe, timeout=timeout, interval=self.stack.interval
+        )
 
     def wait_comment(self, timeout: float, what: str = "the gateway's comment") -> str:
         """The first comment posted on the issue after the trigger."""
@@ -222,7 +313,7 @@ class Trigger:
             posted = self.new_comments()
             return posted[0] if posted else None
 
-        return wait_for_sync(f"{what} on issue #{self.issue}", probe, timeout=timeout, interval=2.0)
+        return wait_for_sync(f"{what} on issue #{self.issue}", probe, timeout=timeout, interval=self.stack.interval)
 
 
 def wait_phase(stack: Stack, run: str, phases: tuple[str, ...], timeout: float) -> str:
@@ -233,7 +324,9 @@ def wait_phase(stack: Stack, run: str, phases: tuple[str, ...], timeout: float) 
         phase = (obj.get("status") or {}).get("phase")
         return phase if phase in phases else None
 
-    return wait_for_sync(f"AgentRun {run} to reach {' or '.join(phases)}", probe, timeout=timeout, interval=2.0)
+    return wait_for_sync(
+        f"AgentRun {run} to reach {' or '.join(phases)}", probe, timeout=timeout, interval=stack.interval
+    )
 
 
 def job_env_names(kube: Kube, job: str) -> list[str]:

@@ -37,7 +37,7 @@ from harness.targets import TargetChoice
 from specs.agent_controller.invoke import InvokeRejected
 from specs.agent_controller.model_journal import ModelJournal
 from specs.agent_controller.qdrant_collections import COLLECTIONS
-from specs.cluster.stack import Stack, timeout_for
+from specs.cluster.stack import FETCH, STORE_BLOCK, Stack, timeout_for
 from specs.cluster.tools_support import (
     QDRANT,
     SKILL_INDEXED,
@@ -161,17 +161,17 @@ TELEMETRY_TURN = Expect(sent=(BATTERY,), include=(BATTERY,))
 # --- the store block ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(timeout_for(120.0))
+@pytest.mark.timeout(timeout_for(STORE_BLOCK))
 def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_prunes_by_age(stack: Stack) -> None:
     from fakes.stack.caller_tools import CallerTool, CallerToolStore
 
     collection = f"e2e_caller_tools_probe_{os.getpid()}"
     forward = stack.forwards.get(stack.kube, *QDRANT)
     embed_calls: list[list[str]] = []
-    clock = [1_000_000.0]
+    clock = [1_000_000.0]  # the store's own clock (ms), handed to it: an instant, no timing of the stack
 
     async def request(method: str, path: str, body: dict[str, Any] | None) -> Any:
-        answer = await fetch_through(forward, method, path, timeout=20.0, json=body)
+        answer = await fetch_through(forward, method, path, timeout=FETCH, json=body)
         assert answer.status_code == 200, f"qdrant {method} {path} answered {answer.status_code}: {answer.text[:300]}"
         return answer.json()["result"]
 
@@ -204,7 +204,7 @@ def test_the_store_caches_by_content_restricts_search_to_the_supplied_tools_and_
         assert "gamma_fetch" not in found, f"a search over alpha and beta returned the unsupplied gamma: {found}"
         assert sorted(found) == ["alpha_search", "beta_lookup"], f"search over alpha and beta found {found}"
         assert len(run(store.search, char_hash("alpha"), ids, 1)) == 1, "k=1 did not give exactly one result"
-        clock[0] += 60_000
+        clock[0] += 60_000  # a minute later on the store's clock, then prune what is older than half of that
         run(store.index, [delta])
         run(store.prune, 30_000)
         assert view.payload_values(collection) == ["delta_recent"], "prune(30 s) kept or dropped the wrong points"

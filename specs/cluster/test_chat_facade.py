@@ -8,8 +8,11 @@ What every other chat spec relies on, asserted once on its own (README §1, fail
 - the bearer is checked (401, OpenAI's error shape);
 - a turn for an agent streams the agent's reply, and ``x-openwebui-chat-id`` keys its session: the Redis key
   ``sess:chat:<id>`` exists afterwards (under a wrong header name every call would get a fresh, random session);
-- a parked turn (the user has not linked their accounts) streams its link prompt at once and holds the stream open:
-  the client, allowed to park, keeps the text it already received when its own deadline ends the read.
+- a parked turn (the user has not linked their accounts) streams its link prompt at once and holds the stream open
+  with keep-alives: the client, allowed to park, reads for four keep-alive intervals
+  (:func:`~specs.cluster.pacing.parked_read`, upstream's 20 s, at least
+  :data:`~specs.cluster.pacing.PROMPT_FLOOR`) and keeps the text it already received when its own deadline ends
+  the read.
 
 Every turn is also checked against the tool-advertising contract where the fake model's capture is there: these
 turns bring no caller tools, so the model must be offered none.
@@ -31,12 +34,11 @@ from specs.agent_controller.credentials import CLAUDE_LOGIN, CLAUDE_SETUP_TOKEN,
 from specs.agent_controller.model_journal import ModelJournal
 from specs.agent_controller.openwebui_jwt import E2E_SECRET, mint_user_jwt
 from specs.agent_controller.redis_sessions import RedisSessions
-from specs.cluster.stack import STUB_REPLY, Stack, timeout_for
+from specs.cluster.pacing import AT_SCALE_1, jwt_valid, parked_read
+from specs.cluster.stack import CHAT_LAUNCH, STUB_REPLY, TOOL_TURN, Stack, timeout_for
 from specs.cluster.tools_support import (
     BEARER,
-    CHAT_TURN,
     ORCHESTRATOR,
-    TOOL_TURN,
     Expect,
     ToolTurns,
     model_capture,
@@ -46,8 +48,6 @@ pytestmark = [pytest.mark.cluster]
 
 SHARED = "client-integration-gateway"
 NO_TOOLS = Expect(none="the request brought no caller tools and no skill offers catalog tools")
-PARK_READ = 20.0
-"""Seconds the client reads a parked turn before its own deadline ends it (the facade holds far longer)."""
 
 
 @pytest.fixture(scope="module")
@@ -125,13 +125,13 @@ def test_an_unknown_bearer_is_refused_with_openais_error_shape(stack: Stack) -> 
 
 
 @pytest.mark.usefixtures("clean_agent_runs")
-@pytest.mark.timeout(timeout_for(CHAT_TURN))
+@pytest.mark.timeout(timeout_for(CHAT_LAUNCH))
 def test_an_agent_turn_streams_the_agents_reply_under_the_chat_session(
     stack: Stack, turns: ToolTurns, shared_subject_linked: str
 ) -> None:
     chat_id = f"e2e-chat-{uuid.uuid4().hex[:12]}"
     goal = f"Delegate this to stub-agent: say hello to chat {chat_id}"
-    chat = turns.chat(ask(goal), NO_TOOLS, chat_id=chat_id, timeout=CHAT_TURN, what="an agent turn").chat
+    chat = turns.chat(ask(goal), NO_TOOLS, chat_id=chat_id, timeout=CHAT_LAUNCH, what="an agent turn").chat
     assert chat is not None
     assert chat.done, f"the agent turn did not end: {chat.describe()}"
     assert chat.text.startswith(STUB_REPLY), f"expected the stub agent's reply: {chat.describe()}"
@@ -142,16 +142,16 @@ def test_an_agent_turn_streams_the_agents_reply_under_the_chat_session(
     )
 
 
-@pytest.mark.timeout(timeout_for(PARK_READ, TOOL_TURN))
-def test_a_parked_turn_streams_its_prompt_at_once_and_holds_the_stream(turns: ToolTurns) -> None:
+@pytest.mark.timeout(timeout_for(parked_read(AT_SCALE_1), TOOL_TURN))
+def test_a_parked_turn_streams_its_prompt_at_once_and_holds_the_stream(stack: Stack, turns: ToolTurns) -> None:
     user = f"e2e-unlinked-{uuid.uuid4().hex[:8]}"
-    token = mint_user_jwt(E2E_SECRET, user, expires_in=600)
+    token = mint_user_jwt(E2E_SECRET, user, expires_in=jwt_valid(stack.profile))
     chat = turns.chat(
         ask("Delegate this to stub-agent: anything"),
         NO_TOOLS,
         user_jwt=token,
         allow_park=True,
-        timeout=PARK_READ,
+        timeout=parked_read(stack.profile),
         what="a parked turn",
     ).chat
     assert chat is not None

@@ -4,8 +4,9 @@ The gateway answers 202 to every signed delivery and works in the background (RE
 AgentRun, no comment), the bot's own events (the login ``e2e-bot``), any sender of type ``Bot`` (here an allowlisted
 login, so only its type can drop it) and any login outside the allowlist. Each dropped delivery labels an issue of
 its own; then an allowed sender's turn on another issue runs to its end (the stack's sign that the gateway worked
-through the deliveries before it) and for a window more (:mod:`specs.cluster.turn_support`) the dropped issues stay
-without comment and no AgentRun other than that turn's appears.
+through the deliveries before it) and for a window more (:func:`~specs.cluster.pacing.nothing_more`: half the
+trigger spacing, several gateway polls) the dropped issues stay without comment and no AgentRun other than that
+turn's appears.
 
 A redelivery is what GitHub's "Redeliver" sends: the recorded delivery again, same ``X-GitHub-Delivery`` GUID, same
 bytes. That the gateway runs at most one turn per delivery id is the twin's reading (README, "Promises the suite
@@ -19,10 +20,10 @@ import pytest
 
 from harness import unique_issue_number
 from specs.agent_controller import github_seed
+from specs.cluster.pacing import AT_SCALE_1, nothing_more
 from specs.cluster.stack import (
     GITHUB,
     LABEL_REMOVAL,
-    NOTHING_MORE,
     RUN_CREATED,
     RUN_TERMINAL,
     SENDER,
@@ -53,7 +54,7 @@ def _dropped_trigger(stack: Stack, why: str, login: str, kind: str) -> Trigger:
     return stack.trigger(number, title=title, sender=login, sender_type=kind, open_issue=False)
 
 
-@pytest.mark.timeout(timeout_for(RUN_CREATED, LABEL_REMOVAL, NOTHING_MORE))
+@pytest.mark.timeout(timeout_for(RUN_CREATED, LABEL_REMOVAL, nothing_more(AT_SCALE_1)))
 def test_webhooks_the_gateway_must_drop_start_nothing(stack: Stack, issue: int) -> None:
     dropped = [(why, login, kind, _dropped_trigger(stack, why, login, kind)) for why, login, kind in DROPPED]
     control = stack.trigger(issue, title=f"after the dropped ones {issue}")
@@ -76,10 +77,10 @@ def test_webhooks_the_gateway_must_drop_start_nothing(stack: Stack, issue: int) 
             )
         return None
 
-    nothing_within(complaint)
+    nothing_within(stack, complaint)
 
 
-@pytest.mark.timeout(timeout_for(RUN_CREATED, RUN_TERMINAL, LABEL_REMOVAL, NOTHING_MORE))
+@pytest.mark.timeout(timeout_for(RUN_CREATED, RUN_TERMINAL, LABEL_REMOVAL, nothing_more(AT_SCALE_1)))
 def test_a_redelivered_webhook_runs_at_most_one_turn(stack: Stack, issue: int) -> None:
     trigger = stack.trigger(issue, title=f"redelivered {issue}")
     run = trigger.wait_run_created(RUN_CREATED).name
@@ -98,4 +99,4 @@ def test_a_redelivered_webhook_runs_at_most_one_turn(stack: Stack, issue: int) -
             f"{[c[:160] for c in posted]}"
         )
 
-    nothing_within(complaint)
+    nothing_within(stack, complaint)

@@ -15,6 +15,8 @@ import pytest
 from harness import Done, wait_for_sync
 from specs.cluster.stack import (
     HAPPY_COMMENT,
+    JOB_CREATED,
+    LABEL_REMOVED,
     REPLY_MARKER,
     RUN_CREATED,
     RUN_TERMINAL,
@@ -26,9 +28,6 @@ from specs.cluster.stack import (
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs")]
 
-JOB_CREATED = 60.0
-LABEL_REMOVED = 60.0
-
 
 @pytest.mark.timeout(timeout_for(RUN_CREATED, JOB_CREATED, RUN_TERMINAL, HAPPY_COMMENT, LABEL_REMOVED))
 def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linked_user: str, issue: int) -> None:
@@ -38,7 +37,12 @@ def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linke
     requested = list((run.raw.get("spec") or {}).get("secretEnv") or [])
     assert "AGENT_ACTOR_LOGIN" in requested, f"AgentRun {run.name} requests {requested}, not AGENT_ACTOR_LOGIN"
 
-    env = wait_for_sync(f"the Job of AgentRun {run.name}", lambda: _job_env(stack, run.name), timeout=JOB_CREATED)
+    env = wait_for_sync(
+        f"the Job of AgentRun {run.name}",
+        lambda: _job_env(stack, run.name),
+        timeout=JOB_CREATED,
+        interval=stack.interval,
+    )
     for name in requested:
         assert env.count(name) == 1, (
             f"{name} appears {env.count(name)} time(s) in Job {run.name}'s env, not exactly "
@@ -57,6 +61,7 @@ def test_labelled_issue_launches_an_agent_and_gets_its_reply(stack: Stack, linke
         f"the trigger label's removal from issue #{issue}",
         lambda: stack.label_removals(issue) or None,
         timeout=LABEL_REMOVED,
+        interval=stack.interval,
     )
     unstubbed = stack.unstubbed()
     assert not unstubbed, "the stack called GitHub endpoints the fake does not model (answered 501): " + "; ".join(

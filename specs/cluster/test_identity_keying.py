@@ -8,12 +8,13 @@ requires a *launch* (specs/cluster/identity_support.py). Each spec starts from n
 credentials deleted, ``sess:*`` swept, the fake GitHub re-seeded).
 
 - Webhook: credentials at ``github:<sender>`` launch within 900 s, requesting both Claude variables and
-  ``AGENT_ACTOR_LOGIN``; credentials only at the shared subject, or only at another sender's, launch nothing (60 s,
-  or until the gateway has posted its answer, see below); the sender ``E2E-User`` launches on the lower-cased
-  canonical credentials (900 s).
+  ``AGENT_ACTOR_LOGIN``; credentials only at the shared subject, or only at another sender's, launch nothing (three
+  trigger spacings, upstream's 60 s, or until the gateway has posted its answer, see below); the sender ``E2E-User``
+  launches on the lower-cased canonical credentials (900 s).
 - Chat (``openwebui:<id>`` linked to ``e2e-user``): canonical credentials launch a credential agent (420 s) with
   both Claude variables and no ``GITHUB_TOKEN``; credentials still under ``openwebui:<id>`` launch and are moved
-  (not copied) to the canonical subject; another human's credentials never serve (no launch, theirs untouched); an
+  (not copied) to the canonical subject; another human's credentials never serve (no launch while the parked turn
+  is read for twenty resumes, upstream's 90 s; theirs untouched); an
   expired GitHub link does not re-prompt and still launches; no link at all prompts ``link your GitHub account``
   and launches nothing.
 - The gateway's identity-link API: an expired link with a refresh token refreshes (200, a later ``expiresAt``); one
@@ -25,7 +26,8 @@ credentials deleted, ``sess:*`` swept, the fake GitHub re-seeded).
 
 Where upstream waited out a bare 60 s window for "nothing launched", the webhook controls stop as soon as the
 gateway has posted its comment on the issue (the stack's own sign that the turn is over: a launch would have come
-first), then check; the window stays the cap. Upstream's planner is a real model, so it accepts either credential
+first), then check; the window (:func:`~specs.cluster.pacing.keying_window`, past the gateway's resume wait) stays
+the cap. Upstream's planner is a real model, so it accepts either credential
 agent for a chat turn; on the twin the planner is scripted and the request names ``stub-agent``, so the twin
 requires exactly that agent.
 """
@@ -39,19 +41,14 @@ import pytest
 from harness import unique_issue_number, wait_for_sync
 from harness.targets import TargetChoice
 from specs.agent_controller import github_seed
-from specs.agent_controller.bounce import BOUNCE_TIMEOUT, bounce_pod
+from specs.agent_controller.bounce import bounce_pod
 from specs.agent_controller.credentials import SEEDED_GITHUB_REFRESH_TOKEN
 from specs.agent_controller.redis_sessions import REDIS_SELECTOR
 from specs.cluster.identity_support import (
     CANONICAL,
-    CHAT_LAUNCH,
     CLAUDE_NAMES,
-    COMMENT,
     CREDENTIAL_AGENTS,
-    KEYING_WINDOW,
     LINK_GITHUB,
-    PARKED_CHAT,
-    POSITIVE_LAUNCH,
     REQUEST,
     SHARED_SUBJECT,
     Chat,
@@ -67,7 +64,8 @@ from specs.cluster.identity_support import (
     secret_env,
     timeout_for,
 )
-from specs.cluster.stack import GITHUB, SENDER, Stack
+from specs.cluster.pacing import AT_SCALE_1, keying_window, park_watch
+from specs.cluster.stack import BOUNCE, CHAT_LAUNCH, GITHUB, LINK_COMMENT, POSITIVE_LAUNCH, SENDER, Stack
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs")]
 
@@ -132,28 +130,28 @@ def test_webhook_turn_resolves_claude_credentials_from_the_sender(stack: Stack, 
     assert "AGENT_ACTOR_LOGIN" in names, f"the orchestrator did not resolve who the sender is: {names}"
 
 
-@pytest.mark.timeout(timeout_for(KEYING_WINDOW))
+@pytest.mark.timeout(timeout_for(keying_window(AT_SCALE_1)))
 def test_webhook_turn_never_uses_the_shared_subjects_credentials(stack: Stack, identities: Identities) -> None:
     identities.reset("claude-auth")
     identities.seed_claude(SHARED_SUBJECT)
 
     trigger = label_issue(stack, unique_issue_number(), sender=SENDER)
     ended = Launches(stack, trigger.since, trigger.before).none_within(
-        KEYING_WINDOW,
+        keying_window(stack.profile),
         f"only {SHARED_SUBJECT} holds Claude credentials, which every sender would share",
         processed=comment_posted(trigger),
     )
     print(f"absence check ended: {ended}")
 
 
-@pytest.mark.timeout(timeout_for(KEYING_WINDOW))
+@pytest.mark.timeout(timeout_for(keying_window(AT_SCALE_1)))
 def test_one_senders_credentials_do_not_serve_another_sender(stack: Stack, identities: Identities) -> None:
     identities.reset("claude-auth")
     identities.seed_claude(SOMEONE_ELSE)
 
     trigger = label_issue(stack, unique_issue_number(), sender=SENDER)
     ended = Launches(stack, trigger.since, trigger.before).none_within(
-        KEYING_WINDOW,
+        keying_window(stack.profile),
         f"only {SOMEONE_ELSE} holds Claude credentials and {SENDER} sent the webhook",
         processed=comment_posted(trigger),
     )
@@ -222,7 +220,7 @@ def test_chat_adopts_a_pre_principal_credential_instead_of_asking_again(
         assert subject not in subjects, f"the {kind} credential was copied, not moved: still under {subject}"
 
 
-@pytest.mark.timeout(timeout_for(PARKED_CHAT))
+@pytest.mark.timeout(timeout_for(park_watch(AT_SCALE_1)))
 def test_chat_principal_never_serves_another_humans_credential(
     stack: Stack, identities: Identities, chat: Chat
 ) -> None:
@@ -232,7 +230,7 @@ def test_chat_principal_never_serves_another_humans_credential(
     identities.seed_claude(SOMEONE_ELSE)
     launches = Launches.start(stack)
 
-    turn = chat.turn(user, REQUEST, allow_park=True, timeout=PARKED_CHAT)
+    turn = chat.turn(user, REQUEST, allow_park=True, timeout=park_watch(stack.profile))
 
     runs = launches.runs()
     assert not runs, (
@@ -261,7 +259,7 @@ def test_chat_does_not_reprompt_a_caller_whose_github_link_expired(
     )
 
 
-@pytest.mark.timeout(timeout_for(PARKED_CHAT))
+@pytest.mark.timeout(timeout_for(park_watch(AT_SCALE_1)))
 def test_chat_prompts_a_caller_with_no_link_and_launches_nothing(
     stack: Stack, identities: Identities, chat: Chat
 ) -> None:
@@ -270,7 +268,7 @@ def test_chat_prompts_a_caller_with_no_link_and_launches_nothing(
     identities.seed_claude(CANONICAL)
     launches = Launches.start(stack)
 
-    turn = chat.turn(user, REQUEST, allow_park=True, timeout=PARKED_CHAT)
+    turn = chat.turn(user, REQUEST, allow_park=True, timeout=park_watch(stack.profile))
 
     assert LINK_GITHUB.search(turn.text), f"an unlinked caller was not asked to link GitHub: {turn.describe()}"
     runs = launches.runs()
@@ -324,7 +322,7 @@ def test_identity_lookup_is_404_when_nothing_is_linked(stack: Stack, identities:
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(BOUNCE_TIMEOUT))
+@pytest.mark.timeout(timeout_for(BOUNCE))
 def test_credentials_and_link_survive_a_redis_restart(stack: Stack, identities: Identities) -> None:
     subject = chat_subject(chat_user("durability-user"))
     identities.reset()
@@ -334,7 +332,7 @@ def test_credentials_and_link_survive_a_redis_restart(stack: Stack, identities: 
         assert CANONICAL in identities.claude_subjects(kind), f"the seeded {kind} credential is not stored"
     assert identities.store.has_github_link(subject), f"the seeded GitHub link of {subject} is not stored"
 
-    bounce = bounce_pod(stack.kube, REDIS_SELECTOR, new_name=True, timeout=BOUNCE_TIMEOUT)
+    bounce = bounce_pod(stack.kube, REDIS_SELECTOR, new_name=True, timeout=BOUNCE, interval=stack.interval)
     print(f"replaced Redis pod {bounce.old} with {bounce.new}; Ready in {bounce.seconds:.1f}s")
 
     for kind in ("setup-token", "login"):
@@ -344,7 +342,7 @@ def test_credentials_and_link_survive_a_redis_restart(stack: Stack, identities: 
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(BOUNCE_TIMEOUT, CHAT_LAUNCH, CHAT_LAUNCH))
+@pytest.mark.timeout(timeout_for(BOUNCE, CHAT_LAUNCH, CHAT_LAUNCH))
 def test_a_turn_after_a_redis_restart_launches_instead_of_asking_to_relink(
     stack: Stack, identities: Identities, chat: Chat, stack_target: TargetChoice
 ) -> None:
@@ -352,7 +350,7 @@ def test_a_turn_after_a_redis_restart_launches_instead_of_asking_to_relink(
     identities.reset()
     identities.seed_link(chat_subject(user), SENDER)
     identities.seed_claude(CANONICAL)
-    bounce_pod(stack.kube, REDIS_SELECTOR, new_name=True, timeout=BOUNCE_TIMEOUT)
+    bounce_pod(stack.kube, REDIS_SELECTOR, new_name=True, timeout=BOUNCE, interval=stack.interval)
     launches = Launches.start(stack)
 
     turn = chat.turn(user, REQUEST)
@@ -368,7 +366,7 @@ def test_a_turn_after_a_redis_restart_launches_instead_of_asking_to_relink(
 # --- a turn needing two credentials asks for both at once ---------------------------------------------------------
 
 
-@pytest.mark.timeout(timeout_for(COMMENT))
+@pytest.mark.timeout(timeout_for(LINK_COMMENT))
 def test_a_turn_needing_two_credentials_asks_for_both_in_one_comment(stack: Stack, identities: Identities) -> None:
     identities.reset()
 
@@ -378,7 +376,12 @@ def test_a_turn_needing_two_credentials_asks_for_both_in_one_comment(stack: Stac
         posted = [c for c in trigger.new_comments() if "link your" in c]
         return posted[-1] if posted else None
 
-    body = wait_for_sync(f"the link-required comment on issue #{trigger.issue}", link_prompt, timeout=COMMENT)
+    body = wait_for_sync(
+        f"the link-required comment on issue #{trigger.issue}",
+        link_prompt,
+        timeout=LINK_COMMENT,
+        interval=stack.interval,
+    )
     assert "2 accounts" in body, f"the prompt does not ask for both accounts at once: {body!r}"
     assert "Claude Remote Control" in body, f"the prompt does not name Claude Remote Control: {body!r}"
     assert "couldn't start" not in body, f"a link step was deferred to a later turn: {body!r}"

@@ -1,9 +1,11 @@
 """Cluster specs: the trigger label comes off the issue once the turn is answered, also across a gateway restart.
 
-Ported from upstream's label-durability spec with its budgets: a silent 60 s turn (it fails at the 30 s idle
-window) still has its ``ai-triage`` label deleted within 300 s; with the gateway rolled during a 120 s narration
-(longer than the 90 s poll: the turn ends with an error comment), the DELETE comes within 600 s, from the
-gateway's durable outbox. A label left behind re-triggers nothing but blocks the next trigger.
+Ported from upstream's label-durability spec with its budgets: a turn silent for twice the idle window
+(:func:`~specs.cluster.pacing.silence`, upstream's 60 s; it fails at the idle window) still has its ``ai-triage``
+label deleted within 300 s; with the gateway rolled during a narration longer than the poll budget by an idle window
+(:func:`~specs.cluster.pacing.long_narration`, upstream's 120 s: the turn ends with the poll's error comment), the
+DELETE comes within 600 s, from the gateway's durable outbox. A label left behind re-triggers nothing but blocks the
+next trigger.
 
 The gateway posts its comment and then deletes the label, so once a comment is on the issue the DELETE is due:
 the wait stops early, naming the problem, when it has not come :data:`LABEL_AFTER_COMMENT` seconds after the
@@ -18,8 +20,10 @@ import pytest
 
 from harness import StopWaiting, wait_for_sync
 from specs.agent_controller.pacing import pace_stub_agent
+from specs.cluster.pacing import long_narration, narration_cadence, silence
 from specs.cluster.stack import (
     LABEL,
+    LABEL_AFTER_COMMENT,
     LABEL_AFTER_ROLL,
     LABEL_REMOVAL,
     ROLLOUT,
@@ -32,8 +36,6 @@ from specs.cluster.stack import (
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs", "linked_user")]
 
 GATEWAY = "agent-controller-integration-gateway"
-LABEL_AFTER_COMMENT = 30.0
-"""Seconds the label DELETE may trail the comment (it is the gateway's next call)."""
 
 
 def wait_label_removed(stack: Stack, trigger: Trigger, timeout: float) -> None:
@@ -54,13 +56,15 @@ def wait_label_removed(stack: Stack, trigger: Trigger, timeout: float) -> None:
                 )
         return None
 
-    wait_for_sync(f"the {LABEL} label's removal from issue #{trigger.issue}", probe, timeout=timeout, interval=2.0)
+    wait_for_sync(
+        f"the {LABEL} label's removal from issue #{trigger.issue}", probe, timeout=timeout, interval=stack.interval
+    )
     assert LABEL not in stack.labels(trigger.issue), "the DELETE was sent but the label is still there"
 
 
 @pytest.mark.timeout(timeout_for(LABEL_REMOVAL))
 def test_label_removed_after_a_silent_turn(stack: Stack, issue: int) -> None:
-    with pace_stub_agent(stack.kube, silent_for=60.0):
+    with pace_stub_agent(stack.kube, silent_for=silence(stack.profile)):
         trigger = stack.trigger(issue, title=f"label durability, silent {issue}")
         wait_label_removed(stack, trigger, LABEL_REMOVAL)
 
@@ -68,7 +72,8 @@ def test_label_removed_after_a_silent_turn(stack: Stack, issue: int) -> None:
 @pytest.mark.disruptive
 @pytest.mark.timeout(timeout_for(RUN_CREATED, ROLLOUT, LABEL_AFTER_ROLL))
 def test_label_removed_after_gateway_rollout(stack: Stack, issue: int) -> None:
-    with pace_stub_agent(stack.kube, narrate_for=120.0, narrate_every=5.0):
+    p = stack.profile
+    with pace_stub_agent(stack.kube, narrate_for=long_narration(p), narrate_every=narration_cadence(p)):
         trigger = stack.trigger(issue, title=f"label durability, gateway rollout {issue}")
         trigger.wait_run_created(RUN_CREATED)
         stack.kube.rollout_restart(GATEWAY)

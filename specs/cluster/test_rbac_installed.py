@@ -15,12 +15,13 @@ import pytest
 from harness import Kube, parse_k8s_time, wait_for_sync
 from specs.agent_controller.agentruns import AGENTRUN_RESOURCE
 from specs.agent_controller.rbac import markers_in, missing, role_triples
+from specs.agent_controller.timing import Profile
+from specs.cluster.pacing import wait_interval
+from specs.cluster.stack import CONTROLLER_AVAILABLE, PHASELESS_GRACE
 
 pytestmark = pytest.mark.cluster
 
 CONTROLLER = "core-controller"
-AVAILABLE = 120.0
-PHASELESS_GRACE = 60.0
 
 
 def test_cluster_role_covers_the_controller_markers(kube: Kube, stack_source: Path) -> None:
@@ -31,12 +32,17 @@ def test_cluster_role_covers_the_controller_markers(kube: Kube, stack_source: Pa
     assert not absent, f"ClusterRole {CONTROLLER} lacks what the controller's markers ask for: {', '.join(absent)}"
 
 
-def test_core_controller_is_available(kube: Kube) -> None:
+def test_core_controller_is_available(kube: Kube, profile: Profile) -> None:
     def available() -> bool | None:
         conditions = (kube.kubectl_json("get", "deployment", CONTROLLER).get("status") or {}).get("conditions") or []
         return True if any(c["type"] == "Available" and c["status"] == "True" for c in conditions) else None
 
-    wait_for_sync(f"deployment/{CONTROLLER} to be Available", available, timeout=AVAILABLE, interval=2.0)
+    wait_for_sync(
+        f"deployment/{CONTROLLER} to be Available",
+        available,
+        timeout=CONTROLLER_AVAILABLE,
+        interval=wait_interval(profile),
+    )
 
 
 def test_no_agent_run_is_left_without_a_phase(kube: Kube) -> None:

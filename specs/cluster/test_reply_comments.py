@@ -5,9 +5,12 @@ deletes the trigger label. The comments are counted on the fake GitHub once the 
 ended, and again through a window in which nothing more may come (:mod:`specs.cluster.turn_support`):
 
 - a plain turn: exactly one comment, the reply;
-- disruptive: the gateway rolled during a 20 s narration (its start-up sweep resumes the turn from the durable
-  outbox and posts the reply), then rolled once more after the turn ended (the restarted gateway must not post the
-  reply again from what its outbox kept): exactly one comment.
+- disruptive: the gateway rolled during a narration (:func:`~specs.cluster.pacing.roll_narration`: the shutdown
+  drain and two readiness periods, upstream's 20 s; its start-up sweep resumes the turn from the durable outbox and
+  posts the reply, inside the poll budget), then rolled once more after the turn ended (the restarted gateway must
+  not post the reply again from what its outbox kept): exactly one comment.
+
+The window after the turn is :func:`~specs.cluster.pacing.nothing_more` (half the trigger spacing).
 """
 
 from __future__ import annotations
@@ -15,16 +18,14 @@ from __future__ import annotations
 import pytest
 
 from specs.agent_controller.pacing import pace_stub_agent
+from specs.cluster.pacing import AT_SCALE_1, nothing_more, roll_cadence, roll_narration
 from specs.cluster.stack import (
     LABEL_AFTER_ROLL,
     LABEL_REMOVAL,
-    NARRATE_THROUGH_ROLL,
-    NOTHING_MORE,
     REPLY_MARKER,
     ROLLOUT,
     RUN_CREATED,
     STUB_REPLY,
-    WAIT_INTERVAL,
     Stack,
     Trigger,
     timeout_for,
@@ -52,18 +53,19 @@ def _one_reply(trigger: Trigger, when: str) -> str | None:
     )
 
 
-@pytest.mark.timeout(timeout_for(RUN_CREATED, LABEL_REMOVAL, NOTHING_MORE))
+@pytest.mark.timeout(timeout_for(RUN_CREATED, LABEL_REMOVAL, nothing_more(AT_SCALE_1)))
 def test_one_reply_comment_per_turn(stack: Stack, issue: int) -> None:
     trigger = stack.trigger(issue, title=f"one reply per turn {issue}")
     trigger.wait_run_created(RUN_CREATED)
     wait_turn_ended(stack, trigger, LABEL_REMOVAL)
-    nothing_within(lambda: _one_reply(trigger, "after the turn ended"))
+    nothing_within(stack, lambda: _one_reply(trigger, "after the turn ended"))
 
 
 @pytest.mark.disruptive
-@pytest.mark.timeout(timeout_for(RUN_CREATED, ROLLOUT, LABEL_AFTER_ROLL, ROLLOUT, NOTHING_MORE))
+@pytest.mark.timeout(timeout_for(RUN_CREATED, ROLLOUT, LABEL_AFTER_ROLL, ROLLOUT, nothing_more(AT_SCALE_1)))
 def test_one_reply_comment_across_gateway_restarts(stack: Stack, issue: int) -> None:
-    with pace_stub_agent(stack.kube, narrate_for=NARRATE_THROUGH_ROLL, narrate_every=WAIT_INTERVAL):
+    p = stack.profile
+    with pace_stub_agent(stack.kube, narrate_for=roll_narration(p), narrate_every=roll_cadence(p)):
         trigger = stack.trigger(issue, title=f"one reply across gateway restarts {issue}")
         trigger.wait_run_created(RUN_CREATED)
         _roll_gateway(stack)
@@ -71,4 +73,4 @@ def test_one_reply_comment_across_gateway_restarts(stack: Stack, issue: int) -> 
     said = _one_reply(trigger, "after the gateway restarted during the turn and its sweep finished it")
     assert said is None, said
     _roll_gateway(stack)
-    nothing_within(lambda: _one_reply(trigger, "after the gateway restarted once more, with the turn answered"))
+    nothing_within(stack, lambda: _one_reply(trigger, "after the gateway restarted once more, with the turn answered"))

@@ -15,15 +15,16 @@ Each spec starts from nothing, then links the chat user to ``e2e-user`` and seed
 - Chat, readable repository: ``stub-swe-agent`` launches (420 s) with ``AGENT_TARGET_REPOSITORY`` and
   ``GITHUB_TOKEN``, and the read check used the user's token.
 - Chat, private repository: the answer says ``can't see `e2e-org/e2e-private` ``, exactly one read check was made
-  with the user's token, and nothing launches (20 s).
+  with the user's token, and nothing launches (five resumes of a parked turn, upstream's 20 s).
 - Chat, no repository named: ``Which GitHub repository`` or ``can't see `e2e-org/...` `` (upstream's model may
   mistake a word for a repository name; the twin's extraction is deterministic and must ask), nothing launches.
 - Chat, a bare name: resolved against the deployment's default owner; launches, checked with the user's token.
 - Webhook ``ai-review`` (900 s): ``stub-swe-agent`` with ``AGENT_TARGET_REPOSITORY`` and no ``GITHUB_TOKEN`` (a
   webhook's subject must never hand a run a user's token), and no ``/login/`` call was made.
 
-"Nothing launches" waits out upstream's 20 s after the answer: a refused chat turn has ended (the answer is the
-stack's own sign), and the window is kept because the turn's session could still be resumed by a regression.
+"Nothing launches" waits out a window after the answer (:func:`~specs.cluster.pacing.nothing_launched`, upstream's
+20 s): a refused chat turn has ended (the answer is the stack's own sign), and the window is kept because the turn's
+session could still be resumed by a regression, which would happen at one of the resumes inside it.
 """
 
 from __future__ import annotations
@@ -34,14 +35,12 @@ import pytest
 
 from harness import unique_issue_number
 from harness.targets import TargetChoice
+from harness.timestamps import DEFAULT_SKEW
 from specs.agent_controller.credentials import SEEDED_GITHUB_TOKEN
 from specs.agent_controller.github_journal import GitHubJournal, credential_fingerprint
 from specs.cluster.identity_support import (
     CANONICAL,
-    CHAT_LAUNCH,
-    CONTINUITY_WINDOW,
     GATED_AGENT,
-    POSITIVE_LAUNCH,
     Chat,
     Identities,
     Launches,
@@ -53,13 +52,12 @@ from specs.cluster.identity_support import (
     session_id,
     timeout_for,
 )
-from specs.cluster.stack import GITHUB, SENDER, Stack
+from specs.cluster.pacing import AT_SCALE_1, nothing_launched
+from specs.cluster.stack import CHAT_LAUNCH, GITHUB, POSITIVE_LAUNCH, REFUSED_CHAT, SENDER, Stack
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("clean_agent_runs")]
 
-READ_GATE_WINDOW = CONTINUITY_WINDOW
-"""Upstream's 20 s absence window after a refused turn."""
-GATE_CHAT = 120.0
+GATE_CHAT = REFUSED_CHAT
 """Upstream's client budget for these chat turns (a refusal answers at once; a launch waits for the run)."""
 SEEDED_USER_TOKEN = credential_fingerprint(f"Bearer {SEEDED_GITHUB_TOKEN}")
 REVIEW_LABEL = "ai-review"
@@ -88,9 +86,9 @@ def read_checks(stack: Stack, repo: str, since: float) -> list[str | None]:
 
 
 def journal_now(stack: Stack) -> float:
-    """A ``since`` for the fake GitHub's journal (epoch seconds): the API server's clock, 2 s early for skew
-    (the fake stamps entries with the clock of the node it runs on)."""
-    return stack.kube.server_time().timestamp() - 2.0
+    """A ``since`` for the fake GitHub's journal (epoch seconds): the API server's clock, the harness's skew
+    allowance early (the fake stamps entries with the clock of the node it runs on)."""
+    return stack.kube.server_time().timestamp() - DEFAULT_SKEW
 
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, CHAT_LAUNCH))
@@ -119,7 +117,7 @@ def test_chat_launches_into_a_readable_repository_checked_with_the_callers_token
     )
 
 
-@pytest.mark.timeout(timeout_for(GATE_CHAT, READ_GATE_WINDOW))
+@pytest.mark.timeout(timeout_for(GATE_CHAT, nothing_launched(AT_SCALE_1)))
 def test_chat_launches_nothing_into_a_repository_the_caller_cannot_read(
     stack: Stack, chat: Chat, gate_user: str
 ) -> None:
@@ -139,10 +137,10 @@ def test_chat_launches_nothing_into_a_repository_the_caller_cannot_read(
         f"the refusal must come from one read check with the caller's "
         f"token ({SEEDED_USER_TOKEN}); checks made with: {checks}"
     )
-    launches.none_within(READ_GATE_WINDOW, "the caller cannot read e2e-org/e2e-private")
+    launches.none_within(nothing_launched(stack.profile), "the caller cannot read e2e-org/e2e-private")
 
 
-@pytest.mark.timeout(timeout_for(GATE_CHAT, READ_GATE_WINDOW))
+@pytest.mark.timeout(timeout_for(GATE_CHAT, nothing_launched(AT_SCALE_1)))
 def test_chat_refuses_rather_than_launching_when_no_repository_is_named(
     stack: Stack, chat: Chat, gate_user: str, stack_target: TargetChoice
 ) -> None:
@@ -159,7 +157,7 @@ def test_chat_refuses_rather_than_launching_when_no_repository_is_named(
     assert re.search(r"Which GitHub repository|can't see `e2e-org/", turn.text), f"not refused: {turn.describe()}"
     if stack_target.kind == "twin":  # no model in the extraction: it must ask, not guess
         assert "Which GitHub repository" in turn.text, f"the twin guessed a repository: {turn.text[-300:]!r}"
-    launches.none_within(READ_GATE_WINDOW, "the request names no repository")
+    launches.none_within(nothing_launched(stack.profile), "the request names no repository")
 
 
 @pytest.mark.timeout(timeout_for(GATE_CHAT, CHAT_LAUNCH))

@@ -15,7 +15,9 @@ from harness import ForwardPool, Kube, KubectlError, fetch_through_sync, wait_fo
 from harness.timestamps import DEFAULT_SKEW
 from specs.agent_controller.agentruns import agent_runs_since
 from specs.agent_controller.bounce import is_ready, matching_pods
-from specs.cluster.stack import timeout_for
+from specs.agent_controller.timing import Profile
+from specs.cluster.pacing import reply_hold_ms, wait_interval
+from specs.cluster.stack import AVAILABLE, CONNECT, PROBE, timeout_for
 
 pytestmark = pytest.mark.cluster
 
@@ -45,8 +47,6 @@ SELECTORS = {
     "Redis": "app.kubernetes.io/name=agent-orchestrator-redis",
 }
 COLLECTIONS = {"tools", "skills", "agents", "caller_tools"}
-AVAILABLE = 300.0
-"""The set-up's own bound for the orchestrator and the gateway (kubectl wait --timeout=300s)."""
 
 
 def test_agentrun_crd_is_served(kube: Kube) -> None:
@@ -63,13 +63,17 @@ def test_every_stack_kind_is_served(kube: Kube) -> None:
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS)
 @pytest.mark.timeout(timeout_for(AVAILABLE))
-def test_deployment_is_available(kube: Kube, deployment: str) -> None:
+def test_deployment_is_available(kube: Kube, profile: Profile, deployment: str) -> None:
     def available() -> bool | None:
         conditions = kube.kubectl_json("get", "deployment", deployment).get("status", {}).get("conditions", [])
         return True if any(c["type"] == "Available" and c["status"] == "True" for c in conditions) else None
 
     assert wait_for_sync(
-        f"deployment/{deployment} to be Available", available, timeout=AVAILABLE, interval=5.0, probe_timeout=30.0
+        f"deployment/{deployment} to be Available",
+        available,
+        timeout=AVAILABLE,
+        interval=wait_interval(profile),
+        probe_timeout=PROBE,
     )
 
 
@@ -92,11 +96,16 @@ def test_disruption_selectors_match_exactly_one_ready_pod(kube: Kube, what: str)
     assert is_ready(pods[0]), f"the {what} pod {names[0]} is not Ready"
 
 
-def test_stub_agent_keeps_its_reply_hold(kube: Kube) -> None:
-    # Pacing that replaced spec.env wholesale dropped the 90 s hold and never put it back (failure mode 44).
+def test_stub_agent_keeps_its_reply_hold(kube: Kube, profile: Profile) -> None:
+    # Pacing that replaced spec.env wholesale dropped the reply hold and never put it back (failure mode 44): the
+    # hold must still be the one the session's profile read (or, before that is read from the cluster, committed).
     env = (kube.kubectl_json("get", f"agents.{GROUP}", "stub-agent").get("spec") or {}).get("env") or []
     holds = [e.get("value") for e in env if e.get("name") == "AGENT_REPLY_ACK_TIMEOUT_MS"]
-    assert holds == ["90000"], f"stub-agent's AGENT_REPLY_ACK_TIMEOUT_MS is {holds or 'missing'}, not ['90000']"
+    expected = [reply_hold_ms(profile)]
+    assert holds == expected, (
+        f"stub-agent's AGENT_REPLY_ACK_TIMEOUT_MS is {holds or 'missing'}, not {expected} "
+        f"(the reply hold, from {profile.source('reply_hold')})"
+    )
     leftovers = [e["name"] for e in env if str(e.get("name", "")).startswith("STUB_")]
     assert not leftovers, f"stub-agent still carries pacing from an earlier spec: {leftovers} (failure mode 26)"
 
@@ -112,7 +121,7 @@ def test_qdrant_collections_exist(kube: Kube, forwards: ForwardPool) -> None:
 def test_temporal_grpc_port_accepts_tcp(kube: Kube, forwards: ForwardPool) -> None:
     # gRPC never answers an HTTP probe: readiness is a TCP connect through the forward (failure mode 12).
     forward = forwards.get(kube, "svc/temporal-dev-server", 7233)
-    with socket.create_connection(("127.0.0.1", forward.local_port), timeout=5.0):
+    with socket.create_connection(("127.0.0.1", forward.local_port), timeout=CONNECT):
         pass
 
 

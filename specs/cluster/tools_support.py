@@ -12,8 +12,10 @@ offered to the model on a turn are exactly the expected set: names as the client
 orchestrator's internal ``caller:`` namespace), at most ``K`` caller tools (``callerToolTopK``, 3 in e2e) and the
 active skill's catalog tools, and none at all for ``tool_choice: "none"`` or a skill that refuses caller tools.
 
-Budgets: a turn that plans with tools (no agent) gets :data:`TOOL_TURN`; one that may launch an agent keeps
-upstream's chat budget (420 s); a Skill is indexed within 120 s, polled every 3 s (README §6).
+Budgets (failure-path, :mod:`specs.cluster.stack`): a turn that plans with tools (no agent) gets
+:data:`~specs.cluster.stack.TOOL_TURN`; one that may launch an agent keeps upstream's chat budget (420 s); a Skill
+is indexed within 120 s (README §6), polled as often as the orchestrator retries indexing one (the profile's
+``skill_index_retry``, upstream's 3 s).
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from harness.targets import TargetChoice
 from specs.agent_controller.chat import facade_turn_sync
 from specs.agent_controller.invoke import Invocation, InvokeClient
 from specs.agent_controller.model_journal import ModelJournal, ModelRequest
+from specs.cluster.stack import CHAT_LAUNCH as CHAT_LAUNCH
+from specs.cluster.stack import SKILL_INDEXED as SKILL_INDEXED
+from specs.cluster.stack import TOOL_TURN as TOOL_TURN
 from specs.cluster.stack import Stack
 
 ORCHESTRATOR = ("svc/agent-orchestrator-invoke", 8081)
@@ -44,14 +49,6 @@ BEARER = "e2e-gateway-token"
 TOP_K = 3
 SKILL_GROUP = "skills.core.controller-agent.dev"
 FIXTURE_LABEL = "e2e.controller-agent.dev/fixture"
-
-CHAT_TURN = 420.0
-"""Seconds for a chat turn that may launch an agent (upstream's chat budget)."""
-TOOL_TURN = 120.0
-"""Seconds for a turn planned with tools: the planner, the selector and a few model calls, no agent run (upstream
-gives every chat turn 420 s; a tool turn measured well under a second on the twin)."""
-SKILL_INDEXED = 120.0
-SKILL_POLL = 3.0
 
 RUN_TOKEN = f"run-{os.getpid()}-{int(time.time() * 1000)}"
 """Put into every caller-tool description: the orchestrator caches definitions by content hash, so fixed
@@ -256,7 +253,7 @@ def skills_applied(stack: Stack, fixture: str, skills: list[dict[str, Any]]) -> 
             f"skills {names} to be indexed in Qdrant's skills collection",
             indexed,
             timeout=SKILL_INDEXED,
-            interval=SKILL_POLL,
+            interval=stack.profile.skill_index_retry,
         )
         yield names
     finally:

@@ -141,7 +141,7 @@ def plan(model: FakeHandle[OpenAIFake], qdrant: Any) -> PlanRun:
                     )
                 llm = ModelClient(http, base_url=f"{model.url}/v1", api_key="k")  # type: ignore[arg-type]
                 catalog = Catalog(qdrant.url)
-                skills = SkillIndex(catalog, NS, q, llm, lambda line: None)  # type: ignore[arg-type]
+                skills = SkillIndex(catalog, NS, q, llm, lambda line: None, retry=0.5)  # type: ignore[arg-type]
                 await skills.start()
                 await skills.stop()
                 planner = Planner(

@@ -1,0 +1,80 @@
+"""Specs of the ``--time-scale`` option (specs/agent_controller/twin_plugin.py): the twin's default and what it is
+passed on to, and the usage errors (not a number, below 1, any K but 1 on a cluster). Inner pytest runs are projects
+of their own (a pyproject.toml each) with this repository on their pythonpath; no twin starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specs.agent_controller.twin import DEFAULT_TIME_SCALE
+
+ROOT = Path(__file__).resolve().parents[2]
+# The inner run records the scale its twin would be started with, instead of starting one.
+RECORD_SCALE = (
+    "import harness.kube, specs.agent_controller.twin as twin\n"
+    "twin.TwinSession.ensure_started = lambda self: print(f'\\nTWIN-SCALE {self.time_scale:g}')\n"
+    "harness.kube.Kube.check_api_server = (\n"
+    "    lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
+    ")\n"
+)
+CLUSTER_SPEC = "import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n"
+
+
+def _project(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".toml",
+        pyproject=(
+            '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = "controller-agent"\n'
+            'twin = "specs.agent_controller.twin_plugin"\n'
+            f'\n[tool.pytest.ini_options]\npythonpath = [{str(ROOT)!r}, "."]\n'
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "scale"), [((), DEFAULT_TIME_SCALE), (("--time-scale", "1"), 1.0), (("--time-scale", "2.5"), 2.5)]
+)
+def test_the_twin_gets_the_sessions_scale(
+    pytester: pytest.Pytester, kubectl_standin, args: tuple[str, ...], scale: float
+) -> None:
+    kubectl_standin.set_current_context(None)
+    _project(pytester)
+    pytester.makeconftest(RECORD_SCALE)
+    pytester.makepyfile(test_inner=CLUSTER_SPEC)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--target", "twin", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*namespace 'controller-agent', time scale {scale:g}*", f"TWIN-SCALE {scale:g}"])
+
+
+@pytest.mark.parametrize("value", ["0.5", "fast", "inf"])
+def test_a_scale_that_is_not_a_number_above_one_is_a_usage_error(
+    pytester: pytest.Pytester, kubectl_standin, value: str
+) -> None:
+    kubectl_standin.set_current_context(None)
+    _project(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--time-scale {value}: give a number >= 1 (1 is the stack's own cadence)*"])
+
+
+def test_a_scale_on_a_cluster_is_a_usage_error(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.set_current_context("minikube")
+    _project(pytester)
+    pytester.makepyfile(test_inner=CLUSTER_SPEC)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", "5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--time-scale 5 applies to the stack twin only; the target is a cluster (*), which runs at its own cadence*"]
+    )
+
+
+def test_scale_one_on_a_cluster_is_its_own_cadence(pytester: pytest.Pytester, kubectl_standin) -> None:
+    kubectl_standin.set_current_context("minikube")
+    _project(pytester)
+    pytester.makepyfile(test_inner="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", "1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["harness: the cluster runs at its own cadence (time scale 1)*"])
