@@ -133,6 +133,8 @@ def pytest_collection_modifyitems(
         return
     split = shards.split_by_module([item.nodeid for item in cluster], recorded_durations(config), shard_count(config))
     config.stash[_SPLIT] = split
+    if not config.pluginmanager.hasplugin("xdist"):  # nothing reads the group (and its marker is not registered)
+        return
     loadgroup = hasattr(config, "workerinput") and _loadgroup(config)
     for item in cluster:
         group = split.group_of(item.nodeid)
