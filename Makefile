@@ -57,8 +57,9 @@ matrix: venv
 
 # The main job, one invocation: cluster specs against minikube when kubectl has a current context (or
 # --kube-context), else against the stack twin this run starts (PYTEST_ARGS="--target cluster|twin" forces
-# either). Cluster-free specs run in parallel on every worker; cluster specs are grouped on one worker
-# (--dist loadgroup) and, whatever the --dist, run one at a time under the harness's cluster lock.
+# either). Cluster-free specs run in parallel on every worker; cluster specs are split by recorded duration into one
+# shard per target (each worker's own twin, or each --kube-context given), each shard on one worker (--dist
+# loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock.
 e2e: venv
 	$(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
 
