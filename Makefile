@@ -34,8 +34,17 @@ lint: venv
 
 # The checks, then the cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs
 # marked twin start stack twins of their own: they belong to the main job.)
+# TEST_WORKERS: xdist workers, twice the cores. A spec spends about half its wall time waiting (timeouts it
+# exercises, kubectl, port-forwards, rollouts on the API double: 516 s wall for 260 s CPU in one process), so a
+# core stays busy with two workers on it; more cannot go faster once the cores are busy, and each worker adds its
+# own start-up and collection (about 3 s of CPU with bytecode kept). Measured with
+# benchmarks/bench_suite_profile.py at -n 2, 3, 4 and 6. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it.
+# Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
+# then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again.
+CORES        := $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
 test: lint
-	$(PY) -m pytest specs -m "not cluster and not twin" -n auto $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The hypothesis specs at depth: fresh random inputs and many more examples than the fixed-seed runs in `make test`.
 fuzz: venv
@@ -48,8 +57,9 @@ matrix: venv
 
 # The main job, one invocation: cluster specs against minikube when kubectl has a current context (or
 # --kube-context), else against the stack twin this run starts (PYTEST_ARGS="--target cluster|twin" forces
-# either). Cluster-free specs run in parallel on every worker; cluster specs are grouped on one worker
-# (--dist loadgroup) and, whatever the --dist, run one at a time under the harness's cluster lock.
+# either). Cluster-free specs run in parallel on every worker; cluster specs are split by recorded duration into one
+# shard per target (each worker's own twin, or each --kube-context given), each shard on one worker (--dist
+# loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock.
 e2e: venv
 	$(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
 

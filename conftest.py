@@ -25,6 +25,25 @@ pytest_plugins = [
 ]
 
 
+INNER_RUN_PLUGINS_OFF = ("hypothesispytest",)
+"""Installed pytest plugins no inner project here uses: hypothesis's imports the whole of hypothesis, about a third of
+the start-up CPU of an inner pytest process. anyio's stays: without it anyio is first imported (and assert-rewritten,
+as a plugin's package) inside the first wait of a spec, on that spec's timer."""
+
+XDIST_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_are_sessions_of_their_own(request: pytest.FixtureRequest) -> None:
+    if "pytester" not in request.fixturenames:
+        return
+    request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it is set up; ours comes after
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join(f"-p no:{name}" for name in INNER_RUN_PLUGINS_OFF))
+    for name in XDIST_WORKER_VARIABLES:  # an inner run is a session of its own, not this xdist worker
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def kubectl_standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> "KubectlStandIn":
     """The harness's ``kubectl_standin`` fixture with this repository's context and namespace (``minikube``,

@@ -1,7 +1,8 @@
 """Where the cluster-free suite's time goes: each spec's wall time, put in one category by what it started, and the
 slowest specs. Nothing is asserted.
 
-Run: ``python benchmarks/bench_suite_profile.py [--workers N] [pytest selection ...]``. ``make bench`` profiles
+Run: ``python benchmarks/bench_suite_profile.py [--workers N] [--records FILE] [-- pytest selection ...]`` (the
+``--`` lets the selection carry options such as ``-m "not cluster"``). ``make bench`` profiles
 ``specs/guard`` only (quick); ``make bench LONG=1`` profiles what ``make test`` runs (several minutes).
 
 The script runs pytest with this module loaded as a plugin (``-p bench_suite_profile``). In every worker, the
@@ -77,7 +78,12 @@ def child_kind(argv: Any) -> str:
         if "port-forward" in words:
             return "kubectl port-forward"
         return "kubectl rollout" if "rollout" in words else "kubectl (other verbs)"
-    if "pytest" in words or program.startswith("pytest") or any(w.endswith("/pytest") for w in words[:3]):
+    # pytester's subprocess runs start ``python -mpytest`` (one word)
+    if (
+        {"pytest", "-mpytest"} & set(words)
+        or program.startswith("pytest")
+        or any(w.endswith("/pytest") for w in words[:3])
+    ):
         return "inner pytest (subprocess)"
     return "other subprocess"
 
@@ -144,16 +150,30 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not out:
         return (yield)
     record = _current = _SpecRecord()
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), _cpu_seconds()
     try:
         return (yield)
     finally:
         _current = None
-        wall = time.monotonic() - start
-        line = {"nodeid": item.nodeid, "wall": wall, "children": dict(record.children), "started": dict(record.started)}
+        wall, cpu = time.monotonic() - start, _cpu_seconds() - cpu_start
+        line = {
+            "nodeid": item.nodeid,
+            "wall": wall,
+            "cpu": cpu,
+            "children": dict(record.children),
+            "started": dict(record.started),
+        }
         path = Path(out) / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}.jsonl"
         with path.open("a") as f:
             f.write(json.dumps(line) + "\n")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process, all its threads, and its children reaped so far: a spec's share
+    of it does not grow when the machine is loaded, unlike its wall time."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 # -- the script side ------------------------------------------------------------------------------------------------
@@ -172,28 +192,33 @@ def records(folder: Path) -> Iterator[dict[str, Any]]:
 
 def report(found: list[dict[str, Any]], wall: float, cpu: float) -> None:
     total = sum(r["wall"] for r in found) or 1.0
-    print(f"{'category':28} {'specs':>6} {'spec time s':>12} {'share':>6} {'children alive s':>17}")
+    total_cpu = sum(r.get("cpu", 0.0) for r in found)
+    print(f"{'category':28} {'specs':>6} {'spec time s':>12} {'share':>6} {'spec CPU s':>11} {'children alive s':>17}")
     for kind in CATEGORIES:
         mine = [r for r in found if category(r) == kind]
         alive = sum(r["children"].get(kind, 0.0) for r in found)
-        spent = sum(r["wall"] for r in mine)
-        print(f"{kind:28} {len(mine):6d} {spent:12.1f} {spent / total:6.1%} {alive:17.1f}")
-    print(f"{'all':28} {len(found):6d} {total:12.1f}")
-    print("\n30 slowest specs:")
+        spent, used = sum(r["wall"] for r in mine), sum(r.get("cpu", 0.0) for r in mine)
+        print(f"{kind:28} {len(mine):6d} {spent:12.1f} {spent / total:6.1%} {used:11.1f} {alive:17.1f}")
+    print(f"{'all':28} {len(found):6d} {total:12.1f} {'':6} {total_cpu:11.1f}")
+    print("\n30 slowest specs (wall s, CPU s of the worker and the children it reaped):")
     for r in sorted(found, key=lambda r: r["wall"], reverse=True)[:30]:
-        print(f"{r['wall']:8.2f} s  {category(r):28} {r['nodeid']}")
-    print(f"\nrun wall time {wall:.1f} s; CPU of pytest and its children {cpu:.1f} s (user + system)")
+        print(f"{r['wall']:8.2f} s {r.get('cpu', 0.0):6.2f} s  {category(r):28} {r['nodeid']}")
+    print(f"\nrun wall time {wall:.1f} s; CPU of pytest and its children {cpu:.1f} s (user + system; the specs' own")
+    print(f"share above is {total_cpu:.1f} s, the rest is start-up and collection in each worker)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--workers", default="auto", help="pytest-xdist -n value (default: auto)")
+    make_test_workers = str(2 * len(os.sched_getaffinity(0)))  # what the Makefile's TEST_WORKERS gives
+    parser.add_argument("--workers", default=make_test_workers, help="pytest-xdist -n value (default: as make test)")
+    parser.add_argument("--records", help="also write every spec's record (JSON list) to this file, to compare runs")
     parser.add_argument("selection", nargs="*", help="pytest selection (default: by HARNESS_BENCH)")
     args = parser.parse_args()
     long = os.environ.get("HARNESS_BENCH") == "long"
     selection = args.selection or (["specs", "-m", "not cluster and not twin"] if long else ["specs/guard"])
     with tempfile.TemporaryDirectory(prefix="suite-profile-") as out:
         env = {**os.environ, OUT_ENV: out, "PYTHONPATH": os.pathsep.join([str(ROOT / "benchmarks"), str(ROOT)])}
+        env["PYTHONDONTWRITEBYTECODE"] = ""  # bytecode written and reused, as in make test
         command = [sys.executable, "-m", "pytest", "-q", "-p", "bench_suite_profile", "-n", args.workers, *selection]
         print("profiling:", " ".join(command[1:]), flush=True)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -201,9 +226,16 @@ def main() -> int:
         done = subprocess.run(command, cwd=ROOT, env=env, timeout=RUN_TIMEOUT, capture_output=True, text=True)
         wall = time.monotonic() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        print(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "(pytest printed nothing)")
+        lines = done.stdout.strip().splitlines()
+        for line in lines:  # the short summary's failures and errors: a profile of a red run says which were red
+            if line.startswith(("FAILED ", "ERROR ")):
+                print(line[:300])
+        print(lines[-1] if lines else "(pytest printed nothing)")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        report(list(records(Path(out))), wall, cpu)
+        found = list(records(Path(out)))
+        if args.records:
+            Path(args.records).write_text(json.dumps({"wall": wall, "cpu": cpu, "specs": found}))
+        report(found, wall, cpu)
     return 0
 
 

@@ -26,6 +26,10 @@ Keys (any other key is a :class:`~harness.errors.HarnessConfigError` naming it a
 ``kubeconfig``
     The kubeconfig file cluster specs read, relative to the ``pyproject.toml``'s folder. Precedence for the file:
     ``--kubeconfig``, then this key, then ``$KUBECONFIG``, then kubectl's default (``~/.kube/config``).
+``durations_file``
+    The JSON file of cluster spec durations the harness keeps (:mod:`harness.shards`: it splits the cluster specs
+    over several targets by them), relative to the ``pyproject.toml``'s folder. Default
+    :data:`DEFAULT_DURATIONS_FILE` in that folder (the rootdir when no ``pyproject.toml`` is found).
 ``keep_runs``
     How many run folders under ``artifacts/`` are kept; older ones are removed at the end of a run that wrote
     one. An integer >= 1, default :data:`DEFAULT_KEEP_RUNS`.
@@ -54,7 +58,9 @@ DEFAULT_ALLOWED_CONTEXTS = (
 )
 """The stack-neutral allow-list of a project without ``[tool.harness]``: local clusters (see the module docstring)."""
 DEFAULT_KEEP_RUNS = 20
-KNOWN_KEYS = ("allowed_contexts", "namespace", "twin", "kubeconfig", "keep_runs")
+DEFAULT_DURATIONS_FILE = ".harness-durations.json"
+"""The durations file's name (:mod:`harness.shards`) when ``durations_file`` is unset."""
+KNOWN_KEYS = ("allowed_contexts", "namespace", "twin", "kubeconfig", "keep_runs", "durations_file")
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,8 @@ class HarnessConfig:
 
     ``allowed_contexts`` glob patterns; ``namespace`` (``None``: the context's own, else ``default``); ``source``
     the ``pyproject.toml`` read (``None``: none had the table, so these are the defaults); ``twin`` a module name or
-    ``None``; ``kubeconfig`` an absolute path or ``None``; ``keep_runs`` run folders kept under ``artifacts/``.
+    ``None``; ``kubeconfig`` an absolute path or ``None``; ``keep_runs`` run folders kept under ``artifacts/``;
+    ``durations_file`` an absolute path or ``None`` (the default: see :meth:`durations_path`).
     """
 
     allowed_contexts: tuple[str, ...] = DEFAULT_ALLOWED_CONTEXTS
@@ -72,6 +79,14 @@ class HarnessConfig:
     twin: str | None = None
     kubeconfig: str | None = None
     keep_runs: int = DEFAULT_KEEP_RUNS
+    durations_file: str | None = None
+
+    def durations_path(self, rootdir: Path) -> Path:
+        """The durations file: ``durations_file``, else :data:`DEFAULT_DURATIONS_FILE` beside the
+        ``pyproject.toml`` read, else in ``rootdir``."""
+        if self.durations_file:
+            return Path(self.durations_file)
+        return (self.source.parent if self.source is not None else rootdir) / DEFAULT_DURATIONS_FILE
 
     def origin(self) -> str:
         """Where the allow-list came from, for messages: never a file that was not read."""
@@ -147,6 +162,9 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     kubeconfig = table.get("kubeconfig")
     if kubeconfig is not None and (not isinstance(kubeconfig, str) or not kubeconfig):
         _wrong(source, "kubeconfig", f"a path (relative to {source.parent})", kubeconfig)
+    durations_file = table.get("durations_file")
+    if durations_file is not None and (not isinstance(durations_file, str) or not durations_file):
+        _wrong(source, "durations_file", f"a path (relative to {source.parent})", durations_file)
     keep_runs = table.get("keep_runs", DEFAULT_KEEP_RUNS)
     if isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 1:
         _wrong(source, "keep_runs", "an integer >= 1 (run folders kept under artifacts/)", keep_runs)
@@ -157,6 +175,7 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
         twin=twin.strip() if twin else None,
         kubeconfig=str(source.parent / Path(kubeconfig).expanduser()) if kubeconfig else None,
         keep_runs=keep_runs,
+        durations_file=str(source.parent / Path(durations_file).expanduser()) if durations_file else None,
     )
 
 

@@ -564,7 +564,16 @@ def _module_id(node: pytest.Item | pytest.Collector) -> str:
 
 
 def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: timeline.SpecRecord) -> None:
-    entry = (item.nodeid, state.phases, state.evidence, record, state.forwards, state.explanations, state.failure)
+    entry = (
+        item.nodeid,
+        state.phases,
+        state.evidence,
+        record,
+        state.forwards,
+        state.explanations,
+        state.failure,
+        run.worker,
+    )
     used = state.uses_harness or state.touches_cluster or state.evidence or record.touched or record.forwards
     if not (used or record.waits or record.rollouts or run.report_all):
         run.unwritten.append(entry)  # on the page only if the run writes one: a plain run leaves nothing behind
@@ -576,17 +585,20 @@ def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: tim
 def pytest_testnodedown(node: Any, error: Any) -> None:
     """pytest-xdist controller: a worker's plain specs, for the page if the run writes one."""
     run = node.config.stash.get(_RUN, None)
+    worker = getattr(node, "workerinput", {}).get("workerid")  # the worker that ran them, not this controller
     for nodeid, phases, failure in getattr(node, "workeroutput", {}).get(_UNWRITTEN, []) if run else []:
         stamps = {when: tuple(value) for when, value in phases.items()}
-        run.unwritten.append((nodeid, stamps, None, timeline.SpecRecord(), [], [], failure))
+        run.unwritten.append((nodeid, stamps, None, timeline.SpecRecord(), [], [], failure, worker))
 
 
 def _flush_timeline(run: _Run, entries: list[tuple[Any, ...]]) -> None:
     from harness import report
 
     run.unwritten = []
-    for nodeid, phases, evidence, record, forwards, explanations, failure in entries:
-        spec = report.spec_entry(nodeid, phases, evidence, record, forwards, explanations, failure=failure)
+    for nodeid, phases, evidence, record, forwards, explanations, failure, worker in entries:
+        spec = report.spec_entry(
+            nodeid, phases, evidence, record, forwards, explanations, failure=failure, worker=worker
+        )
         _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 

@@ -12,6 +12,7 @@ stack layer adds its own subclasses in its own module)::
     Exception
     ├── HarnessError ··························· the harness's own set-up or infrastructure failed
     │   ├── HarnessConfigError ················· [tool.harness] is wrong (also a ValueError)
+    │   ├── DurationsFileError ················· the cluster specs' durations file is not what the harness writes
     │   ├── KubectlNotFound
     │   ├── KubectlError ······················· the kubectl hop: a kubectl call exited non-zero
     │   │   ├── KubectlTimeout ················· ...or was killed at its bound
@@ -124,6 +125,12 @@ class HarnessConfigError(HarnessError, ValueError):
     """The ``[tool.harness]`` table is wrong: an unknown key (the message names it and the known keys) or a value
     of the wrong shape (the message names the file, the key and what it must be). The pytest plugin turns it into
     one usage error at session start."""
+
+
+class DurationsFileError(HarnessError):
+    """The durations file (``[tool.harness] durations_file``, :mod:`harness.shards`) exists but is not a JSON object
+    of node ids to non-negative seconds, cannot be read, or its lock stayed held by another run. The message names
+    the file and the fix (correct it or delete it: the next run writes it again)."""
 
 
 class KubectlNotFound(HarnessError):

@@ -2,8 +2,11 @@
 
 - Markers ``cluster`` (needs the pinned kube context) and ``disruptive`` (restarts or deletes shared
   infrastructure).
-- Options ``--kube-context``, ``--namespace``, ``--cluster-lock-timeout`` and ``--harness-waits``.
-- The context guard runs once per session, in the main process (xdist workers receive its verdict): no kubectl,
+- Options ``--kube-context`` (repeatable: xdist worker ``i`` uses context ``i`` mod their number, and the cluster
+  specs are split over them by :mod:`harness.shard_plugin`), ``--namespace``, ``--cluster-lock-timeout`` and
+  ``--harness-waits``.
+- The context guard runs once per session and context, in the main process (each xdist worker receives the verdict
+  for its own context): no kubectl,
   no kubeconfig or no current context skips every cluster spec with a one-line reason; a context outside
   ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, each with one line;
   the reason and the fix come once, in the terminal summary. The session header says which context, API server
@@ -11,11 +14,12 @@
 - Before the first cluster spec, the API server is checked once (:meth:`harness.Kube.check_api_server`, 5 s per
   request): when it cannot be used (refused, no answer, TLS, an error status, unauthorized, no namespace), every
   cluster spec errors at set-up at once with that one line, instead of each spec running its own retry loop.
-- Cluster specs never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive cross-process lock
-  (``flock`` on a file in the harness state directory, one per context) from before its set-up to after its
-  teardown, so a ``disruptive`` spec runs alone among cluster specs and plain cluster specs run one at a time.
-  They also carry ``xdist_group("cluster")``, so under ``--dist loadgroup`` (``make e2e``) they all go to one
-  worker and the lock is never contended; cluster-free specs spread over every worker.
+- Cluster specs on one context never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive
+  cross-process lock (``flock`` on a file in the harness state directory, one per context) from before its set-up
+  to after its teardown, so a ``disruptive`` spec runs alone among the cluster specs of its target and plain ones
+  run one at a time. They also carry an ``xdist_group`` (``cluster``, or ``cluster-<i>`` for shard ``i`` of
+  several targets: :mod:`harness.shard_plugin`), so under ``--dist loadgroup`` (``make e2e``) each target's specs
+  go to one worker and the lock is never contended; cluster-free specs spread over every worker.
 - The clamp of waits to the test's pytest-timeout reads the timer pytest-timeout actually starts, from its
   public hooks ``pytest_timeout_set_timer`` / ``pytest_timeout_cancel_timer`` (so ``func_only`` timers, which
   start after the fixtures, are seen as they are). A pytest-timeout without those hooks is a usage error, not a
@@ -59,11 +63,13 @@ if TYPE_CHECKING:  # the rest is imported where it is used: a run that never use
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
     "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
+    "harness.shard_plugin",  # the cluster specs split over several targets by recorded duration
 ]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 
-_GUARD = pytest.StashKey[Verdict]()
+_GUARD = pytest.StashKey[Verdict]()  # this process's
+_GUARDS = pytest.StashKey[dict[str | None, Verdict]]()  # the main process's, per context (None: the current one)
 _CONFIG = pytest.StashKey[HarnessConfig]()
 _API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
 _LOCK_FAILED = pytest.StashKey[str]()
@@ -71,9 +77,6 @@ _WAIT_PREFIX = "harness.wait."
 _WORKER_GUARD = "harness_guard"
 _UNUSABLE = "cluster unusable: "
 _GUARD_FAILED = "kube context guard: "
-CLUSTER_GROUP = "cluster"
-"""The ``xdist_group`` every cluster spec gets: ``--dist loadgroup`` sends them all to one worker."""
-
 DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
 """Seconds a cluster spec waits for another worker's cluster spec to finish before it errors."""
 
@@ -82,8 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
     group.addoption(
         "--kube-context",
+        action="append",
         default=None,
-        help="kube context for cluster specs (must be in [tool.harness] allowed_contexts)",
+        metavar="NAME",
+        help="kube context for cluster specs (must be in [tool.harness] allowed_contexts); given several times, "
+        "xdist worker i uses context i mod their number and the cluster specs are split over them",
     )
     group.addoption(
         "--kubeconfig",
@@ -120,7 +126,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _require_timer_hooks(config)
     config.stash[_CONFIG] = _read_config(config)
-    config.pluginmanager.register(_ClusterGrouping(), "harness-cluster-grouping")
 
 
 def _read_config(config: pytest.Config) -> HarnessConfig:
@@ -153,19 +158,43 @@ def _require_timer_hooks(config: pytest.Config) -> None:
 
 
 def guard_verdict(config: pytest.Config) -> Verdict:
-    """The session's guard verdict, computed once (in the main process; xdist workers get it from there, except
-    against a twin: each process has its own)."""
+    """This process's guard verdict, computed once (in the main process; xdist workers get theirs from there, for
+    their own context: :func:`worker_context`; against a twin each process has its own)."""
     if _GUARD not in config.stash:
         from harness import targets  # imported by pytest by now (pytest_plugins)
 
         workerinput = getattr(config, "workerinput", None)
         shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
         twin = targets.guard_verdict(config)
-        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _run_guard(config)
+        contexts = kube_contexts(config)
+        mine = contexts[0] if contexts else None
+        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _guard_of(config, mine)
     return config.stash[_GUARD]
 
 
-def _run_guard(config: pytest.Config) -> Verdict:
+def kube_contexts(config: pytest.Config) -> list[str]:
+    """The ``--kube-context`` values in the order given, repeats dropped (``[]``: none given)."""
+    return list(dict.fromkeys(config.getoption("--kube-context") or []))
+
+
+def worker_context(contexts: list[str], workerid: str) -> str | None:
+    """The context of the xdist worker ``workerid`` (``gw<i>``): ``contexts[i % len(contexts)]``; ``None`` when no
+    ``--kube-context`` was given (kubectl's current context, for every worker)."""
+    if not contexts:
+        return None
+    digits = workerid.removeprefix("gw")
+    return contexts[(int(digits) if digits.isdigit() else 0) % len(contexts)]
+
+
+def _guard_of(config: pytest.Config, context: str | None) -> Verdict:
+    """The guard's verdict for one context (``None``: kubectl's current one), run once per context per session."""
+    verdicts = config.stash.setdefault(_GUARDS, {})
+    if context not in verdicts:
+        verdicts[context] = _run_guard(config, context)
+    return verdicts[context]
+
+
+def _run_guard(config: pytest.Config, context: str | None) -> Verdict:
     from harness.kube import Kube
 
     settings = harness_config(config)
@@ -175,7 +204,7 @@ def _run_guard(config: pytest.Config) -> Verdict:
         return "fail", f"kubeconfig {given!r} does not exist (from {where}): fix the path or drop the setting"
     try:
         kube = Kube.connect(
-            config.getoption("--kube-context"),
+            context,
             config.getoption("--namespace"),
             config=settings,
             kubeconfig=config.getoption("--kubeconfig"),
@@ -232,9 +261,17 @@ def _from_wire(data: dict[str, Any]) -> Verdict:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist controller: ship the guard's verdict to each worker, so kubectl's config is read once per session."""
-    if cluster_specs_selectable(node.config):
-        node.workerinput[_WORKER_GUARD] = _to_wire(guard_verdict(node.config))
+    """xdist controller: ship each worker the guard's verdict for its own context (:func:`worker_context`), so
+    kubectl's config is read once per context per session."""
+    config = node.config
+    if not cluster_specs_selectable(config):
+        return
+    from harness import targets  # imported by pytest by now (pytest_plugins)
+
+    if targets.guard_verdict(config) is not None:  # against a twin, each worker has its own
+        return
+    context = worker_context(kube_contexts(config), str(node.workerinput.get("workerid", "")))
+    node.workerinput[_WORKER_GUARD] = _to_wire(_guard_of(config, context))
 
 
 @pytest.hookimpl(trylast=True)
@@ -269,41 +306,19 @@ def _guard_lines(config: pytest.Config) -> list[str]:
     if state == "fail":  # the whole reason and the fix come once, in the terminal summary
         return [f"harness: cluster specs will fail at set-up: {_headline(str(detail))} (reason and fix at the end)"]
     kube: Kube = detail
+    unused = kube_contexts(config)[1:]  # this process is the only one: it uses the first context
     return [
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
-        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
+        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})",
+        *(
+            [
+                f"harness: --kube-context {', '.join(repr(c) for c in unused)} not used: the cluster specs run in one "
+                "process here; with xdist (-n 2 or more, --dist loadgroup) each worker takes one context"
+            ]
+            if unused
+            else []
+        ),
     ]
-
-
-class _ClusterGrouping:
-    """Runs first among ``pytest_collection_modifyitems`` hooks, so xdist's loadgroup sees the group it adds."""
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        loadgroup = hasattr(config, "workerinput") and bool(config.getvalue("loadgroup"))
-        for item in items:
-            if item.get_closest_marker("cluster") is not None:
-                item.add_marker(pytest.mark.xdist_group(CLUSTER_GROUP))
-                if loadgroup:
-                    _join_group_on_pytest_9(item)
-
-
-def _join_group_on_pytest_9(item: pytest.Item) -> None:
-    """Give the item the ``@cluster`` node id suffix xdist's loadgroup schedules by.
-
-    pytest-xdist 3.8 adds it by setting ``item._nodeid``, which pytest 9 no longer reads (its node ids are
-    structured, in ``item._id``), so under pytest 9 xdist would silently ignore every ``xdist_group``. Where
-    ``_id`` exists, set the suffixed id there; on older pytest xdist's own renaming works and this does nothing.
-    The cluster lock keeps cluster specs apart either way; this only keeps them on one worker.
-    """
-    if not hasattr(item, "_id") or "@" in item.nodeid:
-        return
-    try:
-        from _pytest.nodeid import coerce_node_id
-
-        item._id = coerce_node_id(f"{item.nodeid}@{CLUSTER_GROUP}")
-    except Exception:  # pytest's private node id API changed again: fall back to the lock alone
-        return
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: no guard at all when no cluster spec is left
@@ -618,20 +633,21 @@ def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:
 
 
 def _summarise_failed_guard(terminalreporter: Any, config: pytest.Config) -> None:
-    """The guard's whole reason and fix (a refused context), once, then the cluster specs it stopped."""
-    nodeids = [
-        report.nodeid
-        for report in terminalreporter.stats.get("error", [])
-        if str(getattr(report, "longrepr", "") or "").startswith(_GUARD_FAILED)
-    ]
-    if not nodeids:
-        return
-    state, detail = config.stash.get(_GUARD, ("fail", None))
-    terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the kube context guard stopped them")
-    if state == "fail" and detail:
-        terminalreporter.write_line(str(detail))
-    for nodeid in nodeids:
-        terminalreporter.write_line(f"  {nodeid}")
+    """Per refused context: the guard's whole reason and fix, once, then the cluster specs it stopped."""
+    stopped: dict[str, list[str]] = {}
+    for report in terminalreporter.stats.get("error", []):
+        text = str(getattr(report, "longrepr", "") or "")
+        if text.startswith(_GUARD_FAILED):
+            stopped.setdefault(text, []).append(report.nodeid)
+    verdicts = [*config.stash.get(_GUARDS, {}).values(), config.stash.get(_GUARD, ("fail", None))]
+    details = [str(detail) for state, detail in verdicts if state == "fail" and detail]
+    for line, nodeids in stopped.items():
+        terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the kube context guard stopped them")
+        detail = next((d for d in details if _guard_failed_line(d) == line), None)
+        if detail:
+            terminalreporter.write_line(detail)
+        for nodeid in nodeids:
+            terminalreporter.write_line(f"  {nodeid}")
 
 
 def _summarise_unusable_cluster(terminalreporter: Any) -> None:

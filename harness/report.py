@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -72,9 +71,11 @@ def spec_entry(
     explanations: list[Explanation],
     *,
     failure: str | None = None,
+    worker: str | None = None,
 ) -> dict[str, Any]:
     """One spec as the report needs it (JSON-ready). ``phases``: when -> (start, stop, outcome), epoch seconds;
-    ``failure``: the failure's message (shown on the page, clipped to :data:`MAX_FAILURE_CHARS`)."""
+    ``failure``: the failure's message (shown on the page, clipped to :data:`MAX_FAILURE_CHARS`); ``worker``: the
+    pytest-xdist worker that ran it (``gw0``, ``gw1``...), None in a run of one process."""
     now = time.time()
     start = min((p[0] for p in phases.values()), default=now)
     end = max((p[1] for p in phases.values()), default=now)
@@ -87,7 +88,7 @@ def spec_entry(
     ]
     return {
         "nodeid": nodeid,
-        "worker": os.environ.get("PYTEST_XDIST_WORKER"),  # gw0, gw1... under pytest-xdist; None in one process
+        "worker": worker,
         "outcome": _outcome(phases),
         "start": start,
         "end": end,

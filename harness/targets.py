@@ -126,7 +126,8 @@ def choose_target(
     twin: str | None = None,
     current: Callable[[], tuple[str | None, str]] = current_kube_context,
 ) -> TargetChoice:
-    """The session's target. ``option`` is ``auto``, ``cluster`` or ``twin``; ``twin`` the configured twin module
+    """The session's target. ``option`` is ``auto``, ``cluster`` or ``twin``; ``kube_context`` the ``--kube-context``
+    given (several joined by ``, ``; ``None``: none); ``twin`` the configured twin module
     (``None``: none configured); ``current()`` -> ``(name, why)``.
 
     Raises ``ValueError`` for an unknown option, for ``twin`` together with ``--kube-context`` (a twin has its own
@@ -208,7 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         choice = choose_target(
             config.getoption("--target"),
-            config.getoption("--kube-context"),
+            ", ".join(dict.fromkeys(config.getoption("--kube-context") or [])) or None,
             twin=module.__name__ if module is not None else None,
         )
     except ValueError as exc:

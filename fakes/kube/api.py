@@ -24,7 +24,7 @@ from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
 from fakes.kube import discovery, managed, openapi, options, patch, protobuf, shapes, tables, validation
-from fakes.kube.clock import rfc3339
+from fakes.kube.clock import http_date, rfc3339
 from fakes.kube.errors import (
     STALE,
     ApiError,
@@ -157,7 +157,7 @@ def _openapi(request: web.Request, double: Any) -> web.StreamResponse:
             return web.Response(body=b"", headers={"Content-Type": "application/octet-stream"})
         return json_response(openapi.v2_json(double.git_version))
     if path == "/openapi/v3":
-        return json_response(openapi.root_document(double.registry, double.git_version))
+        return _openapi_v3_answer(request, openapi.root_document(double.registry, double.git_version))
     parts = path[len("/openapi/v3/") :].split("/") if path.startswith("/openapi/v3/") else []
     doc = None
     if len(parts) == 2 and parts[0] == "api":
@@ -166,7 +166,27 @@ def _openapi(request: web.Request, double: Any) -> web.StreamResponse:
         doc = openapi.group_version_document(double.registry, parts[1], parts[2], double.git_version)
     if doc is None:
         raise page_not_found()
-    return json_response(doc)
+    etag = openapi.document_hash(doc)
+    asked = request.query.get("hash", "")
+    if asked and asked != etag:  # a stale hash: moved permanently to the current document's address
+        raise web.HTTPMovedPermanently(openapi.server_relative_url("/".join(parts), etag))
+    response = _openapi_v3_answer(request, doc, etag=etag)
+    if asked:  # the hashed address never changes its content: clients may cache it for good
+        response.headers["Vary"] = "Accept"
+        response.headers["Cache-Control"] = "public, immutable"
+        response.headers["Expires"] = http_date(double.clock.time() + openapi.IMMUTABLE_SECONDS)
+    return response
+
+
+def _openapi_v3_answer(request: web.Request, document: dict[str, Any], *, etag: str | None = None) -> web.Response:
+    """An OpenAPI v3 document with its quoted ``Etag``; ``304 Not Modified`` when ``If-None-Match`` holds it (as
+    kube-openapi's ``pkg/handler3`` serves them through Go's ``http.ServeContent``)."""
+    quoted = f'"{etag or openapi.document_hash(document)}"'
+    if quoted in {tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")}:
+        return web.Response(status=304, headers={"Etag": quoted})
+    response = json_response(document)
+    response.headers["Etag"] = quoted
+    return response
 
 
 # --- routing ----------------------------------------------------------------------------------------------

@@ -107,8 +107,18 @@ def group_version_document(registry: Registry, group: str, version: str, git_ver
     }
 
 
-def _hash(document: dict[str, Any]) -> str:
-    return hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest()[:128].upper()
+IMMUTABLE_SECONDS = 365 * 24 * 3600.0
+"""How far ahead ``Expires`` is on a document fetched by its hash (kube-openapi: one year from the request)."""
+
+
+def document_hash(document: dict[str, Any]) -> str:
+    """The document's hash: its ``?hash=`` in the root document and its ``Etag`` (SHA-512, upper-case hex)."""
+    return hashlib.sha512(json.dumps(document, sort_keys=True).encode()).hexdigest().upper()
+
+
+def server_relative_url(key: str, etag: str) -> str:
+    """Where the group-version document ``key`` (``api/v1``, ``apis/apps/v1``) with hash ``etag`` is served."""
+    return f"/openapi/v3/{key}?hash={etag}"
 
 
 def root_document(registry: Registry, git_version: str) -> dict[str, Any]:
@@ -120,7 +130,7 @@ def root_document(registry: Registry, git_version: str) -> dict[str, Any]:
             if doc is None:
                 continue
             key = f"apis/{group}/{version}" if group else f"api/{version}"
-            paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={_hash(doc)}"}
+            paths[key] = {"serverRelativeURL": server_relative_url(key, document_hash(doc))}
     return {"paths": paths}
 
 

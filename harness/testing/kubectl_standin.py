@@ -163,6 +163,10 @@ class PortForward:
     def run(self) -> int:
         if self.s.get("ignore_sigint"):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:
+            # kubectl port-forward stops on SIGINT even when started with it ignored (as a background job of a
+            # non-interactive shell is): Go's signal.Notify takes an ignored signal back. Python would keep ignoring it.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         if self.s.get("grandchild"):
             helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             with open(Path(os.environ["KUBECTL_STANDIN_SCENARIO"]).with_name("grandchildren"), "a") as f:

@@ -36,11 +36,16 @@ class KubectlStandIn:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.scenario_file = directory / "scenario.json"
         self.path = str(directory / "kubectl")
+        # Cheap to start, as specs run it hundreds of times: -S skips site-packages (the script needs the standard
+        # library only), and the script is loaded through the import system, which keeps its compiled bytecode
+        # (runpy.run_path compiled it again on every run).
         wrapper = (
-            f"#!{sys.executable}\n"
-            "import os, runpy, sys\n"
+            f"#!{sys.executable} -S\n"
+            "import importlib.util, os, sys\n"
             f"os.environ['KUBECTL_STANDIN_SCENARIO'] = {str(self.scenario_file)!r}\n"
-            f"runpy.run_path({str(_SCRIPT)!r}, run_name='__main__')\n"
+            f"spec = importlib.util.spec_from_file_location('__main__', {str(_SCRIPT)!r})\n"
+            "main = sys.modules['__main__'] = importlib.util.module_from_spec(spec)\n"
+            "spec.loader.exec_module(main)\n"
         )
         Path(self.path).write_text(wrapper)
         os.chmod(self.path, os.stat(self.path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -38,11 +38,14 @@ def test_a_run_that_uses_nothing_of_the_harness_prints_writes_and_loads_nothing_
     foreign_project(pytester, state, monkeypatch)
     pytester.makeconftest(MODULES_SEEN)
     before = {p.name for p in pytester.path.iterdir()}
+    # What is imported is per process: this run has a process of its own, with every installed plugin a user has.
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=1, failed=1)  # a failure too: a plain failure has no evidence to keep
     said = [line for line in result.outlines + result.errlines if not line.startswith(("plugins:", "rootdir:"))]
     assert not [line for line in said if re.search(r"harness|stack target|twin|namespace", line)]
     pytester_own = {"modules.json", "stdout", "stderr"}  # runpytest_subprocess's captures and its basetemp
+    pytester_own.add("__pycache__")  # Python's bytecode of the inner specs (make test writes bytecode)
     after = {
         p.name for p in pytester.path.iterdir() if p.name not in pytester_own and not p.name.startswith("runpytest")
     }
@@ -65,7 +68,7 @@ def test_a_spec_that_uses_a_harness_fixture_gets_a_run_folder_and_old_ones_are_p
     for folder in old:
         folder.mkdir()
     (art / "notes").mkdir()  # not a run folder: never touched
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_uses.py", timeout=120)
+    result = pytester.runpytest("-p", "no:cacheprovider", "test_uses.py")
     result.assert_outcomes(passed=1)
     runs = sorted(p.name for p in art.iterdir() if p.name != "notes")
     assert runs[:2] == [old[3].name, old[4].name]  # the newest two old ones, and this run's own
@@ -78,7 +81,7 @@ def test_harness_report_writes_a_report_even_for_plain_specs(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     foreign_project(pytester, tmp_path / "state", monkeypatch)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-report", timeout=120)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--harness-report")
     result.assert_outcomes(passed=1, failed=1)
     (run,) = (pytester.path / "artifacts").iterdir()
     page = (run / "report.html").read_text()

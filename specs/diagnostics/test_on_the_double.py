@@ -56,7 +56,7 @@ def kd() -> Iterator[Any]:
 @pytest.fixture
 def kube(kd: Any) -> Kube:
     namespace = f"diag-{next(_names)}"
-    kd.kubectl("create", "namespace", namespace)
+    kd.store.create("namespaces", {"metadata": {"name": namespace}})  # set-up, not under test: no kubectl process
     return kd.kube(namespace=namespace)
 
 

@@ -39,7 +39,7 @@ def kd() -> Iterator[Any]:
 @pytest.fixture
 def kube(kd: Any) -> Kube:
     namespace = f"terminal-{next(_names)}"
-    kd.kubectl("create", "namespace", namespace)
+    kd.store.create("namespaces", {"metadata": {"name": namespace}})  # set-up, not under test: no kubectl process
     return kd.kube(namespace=namespace)
 
 

@@ -102,10 +102,13 @@ def test_latency_and_drip_on_the_model_routes(rig: Rig) -> None:
     client = sync_client(rig.handle, timeout=0.5)
     with client, pytest.raises(openai.APITimeoutError):
         client.chat.completions.create(model="gpt-4o", messages=USER)
-    rig.app.add_rules(TEXT)
+    # A two-word reply: the drip sends the stream a byte at a time, each chunk's JSON envelope included, so every word
+    # costs a few hundred sleeps; two words already make a stream of several chunks.
+    rig.app.add_rules({"when": {}, "reply": {"text": "one two"}})
     rig.handle.fault("drip", "/v1/chat/completions", interval=0.0005, times=1)
     chunks = _read(rig.sync.chat.completions.create(model="gpt-4o", messages=USER, stream=True))
-    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "one two three four five six"
+    assert len(chunks) > 2
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "one two"
     assert [e.fault for e in rig.handle.requests()] == ["latency", "drip"]
 
 

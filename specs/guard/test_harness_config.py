@@ -40,6 +40,7 @@ def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys(tmp_path: Path)
         ("allowed_contexts = []", "allowed_contexts must be a non-empty list of non-empty strings"),
         ('namespace = ""', "namespace must be a non-empty string, got ''"),
         ("kubeconfig = 3", "kubeconfig must be a path (relative to"),
+        ('durations_file = ""', "durations_file must be a path (relative to"),
     ],
 )
 def test_a_malformed_value_names_the_key_and_what_it_must_be(tmp_path: Path, line: str, said: str) -> None:
@@ -52,7 +53,7 @@ def test_every_key_is_read(tmp_path: Path) -> None:
     project(
         tmp_path,
         '[tool.harness]\nallowed_contexts = ["kind-*"]\nnamespace = "shop"\ntwin = "my_stack.twin"\n'
-        'kubeconfig = "ci/kubeconfig"\nkeep_runs = 5\n',
+        'kubeconfig = "ci/kubeconfig"\nkeep_runs = 5\ndurations_file = "ci/durations.json"\n',
     )
     assert load_config(tmp_path) == HarnessConfig(
         ("kind-*",),
@@ -61,7 +62,9 @@ def test_every_key_is_read(tmp_path: Path) -> None:
         twin="my_stack.twin",
         kubeconfig=str(tmp_path / "ci" / "kubeconfig"),  # relative to the pyproject's folder, not the cwd
         keep_runs=5,
+        durations_file=str(tmp_path / "ci" / "durations.json"),
     )
+    assert load_config(tmp_path).durations_path(tmp_path / "elsewhere") == tmp_path / "ci" / "durations.json"
 
 
 def test_a_project_without_the_table_gets_stack_neutral_defaults(tmp_path: Path) -> None:
@@ -72,6 +75,7 @@ def test_a_project_without_the_table_gets_stack_neutral_defaults(tmp_path: Path)
     assert config.namespace is None  # the context's own
     assert config.twin is None
     assert config.keep_runs == 20
+    assert config.durations_path(tmp_path) == tmp_path / ".harness-durations.json"  # in the rootdir
     assert {"minikube", "kind-*", "k3d-*", "docker-desktop"} <= set(DEFAULT_ALLOWED_CONTEXTS)
     assert "controller-agent" not in repr(config)
     assert "no [tool.harness] table was found" in config.origin()
@@ -128,7 +132,7 @@ def test_a_kubeconfig_that_does_not_exist_is_named_as_such(tmp_path: Path, kubec
 def test_the_plugin_refuses_an_unknown_key_once_at_session_start(pytester: pytest.Pytester) -> None:
     pytester.makefile(".toml", pyproject='[tool.harness]\nallowed_contexts = ["minikube"]\nnamespce = "x"\n')
     pytester.makepyfile("def test_never_runs():\n    pass\n")
-    result = pytester.runpytest_subprocess(timeout=120)
+    result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines if "unknown [tool.harness] key 'namespce'" in line]
     assert len(errors) == 1

@@ -249,8 +249,13 @@ def test_real_kubectl_ends_a_sub_second_rollout_wait_by_itself(minor: int, tmp_p
         pytest.skip(f"kubectl 1.{minor} is not installed beside the kubectl on PATH")
     with StubApiServer({"/apis/apps/v1/namespaces/controller-agent/deployments/web": _DEPLOYMENT}) as server:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url, context="minikube")
-        kube = Kube(
-            "minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig)
+        kube = Kube(  # a discovery cache of its own, not ~/.kube/cache where an earlier server on this port left one
+            "minikube",
+            "controller-agent",
+            allowed=("minikube",),
+            kubectl_path=kubectl,
+            kubeconfig=str(kubeconfig),
+            cache_dir=str(tmp_path / "kube-cache"),
         )
         with pytest.raises(KubectlError, match="timed out waiting for the condition") as caught:
             kube.rollout_status("web", timeout=0.4, grace=20.0)

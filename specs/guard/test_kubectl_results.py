@@ -32,7 +32,16 @@ def _real(minor: int) -> str:
 
 def _kube(kubectl: str, server: str, tmp_path: Path) -> Kube:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server, context="minikube")
-    return Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(kubeconfig))
+    # A cache dir of the spec's own: in the default one (~/.kube/cache, shared by every run on the machine) a server
+    # that once listened on this port left its discovery, and kubectl then skipped what these specs read.
+    return Kube(
+        "minikube",
+        "controller-agent",
+        allowed=("minikube",),
+        kubectl_path=kubectl,
+        kubeconfig=str(kubeconfig),
+        cache_dir=str(tmp_path / "kube-cache"),
+    )
 
 
 @pytest.mark.parametrize("minor", [27, 33])

@@ -9,6 +9,7 @@ checks with this interpreter and records what it is asked to do instead of creat
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -31,13 +32,16 @@ exit 1
 
 GOOD_PYTHON = """#!/bin/sh
 # A fitting Python: version checks run on the real interpreter; venv, pip, lint-imports, pytest: recorded, not run.
-echo "$0 $*" >> "{log}"
+echo "$0 $* [bytecode off: '$PYTHONDONTWRITEBYTECODE']" >> "{log}"
 if [ "$1" = "-c" ]; then exec "{real}" "$@"; fi
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && ln -s python "$3/bin/lint-imports" && exit 0
 fi
 exit 0
 """
+
+
+_OUTER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTEST_ARGS", "TEST_WORKERS", "LONG")
 
 
 @pytest.fixture
@@ -59,7 +63,9 @@ def _make(project: Path, *args: str) -> process.Completed:
     make = shutil.which("make")
     if make is None:
         pytest.skip("make is not installed")
-    return process.run_bounded([make, "-C", str(project), *args], timeout=60.0)
+    # Without the outer make's variables: `make test PYTEST_ARGS=...` passes them down (MAKEFLAGS, the environment).
+    env = {k: v for k, v in os.environ.items() if k not in _OUTER_MAKE}
+    return process.run_bounded([make, "-C", str(project), *args], timeout=60.0, env=env)
 
 
 def test_a_python_that_cannot_run_the_project_is_refused_and_leaves_no_venv(project: Path, tmp_path: Path) -> None:
@@ -82,7 +88,8 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     calls = log.read_text()
     assert f"{good} -m venv .venv" in calls
     assert "-m pip install --quiet -e .[test]" in calls
-    assert "-m pytest specs -m not cluster and not twin -n auto" in calls
+    workers = 2 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
+    assert f"-m pytest specs -m not cluster and not twin -n {workers} [bytecode off: '']" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
     assert checks[1] < calls.index("lint-imports --no-cache") < checks[2]  # the import contracts, before mypy
@@ -106,6 +113,16 @@ def test_make_test_stops_at_a_failed_check_before_any_spec_runs(project: Path, t
     assert "E501 too long" in done.stderr
     assert "-m ruff check ." in log.read_text()
     assert "-m pytest" not in log.read_text()
+
+
+def test_a_worker_count_in_pytest_args_or_test_workers_overrides_the_default(project: Path, tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    good = _stub(tmp_path / "good-python", GOOD_PYTHON.format(log=log, real=sys.executable))
+    assert _make(project, "test", f"PYTHON={good}", "PYTEST_ARGS=-n 2 -x").returncode == 0
+    assert _make(project, "test", f"PYTHON={good}", "TEST_WORKERS=3").returncode == 0
+    runs = [line for line in log.read_text().splitlines() if " -m pytest " in line]
+    assert runs[0].endswith(" -n 2 -x [bytecode off: '']")  # pytest takes the last -n given
+    assert runs[1].endswith(" -n 3 [bytecode off: '']")
 
 
 def test_make_clean_removes_the_checkers_caches(project: Path) -> None:

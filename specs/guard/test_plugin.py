@@ -183,6 +183,8 @@ def test_ctrl_c_names_the_spec_and_the_wait_it_interrupted(pytester: pytest.Pyte
 import os, signal
 from harness import wait_for_sync
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal, even where SIGINT came in ignored (`&`)
+
 def test_slow_rollout():
     calls = []
     def probe():

@@ -103,6 +103,8 @@ def test_budget_too_long_for_its_timeout():
 def test_budget_that_fits():
     assert wait_for_sync("another thing", lambda: True, timeout=10.0)
 """
+# Inner runs are in-process but for the two with NO_TWIN: it patches harness classes for the whole process, and their
+# inner specs' pytest-timeout markers arm SIGALRM timers, which in-process would replace the outer spec's own.
 NO_TWIN = (
     "import harness.kube, specs.agent_controller.twin\n"
     "specs.agent_controller.twin.TwinSession.ensure_started = lambda self: None\n"
@@ -153,7 +155,7 @@ def test_a_clamped_budget_fails_a_cluster_spec_against_the_twin(pytester: pytest
 def test_twin_bug_switches_need_the_twin(pytester: pytest.Pytester, kubectl_standin) -> None:
     kubectl_standin.set_current_context("minikube")
     _project(pytester)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--twin-bug", "subject-keying")
+    result = pytester.runpytest("--twin-bug", "subject-keying")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--twin-bug applies to the stack twin only, but the target is not the twin (*"])
 
@@ -161,7 +163,7 @@ def test_twin_bug_switches_need_the_twin(pytester: pytest.Pytester, kubectl_stan
 def test_an_unknown_bug_switch_is_a_usage_error(pytester: pytest.Pytester, kubectl_standin) -> None:
     kubectl_standin.set_current_context(None)
     _project(pytester)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--twin-bug", "no-such-bug")
+    result = pytester.runpytest("--twin-bug", "no-such-bug")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown twin bug switch(es) no-such-bug; known: *subject-keying*"])
 
@@ -171,7 +173,7 @@ def test_a_twin_context_is_not_accepted_as_a_cluster_context(pytester: pytest.Py
     kubectl_standin.set_contexts(["minikube", "stack-twin-1-abcdef"])
     _project(pytester)
     pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--kube-context", "stack-twin-1-abcdef")
+    result = pytester.runpytest("--kube-context", "stack-twin-1-abcdef")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -187,7 +189,7 @@ def test_without_kubectl_the_twin_target_skips_cluster_specs(
     monkeypatch.setenv("PATH", str(pytester.path))  # no kubectl anywhere
     _project(pytester)
     pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest("-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
         [
@@ -236,7 +238,7 @@ def test_no_context_and_no_twin_configured_skips_cluster_specs_with_the_fix(
     kubectl_standin.set_current_context(None)
     _project(pytester, twin=None)
     pytester.makepyfile(test_inner="import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest("-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED*no cluster: *or pass --kube-context NAME, or configure a twin*"])
     assert "target:" not in result.stdout.str()  # no twin configured: no target to name
@@ -246,14 +248,14 @@ def test_no_context_and_no_twin_configured_skips_cluster_specs_with_the_fix(
 
 def test_target_twin_without_a_configured_twin_is_a_usage_error(pytester: pytest.Pytester) -> None:
     _project(pytester, twin=None)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--target", "twin")
+    result = pytester.runpytest("--target", "twin")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--target twin, but this project configures no twin*"])
 
 
 def test_a_configured_twin_that_cannot_be_imported_is_a_usage_error_naming_the_key(pytester: pytest.Pytester) -> None:
     _project(pytester, twin="no_such_twin_module")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(['*[[]tool.harness[]] twin = "no_such_twin_module": cannot import it*'])
 
@@ -272,7 +274,7 @@ def test_another_stacks_twin_is_started_before_an_unmarked_spec_gets_its_kube(
             "    assert Path('tiny-started').read_text() == 'started'\n"
         )
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest()
     result.assert_outcomes(passed=1)
     # No cluster spec was collected, so no header lines (the harness prints them after collecting one); the summary
     # still says which twin the unmarked spec's kube fixture started.

@@ -48,7 +48,14 @@ users:
 def _kube(tmp_path: Path, port: int, kubectl: str) -> Kube:
     config = tmp_path / "kubeconfig"
     config.write_text(KUBECONFIG.format(port=port))
-    return Kube("minikube", "controller-agent", allowed=("minikube",), kubectl_path=kubectl, kubeconfig=str(config))
+    return Kube(  # a discovery cache of its own, not ~/.kube/cache where an earlier server on this port left one
+        "minikube",
+        "controller-agent",
+        allowed=("minikube",),
+        kubectl_path=kubectl,
+        kubeconfig=str(config),
+        cache_dir=str(tmp_path / "kube-cache"),
+    )
 
 
 @pytest.fixture
