@@ -10,9 +10,9 @@ the main run, against a twin without bugs.
 The inner run is a subprocess, not in-process: pytest-timeout's one process-wide SIGALRM timer and the harness's
 process-wide registries (recorded waits, child processes, the forward pool) would be shared with the outer case.
 It starts cheaply instead: bytecode cached in one directory for the module (``PYTHONPYCACHEPREFIX``; compiling
-every module afresh was most of an inner run's start), and without the plugins it does not use (xdist,
-hypothesis). Every inner run shares one harness state directory, so issue numbers never repeat on the twin and the
-inner cluster specs take the attached twin's per-context cluster lock; the outer case holds none.
+every module afresh was a large part of an inner run's start), and without the plugins it does not use (xdist
+here, hypothesis in conftest.py). Every inner run shares one harness state directory, so issue numbers never repeat
+on the twin and the inner cluster specs take the attached twin's per-context cluster lock; the outer case holds none.
 """
 
 from __future__ import annotations
@@ -112,8 +112,9 @@ CASES = {
 }
 INNER_TIMEOUT = 600.0
 """Seconds one inner run may take (the spec's own turns: the longest, a gateway rollout, ~2.5 min at scale 1)."""
-INNER_PLUGINS_OFF = ("no:cacheprovider", "no:xdist", "no:xdist.looponfail", "no:hypothesispytest")
-"""Plugins the inner run does not use (it runs one spec file or test, in one process)."""
+INNER_PLUGINS_OFF = ("no:cacheprovider", "no:xdist", "no:xdist.looponfail")
+"""Plugins the inner run does not use (it runs one spec file or test, in one process; the repository's conftest.py
+turns hypothesis's off for every inner run)."""
 
 
 @pytest.fixture(scope="module")
