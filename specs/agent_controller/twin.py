@@ -38,9 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harness import process
-from harness.kube import Kube, resolve_kubectl
+from harness.kube import Kube, kubeconfig_server, resolve_kubectl
 from specs.agent_controller.errors import TwinAttachRefused as TwinAttachRefused
 from specs.agent_controller.errors import TwinStartFailed as TwinStartFailed
 
@@ -302,7 +303,8 @@ class AttachedTwin:
     def open(cls, path: str | Path) -> AttachedTwin:
         """The twin the ready file at ``path`` names. Raises :class:`TwinAttachRefused` saying why when the file is
         unreadable, or its pid is not a live ``python -m fakes.stack`` of this user with that kubeconfig and
-        context, or the kubeconfig is not beside the file (a :class:`TwinSession`'s working directory holds both)."""
+        context, or the kubeconfig is not beside the file (a :class:`TwinSession`'s working directory holds both),
+        or the context's API server is not on the loopback (the twin's API double listens on 127.0.0.1)."""
         ready_file = Path(path).resolve()
         try:
             ready = json.loads(ready_file.read_text())
@@ -314,6 +316,12 @@ class AttachedTwin:
         why = _not_a_twin(pid, kubeconfig, context)
         if why:
             raise TwinAttachRefused(f"--twin-attach {path}: {why}")
+        server = kubeconfig_server(kubeconfig, context)
+        if urlsplit(server).hostname not in ("127.0.0.1", "localhost"):
+            raise TwinAttachRefused(
+                f"--twin-attach {path}: context {context!r} in {kubeconfig} points at {server}, not at a twin on "
+                "this machine's loopback"
+            )
         return cls(ready_file, ready)
 
     def start(self) -> None:

@@ -51,6 +51,31 @@ def test_a_kubeconfig_elsewhere_is_refused(tmp_path: Path) -> None:
         AttachedTwin.open(ready)
 
 
+def test_a_context_off_the_loopback_is_refused(tmp_path: Path) -> None:
+    """A live twin process serving that kubeconfig and context, but the context names a remote API server: the
+    file was edited after the twin wrote it, and a cluster run must not follow it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://10.0.0.1:6443'}\n"
+        "contexts:\n- name: stack-twin-1\n  context: {cluster: c, user: u}\nusers:\n- name: u\n  user: {}\n"
+    )
+    fake_twin = tmp_path / "pkg" / "fakes" / "stack"
+    fake_twin.mkdir(parents=True)
+    (fake_twin.parent / "__init__.py").write_text("")
+    (fake_twin / "__init__.py").write_text("")
+    (fake_twin / "__main__.py").write_text("import time\ntime.sleep(60)\n")
+    argv = [sys.executable, "-m", "fakes.stack", "--kubeconfig", str(kubeconfig), "--context", "stack-twin-1"]
+    proc = subprocess.Popen(argv, cwd=fake_twin.parent.parent, env={**os.environ, "PYTHONPATH": ""})
+    try:
+        ready = tmp_path / "ready.json"
+        ready.write_text(json.dumps({"pid": proc.pid, "context": "stack-twin-1", "kubeconfig": str(kubeconfig)}))
+        with pytest.raises(TwinAttachRefused, match=r"points at https://10\.0\.0\.1:6443, not at a twin"):
+            AttachedTwin.open(ready)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 @pytest.mark.parametrize("text", ["", "{}", '{"pid": "x", "context": "c", "kubeconfig": "k"}', "[1]"])
 def test_a_file_that_is_no_ready_file_is_refused(tmp_path: Path, text: str) -> None:
     path = tmp_path / "ready.json"
