@@ -59,9 +59,10 @@ matrix: venv
 # --kube-context), else against the stack twin this run starts (PYTEST_ARGS="--target cluster|twin" forces
 # either). Cluster-free specs run in parallel on every worker; cluster specs are split by recorded duration into one
 # shard per target (each worker's own twin, or each --kube-context given), each shard on one worker (--dist
-# loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock.
+# loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock. Bytecode is
+# written, as for `make test`: the bug-switch specs start a pytest of their own per case.
 e2e: venv
-	$(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
 
 # Benchmarks: a few minutes by default; `make bench LONG=1` for the long runs (more samples, more budgets).
 bench: venv

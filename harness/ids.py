@@ -47,7 +47,7 @@ def unique_issue_number(state_file: Path | None = None, *, lock_timeout: float =
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _lock_within(lock, lock_timeout, path)
+        lock_within(lock, lock_timeout, path)
         current = _read(path)
         following = current + 1 if current < LAST else FIRST
         scratch = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -60,7 +60,8 @@ def unique_issue_number(state_file: Path | None = None, *, lock_timeout: float =
         os.close(lock)  # closing the descriptor releases the flock
 
 
-def _lock_within(fd: int, timeout: float, path: Path) -> None:
+def lock_within(fd: int, timeout: float, path: Path) -> None:
+    """An exclusive ``flock`` on ``fd`` within ``timeout`` seconds, else ``TimeoutError`` naming ``path``'s lock."""
     deadline = time.monotonic() + timeout
     while True:
         try:

@@ -21,14 +21,12 @@ same ``N``), so all of them agree on it, as pytest-xdist requires of their colle
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import math
 import os
 import re
 import statistics
 import tempfile
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +34,7 @@ from pathlib import Path
 from binpacking.to_constant_bin_number import to_constant_bin_number
 
 from harness.errors import DurationsFileError as DurationsFileError  # re-exported: defined in harness.errors
+from harness.ids import lock_within
 
 DEFAULT_SECONDS = 10.0
 """Seconds a cluster spec counts for when no spec being split has a recorded duration."""
@@ -188,17 +187,12 @@ def merge_durations(path: Path, measured: Mapping[str, float], *, lock_dir: Path
 def _locked(path: Path) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        deadline = time.monotonic() + LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise DurationsFileError(
-                        f"durations lock {path} still held after {LOCK_TIMEOUT:.0f}s by another run"
-                    ) from None
-                time.sleep(0.05)  # polling the lock itself, bounded by the deadline
+        try:
+            lock_within(fd, LOCK_TIMEOUT, path)
+        except TimeoutError:
+            raise DurationsFileError(
+                f"durations lock {path} still held after {LOCK_TIMEOUT:.0f}s by another run"
+            ) from None
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the flock
