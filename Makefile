@@ -61,8 +61,12 @@ matrix: venv
 # shard per target (each worker's own twin, or each --kube-context given), each shard on one worker (--dist
 # loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock. Bytecode is
 # written, as for `make test`: the bug-switch specs start a pytest of their own per case.
+# E2E_WORKERS: twice the cores, as for `make test`: against the twin each worker has its own twin and shard, and the
+# cluster specs mostly wait on the stack's windows (on 2 cores, -m "cluster or twin": 258 s with 2 workers, 215 s
+# with 4, for 277 and 336 s of CPU). Against one cluster context the cluster specs stay one shard on one worker.
+E2E_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
 e2e: venv
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -n auto --dist loadgroup -rfE $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -n $(E2E_WORKERS) --dist loadgroup -rfE $(PYTEST_ARGS)
 
 # Benchmarks: a few minutes by default; `make bench LONG=1` for the long runs (more samples, more budgets).
 bench: venv
