@@ -207,6 +207,10 @@ class LogBook:
                     str(state.get("containerID", "")), _Run(str(state.get("containerID", "")))
                 )
                 run.lines.extend(stamped)
+            elif live := [run for run in self._runs.get((uid, name), {}).values() if not run.ended]:
+                # The kubelet started this run (start_run) but has not written the status yet: the line is the
+                # run's, not the next one's (start_run already took what was pending).
+                live[-1].lines.extend(stamped)
             else:
                 self._pending.setdefault((uid, name), []).extend(stamped)
         self._wake()
