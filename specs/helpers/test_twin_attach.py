@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import wait_for_sync
 from specs.agent_controller.twin import AttachedTwin, TwinAttachRefused
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,8 +66,17 @@ def test_a_context_off_the_loopback_is_refused(tmp_path: Path) -> None:
     (fake_twin / "__init__.py").write_text("")
     (fake_twin / "__main__.py").write_text("import time\ntime.sleep(60)\n")
     argv = [sys.executable, "-m", "fakes.stack", "--kubeconfig", str(kubeconfig), "--context", "stack-twin-1"]
-    proc = subprocess.Popen(argv, cwd=fake_twin.parent.parent, env={**os.environ, "PYTHONPATH": ""})
+    proc = subprocess.Popen(
+        argv, cwd=fake_twin.parent.parent, env={**os.environ, "PYTHONPATH": ""}, start_new_session=True
+    )
     try:
+        # Between fork and exec /proc/PID/cmdline is empty: a real twin has long exec'd when it writes its ready file.
+        wait_for_sync(
+            "the stand-in twin process to exec",
+            lambda: b"fakes.stack" in Path(f"/proc/{proc.pid}/cmdline").read_bytes() or None,
+            timeout=30.0,
+            interval=0.05,
+        )
         ready = tmp_path / "ready.json"
         ready.write_text(json.dumps({"pid": proc.pid, "context": "stack-twin-1", "kubeconfig": str(kubeconfig)}))
         with pytest.raises(TwinAttachRefused, match=r"points at https://10\.0\.0\.1:6443, not at a twin"):
