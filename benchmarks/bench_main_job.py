@@ -70,8 +70,7 @@ def per_file(junit: Path) -> dict[str, FileTime]:
     """Per spec file: specs, summed time, summed time inside ``wait_for`` (from the JUnit wait properties)."""
     files: dict[str, FileTime] = defaultdict(FileTime)
     for case in ET.parse(junit).iter("testcase"):
-        name = (case.get("classname") or "").rsplit(".", 1)[0].replace(".", "/") + ".py"
-        row = files[name]
+        row = files[spec_file(case.get("classname") or "")]
         row.specs += 1
         row.seconds += float(case.get("time") or 0.0)
         for prop in case.iter("property"):
@@ -81,6 +80,16 @@ def per_file(junit: Path) -> dict[str, FileTime]:
                 except ValueError:
                     continue
     return dict(files)
+
+
+def spec_file(classname: str) -> str:
+    """``specs/x/test_y.py`` of a JUnit classname (``specs.x.test_y``, or ``specs.x.test_y.TestClass``)."""
+    parts = classname.split(".")
+    for end in range(len(parts), 0, -1):
+        path = "/".join(parts[:end]) + ".py"
+        if (ROOT / path).is_file():
+            return path
+    return classname
 
 
 def show(run: Run) -> None:
