@@ -5,13 +5,11 @@ of their own (a pyproject.toml each) with this repository on their pythonpath; n
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from specs.agent_controller.twin import DEFAULT_TIME_SCALE
+from specs.helpers.twin_project import CLUSTER_SPEC, twin_project
 
-ROOT = Path(__file__).resolve().parents[2]
 # The inner run records the scale its twin would be started with, instead of starting one.
 RECORD_SCALE = (
     "import harness.kube, specs.agent_controller.twin as twin\n"
@@ -20,18 +18,6 @@ RECORD_SCALE = (
     "    lambda self, **kw: harness.kube.ApiServerInfo('twin', 'v1.32.4', self.namespace)\n"
     ")\n"
 )
-CLUSTER_SPEC = "import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n"
-
-
-def _project(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".toml",
-        pyproject=(
-            '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = "controller-agent"\n'
-            'twin = "specs.agent_controller.twin_plugin"\n'
-            f'\n[tool.pytest.ini_options]\npythonpath = [{str(ROOT)!r}, "."]\n'
-        ),
-    )
 
 
 @pytest.mark.parametrize(
@@ -41,7 +27,7 @@ def test_the_twin_gets_the_sessions_scale(
     pytester: pytest.Pytester, kubectl_standin, args: tuple[str, ...], scale: float
 ) -> None:
     kubectl_standin.set_current_context(None)
-    _project(pytester)
+    twin_project(pytester)
     pytester.makeconftest(RECORD_SCALE)
     pytester.makepyfile(test_inner=CLUSTER_SPEC)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", "--target", "twin", *args)
@@ -54,7 +40,7 @@ def test_a_scale_that_is_not_a_number_above_one_is_a_usage_error(
     pytester: pytest.Pytester, kubectl_standin, value: str
 ) -> None:
     kubectl_standin.set_current_context(None)
-    _project(pytester)
+    twin_project(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", value)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--time-scale {value}: give a number >= 1 (1 is the stack's own cadence)*"])
@@ -62,7 +48,7 @@ def test_a_scale_that_is_not_a_number_above_one_is_a_usage_error(
 
 def test_a_scale_on_a_cluster_is_a_usage_error(pytester: pytest.Pytester, kubectl_standin) -> None:
     kubectl_standin.set_current_context("minikube")
-    _project(pytester)
+    twin_project(pytester)
     pytester.makepyfile(test_inner=CLUSTER_SPEC)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", "5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -73,7 +59,7 @@ def test_a_scale_on_a_cluster_is_a_usage_error(pytester: pytest.Pytester, kubect
 
 def test_scale_one_on_a_cluster_is_its_own_cadence(pytester: pytest.Pytester, kubectl_standin) -> None:
     kubectl_standin.set_current_context("minikube")
-    _project(pytester)
+    twin_project(pytester)
     pytester.makepyfile(test_inner="def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--time-scale", "1")
     result.assert_outcomes(passed=1)

@@ -16,8 +16,7 @@ import pytest
 
 from harness import wait_for_sync
 from specs.agent_controller.twin import AttachedTwin, TwinAttachRefused
-
-ROOT = Path(__file__).resolve().parents[2]
+from specs.helpers.twin_project import CLUSTER_SPEC, twin_project
 
 
 def _ready(tmp_path: Path, pid: int, *, kubeconfig: Path | None = None) -> Path:
@@ -94,18 +93,6 @@ def test_a_file_that_is_no_ready_file_is_refused(tmp_path: Path, text: str) -> N
         AttachedTwin.open(path)
 
 
-def _project(pytester: pytest.Pytester) -> None:
-    pytester.makefile(
-        ".toml",
-        pyproject=(
-            '[tool.harness]\nallowed_contexts = ["minikube"]\nnamespace = "controller-agent"\n'
-            'twin = "specs.agent_controller.twin_plugin"\n'
-            f'\n[tool.pytest.ini_options]\npythonpath = [{str(ROOT)!r}, "."]\n'
-        ),
-    )
-    pytester.makepyfile("import pytest\npytestmark = pytest.mark.cluster\ndef test_x(kube):\n    pass\n")
-
-
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
@@ -115,7 +102,8 @@ def _project(pytester: pytest.Pytester) -> None:
     ],
 )
 def test_usage_errors(pytester: pytest.Pytester, tmp_path: Path, extra: tuple[str, ...], says: str) -> None:
-    _project(pytester)
+    twin_project(pytester)
+    pytester.makepyfile(CLUSTER_SPEC)
     ready = _ready(tmp_path, os.getpid())
     result = pytester.runpytest_subprocess("--target=twin", f"--twin-attach={ready}", *extra, "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
