@@ -17,10 +17,7 @@ if TYPE_CHECKING:
 
 pytest_plugins = [
     "pytester",  # the plugin's guard specs run inner pytest sessions
-    "fakes.github.fixtures",
-    "fakes.openai.fixtures",
-    "fakes.qdrant.fixtures",
-    "fakes.kube.fixtures",
+    "fakes.fixtures",  # fake_github, fake_openai, fake_qdrant, fake_kube: each fake imported when first used
     "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
 ]
 
