@@ -609,14 +609,23 @@ def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime
 # --- reading a snapshot (bounded) -------------------------------------------------------------------------------
 
 
-def gather(kube: Kube, ref: str, *, budget: float = DEFAULT_BUDGET, events: bool = True, logs: bool = True) -> Snapshot:
+def gather(
+    kube: Kube,
+    ref: str,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    events: bool = True,
+    logs: bool = True,
+    workload: Obj | None = None,
+) -> Snapshot:
     """Read ``ref``'s workload, ReplicaSets, pods, the namespace's events and previous logs of crash-looping
     containers with bounded kubectl calls, all within ``budget`` seconds. Never raises for a cluster-side
-    failure: what could not be read is listed in ``Snapshot.problems``. Raises ``ValueError`` for a bad ``ref``."""
+    failure: what could not be read is listed in ``Snapshot.problems``. Raises ``ValueError`` for a bad ``ref``.
+    ``workload``: the object as the caller has just read it (``kubectl get -o json``), not read again."""
     kind, name = parse_ref(ref)
     snap = Snapshot(kind, name, kube.namespace)
     reader = _Reader(kube, snap, time.monotonic() + budget)
-    obj = reader.json(f"{kind} {name}", "get", kind, name)
+    obj = workload if workload is not None else reader.json(f"{kind} {name}", "get", kind, name)
     if obj is None:
         return snap
     snap.workload = obj
@@ -831,7 +840,7 @@ class RolloutWatch:
         note(f"{self.ref}: {message}")
         if done:
             return message
-        snap = gather(self.kube, self.ref, budget=self.read_budget, logs=False)
+        snap = gather(self.kube, self.ref, budget=self.read_budget, logs=False, workload=obj)
         if snap.workload is None:
             return None
         self.annotate(snap)
