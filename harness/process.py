@@ -107,12 +107,19 @@ def kill_group(
     forget(proc)
 
 
-def kill_pid_group(pgid: int) -> None:
-    """SIGKILL process group ``pgid`` (a child spawned by :func:`spawn` leads its own group) and forget it."""
+def kill_pid_group(pgid: int, *, gone_timeout: float = 5.0) -> bool:
+    """SIGKILL process group ``pgid`` (a child spawned by :func:`spawn` leads its own group), wait up to
+    ``gone_timeout`` seconds for its members to be gone (a signal is delivered when the process next runs, which on a
+    loaded machine is not at once), and forget it. Returns False if a member was still alive at the end (a process
+    in uninterruptible sleep)."""
     _signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + gone_timeout
+    while (alive := group_alive(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.02)  # bounded by the deadline; nothing to wait on for another process's end
     with _lock:
         LIVE_CHILDREN.pop(pgid, None)
     _WATCHDOG.forget(pgid)
+    return not alive
 
 
 def forget(proc: subprocess.Popen[bytes]) -> None:

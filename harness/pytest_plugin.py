@@ -579,12 +579,13 @@ def _harness_leak_audit() -> Iterator[None]:
     survivors = {
         pid: argv for pid, argv in list(process.LIVE_CHILDREN.items()) if pid not in before and process.group_alive(pid)
     }
-    for pid in survivors:
-        process.kill_pid_group(pid)
+    stubborn = [pid for pid in survivors if not process.kill_pid_group(pid)]
     if survivors:
         listing = "; ".join(f"pid {pid}: {' '.join(argv)}" for pid, argv in survivors.items())
+        still = f" (still alive 5 s after SIGKILL: {', '.join(map(str, stubborn))})" if stubborn else ""
         pytest.fail(
-            f"harness leak audit: child processes outlived their tests and were killed now: {listing}", pytrace=False
+            f"harness leak audit: child processes outlived their tests and were killed now: {listing}{still}",
+            pytrace=False,
         )
 
 

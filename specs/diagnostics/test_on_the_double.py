@@ -109,7 +109,7 @@ def test_a_pod_that_never_becomes_ready_is_explained(kd: Any, kube: Kube) -> Non
     roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"never-ready": "true"}))
     kd.clock.advance(25)  # readiness probe periods pass: the kubelet reports Unhealthy
     with pytest.raises(RolloutFailed) as caught:
-        wait_for_sync("deployment/web to roll out", rollout_complete(kube, "deployment/web"), timeout=3, interval=0.3)
+        wait_for_sync("deployment/web to roll out", rollout_complete(kube, "deployment/web"), timeout=3, interval=1.0)
     first = str(caught.value).splitlines()[0]
     assert first.startswith("deployment/web did not roll out: the new pod runs but never became ready")
     assert "Readiness probe failed: HTTP probe failed with statuscode: 503" in first
