@@ -158,6 +158,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         wall, cpu = time.monotonic() - start, _cpu_seconds() - cpu_start
         line = {
             "nodeid": item.nodeid,
+            "at": time.time() - wall,  # epoch seconds the spec began: with the others', how busy the run was when
             "wall": wall,
             "cpu": cpu,
             "children": dict(record.children),
@@ -205,6 +206,29 @@ def report(found: list[dict[str, Any]], wall: float, cpu: float) -> None:
         print(f"{r['wall']:8.2f} s {r.get('cpu', 0.0):6.2f} s  {category(r):28} {r['nodeid']}")
     print(f"\nrun wall time {wall:.1f} s; CPU of pytest and its children {cpu:.1f} s (user + system; the specs' own")
     print(f"share above is {total_cpu:.1f} s, the rest is start-up and collection in each worker)")
+    busy(found)
+
+
+def busy(found: list[dict[str, Any]], step: float = 10.0) -> None:
+    """How busy the run was over time: per ``step`` seconds from the first spec's start, the specs in progress (on
+    average) and the CPU cores their work kept busy (each spec's CPU spread evenly over its wall time). A tail of
+    few specs at low CPU is time the worker count or the order of the specs could win back."""
+    timed = [r for r in found if "at" in r]
+    if not timed:
+        return
+    first = min(r["at"] for r in timed)
+    slots = int(max(r["at"] + r["wall"] for r in timed) - first) // int(step) + 1
+    running, cores = [0.0] * slots, [0.0] * slots
+    for r in timed:
+        begin, end = r["at"] - first, r["at"] - first + r["wall"]
+        rate = r.get("cpu", 0.0) / r["wall"] if r["wall"] > 0 else 0.0
+        for slot in range(int(begin // step), int(end // step) + 1):
+            overlap = max(0.0, min(end, (slot + 1) * step) - max(begin, slot * step))
+            running[slot] += overlap / step
+            cores[slot] += overlap * rate / step
+    print(f"\nfrom the first spec's start, per {step:g} s: specs in progress, cores their work kept busy")
+    for slot in range(slots):
+        print(f"{slot * step:6.0f} s  {running[slot]:5.1f} specs  {cores[slot]:4.2f} cores")
 
 
 def main() -> int:

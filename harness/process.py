@@ -7,7 +7,13 @@ Every child the harness starts goes through :func:`spawn`, so that:
   ``sh -c`` wrapper's child survives a single-PID kill);
 - it cannot outlive the pytest process, however that ends. On Linux it gets ``PR_SET_PDEATHSIG(SIGKILL)``,
   which kills the child itself (the signal fires when the *thread* that spawned it exits, so long-lived
-  children such as port-forwards are spawned from a long-lived thread). That signal does not reach the
+  children such as port-forwards are spawned from a long-lived thread). util-linux's ``setpriv --pdeathsig KILL``
+  sets it and then execs the program, so the child is started by ``vfork``: setting it from Python between
+  ``fork`` and ``exec`` (``preexec_fn``) forces a full ``fork`` of the pytest process, about 17 ms of CPU per
+  child for a 300 MB pytest worker against under 1 ms (``benchmarks/bench_spawn.py``). setpriv sets it a moment
+  after :func:`spawn` returns (just before its exec), not before: a thread that ends in that moment is not seen,
+  and a pytest process killed in it leaves the child to the watchdog. Without ``setpriv`` the signal is set from
+  ``preexec_fn`` before ``spawn`` returns. That signal does not reach the
   child's own children, so every group is also registered with a *watchdog*: one small process per
   pytest process, in its own session, that reads a pipe from its parent and SIGKILLs every registered
   group when that pipe closes, which the kernel does when the parent exits by any path (SIGTERM, SIGKILL,
@@ -27,9 +33,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import errno
+import functools
 import os
 import select
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -62,6 +71,36 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec: no a
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+@functools.cache
+def _pdeathsig_launcher() -> str | None:
+    """The path of a ``setpriv`` that understands ``--pdeathsig`` (util-linux 2.33 or later), or ``None``."""
+    if _libc is None:
+        return None
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    try:
+        shown = subprocess.run([setpriv, "--help"], capture_output=True, text=True, timeout=10.0, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return setpriv if "--pdeathsig" in shown.stdout else None
+
+
+def _resolve(program: str, env: dict[str, str] | None) -> str:
+    """``program``'s path as ``Popen`` would find it (on the child's ``PATH``); raises what ``Popen`` raises when it
+    cannot: ``FileNotFoundError`` for a program that is not there, ``PermissionError`` for one that cannot run."""
+    if os.sep in program:
+        if not os.path.exists(program):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if os.path.isdir(program) or not os.access(program, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        return program
+    found = shutil.which(program, path=os.pathsep.join(os.get_exec_path(env)))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    return found
+
+
 def spawn(
     argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
@@ -70,14 +109,15 @@ def spawn(
     ``env`` is the child's whole environment (``None``: this process's). The group is registered with the
     watchdog, so it dies with this process however this process ends.
     """
+    launcher = _pdeathsig_launcher()
     proc = subprocess.Popen(
-        argv,
+        [launcher, "--pdeathsig", "KILL", "--", _resolve(argv[0], env), *argv[1:]] if launcher else argv,
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
-        preexec_fn=_die_with_parent if _libc is not None else None,
+        preexec_fn=_die_with_parent if _libc is not None and launcher is None else None,
     )
     with _lock:
         LIVE_CHILDREN[proc.pid] = list(argv)

@@ -3,7 +3,11 @@ registered with the watchdog, and stderr is condensed for one-screen messages.""
 
 from __future__ import annotations
 
+import select
+import signal
+import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -84,3 +88,61 @@ def test_a_long_stderr_keeps_a_bounded_tail() -> None:
     kept = process.condense(stderr, max_lines=4)
     assert kept == ["(46 earlier distinct lines left out)", "line 46", "line 47", "line 48", "line 49"]
     assert len(process.final_line("x" * 5000)) == 400
+
+
+@pytest.fixture(params=["setpriv", "preexec_fn"])
+def start_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each way spawn sets the parent-death signal: util-linux's setpriv then exec (vfork), or Python between fork
+    and exec (no setpriv on the machine)."""
+    if request.param == "setpriv":
+        if process._pdeathsig_launcher() is None:
+            pytest.skip("no setpriv with --pdeathsig on this machine (util-linux 2.33 or later)")
+    else:
+        monkeypatch.setattr(process, "_pdeathsig_launcher", lambda: None)
+    return str(request.param)
+
+
+def _spawn_and_see_it_run(spawned: list[subprocess.Popen[bytes]]) -> None:
+    proc = process.spawn(["sh", "-c", "echo up; exec sleep 60"])
+    spawned.append(proc)
+    assert proc.stdout is not None
+    if select.select([proc.stdout], [], [], 30.0)[0]:  # bounded: the thread ends either way
+        proc.stdout.readline()
+
+
+def test_a_child_dies_with_the_thread_that_spawned_it(start_path: str) -> None:
+    # PR_SET_PDEATHSIG fires when the spawning *thread* ends (prctl(2)): a thread that spawns and returns shows it
+    # without ending this process. The thread waits for the child's first line: setpriv sets the signal just before
+    # it execs the program, so until then an ending thread would not be seen (process.py says so).
+    spawned: list[subprocess.Popen[bytes]] = []
+    thread = threading.Thread(target=_spawn_and_see_it_run, args=(spawned,))
+    thread.start()
+    thread.join(60.0)
+    [proc] = spawned
+    try:
+        assert proc.wait(timeout=30.0) == -signal.SIGKILL, f"{start_path}: the child outlived its thread"
+    finally:
+        process.kill_group(proc)
+
+
+def test_the_child_runs_the_program_found_on_its_path_with_the_arguments_given(start_path: str, tmp_path) -> None:
+    program = tmp_path / "bin" / "echo-args"
+    program.parent.mkdir()
+    program.write_text('#!/bin/sh\necho "$@"\n')
+    program.chmod(0o755)
+    env = {"PATH": f"{program.parent}:/usr/bin:/bin"}
+    done = process.run_bounded(["echo-args", "get", "pods", "--output=json"], timeout=30.0, env=env)
+    assert (done.returncode, done.stdout) == (0, "get pods --output=json\n")
+
+
+def test_a_program_that_cannot_run_raises_what_popen_raises(start_path: str, tmp_path) -> None:
+    with pytest.raises(FileNotFoundError) as missing:
+        process.spawn(["no-such-program-here", "x"], env={"PATH": str(tmp_path)})
+    assert missing.value.filename == "no-such-program-here"
+    with pytest.raises(FileNotFoundError):
+        process.spawn([str(tmp_path / "absent")])
+    not_executable = tmp_path / "plain-file"
+    not_executable.write_text("echo no\n")
+    with pytest.raises(PermissionError):
+        process.spawn([str(not_executable)])
+    assert not [argv for argv in process.LIVE_CHILDREN.values() if "x" in argv[1:]], "a failed start was registered"
