@@ -71,6 +71,8 @@ _lock = threading.Lock()
 def child_kind(argv: Any) -> str:
     """The category of one child process from its argv (a list, or a shell string)."""
     words = [str(a) for a in argv] if isinstance(argv, list | tuple) else str(argv).split()
+    if words and os.path.basename(words[0]) == "setpriv" and "--" in words:  # harness.process.spawn's launcher
+        words = words[words.index("--") + 1 :]
     if not words:
         return "other subprocess"
     program = os.path.basename(words[0])
