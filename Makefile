@@ -34,15 +34,15 @@ lint: venv
 
 # The checks, then the cluster-free specs (guard specs and fake conformance), in parallel. CI runs this. (Specs
 # marked twin start stack twins of their own: they belong to the main job.)
-# TEST_WORKERS: xdist workers, twice the cores. A spec spends about half its wall time waiting (timeouts it
-# exercises, kubectl, port-forwards, rollouts on the API double: 516 s wall for 260 s CPU in one process), so a
-# core stays busy with two workers on it; more cannot go faster once the cores are busy, and each worker adds its
-# own start-up and collection (about 3 s of CPU with bytecode kept). Measured with
-# benchmarks/bench_suite_profile.py at -n 2, 3, 4 and 6. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it.
+# TEST_WORKERS: xdist workers, three per core. A spec spends a good part of its wall time waiting (timeouts it
+# exercises, kubectl, port-forwards, rollouts on the API double), so a core stays busy with more than one worker on
+# it; each worker also collects every spec (about 5 s of CPU: 6 workers spend 38 s of CPU before the first spec runs).
+# On 2 cores (benchmarks/bench_suite_profile.py and plain runs, same commit): 151 s with 4 workers, 135-140 s with 6,
+# 139 s with 8 for 30 s more CPU. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it.
 # Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
 # then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again.
 CORES        := $(shell nproc 2>/dev/null || echo 2)
-TEST_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
+TEST_WORKERS ?= $(shell echo $$(( 3 * $(CORES) )))
 test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
@@ -61,7 +61,7 @@ matrix: venv
 # shard per target (each worker's own twin, or each --kube-context given), each shard on one worker (--dist
 # loadgroup), and, whatever the --dist, run one at a time per target under the harness's cluster lock. Bytecode is
 # written, as for `make test`: the bug-switch specs start a pytest of their own per case.
-# E2E_WORKERS: twice the cores, as for `make test`: against the twin each worker has its own twin and shard, and the
+# E2E_WORKERS: twice the cores: against the twin each worker has its own twin and shard, and the
 # cluster specs mostly wait on the stack's windows (on 2 cores, -m "cluster or twin": 258 s with 2 workers, 215 s
 # with 4, for 277 and 336 s of CPU). Against one cluster context the cluster specs stay one shard on one worker.
 E2E_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))

@@ -235,7 +235,7 @@ def busy(found: list[dict[str, Any]], step: float = 10.0) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    make_test_workers = str(2 * len(os.sched_getaffinity(0)))  # what the Makefile's TEST_WORKERS gives
+    make_test_workers = str(3 * len(os.sched_getaffinity(0)))  # what the Makefile's TEST_WORKERS gives
     parser.add_argument("--workers", default=make_test_workers, help="pytest-xdist -n value (default: as make test)")
     parser.add_argument("--records", help="also write every spec's record (JSON list) to this file, to compare runs")
     parser.add_argument("selection", nargs="*", help="pytest selection (default: by HARNESS_BENCH)")
