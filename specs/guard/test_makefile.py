@@ -88,7 +88,7 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     calls = log.read_text()
     assert f"{good} -m venv .venv" in calls
     assert "-m pip install --quiet -e .[test]" in calls
-    workers = 2 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
+    workers = 3 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
     assert f"-m pytest specs -m not cluster and not twin -n {workers} [bytecode off: '']" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
