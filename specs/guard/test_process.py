@@ -146,4 +146,4 @@ def test_a_program_that_cannot_run_raises_what_popen_raises(start_path: str, tmp
     not_executable.write_text("echo no\n")
     with pytest.raises(PermissionError):
         process.spawn([str(not_executable)])
-    assert process.LIVE_CHILDREN == before, "a start that failed was registered as a live child"
+    assert before == process.LIVE_CHILDREN, "a start that failed was registered as a live child"
