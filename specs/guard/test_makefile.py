@@ -32,7 +32,7 @@ exit 1
 
 GOOD_PYTHON = """#!/bin/sh
 # A fitting Python: version checks run on the real interpreter; venv, pip, lint-imports, pytest: recorded, not run.
-echo "$0 $* [bytecode off: '$PYTHONDONTWRITEBYTECODE']" >> "{log}"
+echo "$0 $* [bytecode off: '$PYTHONDONTWRITEBYTECODE'] [go: '$GOGC $GOMEMLIMIT']" >> "{log}"
 if [ "$1" = "-c" ]; then exec "{real}" "$@"; fi
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && ln -s python "$3/bin/lint-imports" && exit 0
@@ -41,7 +41,17 @@ exit 0
 """
 
 
-_OUTER_MAKE = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTEST_ARGS", "TEST_WORKERS", "LONG")
+_OUTER_MAKE = (
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "MAKEOVERRIDES",
+    "PYTEST_ARGS",
+    "TEST_WORKERS",
+    "LONG",
+    "GOGC",
+    "GOMEMLIMIT",
+)
 
 
 @pytest.fixture
@@ -89,7 +99,8 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert f"{good} -m venv .venv" in calls
     assert "-m pip install --quiet -e .[test]" in calls
     workers = 3 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
-    assert f"-m pytest specs -m not cluster and not twin -n {workers} [bytecode off: '']" in calls
+    # bytecode kept; kubectl's garbage collector held off up to 256 MiB (the Makefile says why)
+    assert f"-m pytest specs -m not cluster and not twin -n {workers} [bytecode off: ''] [go: 'off 256MiB']" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
     assert checks[1] < calls.index("lint-imports --no-cache") < checks[2]  # the import contracts, before mypy
@@ -121,8 +132,8 @@ def test_a_worker_count_in_pytest_args_or_test_workers_overrides_the_default(pro
     assert _make(project, "test", f"PYTHON={good}", "PYTEST_ARGS=-n 2 -x").returncode == 0
     assert _make(project, "test", f"PYTHON={good}", "TEST_WORKERS=3").returncode == 0
     runs = [line for line in log.read_text().splitlines() if " -m pytest " in line]
-    assert runs[0].endswith(" -n 2 -x [bytecode off: '']")  # pytest takes the last -n given
-    assert runs[1].endswith(" -n 3 [bytecode off: '']")
+    assert runs[0].endswith(" -n 2 -x [bytecode off: ''] [go: 'off 256MiB']")  # pytest takes the last -n given
+    assert runs[1].endswith(" -n 3 [bytecode off: ''] [go: 'off 256MiB']")
 
 
 def test_make_clean_removes_the_checkers_caches(project: Path) -> None:
