@@ -10,13 +10,12 @@ import asyncio
 import base64
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import aiohttp
 import httpx
 import pytest
 from kubernetes import config as kube_config
-from kubernetes.client import CoreV1Api
-from kubernetes.stream import portforward
 
 import fakes.kube
 from fakes.kube import KubeHandle
@@ -48,12 +47,20 @@ def _http_get(sock: socket.socket, path: str) -> bytes:
     return answer
 
 
+def _python_client_forward(api: Any, namespace: str, port: str) -> Any:
+    """``kubernetes.stream.portforward`` to pod web-0. Imported here: the client's API classes load every model, half
+    a second of each xdist worker's collection for the two specs that use them."""
+    from kubernetes.client import CoreV1Api
+    from kubernetes.stream import portforward
+
+    return portforward(CoreV1Api(api).connect_get_namespaced_pod_portforward, "web-0", namespace, ports=port)
+
+
 def test_the_python_client_portforward_reaches_the_pods_port(kd: KubeHandle, target: TargetServer) -> None:
     running_pod(kd, "web-0", ports={8080: target.port})
     api = kube_config.new_client_from_config(config_file=kd.kubeconfig, context=kd.context)
     try:
-        core = CoreV1Api(api)
-        forward = portforward(core.connect_get_namespaced_pod_portforward, "web-0", kd.namespace, ports="8080")
+        forward = _python_client_forward(api, kd.namespace, "8080")
         answer = _http_get(forward.socket(8080), "/ok")
         assert answer.startswith(b"HTTP/1.0 200"), answer[:200]
         assert answer.endswith(b"ok")
@@ -69,8 +76,7 @@ def test_an_unreachable_port_reports_the_kubelets_error_to_the_python_client(kd:
     running_pod(kd, "web-0")
     api = kube_config.new_client_from_config(config_file=kd.kubeconfig, context=kd.context)
     try:
-        core = CoreV1Api(api)
-        forward = portforward(core.connect_get_namespaced_pod_portforward, "web-0", kd.namespace, ports="9999")
+        forward = _python_client_forward(api, kd.namespace, "9999")
         sock = forward.socket(9999)
         sock.settimeout(BOUND)
         assert sock.recv(10) == b""  # the client closes the local socket when the error channel speaks

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client as kube_client
 from kubernetes import config as kube_config
-from kubernetes.client import AppsV1Api, CoreV1Api
 from kubernetes.client.exceptions import ApiException
 
 import fakes.kube
@@ -206,7 +206,7 @@ def test_kubectl_takes_over_from_client_side_apply_without_conflicts(
 def test_the_python_client_applies_gets_409_causes_and_forces(kd: KubeHandle) -> None:
     api = kube_config.new_client_from_config(config_file=kd.kubeconfig, context=kd.context)
     try:
-        core = CoreV1Api(api)
+        core = kube_client.CoreV1Api(api)  # looked up here: the client's API classes load every model
         apply = "application/apply-patch+yaml"
         body = _configmap({"k": "1"})
         created: Any = core.patch_namespaced_config_map(
@@ -328,7 +328,7 @@ def test_an_applied_element_without_its_key_is_the_apiservers_internal_error(kd:
         config = _deployment([], [{"containerPort": 80}], {"app": "web"})
         del config["spec"]["template"]["spec"]["containers"][0]["name"]
         with pytest.raises(ApiException) as caught:
-            AppsV1Api(api).patch_namespaced_deployment(
+            kube_client.AppsV1Api(api).patch_namespaced_deployment(
                 "web", kd.namespace, config, field_manager="ci", _content_type="application/apply-patch+yaml"
             )
         assert caught.value.status == 500
