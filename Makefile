@@ -38,7 +38,9 @@ lint: venv
 # exercises, kubectl, port-forwards, rollouts on the API double), so a core stays busy with more than one worker on
 # it; each worker also collects every spec (about 5 s of CPU: 6 workers spend 38 s of CPU before the first spec runs).
 # On 2 cores (benchmarks/bench_suite_profile.py and plain runs, same commit): 151 s with 4 workers, 135-140 s with 6,
-# 139 s with 8 for 30 s more CPU. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it.
+# 139 s with 8 for 30 s more CPU. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it. --dist worksteal: a worker
+# that runs out of specs takes half of the busiest one's, so the run does not end on one worker's queue (6 workers:
+# 138 and 146 s against 153 s with --dist load, back to back; this machine's own drift is about as large).
 # Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
 # then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again.
 CORES        := $(shell nproc 2>/dev/null || echo 2)
@@ -49,7 +51,8 @@ TEST_WORKERS ?= $(shell echo $$(( 3 * $(CORES) )))
 # long port-forward still stays bounded. Only the suites' own kubectl calls see it; the harness sets nothing.
 GO_RUNTIME   := GOGC=off GOMEMLIMIT=256MiB
 test: lint
-	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) \
+	  --dist worksteal $(PYTEST_ARGS)
 
 # The hypothesis specs at depth: fresh random inputs and many more examples than the fixed-seed runs in `make test`.
 fuzz: venv

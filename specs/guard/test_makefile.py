@@ -100,7 +100,8 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert "-m pip install --quiet -e .[test]" in calls
     workers = 3 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
     # bytecode kept; kubectl's garbage collector held off up to 256 MiB (the Makefile says why)
-    assert f"-m pytest specs -m not cluster and not twin -n {workers} [bytecode off: ''] [go: 'off 256MiB']" in calls
+    pytest_call = f"-m pytest specs -m not cluster and not twin -n {workers} --dist worksteal"
+    assert f"{pytest_call} [bytecode off: ''] [go: 'off 256MiB']" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
     assert checks[1] < calls.index("lint-imports --no-cache") < checks[2]  # the import contracts, before mypy
@@ -133,7 +134,7 @@ def test_a_worker_count_in_pytest_args_or_test_workers_overrides_the_default(pro
     assert _make(project, "test", f"PYTHON={good}", "TEST_WORKERS=3").returncode == 0
     runs = [line for line in log.read_text().splitlines() if " -m pytest " in line]
     assert runs[0].endswith(" -n 2 -x [bytecode off: ''] [go: 'off 256MiB']")  # pytest takes the last -n given
-    assert runs[1].endswith(" -n 3 [bytecode off: ''] [go: 'off 256MiB']")
+    assert runs[1].endswith(" -n 3 --dist worksteal [bytecode off: ''] [go: 'off 256MiB']")
 
 
 def test_make_clean_removes_the_checkers_caches(project: Path) -> None:
