@@ -672,6 +672,7 @@ class Kubelet:
             now_pod = self._current(pod)
             if now_pod is None or pod.terminating:
                 return
+            self._later_c(c, backoff, lambda: self._start(pod, c))  # on the clock before the events are visible
             self._recorder(now_pod, c)(NORMAL, "BackOff", f'Back-off pulling image "{c.image}"')
             self._recorder(now_pod, c)(WARNING, "Failed", "Error: ImagePullBackOff")
             message = f'Back-off pulling image "{c.image}"'
@@ -679,7 +680,6 @@ class Kubelet:
                 message += f": ErrImagePull: {error}"
             c.state = {"waiting": {"reason": "ImagePullBackOff", "message": message}}
             self._write(pod)
-            self._later_c(c, backoff, lambda: self._start(pod, c))
 
         self._later_c(c, min(self.start_seconds, backoff), back_off)
 
@@ -698,10 +698,10 @@ class Kubelet:
         self._images.add(c.image)
         problem = self._config_error(current, c)
         if problem is not None:  # kuberuntime_container.go startContainer: generateContainerConfig failed
+            self._later_c(c, self.faults_for(current).backoff, lambda: self._start(pod, c))  # before the event
             record(WARNING, "Failed", f"Error: {problem}")
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": problem}}
             self._write(pod)
-            self._later_c(c, self.faults_for(current).backoff, lambda: self._start(pod, c))
             return
         record(
             NORMAL, "Created", f"Created container: {c.name}" if self.ctx.minor >= 32 else f"Created container {c.name}"
@@ -902,6 +902,11 @@ class Kubelet:
             self._later_c(c, 0.0, lambda: self._restart(pod, c))
             return
         wait = c.backoff
+        c.backoff = min(c.backoff * 2, BACKOFF_MAX)
+        c.backoff_until = now + wait
+        # The restart is on the clock before the BackOff event is visible: a spec that sees the event and advances the
+        # clock must find it there (scheduled after, it was due 'wait' after the advance and never came).
+        self._later_c(c, wait, lambda: self._restart(pod, c))
         c.last_state = {"terminated": c.state["terminated"]}
         c.state = {
             "waiting": {
@@ -916,9 +921,6 @@ class Kubelet:
             f"Back-off restarting failed container {c.name} in pod {pod.name}_{pod.namespace}({pod.uid})",
         )
         self._write(pod)
-        c.backoff = min(c.backoff * 2, BACKOFF_MAX)
-        c.backoff_until = now + wait
-        self._later_c(c, wait, lambda: self._restart(pod, c))
 
     def _restart(self, pod: _Pod, c: _Container) -> None:
         if pod.terminating:

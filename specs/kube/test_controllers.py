@@ -282,9 +282,17 @@ def test_a_deleted_statefulset_pod_comes_back_under_its_name(kd: KubeHandle) -> 
         what="2 ready",
     )
     before = kd.store.require("pods", "default", "db-1")["metadata"]["uid"]
-    done = kd.kubectl("delete", "pod", "db-1", "--timeout=30s")
+    # --wait=false: the double's StatefulSet controller recreates db-1 at once, and under load kubectl's wait for the
+    # deletion read the old pod (GET), then listed db-1 by name, found the new one, and watched from that list for
+    # a DELETED that had come before it, until its 30 s ran out (a failed run's journal: DELETE, GET, LIST, WATCH).
+    done = kd.kubectl("delete", "pod", "db-1", "--wait=false")
     assert done.returncode == 0, done.stderr
-    again = eventually(lambda: kd.store.get("pods", "default", "db-1"), what="db-1 recreated")
+
+    def recreated() -> dict[str, Any] | None:
+        pod = kd.store.get("pods", "default", "db-1")
+        return pod if pod is not None and pod["metadata"]["uid"] != before else None
+
+    again = eventually(recreated, what="db-1 recreated under a new uid")
     assert again["metadata"]["uid"] != before
     created = [e for e in events(kd, name="db") if e["message"] == "create Pod db-1 in StatefulSet db successful"]
     assert [e["count"] for e in created] == [2]  # the same event again: one Event object, count 2
