@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import signal
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +29,14 @@ from fakes.faults import Fault
 from fakes.journal import JournalEntry
 from fakes.runtime import AppT, FakeRuntime
 from fakes.transport import AsyncFakeTransport, FakeTransport
+
+
+@functools.cache
+def default_tls() -> ssl.SSLContext:
+    """httpx's own default verification context (certifi's CA bundle, the environment ignored as ``trust_env=False``
+    asks), built once per process: building one reads the whole bundle (about 19 ms of CPU), and the fakes' clients
+    are made per call and per delivery."""
+    return httpx.create_ssl_context(trust_env=False)
 
 
 class FakeServerError(RuntimeError):
@@ -90,6 +100,8 @@ class FakeHandle(Generic[AppT]):
         """
         kwargs.setdefault("timeout", 10.0)
         kwargs.setdefault("trust_env", False)
+        if not kwargs["trust_env"]:
+            kwargs.setdefault("verify", default_tls())
         if not self.served:
             kwargs.setdefault("transport", self.transport())
         return httpx.Client(base_url=self.url, **kwargs)

@@ -35,6 +35,7 @@ import anyio
 import httpx
 
 from fakes.github.signing import sign_sha1, sign_sha256
+from fakes.server import default_tls
 
 DELIVERY_TIMEOUT = 10.0  # seconds GitHub waits for a receiver (GHES: 30 s); slower answers are failed deliveries
 #: GitHub's cap on a webhook payload: "Payloads are capped at 25 MB" (GitHub docs, "Webhook events and payloads"); it
@@ -222,7 +223,11 @@ def _post(delivery: Delivery, *, timeout: float, transport: httpx.AsyncBaseTrans
     async def exchange() -> None:
         # trust_env=False: receivers are on loopback or in the cluster, never behind HTTP_PROXY and friends.
         async with httpx.AsyncClient(
-            transport=transport, timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False
+            transport=transport,
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=False,
+            trust_env=False,
+            verify=default_tls(),
         ) as c:
             with anyio.fail_after(timeout):
                 response = await c.post(delivery.url, content=delivery.body, headers=delivery.headers)
