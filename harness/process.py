@@ -9,8 +9,8 @@ Every child the harness starts goes through :func:`spawn`, so that:
   which kills the child itself (the signal fires when the *thread* that spawned it exits, so long-lived
   children such as port-forwards are spawned from a long-lived thread). util-linux's ``setpriv --pdeathsig KILL``
   sets it and then execs the program, so the child is started by ``vfork``: setting it from Python between
-  ``fork`` and ``exec`` (``preexec_fn``) forces a full ``fork`` of the pytest process, about 17 ms of CPU per
-  child for a 300 MB pytest worker against under 1 ms (``benchmarks/bench_spawn.py``). setpriv sets it a moment
+  ``fork`` and ``exec`` (``preexec_fn``) forces a full ``fork`` of the pytest process, about 22 ms of CPU per
+  child for a 300 MB pytest worker against 2 ms (``benchmarks/bench_spawn.py``). setpriv sets it a moment
   after :func:`spawn` returns (just before its exec), not before: a thread that ends in that moment is not seen,
   and a pytest process killed in it leaves the child to the watchdog. Without ``setpriv`` the signal is set from
   ``preexec_fn`` before ``spawn`` returns. That signal does not reach the
