@@ -37,8 +37,9 @@ lint: venv
 # TEST_WORKERS: xdist workers, three per core. A spec spends a good part of its wall time waiting (timeouts it
 # exercises, kubectl, port-forwards, rollouts on the API double), so a core stays busy with more than one worker on
 # it; each worker also collects every spec (about 5 s of CPU: 6 workers spend 38 s of CPU before the first spec runs).
-# On 2 cores (benchmarks/bench_suite_profile.py and plain runs, same commit): 151 s with 4 workers, 135-140 s with 6,
-# 139 s with 8 for 30 s more CPU. `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it. --dist worksteal: a worker
+# On 2 cores (plain runs, back to back on one commit): 157 s with 4 workers against 141 and 149 s with 6; 8 ran
+# 139 s once for 30 s more CPU. This machine drifts about 10% between runs of one command (6 workers: 128 to 157 s
+# within an hour). `TEST_WORKERS=N` or an -n in PYTEST_ARGS overrides it. --dist worksteal: a worker
 # that runs out of specs takes half of the busiest one's, so the run does not end on one worker's queue (6 workers:
 # 138 and 146 s against 153 s with --dist load, back to back; this machine's own drift is about as large).
 # Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
