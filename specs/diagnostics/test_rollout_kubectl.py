@@ -145,8 +145,9 @@ def run_diagnose(tmp_path: Path, *args: str, allowed: str = "fake-kube") -> subp
 
 
 def run_in(folder: Path, *args: str, kubeconfig: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m harness diagnose args...`` with ``folder`` as the current folder (and ``$KUBECONFIG``)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    """``python -m harness diagnose args...`` with ``folder`` as the current folder (and ``$KUBECONFIG``) and as
+    ``$HOME``, so kubectl's discovery cache (``~/.kube/cache``) is written there, not in the user's home."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(folder))
     if kubeconfig is not None:
         env["KUBECONFIG"] = kubeconfig
     return subprocess.run(

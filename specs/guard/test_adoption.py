@@ -165,9 +165,10 @@ class Inner:
 
 def _environment(state: Path) -> dict[str, str]:
     """The outer environment without pytest's and the harness's own variables (an inner run is a fresh session);
-    the harness's state directory private to the spec."""
+    the harness's state directory and ``$HOME`` (where kubectl keeps its discovery cache) private to the spec."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HARNESS_")) and k != "KUBECONFIG"}
     env["HARNESS_STATE_DIR"] = str(state)
+    env["HOME"] = str(state / "home")
     return env
 
 
