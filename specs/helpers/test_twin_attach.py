@@ -105,6 +105,6 @@ def test_usage_errors(pytester: pytest.Pytester, tmp_path: Path, extra: tuple[st
     twin_project(pytester)
     pytester.makepyfile(CLUSTER_SPEC)
     ready = _ready(tmp_path, os.getpid())
-    result = pytester.runpytest_subprocess("--target=twin", f"--twin-attach={ready}", *extra, "-p", "no:xdist")
+    result = pytester.runpytest("--target=twin", f"--twin-attach={ready}", *extra, "-p", "no:xdist")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
     assert says in result.stderr.str(), result.stderr.str()
