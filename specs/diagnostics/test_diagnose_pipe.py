@@ -35,7 +35,7 @@ def _diagnose_argv(kd: Any, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
     (tmp_path / "pyproject.toml").write_text('[tool.harness]\nallowed_contexts = ["fake-kube"]\nnamespace = "shop"\n')
     argv = [sys.executable, "-m", "harness", "diagnose", "deployment/web"]
     argv += ["--kubeconfig", kd.kubeconfig, "--context", kd.context]
-    return argv, dict(os.environ, PYTHONPATH=str(ROOT))
+    return argv, dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path))  # kubectl's discovery cache: ~/.kube/cache
 
 
 def test_a_reader_that_is_gone_before_the_first_line_gets_a_quiet_exit_with_the_verdict(
