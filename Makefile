@@ -43,7 +43,8 @@ lint: venv
 # that runs out of specs takes half of the busiest one's, so the run does not end on one worker's queue (6 workers:
 # 138 and 146 s against 153 s with --dist load, back to back; this machine's own drift is about as large).
 # Bytecode is written (PYTHONDONTWRITEBYTECODE is cleared): every worker, inner pytest and Python kubectl stand-in
-# then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again.
+# then loads compiled modules and pytest's rewritten asserts from __pycache__ instead of compiling them again; on a
+# fresh clone the xdist controller writes the rewritten ones once, before the workers start (specs/bytecode.py).
 CORES        := $(shell nproc 2>/dev/null || echo 2)
 TEST_WORKERS ?= $(shell echo $$(( 3 * $(CORES) )))
 # GO_RUNTIME: the real kubectl runs some 1,400 times in `make test`, each call under a second, and Go's garbage
