@@ -51,7 +51,8 @@ def rewrite_ahead(config: pytest.Config, sources: Iterable[Path], *, processes: 
     """Write pytest's rewritten pyc for each of ``sources`` whose cached one is missing or stale (as pytest's own
     reader finds it), split over ``processes`` (forked from this one; each given ``CHILD_BUDGET`` seconds, then
     killed); returns how many are now cached that were not. Returns 0 when pytest's rewrite functions cannot be
-    found. A source that does not parse is skipped: the worker that imports it reports the error."""
+    found. A source that cannot be read or parsed, or whose cache cannot be written, is skipped: the worker that
+    imports it reports the error, or rewrites it in memory as pytest does in a read-only tree."""
     try:
         from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc, _rewrite_test, _write_pyc, get_cache_dir
         from _pytest.assertion.rewrite import assertstate_key as key
@@ -66,7 +67,7 @@ def rewrite_ahead(config: pytest.Config, sources: Iterable[Path], *, processes: 
 
     def rewrite(part: list[Path]) -> None:
         for source in part:
-            with contextlib.suppress(SyntaxError):
+            with contextlib.suppress(SyntaxError, ValueError, OSError):
                 source_hash, code = _rewrite_test(source, config)
                 cached(source).parent.mkdir(exist_ok=True)
                 _write_pyc(state, code, source_hash, cached(source))

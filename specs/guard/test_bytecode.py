@@ -55,11 +55,15 @@ def test_what_is_written_is_what_pytest_loads_and_only_once(
     assert rewrite_ahead(config, sources) == 1, "a changed source is stale"
 
 
-def test_a_module_that_does_not_parse_is_left_to_the_worker(pytester: pytest.Pytester, project: Path) -> None:
+def test_a_module_that_does_not_parse_or_is_gone_is_left_to_the_worker(
+    pytester: pytest.Pytester, project: Path
+) -> None:
     broken = project / "tests" / "test_broken.py"
     broken.write_text("def test_x(:\n")
-    assert rewrite_ahead(pytester.parseconfig(), [broken]) == 0
+    gone = project / "tests" / "test_gone.py"
+    assert rewrite_ahead(pytester.parseconfig(), [broken, gone, project / "tests" / "test_a.py"]) == 1
     assert not _cached(broken).exists()
+    assert not _cached(gone).exists()
 
 
 def test_a_run_without_workers_writes_nothing(pytester: pytest.Pytester, project: Path) -> None:
