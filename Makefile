@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
           m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test lint fuzz e2e matrix bench venv clean
+.PHONY: test lint fuzz e2e matrix bench venv clean control-plane test-control-plane
 
 # A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
 venv:
@@ -53,7 +53,8 @@ TEST_WORKERS ?= $(shell echo $$(( 3 * $(CORES) )))
 # long port-forward still stays bounded. Only the suites' own kubectl calls see it; the harness sets nothing.
 GO_RUNTIME   := GOGC=off GOMEMLIMIT=256MiB
 test: lint
-	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin" -n $(TEST_WORKERS) \
+	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m "not cluster and not twin and not control_plane" \
+	  -n $(TEST_WORKERS) \
 	  --dist worksteal $(PYTEST_ARGS)
 
 # The hypothesis specs at depth: fresh random inputs and many more examples than the fixed-seed runs in `make test`.
@@ -77,6 +78,16 @@ matrix: venv
 E2E_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
 e2e: venv
 	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -n $(E2E_WORKERS) --dist loadgroup -rfE $(PYTEST_ARGS)
+
+# The real control plane (harness.controlplane): `control-plane` builds its five binaries from their Go modules into
+# the per-user cache (about 6 minutes cold on 2 cores; nothing when current); `test-control-plane` builds, then runs
+# the specs marked control_plane against it. `make test` never builds or uses them.
+control-plane: venv
+	$(PY) -m harness.controlplane build
+
+test-control-plane: control-plane
+	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m control_plane -n $(CORES) --dist worksteal -rfEs \
+	  $(PYTEST_ARGS)
 
 # Benchmarks: a few minutes by default; `make bench LONG=1` for the long runs (more samples, more budgets).
 bench: venv

@@ -304,6 +304,12 @@ def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[
 # --- per spec ---------------------------------------------------------------------------------------------------
 
 
+def spec_interest(item: pytest.Item) -> Interest:
+    """What a failure of ``item`` keeps as evidence (:class:`~harness.evidence.Interest`): another plugin of the
+    harness adds to it (the control plane's component logs)."""
+    return _spec_state(item).interest
+
+
 def _spec_state(item: pytest.Item) -> _SpecState:
     state = item.stash.get(_SPEC, None)
     if state is None:

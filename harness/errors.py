@@ -26,7 +26,11 @@ stack layer adds its own subclasses in its own module)::
     │   ├── ProcessTimeout ····················· run_bounded killed a child at its bound
     │   ├── ForwardLeak
     │   ├── ArtifactsNotWritable
-    │   └── QdrantReadError
+    │   ├── QdrantReadError
+    │   └── ControlPlaneError ·················· the real control plane (harness.controlplane)
+    │       ├── BinariesMissing ················ a binary it needs is neither built nor given (skips, naming the fix)
+    │       ├── ControlPlaneBuildFailed ········ Go is missing or too old, the proxy refused, `go build` failed
+    │       └── ControlPlaneStartFailed ········ a component did not start or become ready within its bound
     ├── AssertionError ························· the system under test failed
     │   ├── HopFailure ························· a request failed; the class names the hop
     │   │   ├── PortForwardFailure ············· the port-forward hop (kubectl port-forward)
@@ -160,6 +164,33 @@ class ForwardLeak(HarnessError):
 
 class ArtifactsNotWritable(HarnessError):
     """The artifacts folder cannot be created or written (raised at session start, not at the first failure)."""
+
+
+class ControlPlaneError(HarnessError):
+    """The real control plane (:mod:`harness.controlplane`) cannot be built, found or started."""
+
+
+class BinariesMissing(ControlPlaneError):
+    """A binary the control plane needs is neither in the build cache nor given by ``KUBEBUILDER_ASSETS`` /
+    ``TEST_ASSET_<NAME>``; ``missing`` names them, ``fix`` is the command that provides them."""
+
+    def __init__(self, message: str, *, missing: tuple[str, ...], fix: str) -> None:
+        super().__init__(message)
+        self.missing, self.fix = missing, fix
+
+
+class ControlPlaneBuildFailed(ControlPlaneError):
+    """The binaries could not be built: no Go or too old a Go, the module proxy refused a version, or ``go``
+    failed (its last lines quoted)."""
+
+
+class ControlPlaneStartFailed(ControlPlaneError):
+    """A component did not start, exited, or was not ready within its bound; ``component`` names it and ``log_tail``
+    is the end of its log."""
+
+    def __init__(self, message: str, *, component: str, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.component, self.log_tail = component, log_tail
 
 
 class QdrantReadError(HarnessError):

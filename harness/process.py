@@ -102,20 +102,28 @@ def _resolve(program: str, env: dict[str, str] | None) -> str:
 
 
 def spawn(
-    argv: list[str], *, stdin: int | None = subprocess.DEVNULL, env: dict[str, str] | None = None
+    argv: list[str],
+    *,
+    stdin: int | None = subprocess.DEVNULL,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    output: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` (no shell) in its own process group, stdout and stderr piped. Raises ``FileNotFoundError``.
 
-    ``env`` is the child's whole environment (``None``: this process's). The group is registered with the
-    watchdog, so it dies with this process however this process ends.
+    ``env`` is the child's whole environment (``None``: this process's); ``cwd`` its working directory;
+    ``output`` a file descriptor that gets both stdout and stderr instead of pipes (a long-lived server's log
+    file: a pipe nobody reads would stall it). The group is registered with the watchdog, so it dies with this
+    process however this process ends.
     """
     launcher = _pdeathsig_launcher()
     proc = subprocess.Popen(
         [launcher, "--pdeathsig", "KILL", "--", _resolve(argv[0], env), *argv[1:]] if launcher else argv,
         stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE if output is None else output,
+        stderr=subprocess.PIPE if output is None else subprocess.STDOUT,
         env=env,
+        cwd=cwd,
         start_new_session=True,
         preexec_fn=_die_with_parent if _libc is not None and launcher is None else None,
     )
@@ -379,6 +387,7 @@ def run_bounded(
     timeout: float,
     input: bytes | None = None,
     env: dict[str, str] | None = None,
+    cwd: str | None = None,
     drain: float = DRAIN,
     while_running: Callable[[], None] | None = None,
     every: float = 2.0,
@@ -395,7 +404,7 @@ def run_bounded(
     exception it raises kills the group and propagates (how a caller stops a child it no longer needs).
     """
     start = time.monotonic()
-    proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env)
+    proc = spawn(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL, env=env, cwd=cwd)
     pipes = _Pipes(proc, input)
     try:
         exited = pipes.until_exit(start + timeout if while_running is None else min(start + timeout, start + every))

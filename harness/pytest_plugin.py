@@ -64,6 +64,7 @@ pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
     "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
     "harness.shard_plugin",  # the cluster specs split over several targets by recorded duration
+    "harness.controlplane.fixtures",  # control_plane, control_plane_namespace: a real control plane, started on use
 ]
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)

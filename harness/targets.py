@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # imported where used: a run with no cluster spec and no twin
     from harness import waiting
     from harness.kube import Kube
 
-TARGETS = ("auto", "cluster", "twin")
+TARGETS = ("auto", "cluster", "twin", "control-plane")
 CONFIG_KEY = "[tool.harness] twin"
 CLAMPED = "harness.budget_does_not_fit"
 """Report property (``user_properties``: it crosses from xdist workers) naming a clamped wait."""
@@ -93,7 +93,7 @@ class StandIn(Protocol):
 class TargetChoice:
     """``kind`` is ``cluster`` or ``twin``; ``reason`` says why, in a few words."""
 
-    kind: Literal["cluster", "twin"]
+    kind: Literal["cluster", "twin", "control-plane"]
     reason: str
 
     def line(self) -> str:
@@ -146,6 +146,13 @@ def choose_target(
                 f"--target twin with --kube-context {kube_context}: the twin has its own context; drop one of them"
             )
         return TargetChoice("twin", "forced by --target twin")
+    if option == "control-plane":
+        if kube_context:
+            raise ValueError(
+                f"--target control-plane with --kube-context {kube_context}: the control plane has its own context; "
+                "drop one of them"
+            )
+        return TargetChoice("control-plane", "forced by --target control-plane")
     if option == "cluster":
         context = f", context {kube_context}" if kube_context else ""
         return TargetChoice("cluster", f"forced by --target cluster{context}")
@@ -181,7 +188,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=TARGETS,
         default="auto",
         help="what the cluster specs run against: cluster (a kube context), twin (the one [tool.harness] twin "
-        "names, started here), auto (cluster if --kube-context, a current context or no twin configured, else twin)",
+        "names, started here), control-plane (a real control plane this run starts: harness.controlplane), auto "
+        "(cluster if --kube-context, a current context or no twin configured, else twin)",
     )
 
 
@@ -216,12 +224,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[TARGET] = choice
     config.stash[REPORTS] = []
+    if choice.kind == "control-plane":  # harness.controlplane.fixtures makes its stand-in (trylast)
+        return
     if choice.kind != "twin" or module is None:
         return
     try:
         config.stash[STAND_IN] = module.make_stand_in(config)
     except HarnessError as exc:  # e.g. no kubectl: a twin is deployed and reached with the real one
         config.stash[NO_TWIN] = f"no cluster, and the twin cannot run here: {exc}"
+
+
+def set_stand_in(config: pytest.Config, stand_in: StandIn | None, *, why_not: str = "") -> None:
+    """Another harness plugin provides this session's stand-in (the control plane does): ``stand_in``, or ``None``
+    and ``why_not`` (the cluster specs then skip with it)."""
+    if stand_in is not None:
+        config.stash[STAND_IN] = stand_in
+    else:
+        config.stash[NO_TWIN] = why_not
 
 
 def target_choice(config: pytest.Config) -> TargetChoice | None:
@@ -246,8 +265,8 @@ def target_lines(config: pytest.Config) -> list[str]:
     """The ``target: ...`` line and the twin's own lines, for the harness's lines after collection (none when no
     twin is configured: there is nothing to choose between)."""
     choice = target_choice(config)
-    if choice is None or TWIN_MODULE not in config.stash:  # no twin configured: nothing to choose between
-        return []
+    if choice is None or (TWIN_MODULE not in config.stash and choice.kind != "control-plane"):
+        return []  # no twin configured and no control plane asked for: nothing to choose between
     twin = stand_in(config)
     return [choice.line(), *(twin.header() if twin is not None else [])]
 
@@ -332,7 +351,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for row in rows:
             terminalreporter.write_line(row)
     reports = [r for reports in terminalreporter.stats.values() for r in reports if hasattr(r, "nodeid")]
-    configured = TWIN_MODULE in config.stash  # no twin configured: nothing to choose between, no target line
+    # no twin configured and no control plane asked for: nothing to choose between, no target line
+    configured = TWIN_MODULE in config.stash or choice.kind == "control-plane"
     if configured and (config.stash[REPORTS] or any("cluster" in getattr(r, "keywords", {}) for r in reports)):
         terminalreporter.write_sep("-", "target")
         terminalreporter.write_line(summary_line(choice, stand_in(config), config.stash[REPORTS]))
@@ -341,10 +361,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def summary_line(choice: TargetChoice, twin: StandIn | None, reports: list[dict[str, Any]]) -> str:
     """``target: KIND (why)`` and, for the twin, what it says of the runs this session started."""
     line = choice.line()
-    if choice.kind != "twin":
+    if choice.kind == "cluster":
         return line
     if not reports:
-        return line + "; no cluster spec ran, so no twin was started"
+        started = "no twin was started" if choice.kind == "twin" else "its control plane did not get ready"
+        return f"{line}; no cluster spec ran, so {started}" if choice.kind == "twin" else f"{line}; {started}"
     described = twin.describe(reports) if twin is not None else ""
     return f"{line}; {described}" if described else line
 

@@ -100,7 +100,7 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert "-m pip install --quiet -e .[test]" in calls
     workers = 3 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
     # bytecode kept; kubectl's garbage collector held off up to 256 MiB (the Makefile says why)
-    pytest_call = f"-m pytest specs -m not cluster and not twin -n {workers} --dist worksteal"
+    pytest_call = f"-m pytest specs -m not cluster and not twin and not control_plane -n {workers} --dist worksteal"
     assert f"{pytest_call} [bytecode off: ''] [go: 'off 256MiB']" in calls
     checks = [calls.index(f"-m {step}") for step in ("ruff check .", "ruff format --check .", "mypy")]
     assert checks == sorted(checks)
