@@ -83,7 +83,9 @@ class Server:
                 return
             if time.monotonic() >= deadline:
                 waited = time.monotonic() - self.started_at
-                raise self.failure(f"{self.name} was not ready ({what}) within {waited:.1f}s of its start")
+                raise self.failure(
+                    f"{self.name} was not ready ({what}) when the start's bound ran out, {waited:.1f}s after its spawn"
+                )
             time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))  # the probe's pacing, bounded
 
     def failure(self, message: str) -> ControlPlaneStartFailed:
