@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -148,7 +149,7 @@ def refusing_proxy() -> Iterator[str]:
 def test_a_version_the_module_proxy_refuses_is_one_error_naming_module_and_answer(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusing_proxy: str
 ):
-    if build.shutil.which("go") is None:
+    if shutil.which("go") is None:
         pytest.skip("no Go toolchain on PATH: this spec asks the real go")
     monkeypatch.setenv("GOPROXY", refusing_proxy)
     monkeypatch.setenv("GOMODCACHE", str(tmp_path / "modcache"))  # empty: every module must come from the proxy

@@ -118,7 +118,10 @@ def test_the_kubernetes_client_creates_watches_patches_and_deletes(control_plane
 
     kube = control_plane_namespace
     core = client.CoreV1Api(kube.api_client())
-    made = core.create_namespaced_config_map(kube.namespace, {"metadata": {"name": "settings"}, "data": {"level": "1"}})
+    made = core.create_namespaced_config_map(
+        kube.namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="settings"), data={"level": "1"})
+    )
+    assert made.metadata is not None
     core.patch_namespaced_config_map("settings", kube.namespace, {"data": {"level": "2"}})
     seen: list[tuple[str, str]] = []
     stream = watch.Watch()
