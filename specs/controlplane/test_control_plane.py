@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import re
+import select
+import signal
+import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -245,3 +251,77 @@ def test_etcd_and_the_apiserver_alone_serve_the_api_and_name_what_is_missing_for
         assert set(plane.servers) == set(ENVTEST_PAIR)
         done = _kubectl(plane.kube(), "kubectl", "get", "namespaces", "-o", "name")
         assert "namespace/kube-system" in done.stdout.split()
+
+
+def test_a_component_that_loses_its_port_to_another_process_is_started_again_on_a_new_one(monkeypatch) -> None:
+    # etcd and the apiserver cannot take port 0: a port is picked by binding 0 and closing, and another process can
+    # take it in between. Here one is taken on purpose, the first time a port is picked.
+    from harness.controlplane.processes import free_port
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    picks = iter([taken.getsockname()[1]])
+    monkeypatch.setattr("harness.controlplane.plane.free_port", lambda: next(picks, None) or free_port())
+    try:
+        with ControlPlane(Settings(components=ENVTEST_PAIR)) as plane:
+            log = plane.logs()["etcd"].read_text()
+            assert "address already in use" in log  # the first etcd lost the race ...
+            assert plane.servers["etcd"].alive()  # ... and the second, on a new port, serves
+            assert _kubectl(plane.kube(), "kubectl", "get", "namespaces").stdout
+    finally:
+        taken.close()
+
+
+def test_kwok_manages_only_the_nodes_the_harness_made_for_it(control_plane) -> None:
+    kube = control_plane.kube
+    name = f"foreign-{os.getpid()}"
+    foreign = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"owner": "someone-else"}}}
+    _kubectl(kube, "kubectl", "create", "-f", "-", stdin=json.dumps(foreign))
+    try:
+        # kwok's node-initialize stage is the one that writes a Node's conditions: a Node made after ours, and
+        # read after ours was Ready, has none only because kwok does not manage it.
+        mine = json.loads(_kubectl(kube, "kubectl", "get", "node", "kwok-node-0", "-o", "json").stdout)
+        assert [c["status"] for c in mine["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+        theirs = json.loads(_kubectl(kube, "kubectl", "get", "node", name, "-o", "json").stdout)
+        assert theirs.get("status", {}).get("conditions") is None
+    finally:
+        _kubectl(kube, "kubectl", "delete", "node", name)
+
+
+def test_the_standalone_command_serves_until_sigterm_then_leaves_nothing(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "cp.kubeconfig"
+    argv = [sys.executable, "-m", "harness.controlplane", "run", "--kubeconfig", str(kubeconfig)]
+    child = process.spawn(argv)
+    try:
+        assert child.stdout is not None
+        ready_line = _read_line(child, Settings().start_timeout + 30)
+        ready = json.loads(ready_line)
+        assert ready["version"] == pinned().kubernetes
+        assert ready["kubeconfig"] == str(kubeconfig)
+        config = json.loads(kubeconfig.read_text())
+        assert [c["name"] for c in config["contexts"]] == [ready["context"]]
+        nodes = process.run_bounded(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"], timeout=KUBECTL_TIMEOUT
+        )
+        assert nodes.stdout.split() == ["node/kwok-node-0"]
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=Settings().stop_timeout * 6) == 0
+    finally:
+        process.kill_group(child)
+    assert not kubeconfig.exists()
+    pids = [c["pid"] for c in ready["components"].values()]
+    assert [pid for pid in pids if process.group_alive(pid)] == []
+    assert not Path(ready["components"]["etcd"]["log"]).parents[1].exists()
+
+
+def _read_line(child: subprocess.Popen[bytes], bound: float) -> str:
+    """The child's first stdout line within ``bound`` seconds (AssertionError with its stderr otherwise)."""
+    assert child.stdout is not None
+    ready, _, _ = select.select([child.stdout], [], [], bound)
+    line = child.stdout.readline().decode() if ready else ""
+    if not line:
+        child.kill()
+        assert child.stderr is not None
+        raise AssertionError(f"no ready line within {bound:.0f}s: {child.stderr.read().decode()[-2000:]}")
+    return line
