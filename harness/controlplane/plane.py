@@ -13,6 +13,7 @@ context, its own, and is never merged into the user's.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -32,7 +33,7 @@ import httpx
 from harness import process
 from harness.controlplane import components as comp
 from harness.controlplane.assets import Assets, find
-from harness.controlplane.pki import Pki, make_pki
+from harness.controlplane.pki import Pair, Pki, make_pki
 from harness.controlplane.processes import Plan, Server, free_port, start_together
 from harness.controlplane.release import ENVTEST_PAIR, NAMES
 from harness.errors import ControlPlaneStartFailed
@@ -120,7 +121,6 @@ class ControlPlane:
         self.version: dict[str, Any] = {}
         self._keeper: threading.Thread | None = None
         self._release = threading.Event()
-        self._stopped = threading.Event()
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -141,50 +141,14 @@ class ControlPlane:
     def _start(self, deadline: float, began: float) -> None:
         assert self.root is not None
         layout = comp.Layout(self.root)
-        self.pki = pki = make_pki(layout.folder("pki"), service_ip=comp.first_service_ip())
-        paths = self.assets.paths
-        etcd_ports: list[int] = []
-
-        def make_etcd() -> Server:
-            etcd_ports[:] = [free_port(), free_port()]
-            return comp.etcd(paths["etcd"], layout, *etcd_ports)
-
-        self._add(
-            start_together(
-                [
-                    Plan(
-                        make_etcd,
-                        lambda s: self._probe_http(f"http://{comp.HOST}:{etcd_ports[0]}/health"),
-                        "/health answers",
-                    )
-                ],
-                deadline,
-            )
-        )
-        api_port: list[int] = []
-
-        def make_apiserver() -> Server:
-            api_port[:] = [free_port()]
-            return comp.kube_apiserver(paths["kube-apiserver"], layout, pki, port=api_port[0], etcd_port=etcd_ports[0])
-
-        self._add(
-            start_together(
-                [Plan(make_apiserver, lambda s: self._probe_api(api_port[0]), "/readyz answers ok")], deadline
-            )
-        )
-        self.url = f"https://{comp.HOST}:{api_port[0]}"
+        self.pki = make_pki(layout.folder("pki"), service_ip=comp.first_service_ip())
+        etcd_port = self._start_etcd(layout, deadline)
+        self._start_apiserver(layout, etcd_port, deadline)
         self.timings["readyz"] = time.monotonic() - began
-        self.kubeconfig = comp.write_kubeconfig(
-            self._kubeconfig_asked or layout.root / "admin.kubeconfig",
-            server=self.url,
-            ca=pki.ca.cert,
-            client=pki.admin,
-            context=self.context,
-        )
         self.version = self._get("/version")
         if self.settings.components == ENVTEST_PAIR:
             return
-        self._add(start_together(self._component_plans(layout, pki), deadline))
+        self._add(start_together(self._component_plans(layout, self.pki), deadline))
         self._make_nodes(deadline)
         self.timings["nodes-ready"] = time.monotonic() - began
         self._await(
@@ -194,62 +158,81 @@ class ControlPlane:
             "kube-controller-manager",
         )
 
-    def _component_plans(self, layout: comp.Layout, pki: Pki) -> list[Plan]:
-        paths = self.assets.paths
+    def _start_etcd(self, layout: comp.Layout, deadline: float) -> int:
+        """etcd on two picked ports (client, peer); returns the client port."""
+        ports: list[int] = []
 
-        def kubeconfig(name: str, pair: Any) -> Path:
-            return comp.write_kubeconfig(
-                layout.folder(name) / "kubeconfig", server=self.url, ca=pki.ca.cert, client=pair, context=name
+        def make() -> Server:
+            ports[:] = [free_port(), free_port()]
+            return comp.etcd(self.assets.paths["etcd"], layout, *ports)
+
+        def health(_server: Server) -> Callable[[], bool]:
+            return self._probe_http(f"http://{comp.HOST}:{ports[0]}/health")
+
+        self._add(start_together([Plan(make, health, "/health answers")], deadline))
+        return ports[0]
+
+    def _start_apiserver(self, layout: comp.Layout, etcd_port: int, deadline: float) -> None:
+        """kube-apiserver on a picked port, then the admin kubeconfig for it."""
+        assert self.pki is not None
+        pki, port = self.pki, [0]
+
+        def make() -> Server:
+            port[0] = free_port()
+            return comp.kube_apiserver(
+                self.assets.paths["kube-apiserver"], layout, pki, port=port[0], etcd_port=etcd_port
             )
 
-        ports: dict[str, int] = {}
+        self._add(start_together([Plan(make, lambda _s: self._probe_api(port[0]), "/readyz answers ok")], deadline))
+        self.url = f"https://{comp.HOST}:{port[0]}"
+        self.kubeconfig = comp.write_kubeconfig(
+            self._kubeconfig_asked or layout.root / "admin.kubeconfig",
+            server=self.url,
+            ca=pki.ca.cert,
+            client=pki.admin,
+            context=self.context,
+        )
 
-        def made(name: str, make: Callable[[int], Server]) -> Callable[[], Server]:
-            def fresh() -> Server:
-                ports[name] = free_port()
-                return make(ports[name])
+    def _component_plans(self, layout: comp.Layout, pki: Pki) -> list[Plan]:
+        """kube-controller-manager, kube-scheduler and kwok, each with a kubeconfig of its own identity."""
+        paths = self.assets.paths
 
-            return fresh
-
-        def healthz(name: str) -> Callable[[Server], Callable[[], bool]]:
-            return lambda s: self._probe_http(f"https://{comp.HOST}:{ports[name]}/healthz")
+        def kubeconfig(name: str, pair: Pair) -> Path:
+            folder = layout.folder(name)
+            return comp.write_kubeconfig(
+                folder / "kubeconfig", server=self.url, ca=pki.ca.cert, client=pair, context=name
+            )
 
         cm = kubeconfig("kube-controller-manager", pki.controller_manager)
         sched = kubeconfig("kube-scheduler", pki.scheduler)
-        kwok_kc = kubeconfig("kwok", pki.kwok)
-        stages = self.assets.stages
-        assert stages is not None  # Assets.require checked it
-        configs = [stages, *self.settings.kwok_configs]
+        kwok = kubeconfig("kwok", pki.kwok)
+        assert self.assets.stages is not None  # Assets.require checked it
+        configs = [self.assets.stages, *self.settings.kwok_configs]
         return [
-            Plan(
-                made(
-                    "kube-controller-manager",
-                    lambda p: comp.kube_controller_manager(
-                        paths["kube-controller-manager"], layout, pki, kubeconfig=cm, port=p
-                    ),
-                ),
-                healthz("kube-controller-manager"),
-                "/healthz answers ok",
+            self._healthz_plan(
+                lambda p: comp.kube_controller_manager(
+                    paths["kube-controller-manager"], layout, pki, kubeconfig=cm, port=p
+                )
             ),
-            Plan(
-                made(
-                    "kube-scheduler",
-                    lambda p: comp.kube_scheduler(paths["kube-scheduler"], layout, kubeconfig=sched, port=p),
-                ),
-                healthz("kube-scheduler"),
-                "/healthz answers ok",
+            self._healthz_plan(
+                lambda p: comp.kube_scheduler(paths["kube-scheduler"], layout, kubeconfig=sched, port=p)
             ),
-            Plan(
-                made(
-                    "kwok",
-                    lambda p: comp.kwok(
-                        paths["kwok"], layout, pki, kubeconfig=kwok_kc, port=p, configs=configs, env=dict(os.environ)
-                    ),
-                ),
-                healthz("kwok"),
-                "/healthz answers ok",
+            self._healthz_plan(
+                lambda p: comp.kwok(
+                    paths["kwok"], layout, pki, kubeconfig=kwok, port=p, configs=configs, env=dict(os.environ)
+                )
             ),
         ]
+
+    def _healthz_plan(self, make: Callable[[int], Server]) -> Plan:
+        """A server that takes its serving port as an argument and is ready when its ``/healthz`` says ok."""
+        port = [0]
+
+        def fresh() -> Server:
+            port[0] = free_port()
+            return make(port[0])
+
+        return Plan(fresh, lambda _s: self._probe_http(f"https://{comp.HOST}:{port[0]}/healthz"), "/healthz answers ok")
 
     def _add(self, servers: list[Server]) -> None:
         for server in servers:
@@ -260,7 +243,7 @@ class ControlPlane:
         for name in names:
             self.request("POST", "/api/v1/nodes", comp.node_manifest(name))
         for name in names:
-            self._await(deadline, f"Node {name} Ready", lambda n=name: self._node_ready(n), "kwok")  # type: ignore[misc]
+            self._await(deadline, f"Node {name} Ready", functools.partial(self._node_ready, name), "kwok")
 
     def _node_ready(self, name: str) -> bool:
         node = self._get(f"/api/v1/nodes/{name}")
@@ -296,7 +279,6 @@ class ControlPlane:
             process.forget_folder(str(self.root))
         if self._kubeconfig_asked is not None:
             self._kubeconfig_asked.unlink(missing_ok=True)
-        self._stopped.set()
 
     def __enter__(self) -> ControlPlane:
         return self.start()
