@@ -6,10 +6,10 @@ there is nothing (or only linking) to do.
   (its own spawn to its probe answering), and from the plane's origin (``ControlPlane.timings``: the start's first
   moment, PKI included) to ``/readyz``, to every Node Ready, to ready (``start()`` returns), then to a one-replica
   Deployment's rollout complete (``kubectl create deployment`` + ``kubectl rollout status`` right after the start:
-  its pod scheduled, simulated by kwok and Ready); median and min/max of each, and the stop. (On 2 cores about 4 s
-  of a start is nodes-ready to ready, the wait for the default ServiceAccount: kube-controller-manager starts its
-  controllers one by one, about 150 ms apart under its client's default rate limit, ``--kube-api-qps`` 20, and its
-  informers only after the last; with ``--kube-api-qps=200 --kube-api-burst=300`` that wait was 0.5 to 1.9 s.)
+  its pod scheduled, simulated by kwok and Ready); median and min/max of each, and the stop. (Nodes-ready to ready
+  is the wait for the default ServiceAccount: at its client's default rate limit, ``--kube-api-qps`` 20,
+  kube-controller-manager started its controllers about 150 ms apart and that wait was about 4 s of a start on 2
+  cores; it runs at 200 now, see :func:`harness.controlplane.components.kube_controller_manager`.)
 - memory: each component's resident set (``VmRSS`` in ``/proc/<pid>/status``) once that Deployment is rolled out.
 - kubectl verbs: median wall time of ``CALLS`` calls of ``get pods -o name`` and of ``apply`` of a small ConfigMap
   (its data changed on every call, so each one writes), against the real control plane and against the API double

@@ -117,9 +117,11 @@ class ControlPlane:
         self.kubeconfig = Path()
         self.pki: Pki | None = None
         self.timings: dict[str, float] = {}
-        """Seconds from the first spawn until each milestone (``readyz``, ``nodes-ready``, ``ready``)."""
+        """Seconds from the start's first moment (its folder and certificates are made first, a few hundredths of a
+        second before etcd's spawn) until each milestone (``readyz``, ``nodes-ready``, ``ready``)."""
         self.version: dict[str, Any] = {}
         self._keeper: threading.Thread | None = None
+        self._closers: list[Callable[[], None]] = []
         self._release = threading.Event()
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
@@ -135,6 +137,9 @@ class ControlPlane:
         except BaseException:
             self.stop()
             raise
+        finally:
+            for close in self._closers:
+                close()
         self.timings["ready"] = time.monotonic() - began
         return self
 
@@ -380,15 +385,19 @@ class ControlPlane:
         return probe
 
     def _probe_api(self, port: int) -> Callable[[], bool]:
-        self.url = f"https://{comp.HOST}:{port}"
+        url = f"https://{comp.HOST}:{port}/readyz"
+        client = self._client()  # one TLS context for every attempt; closed once ready or failed
 
         def probe() -> bool:
             try:
-                with self._client() as client:
-                    return client.get(f"{self.url}/readyz").status_code == 200
+                ready = client.get(url).status_code == 200
             except httpx.HTTPError:
                 return False
+            if ready:
+                client.close()
+            return ready
 
+        self._closers.append(client.close)
         return probe
 
     def request(self, method: str, path: str, body: object | None = None) -> dict[str, Any]:

@@ -73,20 +73,26 @@ class Server:
     def wait_ready(self, probe: Probe, deadline: float, *, what: str) -> None:
         """Probe until ``probe()`` is true; raises :class:`ControlPlaneStartFailed` (with the log's tail) when the
         process exits first or ``deadline`` (a ``time.monotonic()`` value) passes. ``what`` says what ready means."""
+        while not self.check(probe, deadline, what=what):
+            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))  # the probe's pacing, bounded
+
+    def check(self, probe: Probe, deadline: float, *, what: str) -> bool:
+        """One readiness attempt: True once ready; raises as :meth:`wait_ready` does when it never can be."""
         assert self.proc is not None
         assert self.started_at is not None
-        while True:
-            if self.proc.poll() is not None:
-                raise self.failure(f"{self.name} exited with code {self.proc.returncode} before {what}")
-            if probe():
-                self.ready_after = time.monotonic() - self.started_at
-                return
-            if time.monotonic() >= deadline:
-                waited = time.monotonic() - self.started_at
-                raise self.failure(
-                    f"{self.name} was not ready ({what}) when the start's bound ran out, {waited:.1f}s after its spawn"
-                )
-            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))  # the probe's pacing, bounded
+        if self.ready_after is not None:
+            return True
+        if self.proc.poll() is not None:
+            raise self.failure(f"{self.name} exited with code {self.proc.returncode} before {what}")
+        if probe():
+            self.ready_after = time.monotonic() - self.started_at
+            return True
+        if time.monotonic() >= deadline:
+            waited = time.monotonic() - self.started_at
+            raise self.failure(
+                f"{self.name} was not ready ({what}) when the start's bound ran out, {waited:.1f}s after its spawn"
+            )
+        return False
 
     def failure(self, message: str) -> ControlPlaneStartFailed:
         tail = self.log_tail()
@@ -131,24 +137,28 @@ class Plan:
 
 
 def start_together(plans: list[Plan], deadline: float, *, attempts: int = 3) -> list[Server]:
-    """Spawn every plan's server at once, then wait for each until ``deadline``; a server that exits because
-    another process took one of its ports in between is started again on new ones, up to ``attempts`` times.
-    On any failure every server of ``plans`` is stopped and the first failure raised."""
+    """Spawn every plan's server at once and probe them side by side until ``deadline``; a server that exits
+    because another process took one of its ports in between is started again on new ones, up to ``attempts``
+    times. On any failure every server of ``plans`` is stopped and the first failure raised."""
     servers = [plan.make() for plan in plans]
+    tries = [1] * len(plans)
     try:
         for server in servers:
             server.start()
-        for index, plan in enumerate(plans):
-            for attempt in range(1, attempts + 1):
+        probes = [plan.probe(server) for plan, server in zip(plans, servers, strict=True)]
+        while not all(server.ready_after is not None for server in servers):
+            for index, plan in enumerate(plans):
                 try:
-                    servers[index].wait_ready(plan.probe(servers[index]), deadline, what=plan.what)
-                    break
+                    servers[index].check(probes[index], deadline, what=plan.what)
                 except ControlPlaneStartFailed:
                     servers[index].stop(grace=0.0)
-                    if attempt == attempts or not servers[index].lost_port_race() or time.monotonic() >= deadline:
+                    if tries[index] == attempts or not servers[index].lost_port_race():
                         raise
+                    tries[index] += 1
                     servers[index] = plan.make()
                     servers[index].start()
+                    probes[index] = plan.probe(servers[index])
+            time.sleep(min(POLL, max(0.0, deadline - time.monotonic())))  # the probes' pacing, bounded
     except BaseException:
         for server in servers:
             server.stop(grace=0.0)
