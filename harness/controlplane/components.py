@@ -110,16 +110,23 @@ def kube_apiserver(binary: str, layout: Layout, pki: Pki, *, port: int, etcd_por
     return Server("kube-apiserver", argv, layout.log("kube-apiserver"))
 
 
-def kube_controller_manager(binary: str, layout: Layout, pki: Pki, *, kubeconfig: Path, port: int) -> Server:
-    folder = layout.folder("kube-controller-manager")
-    argv = [
-        binary,
+def _client_and_serving(name: str, layout: Layout, kubeconfig: Path, port: int) -> list[str]:
+    """The flags kube-controller-manager and kube-scheduler share: one identity for its API calls and for checking
+    who calls its own ``/healthz`` server, which serves on ``port`` with a self-signed certificate in its folder."""
+    return [
         f"--kubeconfig={kubeconfig}",
         f"--authentication-kubeconfig={kubeconfig}",
         f"--authorization-kubeconfig={kubeconfig}",
         f"--bind-address={HOST}",
         f"--secure-port={port}",
-        f"--cert-dir={folder}",
+        f"--cert-dir={layout.folder(name)}",
+    ]
+
+
+def kube_controller_manager(binary: str, layout: Layout, pki: Pki, *, kubeconfig: Path, port: int) -> Server:
+    argv = [
+        binary,
+        *_client_and_serving("kube-controller-manager", layout, kubeconfig, port),
         f"--service-account-private-key-file={pki.service_account.key}",
         f"--root-ca-file={pki.ca.cert}",
         f"--cluster-signing-cert-file={pki.ca.cert}",
@@ -138,15 +145,9 @@ def kube_controller_manager(binary: str, layout: Layout, pki: Pki, *, kubeconfig
 
 
 def kube_scheduler(binary: str, layout: Layout, *, kubeconfig: Path, port: int) -> Server:
-    folder = layout.folder("kube-scheduler")
     argv = [
         binary,
-        f"--kubeconfig={kubeconfig}",
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
-        f"--bind-address={HOST}",
-        f"--secure-port={port}",
-        f"--cert-dir={folder}",
+        *_client_and_serving("kube-scheduler", layout, kubeconfig, port),
         "--leader-elect=false",
         "--profiling=false",
     ]

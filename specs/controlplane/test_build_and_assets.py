@@ -4,14 +4,12 @@ test`), with the real Go where Go is what is checked.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from fnmatch import fnmatch
 from pathlib import Path
@@ -22,6 +20,7 @@ from harness.controlplane import assets, build
 from harness.controlplane.plane import Settings, go_duration
 from harness.controlplane.release import BINARIES, MODULES, NAMES, module_digest, pinned
 from harness.errors import BinariesMissing, ControlPlaneBuildFailed, ControlPlaneStartFailed
+from specs.controlplane.local_http import Quiet, serving
 
 REPO = Path(__file__).resolve().parents[2]
 INNER_TIMEOUT = 120.0
@@ -125,25 +124,15 @@ def test_too_old_a_go_is_refused_before_anything_builds(cache: Path, tmp_path: P
     assert not (cache / pinned().folder / "bin").exists()
 
 
-class _Refusing(http.server.BaseHTTPRequestHandler):
+class _Refusing(Quiet):
     def do_GET(self) -> None:
-        self.send_response(410 if self.path.endswith(".zip") or self.path.endswith(".mod") else 404)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(410 if self.path.endswith((".zip", ".mod")) else 404)
 
 
 @pytest.fixture
 def refusing_proxy() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(_Refusing) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_a_version_the_module_proxy_refuses_is_one_error_naming_module_and_answer(

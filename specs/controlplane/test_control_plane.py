@@ -7,7 +7,6 @@ module gets the process's plane from the `control_plane` fixture and a namespace
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
@@ -16,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from harness.errors import BinariesMissing, ControlPlaneStartFailed
 from harness.fetch import fetch_through_sync
 from harness.portforward import port_forward
 from harness.testing.kubectl_builds import real_kubectl
+from specs.controlplane.local_http import Quiet, serving
 
 pytestmark = [pytest.mark.control_plane, pytest.mark.timeout(300)]
 
@@ -146,27 +145,15 @@ def test_the_kubernetes_client_creates_watches_patches_and_deletes(control_plane
     assert core.list_namespaced_config_map(kube.namespace, field_selector="metadata.name=settings").items == []
 
 
-class _Hello(http.server.BaseHTTPRequestHandler):
+class _Hello(Quiet):
     def do_GET(self) -> None:
-        body = b"hello from a local process"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(200, b"hello from a local process")
 
 
 @pytest.fixture
 def local_server() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
+    with serving(_Hello) as port:
+        yield port
 
 
 def _routes(tmp_path: Path, port: int, log: Path) -> Path:
