@@ -14,11 +14,9 @@ context, its own, and is never merged into the user's.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import shutil
-import ssl
 import tempfile
 import threading
 import time
@@ -32,6 +30,7 @@ import httpx
 
 from harness import process
 from harness.controlplane import components as comp
+from harness.controlplane.admin import AdminClient, health_probe
 from harness.controlplane.assets import Assets, find
 from harness.controlplane.pki import Pair, Pki, make_pki
 from harness.controlplane.processes import Plan, Server, free_port, start_together
@@ -47,8 +46,6 @@ variable; by hand on 2 idle cores a start took 8-10 s, and a loaded CI machine s
 STOP_TIMEOUT = 20.0
 """Seconds each component has to exit after SIGTERM unless ``KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT`` says otherwise
 (envtest's variable and default)."""
-REQUEST_TIMEOUT = 5.0
-"""Seconds one readiness request to a component may take."""
 CONTEXT_PREFIX = "harness-control-plane"
 
 
@@ -121,7 +118,8 @@ class ControlPlane:
         second before etcd's spawn) until each milestone (``readyz``, ``nodes-ready``, ``ready``)."""
         self.version: dict[str, Any] = {}
         self._keeper: threading.Thread | None = None
-        self._closers: list[Callable[[], None]] = []
+        self.admin: AdminClient | None = None
+        """The API server as the plane's admin (:mod:`harness.controlplane.admin`), once it answers."""
         self._release = threading.Event()
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
@@ -137,9 +135,6 @@ class ControlPlane:
         except BaseException:
             self.stop()
             raise
-        finally:
-            for close in self._closers:
-                close()
         self.timings["ready"] = time.monotonic() - began
         return self
 
@@ -150,7 +145,7 @@ class ControlPlane:
         etcd_port = self._start_etcd(layout, deadline)
         self._start_apiserver(layout, etcd_port, deadline)
         self.timings["readyz"] = time.monotonic() - began
-        self.version = self._get("/version")
+        self.version = self._admin().request("GET", "/version")
         if self.settings.components == ENVTEST_PAIR:
             return
         self._add(start_together(self._component_plans(layout, self.pki), deadline))
@@ -159,7 +154,7 @@ class ControlPlane:
         self._await(
             deadline,
             "the default ServiceAccount of namespace default",
-            lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
+            lambda: self._admin().exists("/api/v1/namespaces/default/serviceaccounts/default"),
             "kube-controller-manager",
         )
 
@@ -172,7 +167,7 @@ class ControlPlane:
             return comp.etcd(self.assets.paths["etcd"], layout, *ports)
 
         def health(_server: Server) -> Callable[[], bool]:
-            return self._probe_http(f"http://{comp.HOST}:{ports[0]}/health")
+            return health_probe(f"http://{comp.HOST}:{ports[0]}/health")
 
         self._add(start_together([Plan(make, health, "/health answers")], deadline))
         return ports[0]
@@ -188,7 +183,13 @@ class ControlPlane:
                 self.assets.paths["kube-apiserver"], layout, pki, port=port[0], etcd_port=etcd_port
             )
 
-        self._add(start_together([Plan(make, lambda _s: self._probe_api(port[0]), "/readyz answers ok")], deadline))
+        def readyz(_server: Server) -> Callable[[], bool]:
+            if self.admin is not None:
+                self.admin.close()  # a server that lost its port race: its client goes with it
+            self.admin = AdminClient(f"https://{comp.HOST}:{port[0]}", pki)
+            return self.admin.ready
+
+        self._add(start_together([Plan(make, readyz, "/readyz answers ok")], deadline))
         self.url = f"https://{comp.HOST}:{port[0]}"
         self.kubeconfig = comp.write_kubeconfig(
             self._kubeconfig_asked or layout.root / "admin.kubeconfig",
@@ -237,7 +238,11 @@ class ControlPlane:
             port[0] = free_port()
             return make(port[0])
 
-        return Plan(fresh, lambda _s: self._probe_http(f"https://{comp.HOST}:{port[0]}/healthz"), "/healthz answers ok")
+        return Plan(fresh, lambda _s: health_probe(f"https://{comp.HOST}:{port[0]}/healthz"), "/healthz answers ok")
+
+    def _admin(self) -> AdminClient:
+        assert self.admin is not None  # made by the apiserver's probe
+        return self.admin
 
     def _add(self, servers: list[Server]) -> None:
         for server in servers:
@@ -246,12 +251,12 @@ class ControlPlane:
     def _make_nodes(self, deadline: float) -> None:
         names = [f"kwok-node-{i}" for i in range(self.settings.nodes)]
         for name in names:
-            self.request("POST", "/api/v1/nodes", comp.node_manifest(name))
+            self._admin().request("POST", "/api/v1/nodes", comp.node_manifest(name))
         for name in names:
             self._await(deadline, f"Node {name} Ready", functools.partial(self._node_ready, name), "kwok")
 
     def _node_ready(self, name: str) -> bool:
-        node = self._get(f"/api/v1/nodes/{name}")
+        node = self._admin().request("GET", f"/api/v1/nodes/{name}")
         return any(
             c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions", [])
         )
@@ -277,6 +282,8 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop every component (newest first, SIGTERM then SIGKILL after ``stop_timeout``), remove its folder."""
+        if self.admin is not None:
+            self.admin.close()
         for server in reversed(list(self.servers.values())):
             server.stop(grace=self.settings.stop_timeout)
         if self.root is not None:
@@ -361,65 +368,3 @@ class ControlPlane:
             },
             "timings": {k: round(v, 2) for k, v in self.timings.items()},
         }
-
-    # --- HTTP to the components -----------------------------------------------------------------------------------
-
-    def _client(self) -> httpx.Client:
-        assert self.pki is not None
-        ctx = ssl.create_default_context(cafile=str(self.pki.ca.cert))
-        ctx.load_cert_chain(str(self.pki.admin.cert), str(self.pki.admin.key))
-        return httpx.Client(verify=ctx, timeout=REQUEST_TIMEOUT)
-
-    def _probe_http(self, url: str) -> Callable[[], bool]:
-        assert self.pki is not None
-        ctx = ssl.create_default_context(cafile=str(self.pki.ca.cert))
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE  # kube-controller-manager and kube-scheduler serve a self-signed cert
-
-        def probe() -> bool:
-            try:
-                return httpx.get(url, verify=ctx, timeout=REQUEST_TIMEOUT).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        return probe
-
-    def _probe_api(self, port: int) -> Callable[[], bool]:
-        url = f"https://{comp.HOST}:{port}/readyz"
-        client = self._client()  # one TLS context for every attempt; closed once ready or failed
-
-        def probe() -> bool:
-            try:
-                ready = client.get(url).status_code == 200
-            except httpx.HTTPError:
-                return False
-            if ready:
-                client.close()
-            return ready
-
-        self._closers.append(client.close)
-        return probe
-
-    def request(self, method: str, path: str, body: object | None = None) -> dict[str, Any]:
-        """One JSON request to the API server as its admin; raises :class:`ControlPlaneStartFailed` on an error
-        status (used while starting; specs use :meth:`kube`)."""
-        with self._client() as client:
-            answer = client.request(
-                method,
-                self.url + path,
-                content=json.dumps(body) if body is not None else None,
-                headers={"Content-Type": "application/json"},
-            )
-        if answer.status_code >= 400:
-            raise ControlPlaneStartFailed(
-                f"{method} {path} answered {answer.status_code}: {answer.text[:300]}", component="kube-apiserver"
-            )
-        result: dict[str, Any] = answer.json()
-        return result
-
-    def _get(self, path: str) -> dict[str, Any]:
-        return self.request("GET", path)
-
-    def _exists(self, path: str) -> bool:
-        with self._client() as client:
-            return client.get(self.url + path).status_code == 200

@@ -105,7 +105,8 @@ class ControlPlaneTarget:
         if self.namespace == "default":
             return
         manifest = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
-        plane.request("POST", "/api/v1/namespaces", manifest)
+        assert plane.admin is not None  # started
+        plane.admin.request("POST", "/api/v1/namespaces", manifest)
 
     def _write(self, doc: dict[str, Any]) -> None:
         partial = self.run_dir / (READY + ".partial")

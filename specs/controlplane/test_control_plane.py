@@ -201,7 +201,7 @@ def test_port_forward_reaches_a_local_process_and_logs_read_a_local_file(tmp_pat
 def test_a_start_past_its_bound_names_the_component_quotes_its_log_and_leaves_nothing(monkeypatch) -> None:
     # A real kube-apiserver that its probe never finds ready (as when etcd answers but never well enough): the start
     # must end at its bound, name the apiserver and quote what it logged meanwhile.
-    monkeypatch.setattr(ControlPlane, "_probe_api", lambda self, port: lambda: False)
+    monkeypatch.setattr("harness.controlplane.admin.AdminClient.ready", lambda self: False)
     plane = ControlPlane(Settings(start_timeout=8.0))
     with pytest.raises(ControlPlaneStartFailed) as raised:
         plane.start()
