@@ -146,6 +146,12 @@ class ControlPlaneTarget:
         shutil.rmtree(self.run_dir, ignore_errors=True)
         process.forget_folder(str(self.run_dir))
 
+    @property
+    def ready(self) -> dict[str, Any]:
+        """The plane's ready line (:meth:`ControlPlane.ready_line`: kubeconfig, context, server, version, each
+        component's pid, log and ``ready_after``); ``{}`` before :meth:`start`."""
+        return dict(self._ready or {})
+
     def report(self) -> dict[str, Any] | None:
         return self._ready if self.owner else None
 
