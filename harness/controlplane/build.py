@@ -36,6 +36,8 @@ LOCK_TIMEOUT = GO_TIMEOUT * 2
 VERSION_TIMEOUT = 30.0
 """Seconds a built binary may take to print its version."""
 STAMP = "stamp.json"
+RECIPE = 2
+"""Bumped when how a binary is built changes (flags, stamps): a cache built by another recipe is stale."""
 STAGES = "kwok-stages.yaml"
 
 Say = Callable[[str], None]
@@ -63,6 +65,7 @@ def is_current(folder: Path | None = None) -> bool:
         return False
     return (
         stamp.get("digest") == module_digest()
+        and stamp.get("recipe") == RECIPE
         and all((folder / "bin" / b.name).is_file() for b in BINARIES)
         and (folder / STAGES).is_file()
     )
@@ -107,7 +110,9 @@ def _ldflags(binary: Binary, release: Release) -> str:
         "gitVersion": release.kubernetes,
         "gitMajor": major,
         "gitMinor": minor,
-        # The module proxy carries no commit; Kubernetes' build says "archive" for a tree that is not a git checkout.
+        # The module proxy carries no commit: say none rather than leave the source's "$Format:%H$" placeholder.
+        # Kubernetes' build says "archive" for a tree that is not a git checkout (hack/lib/version.sh).
+        "gitCommit": "",
         "gitTreeState": "archive",
         "buildDate": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -181,7 +186,9 @@ def build(*, say: Say = print, force: bool = False) -> Path:
         stages = _go([go, "run", "./stages"], cwd=src / "kwok", what="kwok: printing its default stages")
         (folder / STAGES).write_text(stages)
         _check_versions(folder, release)
-        (folder / STAMP).write_text(json.dumps({"digest": module_digest(), "go": version, "release": release.folder}))
+        (folder / STAMP).write_text(
+            json.dumps({"digest": module_digest(), "recipe": RECIPE, "go": version, "release": release.folder})
+        )
     say(f"built: {folder} ({_size(folder)})")
     return folder
 

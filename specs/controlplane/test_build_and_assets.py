@@ -51,7 +51,7 @@ def _current_build(cache: Path) -> Path:
     for name in NAMES:
         _executable(folder / "bin" / name)
     (folder / build.STAGES).write_text("kind: Stage\n")
-    (folder / build.STAMP).write_text(json.dumps({"digest": module_digest()}))
+    (folder / build.STAMP).write_text(json.dumps({"digest": module_digest(), "recipe": build.RECIPE}))
     return folder
 
 
@@ -221,3 +221,17 @@ def test_without_binaries_the_specs_that_need_them_skip_with_the_command_that_bu
     skips = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
     assert len(skips) == 2
     assert all("`python -m harness.controlplane build`" in line for line in skips)
+
+
+def test_prune_removes_every_release_but_the_pinned_one_and_where_names_each(cache: Path):
+    current = _current_build(cache)
+    old = cache / "k8s-v1.32.9_etcd-v3.5.16_kwok-v0.7.0"
+    _executable(old / "bin" / "kube-apiserver")
+    said: list[str] = []
+    build.describe_cache(say=said.append)
+    assert said[0] == f"control-plane cache: {cache}"
+    assert any(line.strip().startswith(f"{current.name}: ") and line.endswith("(current)") for line in said)
+    assert any(line.strip().startswith(f"{old.name}: ") and not line.endswith("(current)") for line in said)
+    assert build.prune(say=said.append) == [old]
+    assert not old.exists()
+    assert build.is_current(current)

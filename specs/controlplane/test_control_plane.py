@@ -98,7 +98,7 @@ def test_every_node_is_ready_and_carries_the_well_known_labels(control_plane) ->
         assert node["status"]["addresses"][0]["address"].startswith("127.")
 
 
-@pytest.mark.parametrize("minor", [32, 33])
+@pytest.mark.parametrize("minor", [27, 32, 33])
 def test_real_kubectl_applies_gets_watches_rolls_out_and_deletes(control_plane_namespace, minor: int) -> None:
     kubectl = real_kubectl(minor)
     if kubectl is None:
