@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # the rest is imported where it is used: a run that never use
 # sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
 pytest_plugins = [
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
-    "harness.targets",  # --target auto|cluster|twin, the configured twin's lifetime, budgets that do not fit
+    "harness.targets",  # --target auto|cluster|twin|control-plane, the twin's lifetime, budgets that do not fit
     "harness.shard_plugin",  # the cluster specs split over several targets by recorded duration
     "harness.controlplane.fixtures",  # control_plane, control_plane_namespace: a real control plane, started on use
 ]

@@ -7,9 +7,10 @@ with the project's system deployed) exists only where committed configuration na
 imports that module by name when pytest starts (before options are parsed, so it may add its own), and knows the twin
 only through :class:`StandIn`; it imports nothing of any stack itself.
 
-- ``--target auto|cluster|twin`` (default ``auto``): :func:`choose_target`. ``auto`` picks the cluster when
-  ``--kube-context`` is given, kubectl has a current context, or no twin is configured (then, with no context, the
-  cluster specs skip with the reason and the fix); the configured twin otherwise.
+- ``--target auto|cluster|twin|control-plane`` (default ``auto``): :func:`choose_target`; ``control-plane`` is a
+  real control plane this run starts (:mod:`harness.controlplane.target`), never chosen by ``auto``. ``auto``
+  picks the cluster when ``--kube-context`` is given, kubectl has a current context, or no twin is configured
+  (then, with no context, the cluster specs skip with the reason and the fix); the configured twin otherwise.
 - Where a twin is configured, one line ``target: cluster|twin (why)`` in the session header and in the terminal
   summary (when a cluster spec ran), plus the lines the twin adds (:meth:`StandIn.header`, :meth:`StandIn.describe`).
 - With the twin, the guard's verdict is the twin's own :class:`~harness.kube.Kube` (one context, allowed for this
@@ -91,7 +92,7 @@ class StandIn(Protocol):
 
 @dataclass(frozen=True)
 class TargetChoice:
-    """``kind`` is ``cluster`` or ``twin``; ``reason`` says why, in a few words."""
+    """``kind`` is ``cluster``, ``twin`` or ``control-plane``; ``reason`` says why, in a few words."""
 
     kind: Literal["cluster", "twin", "control-plane"]
     reason: str
@@ -363,9 +364,10 @@ def summary_line(choice: TargetChoice, twin: StandIn | None, reports: list[dict[
     line = choice.line()
     if choice.kind == "cluster":
         return line
+    if not reports and choice.kind == "twin":
+        return line + "; no cluster spec ran, so no twin was started"
     if not reports:
-        started = "no twin was started" if choice.kind == "twin" else "its control plane did not get ready"
-        return f"{line}; no cluster spec ran, so {started}" if choice.kind == "twin" else f"{line}; {started}"
+        return line + "; no control plane got ready (the skipped or failed cluster specs say why)"
     described = twin.describe(reports) if twin is not None else ""
     return f"{line}; {described}" if described else line
 
