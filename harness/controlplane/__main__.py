@@ -62,8 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.kubeconfig.exists():
+    if args.kubeconfig.exists() or args.kubeconfig.is_symlink():  # a dangling link would be written through
         print(f"control plane: {args.kubeconfig} exists; give a path of its own", file=sys.stderr)
+        return 2
+    if not args.kubeconfig.parent.is_dir():
+        print(f"control plane: {args.kubeconfig.parent} is not a folder; the kubeconfig goes in one", file=sys.stderr)
+        return 2
+    missing = [str(path) for path in args.kwok_config if not path.is_file()]
+    if missing:
+        print(f"control plane: --kwok-config {', '.join(missing)}: no such file", file=sys.stderr)
         return 2
     if args.nodes < 1:
         print("control plane: --nodes must be at least 1", file=sys.stderr)

@@ -46,13 +46,15 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from harness.config import load_config
     from harness.controlplane.target import make_target
-    from harness.errors import HarnessError
+    from harness.errors import BinariesMissing, HarnessError
 
     namespace = config.getoption("--namespace") or load_config(config.rootpath).namespace or "default"
     try:
         targets.set_stand_in(config, make_target(config, namespace))
-    except HarnessError as exc:  # no binaries: the cluster specs skip, naming what provides them
+    except BinariesMissing as exc:  # no binaries: the cluster specs skip, naming what provides them
         targets.set_stand_in(config, None, why_not=f"--target control-plane, but it cannot run here: {exc}")
+    except HarnessError as exc:  # a setting that is wrong (a start timeout that is no duration): never a green run
+        raise pytest.UsageError(f"--target control-plane: {exc}") from None
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -90,7 +90,8 @@ class Server:
         if time.monotonic() >= deadline:
             waited = time.monotonic() - self.started_at
             raise self.failure(
-                f"{self.name} was not ready ({what}) when the start's bound ran out, {waited:.1f}s after its spawn"
+                f"{self.name} was not ready ({what}) when the start's bound ran out, {waited:.1f}s after its spawn "
+                "(KUBEBUILDER_CONTROLPLANE_START_TIMEOUT sets the bound)"
             )
         return False
 

@@ -235,3 +235,42 @@ def test_prune_removes_every_release_but_the_pinned_one_and_where_names_each(cac
     assert build.prune(say=said.append) == [old]
     assert not old.exists()
     assert build.is_current(current)
+
+
+def test_a_forced_control_plane_target_with_a_wrong_setting_is_a_usage_error_not_a_green_run(cache: Path, tmp_path):
+    _current_build(cache)  # binaries "there": the setting is what is wrong
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_needs_plane.py").write_text(INNER_SPECS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(HARNESS_CONTROL_PLANE_CACHE=str(cache), HOME=str(tmp_path))
+    env["KUBEBUILDER_CONTROLPLANE_START_TIMEOUT"] = "nonsense"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--target", "control-plane", "."],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INNER_TIMEOUT,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr  # pytest's usage error
+    assert "KUBEBUILDER_CONTROLPLANE_START_TIMEOUT='nonsense': not a duration" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["exists", "dangling link", "no folder", "no kwok config"])
+def test_the_standalone_command_refuses_a_bad_path_before_it_starts_anything(tmp_path: Path, case: str):
+    kubeconfig, extra = tmp_path / "kc", []
+    if case == "exists":
+        kubeconfig.write_text("mine\n")
+    elif case == "dangling link":
+        kubeconfig.symlink_to(tmp_path / "nowhere")
+    elif case == "no folder":
+        kubeconfig = tmp_path / "absent" / "kc"
+    else:
+        extra = ["--kwok-config", str(tmp_path / "absent.yaml")]
+    argv = [sys.executable, "-m", "harness.controlplane", "run", "--kubeconfig", str(kubeconfig), *extra]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=INNER_TIMEOUT, cwd=REPO)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("control plane: ")
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "nowhere").exists()
