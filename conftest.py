@@ -21,6 +21,7 @@ pytest_plugins = [
     "fakes.fixtures",  # fake_github, fake_openai, fake_qdrant, fake_kube: each fake imported when first used
     "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
     "specs.bytecode",  # under xdist, the controller rewrites the suite's modules once before the workers start
+    "specs.targets",  # target_name / target: specs that run on the API double and on the real control plane
 ]
 
 
