@@ -21,6 +21,7 @@ from specs.agent_controller.cleanup import cleanup_agent_runs_since, sweep_agent
 from specs.targets import Target, skip_on_control_plane
 
 RUN = "20261130-140000-abcdef"
+CRD_NAME = "agentruns.core.controller-agent.dev"
 LABEL = f"stack-harness.dev/run={RUN}"
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -142,10 +143,10 @@ def agent_runs_served(kube: Kube) -> Iterator[None]:
     the next spec would find it served)."""
     kube.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     try:
-        kube.kubectl("wait", "--for=condition=Established", f"crd/{CRD['metadata']['name']}", "--timeout=30s")
+        kube.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=30s")
         yield
     finally:
-        kube.kubectl("delete", "crd", CRD["metadata"]["name"], "--ignore-not-found", timeout=60)
+        kube.kubectl("delete", "crd", CRD_NAME, "--ignore-not-found", timeout=60)
 
 
 def test_agent_runs_since_and_their_identity_secrets_are_removed(target: Target, kube: Kube) -> None:
