@@ -22,6 +22,7 @@ pytest_plugins = [
     "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
     "specs.bytecode",  # under xdist, the controller rewrites the suite's modules once before the workers start
     "specs.parity.summary",  # the double-against-the-real-server comparison's line in the summary
+    "specs.targets",  # target_name / target: specs that run on the API double and on the real control plane
 ]
 
 

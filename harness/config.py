@@ -30,6 +30,10 @@ Keys (any other key is a :class:`~harness.errors.HarnessConfigError` naming it a
     The JSON file of cluster spec durations the harness keeps (:mod:`harness.shards`: it splits the cluster specs
     over several targets by them), relative to the ``pyproject.toml``'s folder. Default
     :data:`DEFAULT_DURATIONS_FILE` in that folder (the rootdir when no ``pyproject.toml`` is found).
+``kwok_configs``
+    More of kwok's ``--config`` files (kwok Stages, its port-forward, exec and logs routes) for the real control
+    plane the session starts (:mod:`harness.controlplane`), relative to the ``pyproject.toml``'s folder; each must
+    exist. Default: none (kwok's default stages alone).
 ``keep_runs``
     How many run folders under ``artifacts/`` are kept; older ones are removed at the end of a run that wrote
     one. An integer >= 1, default :data:`DEFAULT_KEEP_RUNS`.
@@ -60,7 +64,7 @@ DEFAULT_ALLOWED_CONTEXTS = (
 DEFAULT_KEEP_RUNS = 20
 DEFAULT_DURATIONS_FILE = ".harness-durations.json"
 """The durations file's name (:mod:`harness.shards`) when ``durations_file`` is unset."""
-KNOWN_KEYS = ("allowed_contexts", "namespace", "twin", "kubeconfig", "keep_runs", "durations_file")
+KNOWN_KEYS = ("allowed_contexts", "namespace", "twin", "kubeconfig", "keep_runs", "durations_file", "kwok_configs")
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,8 @@ class HarnessConfig:
     ``allowed_contexts`` glob patterns; ``namespace`` (``None``: the context's own, else ``default``); ``source``
     the ``pyproject.toml`` read (``None``: none had the table, so these are the defaults); ``twin`` a module name or
     ``None``; ``kubeconfig`` an absolute path or ``None``; ``keep_runs`` run folders kept under ``artifacts/``;
-    ``durations_file`` an absolute path or ``None`` (the default: see :meth:`durations_path`).
+    ``durations_file`` an absolute path or ``None`` (the default: see :meth:`durations_path`); ``kwok_configs``
+    absolute paths.
     """
 
     allowed_contexts: tuple[str, ...] = DEFAULT_ALLOWED_CONTEXTS
@@ -80,6 +85,7 @@ class HarnessConfig:
     kubeconfig: str | None = None
     keep_runs: int = DEFAULT_KEEP_RUNS
     durations_file: str | None = None
+    kwok_configs: tuple[str, ...] = ()
 
     def durations_path(self, rootdir: Path) -> Path:
         """The durations file: ``durations_file``, else :data:`DEFAULT_DURATIONS_FILE` beside the
@@ -165,6 +171,7 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     durations_file = table.get("durations_file")
     if durations_file is not None and (not isinstance(durations_file, str) or not durations_file):
         _wrong(source, "durations_file", f"a path (relative to {source.parent})", durations_file)
+    kwok_configs = _kwok_configs(table.get("kwok_configs", []), source)
     keep_runs = table.get("keep_runs", DEFAULT_KEEP_RUNS)
     if isinstance(keep_runs, bool) or not isinstance(keep_runs, int) or keep_runs < 1:
         _wrong(source, "keep_runs", "an integer >= 1 (run folders kept under artifacts/)", keep_runs)
@@ -176,7 +183,19 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
         kubeconfig=str(source.parent / Path(kubeconfig).expanduser()) if kubeconfig else None,
         keep_runs=keep_runs,
         durations_file=str(source.parent / Path(durations_file).expanduser()) if durations_file else None,
+        kwok_configs=kwok_configs,
     )
+
+
+def _kwok_configs(value: object, source: Path) -> tuple[str, ...]:
+    expected = f"a list of paths of files that exist (relative to {source.parent})"
+    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
+        _wrong(source, "kwok_configs", expected, value)
+        return ()  # not reached: _wrong raises
+    paths = tuple(str(source.parent / Path(p).expanduser()) for p in value)
+    if not all(Path(p).is_file() for p in paths):
+        _wrong(source, "kwok_configs", expected, value)
+    return paths
 
 
 def _wrong(source: Path, key: str, expected: str, got: object) -> None:

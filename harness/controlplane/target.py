@@ -185,9 +185,13 @@ def make_target(config: pytest.Config, namespace: str, *, background: bool = Tru
         shipped = workerinput[WORKER_KEY]
         return ControlPlaneTarget(Path(shipped["run_dir"]), shipped["context"], namespace, owner=False)
     find().require()
+    from harness.config import load_config
+
+    kwok_configs = tuple(Path(p) for p in load_config(config.rootpath).kwok_configs)
     run_dir = Path(tempfile.mkdtemp(prefix="harness-control-plane-run-"))
     process.remove_when_gone(str(run_dir))
     target = ControlPlaneTarget(run_dir, f"{CONTEXT_PREFIX}-{uuid.uuid4().hex[:8]}", namespace, owner=True)
+    target.settings = Settings(kwok_configs=kwok_configs)  # [tool.harness] kwok_configs: the project's own Stages
     if background and getattr(config.option, "numprocesses", None):
         target.begin()  # under xdist: start while the workers start and collect
     return target

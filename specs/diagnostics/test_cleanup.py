@@ -1,22 +1,27 @@
-"""Cleanup that keeps evidence, through the real kubectl against the Kubernetes API double: created objects carry the
-run's label, go newest first when their scope passes, and stay (with the commands to inspect and delete them) after a
-failure in the module or with ``--keep-resources``."""
+"""Cleanup that keeps evidence, through the real kubectl on both targets (specs/targets.py: the Kubernetes API double
+and the real control plane): created objects carry the run's label, go newest first when their scope passes, and stay
+(with the commands to inspect and delete them) after a failure in the module or with ``--keep-resources``."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from fakes.kube.objects import bare_double
-from harness import Kube, Ledger
+from harness import Kube, Ledger, wait_for_sync
 from harness.cleanup import label_manifest
+from harness.timestamps import DEFAULT_GRANULARITY, DEFAULT_SKEW
 from specs.agent_controller.cleanup import cleanup_agent_runs_since, sweep_agent_runs_since
+from specs.targets import Target, skip_on_control_plane
 
 RUN = "20261130-140000-abcdef"
+CRD_NAME = "agentruns.core.controller-agent.dev"
 LABEL = f"stack-harness.dev/run={RUN}"
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -51,15 +56,16 @@ def kd() -> Iterator[Any]:
 
 
 @pytest.fixture
-def kube(kd: Any) -> Kube:
-    return kd.kube()
+def kube(target: Target) -> Kube:
+    return target.kube
 
 
-def names(kd: Any, resource: str, namespace: str = "default") -> list[str]:
-    return [o["metadata"]["name"] for o in kd.store.list(resource, namespace)[0]]
+def names(kube: Kube, resource: str) -> list[str]:
+    """The names of ``resource`` in ``kube``'s namespace, sorted (read through kubectl, as on any target)."""
+    return sorted(o["metadata"]["name"] for o in kube.kubectl_json("get", resource)["items"])
 
 
-def test_applied_objects_carry_the_run_label_and_go_newest_first(kd: Any, kube: Kube) -> None:
+def test_applied_objects_carry_the_run_label_and_go_newest_first(target: Target, kube: Kube) -> None:
     ledger = Ledger(kube, RUN, scope="spec", issue=1_000_123)
     for name in ("first", "second", "third"):
         assert ledger.apply(configmap(name)) == [f"configmap/{name}"]
@@ -67,16 +73,17 @@ def test_applied_objects_carry_the_run_label_and_go_newest_first(kd: Any, kube: 
     assert listed == ["configmap/first", "configmap/second", "configmap/third"]
     issue = kube.kubectl_json("get", "configmap", "first")["metadata"]["labels"]["stack-harness.dev/issue"]
     assert issue == "1000123"
-    mark = len(kd.requests())
+    mark = len(target.double.requests()) if target.on_double else 0
     result = ledger.delete()
     assert result.failed == []
     assert result.deleted == ["configmap/third", "configmap/second", "configmap/first"]
-    deletes = [e.path.rsplit("/", 1)[-1] for e in kd.requests()[mark:] if e.method == "DELETE"]
-    assert deletes == ["third", "second", "first"]
-    assert not {"first", "second", "third"} & set(names(kd, "configmaps"))
+    if target.on_double:  # the order the API server saw: only the double keeps a request log to read
+        deletes = [e.path.rsplit("/", 1)[-1] for e in target.double.requests()[mark:] if e.method == "DELETE"]
+        assert deletes == ["third", "second", "first"]
+    assert not {"first", "second", "third"} & set(names(kube, "configmaps"))
 
 
-def test_deleting_what_is_already_gone_is_not_an_error(kd: Any, kube: Kube) -> None:
+def test_deleting_what_is_already_gone_is_not_an_error(kube: Kube) -> None:
     ledger = Ledger(kube, RUN, scope="spec")
     ledger.apply(configmap("gone-already"))
     kube.kubectl("delete", "configmap", "gone-already")
@@ -95,34 +102,64 @@ def test_workloads_label_their_pod_template_too() -> None:
     assert labelled["spec"]["selector"] == {"matchLabels": {"app": "web"}}
 
 
-def test_agent_runs_since_and_their_identity_secrets_are_removed(kd: Any, kube: Kube) -> None:
-    kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
-    kd.clock.set_offset(-600.0)  # these two were created ten minutes ago: a previous turn's runs
-    for name in ("old-run-1", "old-run-2"):
-        kd.store.create(
-            "agentruns.core.controller-agent.dev",
-            {
-                "apiVersion": "core.controller-agent.dev/v1alpha1",
-                "kind": "AgentRun",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {},
-            },
-        )
-        kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
-    kd.clock.set_offset(0.0)
+def agent_run(name: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "core.controller-agent.dev/v1alpha1",
+            "kind": "AgentRun",
+            "metadata": {"name": name},
+            "spec": {},
+        }
+    )
+
+
+def create_runs(kube: Kube, *runs: str) -> None:
+    for name in runs:
+        kube.kubectl("create", "-f", "-", input=agent_run(name))
+        kube.kubectl("create", "secret", "generic", f"{name}-identity")
+
+
+@contextlib.contextmanager
+def earlier(target: Target, kube: Kube) -> Iterator[None]:
+    """What is created inside was created before the window of a ``since`` taken after it: on the double, ten
+    minutes ago by its clock; on the control plane, the spec waits until the server's clock has passed the window's
+    widening (``DEFAULT_GRANULARITY`` + ``DEFAULT_SKEW``) and one more second of timestamp granularity."""
+    if target.on_double:
+        target.double.clock.set_offset(-600.0)
+        try:
+            yield
+        finally:
+            target.double.clock.set_offset(0.0)
+        return
+    yield
+    after = kube.server_time() + timedelta(seconds=2 * DEFAULT_GRANULARITY + DEFAULT_SKEW)
+    window = 2 * (2 * DEFAULT_GRANULARITY + DEFAULT_SKEW)
+    wait_for_sync("the earlier runs to leave the window", lambda: kube.server_time() >= after or None, timeout=window)
+
+
+@contextlib.contextmanager
+def agent_runs_served(kube: Kube) -> Iterator[None]:
+    """The AgentRun CRD, established, for the block; deleted after it (a CRD is cluster-wide: on the control plane
+    the next spec would find it served)."""
+    kube.kubectl("apply", "-f", "-", input=json.dumps(CRD))
+    try:
+        kube.kubectl("wait", "--for=condition=Established", f"crd/{CRD_NAME}", "--timeout=30s")
+        yield
+    finally:
+        kube.kubectl("delete", "crd", CRD_NAME, "--ignore-not-found", timeout=60)
+
+
+def test_agent_runs_since_and_their_identity_secrets_are_removed(target: Target, kube: Kube) -> None:
+    with agent_runs_served(kube):
+        _agent_runs_since_are_removed(target, kube)
+
+
+def _agent_runs_since_are_removed(target: Target, kube: Kube) -> None:
+    with earlier(target, kube):  # a previous turn's runs
+        create_runs(kube, "old-run-1", "old-run-2")
     since = kube.server_time()
-    for name in ("new-run-1", "new-run-2"):
-        kd.store.create(
-            "agentruns.core.controller-agent.dev",
-            {
-                "apiVersion": "core.controller-agent.dev/v1alpha1",
-                "kind": "AgentRun",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {},
-            },
-        )
-        kd.store.create("secrets", {"metadata": {"name": f"{name}-identity", "namespace": "default"}})
-    kd.store.create("secrets", {"metadata": {"name": "unrelated", "namespace": "default"}})
+    create_runs(kube, "new-run-1", "new-run-2")
+    kube.kubectl("create", "secret", "generic", "unrelated")
     result = cleanup_agent_runs_since(since, kube=kube, timeout=30)
     assert result.failed == []
     assert sorted(result.deleted) == sorted(
@@ -133,8 +170,8 @@ def test_agent_runs_since_and_their_identity_secrets_are_removed(kd: Any, kube: 
             "secret/new-run-2-identity",
         ]
     )
-    assert names(kd, "agentruns.core.controller-agent.dev") == ["old-run-1", "old-run-2"]
-    assert names(kd, "secrets") == ["old-run-1-identity", "old-run-2-identity", "unrelated"]
+    assert names(kube, "agentruns.core.controller-agent.dev") == ["old-run-1", "old-run-2"]
+    assert names(kube, "secrets") == ["old-run-1-identity", "old-run-2-identity", "unrelated"]
 
 
 def test_a_naive_since_is_refused(kube: Kube) -> None:
@@ -142,8 +179,9 @@ def test_a_naive_since_is_refused(kube: Kube) -> None:
         cleanup_agent_runs_since(datetime(2026, 1, 1), kube=kube)
 
 
-def test_an_unreachable_cluster_is_reported_not_raised(kd: Any, kube: Kube) -> None:
-    kd.fault("status", "/api/v1/namespaces/*/configmaps/*", method="DELETE", status=503)
+def test_an_unreachable_cluster_is_reported_not_raised(target: Target, kube: Kube) -> None:
+    skip_on_control_plane(target.name, "no API server fault answers a DELETE with 503 (the double's fault injection)")
+    target.double.fault("status", "/api/v1/namespaces/*/configmaps/*", method="DELETE", status=503)
     ledger = Ledger(kube, RUN, scope="spec")
     ledger.apply(configmap("stuck"))
     result = ledger.delete(timeout=20)
@@ -160,20 +198,22 @@ from harness.kube import Kube, resolve_kubectl
 
 @pytest.fixture(scope="session")
 def kube():
-    return Kube({context!r}, "default", allowed=({context!r},), kubectl_path=resolve_kubectl("kubectl"),
+    return Kube({context!r}, {namespace!r}, allowed=({context!r},), kubectl_path=resolve_kubectl("kubectl"),
                 kubeconfig={kubeconfig!r}, cache_dir={cache!r})
 """
 
 
-def inner(pytester: pytest.Pytester, kd: Any, spec: str) -> None:
-    pytester.makeconftest(INNER_CONFTEST.format(context=kd.context, kubeconfig=kd.kubeconfig, cache=kd.cache_dir))
+def inner(pytester: pytest.Pytester, kube: Kube, spec: str) -> None:
+    """An inner project whose ``kube`` is the spec's own (its target, context and namespace)."""
+    fields = {"context": kube.context, "namespace": kube.namespace, "kubeconfig": kube.kubeconfig}
+    pytester.makeconftest(INNER_CONFTEST.format(**fields, cache=kube.cache_dir))
     pytester.makepyfile(test_inner=spec)
 
 
-def test_what_a_passing_spec_created_is_deleted_after_it(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+def test_what_a_passing_spec_created_is_deleted_after_it(pytester: pytest.Pytester, kube: Kube, tmp_path: Any) -> None:
     inner(
         pytester,
-        kd,
+        kube,
         """
 def test_creates(cleanup):
     cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scratch"}})
@@ -186,7 +226,7 @@ def test_sees_it_gone(kube):
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=2)
     assert "cluster resources kept" not in result.stdout.str()
-    assert "scratch" not in names(kd, "configmaps")
+    assert "scratch" not in names(kube, "configmaps")
 
 
 MODULE_WITH_A_FAILURE = """
@@ -207,32 +247,33 @@ def test_fails(shared, cleanup):
 
 
 def test_after_a_failure_in_the_module_nothing_more_is_deleted(
-    pytester: pytest.Pytester, kd: Any, tmp_path: Any
+    pytester: pytest.Pytester, kube: Kube, tmp_path: Any
 ) -> None:
-    inner(pytester, kd, MODULE_WITH_A_FAILURE)
+    inner(pytester, kube, MODULE_WITH_A_FAILURE)
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=1, failed=1)
-    assert "from-the-passing-spec" not in names(kd, "configmaps")  # deleted before anything failed
-    assert "shared-config" in names(kd, "configmaps")
-    assert "evidence" in names(kd, "secrets")
-    run = kd.store.get("secrets", "default", "evidence")["metadata"]["labels"]["stack-harness.dev/run"]
+    assert "from-the-passing-spec" not in names(kube, "configmaps")  # deleted before anything failed
+    assert "shared-config" in names(kube, "configmaps")
+    assert "evidence" in names(kube, "secrets")
+    run = kube.kubectl_json("get", "secret", "evidence")["metadata"]["labels"]["stack-harness.dev/run"]
+    at = f"kubectl --kubeconfig {kube.kubeconfig} --context {kube.context} -n {kube.namespace}"
     result.stdout.fnmatch_lines(
         [
             f"*cluster resources kept (2 scope(s), run {run})*",
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default get all,secrets -l "
-            f"stack-harness.dev/run={run}",
-            f"    kubectl --kubeconfig {kd.kubeconfig} --context fake-kube -n default delete secret/evidence "
-            "--wait=false --ignore-not-found",
+            f"    {at} get all,secrets -l stack-harness.dev/run={run}",
+            f"    {at} delete secret/evidence --wait=false --ignore-not-found",
             "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
         ]
     )
 
 
-def test_a_failure_in_teardown_keeps_the_modules_resources(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+def test_a_failure_in_teardown_keeps_the_modules_resources(
+    pytester: pytest.Pytester, kube: Kube, tmp_path: Any
+) -> None:
     inner(
         pytester,
-        kd,
+        kube,
         """
 import pytest
 
@@ -247,14 +288,14 @@ def test_creates(module_cleanup, restore_pacing):
     )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(passed=1, errors=1)
-    assert "kept-after-teardown" in names(kd, "configmaps")
+    assert "kept-after-teardown" in names(kube, "configmaps")
     result.stdout.fnmatch_lines(["test_inner.py: kept configmap/kept-after-teardown (a spec in test_inner.py failed)"])
 
 
-def test_keep_resources_keeps_everything_and_says_so(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+def test_keep_resources_keeps_everything_and_says_so(pytester: pytest.Pytester, kube: Kube, tmp_path: Any) -> None:
     inner(
         pytester,
-        kd,
+        kube,
         """
 def test_creates(cleanup):
     cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept-on-request"}})
@@ -262,14 +303,14 @@ def test_creates(cleanup):
     )
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"), "--keep-resources")
     result.assert_outcomes(passed=1)
-    assert "kept-on-request" in names(kd, "configmaps")
+    assert "kept-on-request" in names(kube, "configmaps")
     result.stdout.fnmatch_lines(["test_inner.py::test_creates: kept configmap/kept-on-request (--keep-resources)"])
 
 
-def test_the_run_id_is_a_valid_label_value(pytester: pytest.Pytester, kd: Any, tmp_path: Any) -> None:
+def test_the_run_id_is_a_valid_label_value(pytester: pytest.Pytester, kube: Kube, tmp_path: Any) -> None:
     inner(
         pytester,
-        kd,
+        kube,
         """
 import re
 
@@ -292,8 +333,8 @@ def test_a_sweeps_inspect_command_is_printed_only_where_the_server_serves_its_ty
     assert not any("agentruns" in command for command in without)
     inspect = without[0].split(" ", 1)[1].split()
     assert kube.kubectl(*inspect[inspect.index("get") :], check=False).returncode == 0
-    kube.kubectl("apply", "-f", "-", input=__import__("json").dumps(CRD))
-    with_crd = Ledger(kube, RUN, scope="spec")
-    sweep_agent_runs_since(with_crd, since)
-    commands = with_crd.keep_commands()
+    with agent_runs_served(kube):
+        with_crd = Ledger(kube, RUN, scope="spec")
+        sweep_agent_runs_since(with_crd, since)
+        commands = with_crd.keep_commands()
     assert any(command.endswith("(and their <run>-identity Secrets)") for command in commands)

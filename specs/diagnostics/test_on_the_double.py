@@ -1,13 +1,15 @@
-"""Rollout failures as they happen: the double's controllers and simulated kubelet run a real rollout, a fault
-annotation on the pod template breaks it, and the harness explains it through the real kubectl.
+"""Rollout failures as they happen, on both targets (specs/targets.py): the controllers (the double's, or the real
+kube-controller-manager and kube-scheduler) and the kubelet (the double's simulated one, or kwok) run a real rollout,
+a fault annotation on the pod template breaks it, and the harness explains it through the real kubectl.
 
-Faults (``double.stack-harness.dev/*`` annotations, seconds on the double's clock) come from the double's kubelet:
-crash loop, image pull failure, never ready, unschedulable, and a progress deadline.
+Faults (``double.stack-harness.dev/*`` annotations, seconds on the double's clock) come from the double's kubelet,
+and on the control plane from kwok's Stages in specs/kwok/faults.yaml: crash loop, image pull failure, never ready,
+and a progress deadline. An unschedulable pod also carries a nodeSelector no Node has, which the real scheduler reads
+(the double reads the annotation instead).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import shutil
@@ -20,23 +22,35 @@ import pytest
 import fakes.kube
 from harness import Kube, RolloutFailed, RolloutTerminal, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError
+from specs.targets import Target, skip_on_control_plane, stage_delay
 
 from .plugin_support import evidence_folder, index, steps
 
 FAULT = "double.stack-harness.dev/"
 CRASH_LOGS = "starting web 2.0\nconnecting to redis at redis:6379\npanic: dial tcp 10.96.0.12:6379: connection refused"
-_names = itertools.count(1)
+NO_NODE = {FAULT + "no-node-has-this": "true"}
+"""A nodeSelector no Node matches: the real scheduler's unschedulable pod (the double schedules by annotation)."""
+NO_PREVIOUS_LOG = "kwok runs no container: no previous container log"
 
 
 def deployment(
-    name: str, image: str, *, replicas: int = 2, faults: dict[str, str] | None = None, deadline: int | None = None
+    name: str,
+    image: str,
+    *,
+    replicas: int = 2,
+    faults: dict[str, str] | None = None,
+    deadline: int | None = None,
+    node_selector: dict[str, str] | None = None,
+    cpu: str | None = None,
 ) -> str:
-    template: dict[str, Any] = {
-        "metadata": {"labels": {"app": name}},
-        "spec": {"containers": [{"name": "app", "image": image}]},
-    }
+    container: dict[str, Any] = {"name": "app", "image": image}
+    if cpu is not None:  # requests more than any Node has: the real scheduler says Insufficient cpu
+        container["resources"] = {"requests": {"cpu": cpu}}
+    template: dict[str, Any] = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}
     if faults:
         template["metadata"]["annotations"] = {FAULT + k: v for k, v in faults.items()}
+    if node_selector:
+        template["spec"]["nodeSelector"] = node_selector
     spec: dict[str, Any] = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}
     if deadline is not None:
         spec["progressDeadlineSeconds"] = deadline
@@ -54,10 +68,8 @@ def kd() -> Iterator[Any]:
 
 
 @pytest.fixture
-def kube(kd: Any) -> Kube:
-    namespace = f"diag-{next(_names)}"
-    kd.store.create("namespaces", {"metadata": {"name": namespace}})  # set-up, not under test: no kubectl process
-    return kd.kube(namespace=namespace)
+def kube(target: Target) -> Kube:
+    return target.kube
 
 
 def roll_out(kube: Kube, manifest: str) -> None:
@@ -68,13 +80,14 @@ def roll_out(kube: Kube, manifest: str) -> None:
     kube.kubectl("apply", "-f", "-", input=manifest)
 
 
-def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) -> None:
+def test_a_crash_looping_rollout_is_explained_with_its_previous_log(target: Target, kube: Kube) -> None:
     roll_out(
         kube,
         deployment(
             "web", "registry.local/web:2.0", faults={"crash-loop": "true", "backoff": "0.3", "logs": CRASH_LOGS}
         ),
     )
+    wait_for_sync("the new pod to crash once", lambda: _new_pod_restarted(kube, "web"), timeout=20, interval=0.1)
     with pytest.raises(RolloutFailed) as caught:  # the timeout path: a restart limit the spec never reaches
         kube.rollout_status("web", timeout=3, restart_limit=1000)
     message = str(caught.value)
@@ -86,7 +99,8 @@ def test_a_crash_looping_rollout_is_explained_with_its_previous_log(kube: Kube) 
     assert third.startswith("      kubectl exited 1: kubectl")
     assert isinstance(caught.value, KubectlError)  # rollout_status's failure is still the kubectl error it explains
     assert "old ReplicaSet" in message
-    assert "| panic: dial tcp 10.96.0.12:6379: connection refused" in message
+    if target.on_double:  # the control plane: NO_PREVIOUS_LOG
+        assert "| panic: dial tcp 10.96.0.12:6379: connection refused" in message
     assert re.search(r"Warning BackOff( \(x\d+\))?: Back-off restarting failed container app", message)
 
 
@@ -105,9 +119,13 @@ def test_an_image_pull_failure_is_explained(kube: Kube) -> None:
     assert "registry.local/web:missing" in str(caught.value)
 
 
-def test_a_pod_that_never_becomes_ready_is_explained(kd: Any, kube: Kube) -> None:
+def test_a_pod_that_never_becomes_ready_is_explained(target: Target, kube: Kube) -> None:
     roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"never-ready": "true"}))
-    kd.clock.advance(25)  # readiness probe periods pass: the kubelet reports Unhealthy
+    if target.on_double:
+        target.double.clock.advance(25)  # readiness probe periods pass: the kubelet reports Unhealthy
+    else:  # kwok's probe Stage fails the probe once a period (its delay)
+        period = stage_delay("double-never-ready-probe")
+        wait_for_sync("a readiness probe failure", lambda: _event(kube, "Unhealthy"), timeout=3 * period, interval=0.5)
     with pytest.raises(RolloutFailed) as caught:
         wait_for_sync("deployment/web to roll out", rollout_complete(kube, "deployment/web"), timeout=3, interval=1.0)
     first = str(caught.value).splitlines()[0]
@@ -116,29 +134,38 @@ def test_a_pod_that_never_becomes_ready_is_explained(kd: Any, kube: Kube) -> Non
 
 
 def test_an_unschedulable_pod_is_explained(kube: Kube) -> None:
-    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": "true"}))
+    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": "true"}, node_selector=NO_NODE))
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=3)
     first = str(caught.value).splitlines()[0]
     assert first.startswith("deployment/web did not roll out: the new pod cannot be scheduled (0/1 nodes are available")
 
 
-def test_progress_deadline_exceeded_is_named_first(kd: Any, kube: Kube) -> None:
+def test_progress_deadline_exceeded_is_named_first(target: Target, kube: Kube) -> None:
     roll_out(
         kube, deployment("web", "registry.local/web:2.0", deadline=5, faults={"crash-loop": "true", "backoff": "0.3"})
     )
     # The crash must have happened before the deadline passes: on a loaded machine the new pod may still be in its
     # first run when the clock jumps, and then "runs but never became ready" is the true explanation.
     wait_for_sync("the new pod to crash once", lambda: _new_pod_restarted(kube, "web"), timeout=20, interval=0.1)
-    kd.clock.advance(10)  # past the 5 s progress deadline on the double's clock
+    deadline = kube.kubectl_json("get", "deployment", "web")["spec"]["progressDeadlineSeconds"]
+    if target.on_double:
+        target.double.clock.advance(2 * deadline)  # past the progress deadline on the double's clock
+    # The real deployment controller marks it once the deadline passed; the restart limit is out of reach meanwhile
     with pytest.raises(RolloutFailed) as caught:
-        kube.rollout_status("web", timeout=20)
+        kube.rollout_status("web", timeout=4 * deadline, restart_limit=1000)
     first, second, third = str(caught.value).splitlines()[:3]
     assert first.startswith('deployment/web did not roll out: ProgressDeadlineExceeded (ReplicaSet "web-')
     assert "has timed out progressing.); the new pod crash-loops" in first
     assert isinstance(caught.value, RolloutTerminal)
     assert second.startswith("  terminal, not a timeout: ProgressDeadlineExceeded; waiting longer cannot help")
     assert "exceeded its progress deadline" in third or third.startswith("  kubectl: Waiting for deployment")
+
+
+def _event(kube: Kube, reason: str) -> bool | None:
+    """True once an event of ``reason`` exists in the namespace; ``None`` (not yet) before."""
+    events = kube.kubectl_json("get", "events") or {"items": []}
+    return True if any(event.get("reason") == reason for event in events["items"]) else None
 
 
 def _new_pod_restarted(kube: Kube, app: str) -> bool | None:
@@ -183,7 +210,10 @@ def kube(kd):
 """
 
 
-def test_the_evidence_of_a_crash_loop_holds_its_previous_log(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_the_evidence_of_a_crash_loop_holds_its_previous_log(
+    pytester: pytest.Pytester, tmp_path: Path, target_name: str
+) -> None:
+    skip_on_control_plane(target_name, NO_PREVIOUS_LOG)
     if shutil.which("kubectl") is None:
         pytest.skip("no kubectl on PATH: these specs need the real binary")
     broken = deployment(

@@ -1,7 +1,8 @@
-"""Rollout waits stop when time cannot help: each terminal cause, produced by the double's controllers and kubelet
-and read through the real kubectl, ends ``Kube.rollout_status`` and a ``wait_for`` on ``rollout_complete`` long before
-their budget with a ``RolloutTerminal``; a transient cause keeps them waiting; a rollout that completes is success
-even when kubectl's watch goes silent; slow is named as slow.
+"""Rollout waits stop when time cannot help: each terminal cause, produced on both targets (specs/targets.py) by the
+controllers and the kubelet (the double's; or kube-controller-manager, kube-scheduler and kwok's Stages in
+specs/kwok/faults.yaml) and read through the real kubectl, ends ``Kube.rollout_status`` and a ``wait_for`` on
+``rollout_complete`` long before their budget with a ``RolloutTerminal``; a transient cause keeps them waiting; a
+rollout that completes is success even when kubectl's watch goes silent; slow is named as slow.
 
 Every budget below is far longer than the spec needs when the change works (the assertions on elapsed time are
 generous guards, not timings): without it each spec waits out its budget and fails. A spec whose cause must keep the
@@ -11,7 +12,6 @@ re-reading judges the same objects, and more of them would only start more kubec
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import time
@@ -22,12 +22,14 @@ import pytest
 
 import fakes.kube
 from harness import Kube, RolloutFailed, RolloutTerminal, rollout_complete, wait_for_sync
+from specs.targets import Target, skip_on_control_plane
 
-from .test_on_the_double import deployment, roll_out
+from .test_on_the_double import NO_NODE, deployment, roll_out
 
 pytestmark = pytest.mark.timeout(180)
 BUDGET = 60.0
-_names = itertools.count(1)
+MORE_CPU_THAN_ANY_NODE = "2k"
+"""kwok's Nodes have 1k cpu allocatable (its node-initialize Stage)."""
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +41,8 @@ def kd() -> Iterator[Any]:
 
 
 @pytest.fixture
-def kube(kd: Any) -> Kube:
-    namespace = f"terminal-{next(_names)}"
-    kd.store.create("namespaces", {"metadata": {"name": namespace}})  # set-up, not under test: no kubectl process
-    return kd.kube(namespace=namespace)
+def kube(target: Target) -> Kube:
+    return target.kube
 
 
 def _stopped_early(started: float) -> None:
@@ -100,7 +100,11 @@ def test_a_transient_registry_error_keeps_the_wait_going(kube: Kube) -> None:
     assert str(caught.value).splitlines()[1] == "  gave up: error: timed out waiting for the condition"
 
 
-def test_a_missing_secret_key_stops_the_wait(kube: Kube) -> None:
+def test_a_missing_secret_key_stops_the_wait(target_name: str, kube: Kube) -> None:
+    skip_on_control_plane(
+        target_name,
+        "kwok reads no Secret a container's env names: no CreateContainerConfigError (the double's kubelet)",
+    )
     kube.kubectl("create", "secret", "generic", "db", "--from-literal=user=app")
     manifest = json.loads(deployment("web", "registry.local/web:2.0"))
     manifest["spec"]["template"]["spec"]["containers"][0]["env"] = [
@@ -187,7 +191,7 @@ def test_an_on_delete_statefulset_names_the_pods_to_delete_then_rolls_out_once_t
 
 
 def test_an_unschedulable_pod_no_node_can_take_stops_the_wait(kube: Kube) -> None:
-    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": "true"}))
+    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": "true"}, node_selector=NO_NODE))
     error, lines = _status_fails(kube)
     assert isinstance(error, RolloutTerminal)
     assert lines[0].startswith("deployment/web did not roll out: the new pod cannot be scheduled (0/1 nodes")
@@ -196,14 +200,18 @@ def test_an_unschedulable_pod_no_node_can_take_stops_the_wait(kube: Kube) -> Non
 
 def test_an_unschedulable_pod_waiting_for_resources_keeps_the_wait_going(kube: Kube) -> None:
     busy = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims."
-    roll_out(kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": busy}))
+    roll_out(
+        kube, deployment("web", "registry.local/web:2.0", faults={"unschedulable": busy}, cpu=MORE_CPU_THAN_ANY_NODE)
+    )
     with pytest.raises(RolloutFailed) as caught:
         kube.rollout_status("web", timeout=3, check_every=1.0)
     assert not isinstance(caught.value, RolloutTerminal)
     assert "1 Insufficient cpu" in str(caught.value).splitlines()[0]
 
 
-def test_a_rollout_that_completes_while_kubectls_watch_is_silent_is_success(kd: Any, kube: Kube) -> None:
+def test_a_rollout_that_completes_while_kubectls_watch_is_silent_is_success(target: Target, kube: Kube) -> None:
+    skip_on_control_plane(target.name, "no API server fault silences a watch (the double's silence_watches)")
+    kd = target.double
     kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:1.0"))
     kube.rollout_status("web", timeout=30)
     kd.silence_watches()

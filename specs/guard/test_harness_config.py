@@ -41,6 +41,8 @@ def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys(tmp_path: Path)
         ('namespace = ""', "namespace must be a non-empty string, got ''"),
         ("kubeconfig = 3", "kubeconfig must be a path (relative to"),
         ('durations_file = ""', "durations_file must be a path (relative to"),
+        ('kwok_configs = "stages.yaml"', "kwok_configs must be a list of paths of files that exist (relative to"),
+        ('kwok_configs = ["missing.yaml"]', "kwok_configs must be a list of paths of files that exist (relative to"),
     ],
 )
 def test_a_malformed_value_names_the_key_and_what_it_must_be(tmp_path: Path, line: str, said: str) -> None:

@@ -1,0 +1,78 @@
+"""Specs that run on both targets: the Kubernetes API double and the real control plane (a pytest plugin, loaded by
+the repository's conftest).
+
+``target_name`` (parametrised ``double`` / ``control-plane``; the second marked ``control_plane``, so ``make test``
+runs the double alone and ``make test-control-plane`` the real one) and ``target``, a :class:`Target` with a
+:class:`~harness.kube.Kube` pinned to a namespace of its own on that target. On the double the module's own ``kd``
+fixture (a :func:`fakes.kube.serve` handle) provides the double; on the control plane the session's
+``control_plane`` fixture does, and its kwok takes the double's fault annotations through the Stages in
+``specs/kwok/faults.yaml`` (``[tool.harness] kwok_configs``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness import Kube
+
+DOUBLE, CONTROL_PLANE = "double", "control-plane"
+TARGETS = [
+    pytest.param(DOUBLE, id=DOUBLE),
+    pytest.param(CONTROL_PLANE, id=CONTROL_PLANE, marks=pytest.mark.control_plane),
+]
+STAGES = Path(__file__).parent / "kwok" / "faults.yaml"
+
+
+@dataclass
+class Target:
+    """One target for one spec: ``name``, ``kube`` (its own namespace), ``double`` (the API double's handle, or
+    ``None`` on the control plane)."""
+
+    name: str
+    kube: Kube
+    double: Any = None
+
+    @property
+    def on_double(self) -> bool:
+        return self.double is not None
+
+
+@pytest.fixture(params=TARGETS)
+def target_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def target(target_name: str, request: pytest.FixtureRequest) -> Iterator[Target]:
+    if target_name == CONTROL_PLANE:
+        yield Target(CONTROL_PLANE, request.getfixturevalue("control_plane_namespace"))
+        return
+    kd = request.getfixturevalue("kd")
+    namespace = f"{re.sub(r'[^a-z0-9-]+', '-', request.node.originalname.lower().removeprefix('test_'))[:50]}"
+    namespace = namespace.strip("-") or "spec"
+    if kd.store.get("namespaces", None, namespace) is None:  # set-up, not under test: no kubectl process
+        kd.store.create("namespaces", {"metadata": {"name": namespace}})
+    yield Target(DOUBLE, kd.kube(namespace=namespace), kd)
+
+
+def skip_on_control_plane(target_name: str, missing: str) -> None:
+    """Skip the control-plane variant, naming the simulated part it lacks."""
+    if target_name == CONTROL_PLANE:
+        pytest.skip(f"on the control plane {missing}")
+
+
+@cache
+def stage_delay(name: str) -> float:
+    """Seconds of the default delay (``durationMilliseconds``) of the kwok Stage ``name`` in :data:`STAGES`."""
+    for stage in yaml.safe_load_all(STAGES.read_text()):
+        if stage["metadata"]["name"] == name:
+            return float(stage["spec"]["delay"]["durationMilliseconds"]) / 1000
+    raise KeyError(f"no Stage {name!r} in {STAGES}")
