@@ -84,6 +84,30 @@ def compare_cases(
     return Outcome(verdict, found, list(cases))
 
 
+def confirmed(
+    real: runner.Side, double: runner.Side, case: corpus.Case, entries: Sequence[compare.Entry]
+) -> tuple[Outcome, list[str]]:
+    """One case judged, and judged again when it fails: only what both runs found fails (a difference, or an entry
+    explaining nothing). A finding of one run alone is a timing the entries do not list yet; it is returned as text
+    (add it with ``sometimes: true`` if it recurs)."""
+    first = compare_cases(real, double, [case], entries)
+    if first.verdict.ok:
+        return first, []
+    second = compare_cases(real, double, [case], entries)
+    again = {(d.case, d.pattern) for d in second.verdict.unexplained}
+    verdict = second.verdict
+    verdict.unexplained = [d for d in first.verdict.unexplained if (d.case, d.pattern) in again]
+    verdict.stale = [e for e in first.verdict.stale if e in set(second.verdict.stale)]
+    both = {(d.case, d.pattern) for d in verdict.unexplained}
+    once = [str(d) for d in first.verdict.unexplained + second.verdict.unexplained if (d.case, d.pattern) not in both]
+    once += [
+        f"{e.file}: {e.case}  {e.path} explained nothing in one run"
+        for e in first.verdict.stale + second.verdict.stale
+        if e not in verdict.stale
+    ]
+    return Outcome(verdict, second.found, [case]), once
+
+
 def all_entries() -> list[compare.Entry]:
     return compare.load_entries(compare.KNOWN, known=True) + compare.load_entries(compare.OPEN, known=False)
 

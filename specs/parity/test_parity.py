@@ -1,6 +1,8 @@
 """The double measured against the real API server, case by case: each corpus case runs on both sides (real
 first), the records are normalised (:mod:`specs.parity.normalise`) and every difference must be an entry of
 ``known-differences.yaml`` or ``open-differences.yaml``; an entry of the case that explains nothing fails too. A case
+that fails runs once more and only what both runs found fails it: a read racing a controller on a loaded machine
+can see a state the entries do not list yet (printed, not judged). A case
 run with a kubectl outside the supported skew is compared and reported, never judged. The report of a failing case
 lists its differences, by group; ``python -m specs.parity.check`` runs the same against a running plane."""
 
@@ -28,8 +30,10 @@ def entries_of(case: corpus.Case) -> list[compare.Entry]:
 def test_the_double_answers_as_the_real_api_server(
     case: corpus.Case, real: runner.Side, double: tuple[runner.Side, Any], record_property: Any
 ) -> None:
-    outcome = check.compare_cases(real, double[0], [case], entries_of(case))
+    outcome, once = check.confirmed(real, double[0], case, entries_of(case))
     print(outcome.report())
+    if once:
+        print("Seen in one of two runs only (not judged):\n  " + "\n  ".join(once))
     record_property(SKEW_KEY, len(outcome.verdict.out_of_skew))
     assert outcome.verdict.ok, outcome.report()
 
