@@ -164,6 +164,13 @@ class Store:
             for name in INITIAL_NAMESPACES:
                 self.create("namespaces", {"metadata": {"name": name}})
 
+    def compact(self) -> None:
+        """Forget the history up to now: a watch or list from an older resourceVersion is a 410 ``Expired`` from now
+        on, as on a real API server whose watch cache started now (or after an etcd compaction)."""
+        with self._lock:
+            self._history.clear()
+            self._compacted = self._rv
+
     @property
     def resource_version(self) -> int:
         with self._lock:

@@ -138,6 +138,19 @@ def test_a_too_old_version_is_an_expired_error_event(served: KubeHandle) -> None
     assert (status["kind"], status["code"], status["reason"]) == ("Status", 410, "Expired")
 
 
+def test_after_a_compaction_only_newer_versions_can_be_watched(served: KubeHandle) -> None:
+    served.reset()
+    before = served.store.create("configmaps", _cm("old"))
+    served.store.mutate("configmaps", "default", "old", _data_i(1))  # an event after `before`, forgotten below
+    served.store.compact()
+    after = served.store.create("configmaps", _cm("new"))
+    gone = _events(served, f"resourceVersion={before['metadata']['resourceVersion']}&timeoutSeconds=5", until=1)
+    assert (gone[0]["type"], gone[0]["object"]["code"]) == ("ERROR", 410)
+    since = int(after["metadata"]["resourceVersion"]) - 1
+    kept = _events(served, f"resourceVersion={since}&timeoutSeconds=1", until=2)  # the server ends it: no watch left
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in kept] == [("ADDED", "new")]
+
+
 def test_a_client_that_leaves_takes_its_watch_with_it(served: KubeHandle) -> None:
     served.reset()
     baseline = served.store.subscriber_count

@@ -52,10 +52,15 @@ def real_version(side: runner.Side) -> str:
 
 @contextlib.contextmanager
 def double_side(version: str, workdir: str) -> Iterator[tuple[runner.Side, Any]]:
-    """A fresh double reporting ``version``, with its controllers, as a side; yields it and its handle."""
+    """A fresh double reporting ``version``, with its controllers, as a side; yields it and its handle. Both sides
+    then expire the same requests: a resourceVersion from before the comparison began is a 410 on each (the real
+    server's watch cache began at its start; the double's history is compacted at its own), one of a case's own writes
+    is in both windows (the double keeps its last 1000 events; the real cache sizes itself to keep at least its last
+    75 s, ``eventFreshDuration`` in the apiserver's ``storage/cacher``)."""
     from fakes.kube.controllers.node import NODE
 
     with fakes.kube.serve(os.path.join(workdir, "double.kubeconfig"), kubectl_version=version) as handle:
+        handle.store.compact()  # its window starts now, as the real server's watch cache began at its start
         side = runner.Side("double", handle.kubeconfig, handle.context, handle.cache_dir, (NODE,))
         try:
             yield side, handle
@@ -80,20 +85,20 @@ def compare_cases(
         found += compare.differences(
             case.id, case.group, records["real"], records["double"], out_of_skew=case.out_of_skew
         )
-    verdict = compare.judge(found, entries, {c.id for c in cases})
+    verdict = compare.judge(found, entries, {c.id for c in cases if not c.out_of_skew})
     return Outcome(verdict, found, list(cases))
 
 
 def confirmed(
-    real: runner.Side, double: runner.Side, case: corpus.Case, entries: Sequence[compare.Entry]
+    real: runner.Side, double: runner.Side, cases: Sequence[corpus.Case], entries: Sequence[compare.Entry]
 ) -> tuple[Outcome, list[str]]:
-    """One case judged, and judged again when it fails: only what both runs found fails (a difference, or an entry
-    explaining nothing). A finding of one run alone is a timing the entries do not list yet; it is returned as text
-    (add it with ``sometimes: true`` if it recurs)."""
-    first = compare_cases(real, double, [case], entries)
+    """One case (its runs, one per kubectl minor) judged, and judged again when it fails: only what both runs found
+    fails (a difference, or an entry explaining nothing). A finding of one run alone is a timing the entries do not
+    list yet; it is returned as text (add it with ``sometimes: true`` if it recurs)."""
+    first = compare_cases(real, double, cases, entries)
     if first.verdict.ok:
         return first, []
-    second = compare_cases(real, double, [case], entries)
+    second = compare_cases(real, double, cases, entries)
     again = {(d.case, d.pattern) for d in second.verdict.unexplained}
     verdict = second.verdict
     verdict.unexplained = [d for d in first.verdict.unexplained if (d.case, d.pattern) in again]
@@ -105,7 +110,7 @@ def confirmed(
         for e in first.verdict.stale + second.verdict.stale
         if e not in verdict.stale
     ]
-    return Outcome(verdict, second.found, [case]), once
+    return Outcome(verdict, second.found, list(cases)), once
 
 
 def all_entries() -> list[compare.Entry]:
