@@ -26,9 +26,11 @@ class Rule:
     path: str  # regex on the path pattern
     reason: str
     kind: str = ""  # a known class; empty for an open difference
-    obj: str = "."  # regex on the kind of the object holding the path
+    obj: str = ""  # regex on the kind of the object holding the path (empty: any, or none)
 
 
+#: Groups whose watches wait for a controller's writes (list_watch's watches test the API's own semantics instead).
+WATCHING_CONTROLLERS = r"^(lifecycles|crds|kinds|apply|patch|subresources)/"
 _POD_STATUS = r"status\.(conditions|containerStatuses|initContainerStatuses|hostIPs?|podIPs?|startTime|phase)"
 KNOWN = (
     Rule(
@@ -47,7 +49,7 @@ KNOWN = (
     ),
     Rule(r"^kubectl/k-pods", r"^(logs|exec)\.", "logs and exec are served by the pod's kubelet", "kubelet"),
     Rule(
-        r"^lifecycles/|^crds/",
+        WATCHING_CONTROLLERS,
         r"\.seen\[\*\]",
         "which states a watch sees on the way depends on when the controllers and the kubelet act",
         "cluster-wide timing",
