@@ -11,6 +11,7 @@ fixture (a :func:`fakes.kube.serve` handle) provides the double; on the control 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,3 +77,27 @@ def stage_delay(name: str) -> float:
         if stage["metadata"]["name"] == name:
             return float(stage["spec"]["delay"]["durationMilliseconds"]) / 1000
     raise KeyError(f"no Stage {name!r} in {STAGES}")
+
+
+PORT_ANNOTATION = "double.stack-harness.dev/port-{port}"
+"""The double's kubelet forwards a pod's container port to the local address this annotation holds."""
+
+
+def route_ports(target: Target, pod: str, ports: dict[int, int]) -> dict[str, str]:
+    """Route pod ``pod``'s container ports to local ports on 127.0.0.1 (``{container port: local port}``), before
+    the pod is created. On the double: returns the pod's annotations its kubelet reads. On the control plane:
+    creates kwok's namespaced ``PortForward`` named after the pod (kwok's API; the plane runs kwok with
+    ``--enable-crds=PortForward``) and returns no annotations."""
+    if target.on_double:
+        return {PORT_ANNOTATION.format(port=p): f"127.0.0.1:{local}" for p, local in ports.items()}
+    forwards = [{"ports": [p], "target": {"address": "127.0.0.1", "port": local}} for p, local in ports.items()]
+    route = {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "PortForward", "metadata": {"name": pod}}
+    target.kube.kubectl("apply", "-f", "-", input=json.dumps({**route, "spec": {"forwards": forwards}}))
+    return {}
+
+
+def unroute(target: Target, pod: str) -> None:
+    """On the control plane, remove pod ``pod``'s kwok route: its container is gone (kwok, unlike a kubelet, keeps
+    forwarding to a deleted pod's route). Nothing to do on the double, whose kubelet stops with the pod."""
+    if not target.on_double:
+        target.kube.kubectl("delete", "portforwards.kwok.x-k8s.io", pod, "--ignore-not-found")

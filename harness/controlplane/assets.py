@@ -28,17 +28,19 @@ def env_name(binary: str) -> str:
 @dataclass(frozen=True)
 class Assets:
     """``paths``: binary name -> path, for those found; ``origins``: where each was found; ``stages``: kwok's
-    stage file (``None`` without a build); ``stale``: a build cache exists but was built from other modules."""
+    stage file and ``crds`` its PortForward CRD (each ``None`` without a build); ``stale``: a build cache exists but
+    was built from other modules."""
 
     paths: dict[str, str]
     origins: dict[str, str]
     stages: Path | None
+    crds: Path | None = None
     stale: bool = False
 
     def missing(self, names: tuple[str, ...] = NAMES) -> tuple[str, ...]:
         gone = [n for n in names if n not in self.paths]
-        if "kwok" in names and "kwok" in self.paths and self.stages is None:
-            gone.append("kwok's stages (printed by the build)")
+        if "kwok" in names and "kwok" in self.paths and (self.stages is None or self.crds is None):
+            gone.append("kwok's stages and CRD (printed by the build)")
         return tuple(gone)
 
     def require(self, names: tuple[str, ...] = NAMES) -> None:
@@ -76,7 +78,9 @@ def find(env: dict[str, str] | None = None) -> Assets:
             if path and os.path.isfile(path) and os.access(path, os.X_OK):
                 paths[name], origins[name] = path, origin
                 break
-    stages = folder / build.STAGES
-    return Assets(
-        paths, origins, stages if current and stages.is_file() else None, stale=folder.exists() and not current
-    )
+
+    def built(name: str) -> Path | None:
+        path = folder / name
+        return path if current and path.is_file() else None
+
+    return Assets(paths, origins, built(build.STAGES), built(build.CRDS), stale=folder.exists() and not current)

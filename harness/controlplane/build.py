@@ -8,7 +8,8 @@ stamp matches the committed modules builds nothing. Go's own module and build ca
 GOCACHE``, per user) make a rebuild after a module change fast; they are never in the repository.
 
 Cache: ``$HARNESS_CONTROL_PLANE_CACHE``, else ``$XDG_CACHE_HOME/stack-harness/control-plane``, else
-``~/.cache/stack-harness/control-plane``; one folder per release, ``bin/`` and ``kwok-stages.yaml`` inside.
+``~/.cache/stack-harness/control-plane``; one folder per release, ``bin/``, ``kwok-stages.yaml`` and
+``kwok-crds.yaml`` inside.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ STAMP = "stamp.json"
 RECIPE = 2
 """Bumped when how a binary is built changes (flags, stamps): a cache built by another recipe is stale."""
 STAGES = "kwok-stages.yaml"
+CRDS = "kwok-crds.yaml"
+"""kwok's PortForward CRD (printed by ``modules/kwok/crds``): the plane installs it, kwok serves its objects."""
 
 Say = Callable[[str], None]
 
@@ -68,6 +71,7 @@ def is_current(folder: Path | None = None) -> bool:
         and stamp.get("recipe") == RECIPE
         and all((folder / "bin" / b.name).is_file() for b in BINARIES)
         and (folder / STAGES).is_file()
+        and (folder / CRDS).is_file()
     )
 
 
@@ -185,6 +189,8 @@ def build(*, say: Say = print, force: bool = False) -> Path:
             _timed(say, f"[{index}/{len(BINARIES)}] {binary.name}", step)
         stages = _go([go, "run", "./stages"], cwd=src / "kwok", what="kwok: printing its default stages")
         (folder / STAGES).write_text(stages)
+        crds = _go([go, "run", "./crds"], cwd=src / "kwok", what="kwok: printing its PortForward CRD")
+        (folder / CRDS).write_text(crds)
         _check_versions(folder, release)
         (folder / STAMP).write_text(
             json.dumps({"digest": module_digest(), "recipe": RECIPE, "go": version, "release": release.folder})

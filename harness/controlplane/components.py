@@ -163,6 +163,7 @@ def kwok(
         binary,
         f"--kubeconfig={kubeconfig}",
         *(f"--config={c}" for c in configs),
+        "--enable-crds=PortForward",  # routes are API objects: a spec adds one for its pod while kwok runs
         f"--manage-nodes-with-annotation-selector={key}={value}",
         f"--node-ip={HOST}",
         f"--node-port={port}",

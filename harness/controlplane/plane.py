@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import yaml
 
 from harness import process
 from harness.controlplane import components as comp
@@ -148,6 +149,7 @@ class ControlPlane:
         self.version = self._admin().request("GET", "/version")
         if self.settings.components == ENVTEST_PAIR:
             return
+        self._install_kwok_crds(deadline)
         self._add(start_together(self._component_plans(layout, self.pki), deadline))
         self._make_nodes(deadline)
         self.timings["nodes-ready"] = time.monotonic() - began
@@ -247,6 +249,19 @@ class ControlPlane:
     def _add(self, servers: list[Server]) -> None:
         for server in servers:
             self.servers[server.name] = server
+
+    def _install_kwok_crds(self, deadline: float) -> None:
+        """kwok's PortForward CRD, Established before kwok starts (kwok lists the kinds of ``--enable-crds``)."""
+        assert self.assets.crds is not None  # Assets.require checked it
+        crd = yaml.safe_load(self.assets.crds.read_text())
+        self._admin().request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}"
+
+        def established() -> bool:
+            conditions = (self._admin().request("GET", path).get("status") or {}).get("conditions") or []
+            return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+        self._await(deadline, f"CRD {crd['metadata']['name']} Established", established, "kube-apiserver")
 
     def _make_nodes(self, deadline: float) -> None:
         names = [f"kwok-node-{i}" for i in range(self.settings.nodes)]

@@ -12,12 +12,14 @@ nothing outlives a test.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 _MAX_HOLD = 120.0
@@ -64,6 +66,7 @@ class TargetServer:
         if self._thread.is_alive():
             self._httpd.shutdown()
             self._thread.join(timeout=5.0)
+        self._httpd.hang_up()
         self._httpd.server_close()
 
     @property
@@ -92,6 +95,30 @@ class _Server(ThreadingHTTPServer):
     (a forward killed mid-request, a capped body, a cancelled request). Any other handler error is printed."""
 
     clients_gone = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def hang_up(self) -> None:
+        """End every connection still open, so a handler waiting on an idle keep-alive connection returns: a peer
+        may hold one open long after its client left (kwok's port-forward keeps its dial to the target)."""
+        with self._open_lock:
+            still = list(self._open)
+        for conn in still:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: object, client_address: object) -> None:
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):

@@ -51,6 +51,7 @@ def _current_build(cache: Path) -> Path:
     for name in NAMES:
         _executable(folder / "bin" / name)
     (folder / build.STAGES).write_text("kind: Stage\n")
+    (folder / build.CRDS).write_text("kind: CustomResourceDefinition\n")
     (folder / build.STAMP).write_text(json.dumps({"digest": module_digest(), "recipe": build.RECIPE}))
     return folder
 

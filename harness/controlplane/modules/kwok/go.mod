@@ -1,5 +1,5 @@
-// The wrapper module that builds kwok (nodes and pods simulated, no container runtime) and a small program that
-// prints kwok's own default stages of that release, so the stages kwok runs with always match the binary.
+// The wrapper module that builds kwok (nodes and pods simulated, no container runtime) and two small programs that
+// print kwok's own default stages and its PortForward CRD of that release, so both always match the binary.
 module stack-harness.dev/controlplane/kwok
 
 go 1.26.0
