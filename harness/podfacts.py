@@ -107,12 +107,22 @@ def _involves(event: Obj, kind: str, name: str) -> bool:
     return target.get("kind") == kind and target.get("name") == name
 
 
+COMBINED = "(combined from similar events): "
+"""What client-go's event aggregator puts before a message it stands for several similar events
+(``k8s.io/client-go/tools/record/events_cache.go``): the count says as much, so an event line drops it."""
+
+
+def event_message(event: Obj) -> str:
+    """The event's message (``note`` in ``events.k8s.io/v1``) on one line, without the aggregator's prefix."""
+    return " ".join(str(event.get("message") or event.get("note") or "").split()).removeprefix(COMBINED)
+
+
 def event_line(event: Obj) -> str:
     """``HH:MM:SS Warning BackOff (x4): message``, one line."""
     stamp = event_time(event)
     count = event.get("count") or (event.get("series") or {}).get("count")
     repeat = f" (x{count})" if isinstance(count, int) and count > 1 else ""
-    message = " ".join(str(event.get("message") or event.get("note") or "").split())
+    message = event_message(event)
     clock = stamp.strftime("%H:%M:%S") if stamp else "--:--:--"
     return f"{clock} {event.get('type') or 'Normal'} {event.get('reason') or '?'}{repeat}: {message}"
 

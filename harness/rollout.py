@@ -21,7 +21,8 @@ Parts:
   kubectl ``pkg/polymorphichelpers/rollout_status.go`` (``DeploymentStatusViewer``, ``StatefulSetStatusViewer``);
   ``fatal`` is ``ProgressDeadlineExceeded``, after which kubectl gives up at once.
 - :class:`Snapshot` (what was read) and :func:`explain` (pure: a snapshot to an :class:`Explanation`), specced on
-  recorded objects; :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
+  recorded objects (some written by the real controllers of ``python -m harness.controlplane``: a quota's
+  ``ReplicaFailure``, a ``minReadySeconds`` hold); :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
 - :func:`rollout_failure` builds the :class:`~harness.errors.RolloutFailed` that ``Kube.rollout_status`` and a
   ``wait_for`` on :func:`rollout_complete` raise; ``python -m harness diagnose`` prints :func:`explain_workload`.
 - :class:`RolloutWatch` re-reads a rollout while something waits on it: a completed rollout is success whatever
@@ -46,7 +47,18 @@ from harness.errors import (
     RolloutTerminal,
     TerminalStop,
 )
-from harness.podfacts import Obj, PodFacts, event_line, event_time, events_for, meta, name_of, pod_facts, sort_events
+from harness.podfacts import (
+    Obj,
+    PodFacts,
+    event_line,
+    event_message,
+    event_time,
+    events_for,
+    meta,
+    name_of,
+    pod_facts,
+    sort_events,
+)
 from harness.terminal import DEFAULT_RESTART_LIMIT, container_terminal, unschedulable_terminal
 
 if TYPE_CHECKING:
@@ -367,6 +379,9 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
     if failure.get("status") == "True":
         causes.append(f"ReplicaFailure {failure.get('reason')}: {failure.get('message')}")
     causes += _pod_causes(new, "new ", done, snap)
+    held = _held_by_min_ready(snap, new, done)
+    if held:
+        causes.append(held)
     serving = [p for p in old if not p.terminating and p.phase in ("Running", "Pending")]
     leaving = [p for p in old if p.terminating]
     if done and (serving or leaving):
@@ -378,6 +393,33 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
     if not done and not new and not causes:
         causes.append("no pod of the new revision exists yet")
     return causes
+
+
+def _held_by_min_ready(snap: Snapshot, new: list[PodFacts], done: bool) -> str | None:
+    """``the new pod is Ready but not yet available: minReadySeconds is 300 s, Ready for 8.0 s``: a Ready pod counts
+    as available only once it has stayed Ready ``spec.minReadySeconds`` (Kubernetes docs, "Deployments": Min Ready
+    Seconds; the same field for StatefulSets and DaemonSets)."""
+    spec = (snap.workload or {}).get("spec") or {}
+    min_ready = spec.get("minReadySeconds") or 0
+    if done or not isinstance(min_ready, int) or min_ready <= 0:
+        return None
+    now = snap.now
+    held = [
+        p
+        for p in new
+        if p.ready
+        and not p.terminating
+        and (now is None or p.ready_at is None or (now - p.ready_at).total_seconds() < min_ready)
+    ]
+    if not held:
+        return None
+    total, verb = len(new), "is" if len(held) == 1 else "are"
+    stayed = [p.ready_at for p in held if p.ready_at is not None]
+    since = f", Ready for {max(0.0, (now - max(stayed)).total_seconds()):.1f} s" if now and stayed else ""
+    return (
+        f"{_count(len(held), total, 'new ')} {verb} Ready but not yet available: minReadySeconds is {min_ready} s"
+        f"{since}"
+    )
 
 
 def _names(pods: list[PodFacts]) -> str:
@@ -497,7 +539,7 @@ def _count(hit: int, total: int, label: str) -> str:
 
 def _last_message(pods: list[PodFacts], reason: str) -> str | None:
     hits = sort_events([e for p in pods for e in p.events if e.get("reason") == reason])
-    return str(hits[-1].get("message")) if hits else None
+    return event_message(hits[-1]) if hits else None
 
 
 def _clip(text: str | None, limit: int = 200) -> str | None:
@@ -600,7 +642,7 @@ def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime
                 (
                     stamp,
                     f"{target.get('kind')} {target.get('name')} {event.get('reason')}: "
-                    f"{_clip(event.get('message'), 160)}",
+                    f"{_clip(event_message(event), 160)}",
                 )
             )
     return sorted(entries, key=lambda entry: entry[0])

@@ -7,6 +7,7 @@ the namespace's events, as ``kubectl get -o json`` prints them.
 from __future__ import annotations
 
 import copy
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -103,7 +104,45 @@ def test_a_pod_that_never_ran_has_no_started_step() -> None:
     assert facts.containers[0].stuck
 
 
-@pytest.mark.parametrize("name", ["crashloop", "imagepull", "never_ready", "unschedulable", "progress_deadline"])
+def test_a_rollout_refused_by_a_quota_names_the_replica_failure_first_as_the_real_controllers_write_it() -> None:
+    # Recorded from the real kube-controller-manager: the ReplicaSet's pods refused at admission by a ResourceQuota.
+    explanation = explain(snapshot("real_quota_refused"))
+    assert explanation.headline.startswith("deployment/web did not roll out: ReplicaFailure FailedCreate: pods ")
+    assert (
+        "is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1" in explanation.headline
+    )
+    lines = explanation.text().splitlines()
+    combined = [line for line in lines if "Warning FailedCreate (x" in line]
+    assert combined, lines  # the recorder's aggregate: its count says it stands for several, its message is clean
+    assert all(": Error creating: pods " in line for line in combined)
+    assert not any("combined from similar events" in line for line in lines)
+
+
+def _ready_at(name: str) -> datetime:
+    pods = [pod_facts(p) for p in recorded(name)["pods"]]
+    return max(p.ready_at for p in pods if p.ready_at is not None)
+
+
+def test_a_rollout_held_by_min_ready_seconds_says_how_long_its_pods_have_been_ready() -> None:
+    # Recorded from the real controllers: 2 pods Ready, none available until Ready for minReadySeconds (300).
+    now = _ready_at("real_min_ready_held") + timedelta(seconds=8)
+    assert explain(snapshot("real_min_ready_held", now=now)).headline == (
+        "deployment/web did not roll out: 2 of 2 new pods are Ready but not yet available: minReadySeconds is 300 s, "
+        "Ready for 8.0 s"
+    )
+    assert headline("real_min_ready_held") == (  # no server time: how long is unknown, the hold still is
+        "deployment/web did not roll out: 2 of 2 new pods are Ready but not yet available: minReadySeconds is 300 s"
+    )
+
+
+def test_pods_ready_past_min_ready_seconds_are_not_said_to_be_held() -> None:
+    now = _ready_at("real_min_ready_held") + timedelta(seconds=301)
+    assert "minReadySeconds" not in explain(snapshot("real_min_ready_held", now=now)).headline
+
+
+@pytest.mark.parametrize(
+    "name", ["crashloop", "imagepull", "never_ready", "unschedulable", "progress_deadline", "real_quota_refused"]
+)
 def test_explanations_without_events_or_logs_still_name_the_cause(name: str) -> None:
     bare = explain(snapshot(name, events=[], previous_logs={}))
     assert bare.headline.startswith("deployment/web did not roll out: ")

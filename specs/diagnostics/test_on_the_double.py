@@ -162,6 +162,30 @@ def test_progress_deadline_exceeded_is_named_first(target: Target, kube: Kube) -
     assert "exceeded its progress deadline" in third or third.startswith("  kubectl: Waiting for deployment")
 
 
+MIN_READY = 300
+"""minReadySeconds far beyond any wait here: the pod is Ready and stays unavailable throughout."""
+
+
+def test_a_rollout_held_by_min_ready_seconds_names_the_hold(kube: Kube) -> None:
+    manifest = json.loads(deployment("web", "registry.local/web:1.0", replicas=1))
+    manifest["spec"]["minReadySeconds"] = MIN_READY
+    kube.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    wait_for_sync("the new pod to be Ready", lambda: _pod_ready(kube, "web"), timeout=20, interval=0.1)
+    with pytest.raises(RolloutFailed) as caught:
+        kube.rollout_status("web", timeout=2)
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith(
+        f"deployment/web did not roll out: the new pod is Ready but not yet available: minReadySeconds is {MIN_READY} s"
+    )
+    assert re.search(r", Ready for \d+\.\d s$", first), first
+
+
+def _pod_ready(kube: Kube, app: str) -> bool | None:
+    pods = kube.kubectl_json("get", "pods", "-l", f"app={app}") or {"items": []}
+    conditions = [c for pod in pods["items"] for c in pod.get("status", {}).get("conditions", [])]
+    return True if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions) else None
+
+
 def _event(kube: Kube, reason: str) -> bool | None:
     """True once an event of ``reason`` exists in the namespace; ``None`` (not yet) before."""
     events = kube.kubectl_json("get", "events") or {"items": []}

@@ -295,3 +295,14 @@ def test_diagnose_on_a_paused_vm_exits_3_within_its_budget(tmp_path: Path) -> No
     # The exact bound is checked above on diagnose's own clock; the wall clock adds the interpreter's start, which
     # took over 4 s on a loaded 2-core machine. A hang would run into the 60 s timeout of run_diagnose.
     assert took < 3 + 25
+
+
+def test_diagnose_reads_a_quota_refusal_the_real_controllers_recorded_cause_first(
+    kd: Any, shop: Kube, tmp_path: Path
+) -> None:
+    load_into(kd, "real_quota_refused")  # written by the real kube-controller-manager, read back by the real kubectl
+    done = diagnose(kd, tmp_path, "deployment/web")
+    assert done.returncode == 1, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("deployment/web did not roll out: ReplicaFailure FailedCreate: pods ")
+    assert first.endswith("is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1")
