@@ -4,7 +4,7 @@ on both targets (specs/targets.py): the API double's kubelet, or the real kube-a
 A pod's container port reaches a local :class:`~harness.testing.target.TargetServer` through
 :func:`specs.targets.route_ports` (the double's port annotation, or kwok's ``PortForward``). What differs is the
 node's words, each asserted per target: the double's kubelet says what a real kubelet says (``failed to find
-sandbox``, a refused dial), kwok says it has no route for that port (``... found for port P in pod``).
+sandbox``, a refused dial); kwok says it has no route (``forward not found for port P``, ``no forward found ...``).
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ READY = 60.0
 """Seconds a pod may take to be Ready: an upper bound that fails loudly, not a pace (both nodes start at once)."""
 FETCH = 10.0
 """Seconds one request through a forward may take."""
-NOT_ROUTED = {  # what the node says for a port nothing serves, by target (the tail keeps a long line's end)
-    "double": "connect: connection refused",
-    "control-plane": "found for port 9090 in pod",  # kwok: "forward not found for port 9090 in pod ..."
+NOT_ROUTED = {  # what the node says for a port nothing serves, by target
+    "double": "dial tcp4 127.0.0.1:9090: connect: connection refused",
+    "control-plane": "forward not found for port 9090 in pod",  # the pod has a route, not for this port
 }
 GONE = {  # what the node says for a stream to a pod whose container is gone, by target
     "double": "failed to find sandbox",
-    "control-plane": "found for port 8080 in pod",  # kwok: "no forward found for port 8080 in pod ..."
+    "control-plane": "no forward found for port 8080 in pod",  # the pod has no route at all
 }
 
 
