@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -101,3 +102,14 @@ def unroute(target: Target, pod: str) -> None:
     forwarding to a deleted pod's route). Nothing to do on the double, whose kubelet stops with the pod."""
     if not target.on_double:
         target.kube.kubectl("delete", "portforwards.kwok.x-k8s.io", pod, "--ignore-not-found")
+
+
+def double_with_kubectl() -> Iterator[Any]:
+    """Body of a module's ``kd`` fixture: the API double (``fakes.kube.serve()``); skips without a kubectl on PATH,
+    which every both-target spec drives."""
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl on PATH: these specs need the real binary")
+    import fakes.kube
+
+    with fakes.kube.serve() as handle:
+        yield handle

@@ -13,16 +13,14 @@ re-reading judges the same objects, and more of them would only start more kubec
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import fakes.kube
 from harness import Kube, RolloutFailed, RolloutTerminal, rollout_complete, wait_for_sync
-from specs.targets import Target, skip_on_control_plane
+from specs.targets import Target, double_with_kubectl, skip_on_control_plane
 
 from .test_on_the_double import NO_NODE, deployment, roll_out
 
@@ -34,10 +32,7 @@ MORE_CPU_THAN_ANY_NODE = "2k"
 
 @pytest.fixture(scope="module")
 def kd() -> Iterator[Any]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("no kubectl on PATH: these specs need the real binary")
-    with fakes.kube.serve() as handle:
-        yield handle
+    yield from double_with_kubectl()
 
 
 @pytest.fixture

@@ -6,17 +6,25 @@ Not a test module: imported by ``test_portforward_*.py`` and ``test_exec_*.py``.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
+
+import anyio
 
 import fakes.kube
 from fakes.kube import DEFAULT_KUBECTL_VERSION, KubeHandle
 from fakes.kube.clock import rfc3339
 from fakes.kube.kubectl_builds import KubectlBuild
 from fakes.kube.portforward import PortForwarding
+from harness.errors import PortForwardDied
+from harness.fetch import fetch_through
 from harness.kube import Kube
+from harness.portforward import PortForward
 from harness.testing.leaks import snapshot
+from harness.testing.target import TargetServer
 
 SETTLE = 5.0
 """Seconds the leak check lets children, sockets and threads settle after a test."""
@@ -155,3 +163,28 @@ def no_leaks() -> Iterator[None]:
             break
         time.sleep(0.02)
     assert not extra, f"left behind (after {SETTLE:.0f}s of settling): {extra}"
+
+
+def sigkill_during_a_hung_request(fwd: PortForward, server: TargetServer, timeout: float) -> PortForwardDied:
+    """SIGKILL ``fwd``'s kubectl once ``server`` holds a ``/hang`` request sent through it; returns the
+    :class:`PortForwardDied` that request raised (``AssertionError`` if it raised nothing)."""
+    proc = fwd.proc
+    assert proc is not None
+    died: list[PortForwardDied] = []
+
+    async def main() -> None:
+        async def kill_once_the_request_hangs() -> None:
+            while "/hang" not in server.requests:
+                await anyio.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kill_once_the_request_hangs)
+            try:
+                await fetch_through(fwd, "GET", "/hang", timeout=timeout)
+            except PortForwardDied as exc:
+                died.append(exc)
+
+    anyio.run(main)
+    assert died, "the request through a SIGKILLed kubectl did not raise PortForwardDied"
+    return died[0]

@@ -7,7 +7,6 @@ Every test runs once per kubectl build of the matrix (``kubectl_build``; see :mo
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Iterator
 
@@ -29,7 +28,16 @@ from harness.forward_pool import ForwardPool
 from harness.portforward import PortForward, port_forward
 from harness.testing.target import TargetServer
 from harness.waiting import wait_for
-from specs.kube.kube_streams import double_for, forwarding, kube_for, no_leaks, running_pod, service, wait_until
+from specs.kube.kube_streams import (
+    double_for,
+    forwarding,
+    kube_for,
+    no_leaks,
+    running_pod,
+    service,
+    sigkill_during_a_hung_request,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -76,20 +84,9 @@ def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(
     with PortForward(kube_for(kdb, kubectl_env), "pod/web-0", 8080) as fwd:
         assert fwd.proc is not None
 
-        async def main() -> None:
-            async def kill_once_the_request_hangs() -> None:
-                while "/hang" not in target.requests:
-                    await anyio.sleep(0.01)
-                os.kill(fwd.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(kill_once_the_request_hangs)
-                with pytest.raises(PortForwardDied) as caught:
-                    await fetch_through(fwd, "GET", "/hang", timeout=20.0)
-            assert caught.value.exit_code == -signal.SIGKILL
-            assert "kubectl killed by SIGKILL" in str(caught.value)
-
-        anyio.run(main)
+        died = sigkill_during_a_hung_request(fwd, target, timeout=20.0)
+        assert died.exit_code == -signal.SIGKILL
+        assert "kubectl killed by SIGKILL" in str(died)
         with pytest.raises(PortForwardGone):
             fetch_through_sync(fwd, "GET", "/ok", timeout=5.0)
 

@@ -10,8 +10,6 @@ sandbox``, a refused dial); kwok says it has no route (``forward not found for p
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +17,6 @@ from typing import Any
 import anyio
 import pytest
 
-import fakes.kube
 from harness import Kube
 from harness.errors import PortForwardBroken, PortForwardDied, PortForwardGone, PortForwardNotReady
 from harness.fetch import fetch_through, fetch_through_sync
@@ -27,8 +24,8 @@ from harness.forward_pool import ForwardPool
 from harness.portforward import PortForward, port_forward
 from harness.testing.target import TargetServer
 from harness.waiting import wait_for
-from specs.kube.kube_streams import no_leaks
-from specs.targets import Target, route_ports, unroute
+from specs.kube.kube_streams import no_leaks, sigkill_during_a_hung_request
+from specs.targets import Target, double_with_kubectl, route_ports, unroute
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -48,10 +45,7 @@ GONE = {  # what the node says for a stream to a pod whose container is gone, by
 
 @pytest.fixture(scope="module")
 def kd() -> Iterator[Any]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("no kubectl on PATH: these specs need the real binary")
-    with fakes.kube.serve() as handle:
-        yield handle
+    yield from double_with_kubectl()
 
 
 @pytest.fixture
@@ -105,20 +99,9 @@ def test_kubectl_sigkilled_during_a_hung_request_is_port_forward_died(target: Ta
     with PortForward(target.kube, "pod/web-0", 8080) as fwd:
         assert fwd.proc is not None
 
-        async def main() -> None:
-            async def kill_once_the_request_hangs() -> None:
-                while "/hang" not in server.requests:
-                    await anyio.sleep(0.01)
-                os.kill(fwd.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(kill_once_the_request_hangs)
-                with pytest.raises(PortForwardDied) as caught:
-                    await fetch_through(fwd, "GET", "/hang", timeout=2 * FETCH)
-            assert caught.value.exit_code == -signal.SIGKILL
-            assert "kubectl killed by SIGKILL" in str(caught.value)
-
-        anyio.run(main)
+        died = sigkill_during_a_hung_request(fwd, server, timeout=2 * FETCH)
+        assert died.exit_code == -signal.SIGKILL
+        assert "kubectl killed by SIGKILL" in str(died)
         with pytest.raises(PortForwardGone):
             fetch_through_sync(fwd, "GET", "/ok", timeout=FETCH)
 
