@@ -22,7 +22,8 @@ Parts:
   ``fatal`` is ``ProgressDeadlineExceeded``, after which kubectl gives up at once.
 - :class:`Snapshot` (what was read) and :func:`explain` (pure: a snapshot to an :class:`Explanation`), specced on
   recorded objects (some written by the real controllers of ``python -m harness.controlplane``: a quota's
-  ``ReplicaFailure``, a ``minReadySeconds`` hold); :func:`gather` reads a snapshot with bounded kubectl calls inside one budget.
+  ``ReplicaFailure``, a ``minReadySeconds`` hold); :func:`gather` reads a snapshot with bounded kubectl calls
+  inside one budget.
 - :func:`rollout_failure` builds the :class:`~harness.errors.RolloutFailed` that ``Kube.rollout_status`` and a
   ``wait_for`` on :func:`rollout_complete` raise; ``python -m harness diagnose`` prints :func:`explain_workload`.
 - :class:`RolloutWatch` re-reads a rollout while something waits on it: a completed rollout is success whatever
