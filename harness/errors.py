@@ -145,6 +145,11 @@ class NoKubeContext(HarnessError):
     """There is no kubeconfig or no current context: cluster specs are skipped with this message."""
 
 
+class ContextNotDefined(NoKubeContext):
+    """The pinned context is not a context of the kubeconfig. Named on purpose (``--kube-context``), cluster specs
+    fail with it, its close matches and the fix; as the kubeconfig's own ``current-context``, they are skipped."""
+
+
 class ContextNotAllowed(HarnessError):
     """The requested or current context is outside the committed allow-list: cluster specs fail, touching nothing."""
 

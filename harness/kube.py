@@ -23,6 +23,7 @@ and rejected credentials apart.
 
 from __future__ import annotations
 
+import difflib
 import email.utils
 import fnmatch
 import json
@@ -48,6 +49,7 @@ from harness.errors import (
     ApiServerUnreachable,
     ApiServerUnusable,
     ContextNotAllowed,
+    ContextNotDefined,
     KubectlError,
     KubectlNotFound,
     KubectlTimeout,
@@ -237,10 +239,10 @@ class Kube:
             found = done.returncode == 0 and self.context in names
         if not found:
             known = ", ".join(names) or "none"
-            raise NoKubeContext(
-                f"context {self.context!r} is not in the kubeconfig (contexts: {known}; "
-                f"{_looked_at(self.kubeconfig_path)}); {advice.create_cluster(self.allowed)}, or pass "
-                f"{self.pick.flag} with a context that exists"
+            raise ContextNotDefined(
+                f"context {self.context!r} is not in the kubeconfig{_did_you_mean(self.context, names)} (its "
+                f"contexts: {known}; {_looked_at(self.kubeconfig_path)}). Fix: pass {self.pick.flag} with a context "
+                f"that exists, or {advice.create_cluster(self.allowed)}"
             )
 
     def guard(self) -> None:
@@ -930,6 +932,11 @@ def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
     if not cluster or not cluster.get("server"):
         return f"(no server for context {context!r} in {kubeconfig_path})"
     return str(cluster["server"])
+
+
+def _did_you_mean(context: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(context, names, n=3, cutoff=0.6)
+    return f": did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
 
 
 def _looked_at(kubeconfig_path: str) -> str:

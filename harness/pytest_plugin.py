@@ -48,7 +48,14 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import pytest
 
 from harness.config import HarnessConfig, HarnessConfigError, load_config
-from harness.errors import ApiServerUnusable, ContextNotAllowed, HarnessError, KubectlNotFound, NoKubeContext
+from harness.errors import (
+    ApiServerUnusable,
+    ContextNotAllowed,
+    ContextNotDefined,
+    HarnessError,
+    KubectlNotFound,
+    NoKubeContext,
+)
 from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
 from harness.ids import state_dir, unique_issue_number
 from harness.markexpr import cluster_specs_selectable
@@ -211,6 +218,10 @@ def _run_guard(config: pytest.Config, context: str | None) -> Verdict:
             kubeconfig=config.getoption("--kubeconfig"),
         )
     except KubectlNotFound as exc:
+        return "skip", f"no cluster: {exc}"
+    except ContextNotDefined as exc:
+        if context is not None:  # asked for by name: a skip would leave a run that tested nothing green
+            return "fail", str(exc)
         return "skip", f"no cluster: {exc}"
     except NoKubeContext as exc:
         twin = "" if settings.twin else "; or pass --kube-context NAME, or configure a twin ([tool.harness] twin)"

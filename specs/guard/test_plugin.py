@@ -48,12 +48,34 @@ def test_cluster_specs_skip_with_one_line_reason_when_there_is_no_context(
     )
 
 
-def test_a_requested_context_that_does_not_exist_skips_too(pytester: pytest.Pytester, kubectl_standin) -> None:
-    kubectl_standin.set_current_context(None).set_contexts()
+def test_a_requested_context_that_does_not_exist_fails_with_its_close_matches(
+    pytester: pytest.Pytester, kubectl_standin
+) -> None:
+    # A skip here would leave a CI job that tested nothing green: a context named on purpose must exist.
+    kubectl_standin.set_current_context(None).set_contexts("kind-shop", "minikube-old")
     pytester.makepyfile(CLUSTER_SPEC)
-    result = pytester.runpytest("-rs", "--kube-context", "minikube")
+    result = pytester.runpytest("-rs", "--kube-context", "minikube")  # allowed, and not there
+    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(
+        [
+            "*context 'minikube' is not in the kubeconfig: did you mean 'minikube-old'? (its contexts: kind-shop, "
+            "minikube-old; *). Fix: pass --kube-context with a context that exists, or create*"
+        ]
+    )
+
+
+def test_a_current_context_the_kubeconfig_does_not_define_skips_naming_the_close_matches(
+    pytester: pytest.Pytester, kubectl_standin
+) -> None:
+    # Nobody asked for it: like no current context at all, the cluster specs skip, saying why and what is there.
+    kubectl_standin.set_current_context("minikube").set_contexts("minikube-old")
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("-rs", "--target", "cluster")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*no cluster: context 'minikube' is not in the kubeconfig*"])
+    result.stdout.fnmatch_lines(
+        ["*no cluster: context 'minikube' is not in the kubeconfig: did you mean 'minikube-old'?*"]
+    )
 
 
 def test_cluster_specs_skip_when_kubectl_is_missing(
