@@ -708,12 +708,25 @@ _UNRECOVERABLE = [
         "dns",
         "the API server's host name does not resolve: check the kubeconfig's server URL",
     ),
+    (  # kubectl's loader stats --kubeconfig (client-go clientcmd loader.go): gone, as a stopped cluster removes its own
+        re.compile(r"^error: stat (\S+): no such file or directory"),
+        "kubeconfig-gone",
+        "the kubeconfig {0} is gone (a cluster or API double that stopped removes its own): start it again, or "
+        "point --kubeconfig at one that exists",
+    ),
+    (  # clientcmd's validation of the chosen context (client-go tools/clientcmd/validation.go)
+        re.compile(r"context was not found for specified context: (\S+)|context \"([^\"]+)\" does not exist"),
+        "context-gone",
+        "the kubeconfig no longer defines context {} (its cluster was deleted, or a tool rewrote the kubeconfig): "
+        "recreate it, or pass --kube-context with a context that exists",
+    ),
 ]
 
 
 def kubectl_failure(argv: list[str], returncode: int, stderr: str) -> KubectlError:
     """The error for a kubectl that exited ``returncode``: :class:`KubectlUnrecoverable` when its closing line says
-    waiting cannot help (API server refused, unauthorized, resource type not served, TLS, DNS), else
+    waiting cannot help (API server refused, unauthorized, resource type not served, TLS, DNS, the kubeconfig file
+    or the pinned context gone), else
     :class:`KubectlError`."""
     cause = process.final_line(stderr)
     context = argv[argv.index("--context") + 1] if "--context" in argv[:-1] else ""
@@ -721,7 +734,7 @@ def kubectl_failure(argv: list[str], returncode: int, stderr: str) -> KubectlErr
     for pattern, reason, hint in _UNRECOVERABLE:
         found = pattern.search(cause)
         if found:
-            text = hint.format(*found.groups(), **fixes)
+            text = hint.format(*(g for g in found.groups() if g is not None), **fixes)
             return KubectlUnrecoverable(argv, returncode, stderr, reason=reason, hint=text)
     return KubectlError(argv, returncode, stderr)
 

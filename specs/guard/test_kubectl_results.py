@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness import Kube, KubectlError, wait_for_sync
 from harness.config import HarnessConfig
@@ -151,6 +152,33 @@ def test_a_wait_on_a_refused_api_server_stops_early_and_says_why(tmp_path: Path)
     assert "was refused" in message.splitlines()[1]
     assert "minikube start" in message
     assert caught.value.summary.count("failed") == 2
+
+
+@pytest.mark.parametrize("gone", ["kubeconfig", "context"])
+def test_a_wait_whose_kubeconfig_or_context_disappears_stops_within_two_attempts_with_the_fix(
+    gone: str, tmp_path: Path
+) -> None:
+    # A cluster (or the API double) that stops cleanly removes its kubeconfig; a deleted cluster drops its context.
+    with StubApiServer() as server:
+        kube = _kube(_real(33), server.url, tmp_path)
+        config = Path(kube.kubeconfig or "")
+        if gone == "kubeconfig":
+            config.unlink()
+        else:
+            doc = yaml.safe_load(config.read_text())
+            doc["contexts"][0]["name"] = doc["current-context"] = "minikube-old"
+            config.write_text(yaml.safe_dump(doc))
+        started = time.monotonic()
+        with pytest.raises(WaitStopped) as caught:
+            wait_for_sync("the pods to be listed", lambda: kube.kubectl_json("get", "pods"), timeout=60.0, interval=0.5)
+    assert time.monotonic() - started < 30.0  # two attempts, not sixty seconds of the same failure
+    message = str(caught.value)
+    assert message.startswith("stopped waiting for the pods to be listed after 2 attempts"), message
+    assert caught.value.summary.count("failed") == 2
+    if gone == "kubeconfig":
+        assert f"the kubeconfig {config} is gone" in message
+    else:
+        assert "the kubeconfig no longer defines context minikube" in message
 
 
 def test_a_transient_failure_keeps_being_retried(kubectl_standin: KubectlStandIn) -> None:
