@@ -22,6 +22,7 @@ stack layer adds its own subclasses in its own module)::
     │   │   ├── ApiServerUnreachable ··········· no HTTP answer (refused, silent, closed, TLS, DNS)
     │   │   └── ApiServerRejected ·············· an error status
     │   ├── NoKubeContext
+    │   │   └── ContextNotDefined ·············· the pinned context is not in the kubeconfig
     │   ├── ContextNotAllowed
     │   ├── ProcessTimeout ····················· run_bounded killed a child at its bound
     │   ├── ForwardLeak

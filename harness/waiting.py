@@ -20,9 +20,9 @@ A poller that re-checks its deadline only between attempts lets one probe that n
   (:class:`ProbeNotCallable`), an ``interval`` <= 0 (a wait never spins), ``wait_for_sync`` inside a running event
   loop (:class:`harness.errors.SyncCallInEventLoop`, naming ``wait_for``);
 - on timeout, :class:`WaitTimeout` names what was awaited, the budget, the attempts split into not-yet,
-  failed, hung (no answer within ``probe_timeout``) and cut (the budget ran out during the attempt, whose bound
-  was the rest of the budget: the probe was not shown to hang), the last error of each kind, and carries the
-  per-attempt timeline.
+  failed, hung (no answer within ``probe_timeout``, or the probe's own clamped call timing out at that bound) and
+  cut (the budget ran out during the attempt, whose bound was the rest of the budget: the probe was not shown to
+  hang), the last "not yet" answer, the last error of each kind, and carries the per-attempt timeline.
 """
 
 from __future__ import annotations
@@ -46,7 +46,16 @@ import anyio.lowlevel
 from harness import attempts as attempt_context
 from harness import progress
 from harness.blocking import refuse_inside_event_loop, run_blocking
-from harness.errors import ProbeNotCallable, StopWaiting, WaitStopped, WaitTimeout, waiting_cannot_fix
+from harness.errors import (
+    KubectlTimeout,
+    ProbeNotCallable,
+    ProcessTimeout,
+    ServiceTimeout,
+    StopWaiting,
+    WaitStopped,
+    WaitTimeout,
+    waiting_cannot_fix,
+)
 
 T = TypeVar("T")
 Outcome = Literal["ok", "not-yet", "failed", "hung", "cut", "stopped"]
@@ -84,6 +93,8 @@ class AttemptRecord:
     bound: float
     outcome: Outcome
     error: str | None = None
+    answer: str | None = None
+    """A "not yet" attempt's falsy answer (its ``repr``, clipped): what the probe saw."""
 
 
 @dataclass
@@ -135,6 +146,9 @@ class WaitSummary:
             f"timed out after {seconds(self.budget)}s waiting for {self.describe}",
             f"  {plural(len(self.attempts), 'attempt')}: {', '.join(parts)}",
         ]
+        waiting = self.last("not-yet")
+        if waiting is not None:
+            lines.append(f"  last answer (attempt {waiting.number} at t+{seconds(waiting.start)}s): {waiting.answer}")
         failed = self.last("failed")
         if failed is not None:
             lines.append(
@@ -517,7 +531,7 @@ class _AsyncRunner:
         if outcome == "ok":
             settled, value = _settled(self.probe, value)
             outcome = "ok" if settled else "not-yet"
-        _append(summary, attempt, start, began, outcome, error)
+        _append(summary, attempt, start, began, outcome, error, value)
         return outcome, value, error
 
 
@@ -617,7 +631,7 @@ class _ThreadRunner:
         if outcome == "ok":
             settled, value = _settled(self.probe, value)
             outcome = "ok" if settled else "not-yet"
-        _append(summary, attempt, start, began, outcome, error)
+        _append(summary, attempt, start, began, outcome, error, value)
         if error is not None and not isinstance(error, Exception):
             raise error  # KeyboardInterrupt, SystemExit from the probe: not an attempt's failure
         return outcome, value, error
@@ -656,15 +670,43 @@ def _append(
     began: float,
     outcome: Outcome,
     error: BaseException | None,
+    value: Any = None,
 ) -> None:
+    if outcome == "failed" and _timed_out_at_bound(error, attempt):
+        outcome = "hung"
     if outcome == "hung" and attempt.bound < summary.probe_timeout:
         outcome = "cut"  # its bound was the rest of the budget: the deadline came first, not a hang
     summary.attempts.append(
         AttemptRecord(
-            attempt.number, began - start, time.monotonic() - began, attempt.bound, outcome, _describe_error(error)
+            attempt.number,
+            began - start,
+            time.monotonic() - began,
+            attempt.bound,
+            outcome,
+            _describe_error(error),
+            _describe_answer(value) if outcome == "not-yet" else None,
         )
     )
     summary.notes.extend(attempt.notes)
+
+
+_TIMEOUTS = (TimeoutError, ProcessTimeout, KubectlTimeout, ServiceTimeout)
+
+
+def _timed_out_at_bound(error: BaseException | None, attempt: attempt_context.Attempt) -> bool:
+    """A probe's own bounded call (its timeout clamped to the attempt: :mod:`harness.attempts`) that timed out once
+    the attempt's bound ran out is a hang at the bound, as when the wait's own bound fires first: the same hang
+    tallies the same whichever side notices it first."""
+    return isinstance(error, _TIMEOUTS) and time.monotonic() >= attempt.deadline
+
+
+ANSWER_CHARS = 200
+"""Characters of a "not yet" answer kept on its attempt's record."""
+
+
+def _describe_answer(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 3] + "..."
 
 
 def _describe_error(error: BaseException | None) -> str | None:

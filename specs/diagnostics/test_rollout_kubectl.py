@@ -222,7 +222,7 @@ def test_diagnose_names_its_own_flag_and_an_allowed_context_of_the_kubeconfig_in
     missing = run_diagnose(tmp_path, "web", "--kubeconfig", kd.kubeconfig, "--context", "kind-x", allowed="kind-*")
     assert missing.returncode == 2
     assert "context 'kind-x' is not in the kubeconfig" in missing.stderr
-    assert "or pass --context with a context that exists" in missing.stderr
+    assert "Fix: pass --context with a context that exists" in missing.stderr
 
 
 def test_diagnose_works_from_any_folder_and_says_when_it_uses_the_defaults(kd: Any, shop: Kube, tmp_path: Path) -> None:

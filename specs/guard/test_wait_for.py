@@ -95,6 +95,45 @@ def test_not_yet_attempts_are_counted_apart() -> None:
     assert "0 failed" in str(caught.value)
 
 
+def test_a_wait_that_ends_on_falsy_answers_shows_the_last_one() -> None:
+    answers = iter(range(1000))
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("the pods", lambda: [] if next(answers) % 2 else 0, timeout=0.3)
+    summary = caught.value.summary
+    assert summary is not None
+    last = summary.attempts[-1]
+    assert last.outcome == "not-yet"
+    assert last.answer in ("[]", "0")
+    assert f"  last answer (attempt {last.number} at t+{seconds(last.start)}s): {last.answer}" in str(caught.value)
+
+
+def test_a_probes_own_timeout_at_the_attempts_bound_tallies_as_the_hang_it_is() -> None:
+    # The probe's clamped call and the wait's bound end together: whichever notices first, the same hang is a hang.
+    def probe() -> None:
+        attempt = current_attempt()
+        assert attempt is not None
+        time.sleep(attempt.remaining())
+        raise TimeoutError("timed out")  # as a clamped kubectl or HTTP call raises at the attempt's deadline
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("the probe", probe, timeout=2.0, interval=0.01, probe_timeout=0.1)
+    summary = caught.value.summary
+    assert summary is not None
+    assert summary.count("failed") == 0, str(caught.value)
+    assert summary.count("hung") + summary.count("cut") == len(summary.attempts) >= 5
+
+
+def test_a_probe_that_times_out_before_its_bound_is_a_failure() -> None:
+    def probe() -> None:
+        raise TimeoutError("gave up early")
+
+    with pytest.raises(WaitTimeout) as caught:
+        wait_for_sync("the probe", probe, timeout=0.3, interval=0.05, probe_timeout=5.0)
+    summary = caught.value.summary
+    assert summary is not None
+    assert summary.count("failed") == len(summary.attempts) >= 2
+
+
 def test_probe_that_hangs_once_then_answers_returns_its_value(release: threading.Event) -> None:
     calls = []
 
