@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from harness import process, timeline
-from harness.errors import HopFailure, PortForwardNotReady, hide_for_named_failures
+from harness.errors import HarnessError, HopFailure, PortForwardNotReady, hide_for_named_failures
 
 if TYPE_CHECKING:
     import subprocess
@@ -152,6 +152,7 @@ class PortForward:
         self.broken_at: float | None = None
         self._resets = 0
         self._broken: str | None = None
+        self._service_checked = False
         self._closed = False
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._lock = threading.Lock()
@@ -221,8 +222,11 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if (
-                    self._ready_step(deadline) is _PROBE_TCP
+                step = self._ready_step(deadline)
+                if step is _CHECK_SERVICE:
+                    self._require_selected_pods(deadline)
+                elif (
+                    step is _PROBE_TCP
                     and self._tcp_ready_sync(deadline)
                     and (not self.ready_path or self._http_ready_sync(deadline))
                 ):
@@ -240,8 +244,11 @@ class PortForward:
         deadline = self._launch()
         try:
             while True:
-                if (
-                    self._ready_step(deadline) is _PROBE_TCP
+                step = self._ready_step(deadline)
+                if step is _CHECK_SERVICE:  # two bounded kubectl calls: off the event loop
+                    await anyio.to_thread.run_sync(self._require_selected_pods, deadline)
+                elif (
+                    step is _PROBE_TCP
                     and await self._tcp_ready_async(deadline)
                     and (not self.ready_path or await self._http_ready_async(deadline))
                 ):
@@ -419,8 +426,35 @@ class PortForward:
             )
             self._not_ready(f"no ready forward within {self.ready_timeout:.1f}s: still waiting for {stage}")
         if self.local_port is None:
+            waited = time.monotonic() - (self.started_at or time.monotonic())
+            if not self._service_checked and waited >= SERVICE_CHECK_AFTER and _service_name(self.target):
+                self._service_checked = True
+                return _CHECK_SERVICE
             return "banner"
         return _PROBE_TCP
+
+    def _require_selected_pods(self, deadline: float) -> None:
+        """Raise :class:`PortForwardNotReady` when the forward's Service selects no pod: kubectl itself waits for
+        one, silently, up to its ``--pod-running-timeout`` (kubectl ``polymorphichelpers/attachablepodforobject.go``
+        and ``GetFirstPod``). Two bounded reads; one that fails leaves kubectl's own wait to run."""
+        __tracebackhide__ = hide_for_named_failures
+        name = _service_name(self.target) or ""
+        bound = max(0.1, min(SERVICE_CHECK_TIMEOUT, deadline - time.monotonic()))
+        try:
+            service = self.kube.kubectl_json("get", "service", name, "--ignore-not-found", timeout=bound)
+            selector = ((service or {}).get("spec") or {}).get("selector") or {}
+            if not selector:  # absent, or no selector: kubectl says so itself, at once
+                return
+            labels = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+            pods = self.kube.kubectl_json("get", "pods", "-l", labels, timeout=bound) or {}
+        except HarnessError:
+            return
+        if not pods.get("items"):
+            self._not_ready(
+                f"Service {name} selects no pod (selector {labels}), and kubectl waits silently up to its "
+                "--pod-running-timeout for one: deploy a pod with those labels, or fix the Service's selector",
+                cause=f"Service {name} selects no pod (selector {labels})",
+            )
 
     def _tcp_ready_sync(self, deadline: float) -> bool:
         """Connect and hold the connection :data:`TCP_HOLD` seconds: kubectl accepts before it dials the pod,
@@ -497,7 +531,9 @@ class PortForward:
         timeline.note_forward(self)  # the spec's evidence and report.html list it, pool or not
         return self
 
-    def _not_ready(self, why: str) -> None:
+    def _not_ready(self, why: str, cause: str | None = None) -> None:
+        """Close and raise :class:`PortForwardNotReady`: its first line the cause (``cause``, else the pod side's
+        words when kubectl reported a forwarding error, else ``why``), then the details."""
         __tracebackhide__ = hide_for_named_failures
         timeline.note_forward(self)
         waited = time.monotonic() - (self.started_at or time.monotonic())
@@ -506,10 +542,11 @@ class PortForward:
         stopped = " (after the harness stopped it)" if self.exit is None or self.exit.stopped_by_harness else ""
         stderr = self.stderr_tail()
         version = client_version(self.kube.kubectl_path)
+        first = cause or _root_cause(self._broken or "") or why
         raise PortForwardNotReady(
-            f"port-forward {self.target} :{self.remote_port} "
-            f"(context {self.kube.context}, namespace {self.kube.namespace}) "
-            f"not ready after {waited:.1f}s: {why}. kubectl client {version}; exit code {exit_code}{stopped}; "
+            f"port-forward {self.target} :{self.remote_port} not ready: {first}\n"
+            f"  context {self.kube.context}, namespace {self.kube.namespace}; "
+            f"after {waited:.1f}s: {why}. kubectl client {version}; exit code {exit_code}{stopped}; "
             f"stderr: {stderr or '(empty)'}",
             target=self.target,
             budget=self.ready_timeout,
@@ -520,6 +557,29 @@ class PortForward:
 
 
 _PROBE_TCP = object()
+_CHECK_SERVICE = object()
+SERVICE_CHECK_AFTER = 0.5
+"""Seconds without kubectl's banner after which a Service forward checks, once, that its selector matches a pod."""
+SERVICE_CHECK_TIMEOUT = 5.0
+"""Seconds each of that check's two kubectl reads may take."""
+_ROOT_CAUSES = ("dial tcp", "forward not found", "no forward found", "failed to find sandbox", "connection refused")
+"""Where the pod side's own words start in kubectl's ``an error occurred forwarding ...`` line (the kubelet's or
+kwok's error, after kubectl's wrapping)."""
+
+
+def _service_name(target: str) -> str | None:
+    kind, _, name = target.partition("/")
+    return name if kind.lower() in ("svc", "service", "services") else None
+
+
+def _root_cause(broken: str) -> str | None:
+    """The pod side's words in a forwarding error line (``dial tcp4 127.0.0.1:9090: connect: connection refused``),
+    without kubectl's and klog's wrapping; ``None`` when no known start is there."""
+    starts = [broken.find(marker) for marker in _ROOT_CAUSES if marker in broken]
+    if not starts:
+        return None
+    return broken[min(starts) :].strip().rstrip('"').replace('\\"', '"')
+
 
 _TARGET_TYPES = frozenset(
     {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -148,3 +149,21 @@ def test_the_pool_reopens_on_the_new_pod_after_the_pod_is_replaced(target: Targe
         assert pool.opened == 2
     finally:
         pool.close()
+
+
+def test_a_service_that_selects_no_pod_fails_fast_naming_its_selector(target: Target) -> None:
+    service(target.kube, "api", {"app": "nobody"}, 80, 8080)
+    started = time.monotonic()
+    with pytest.raises(PortForwardNotReady) as caught:
+        PortForward(target.kube, "svc/api", 80, ready_timeout=READY).start()
+    assert time.monotonic() - started < READY / 2  # not kubectl's silent minute, nor the whole budget
+    first = str(caught.value).splitlines()[0]
+    assert first == "port-forward svc/api :80 not ready: Service api selects no pod (selector app=nobody)"
+
+
+def test_a_refused_forward_leads_with_the_nodes_words(target: Target, server: TargetServer) -> None:
+    pod(target, "web-0", {8080: server.port})
+    with pytest.raises(PortForwardNotReady) as caught:
+        PortForward(target.kube, "pod/web-0", 9090, ready_timeout=READY / 3).start()
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith(f"port-forward pod/web-0 :9090 not ready: {NOT_ROUTED[target.name]}"), first
