@@ -44,6 +44,7 @@ flag would exist only to be set by accident in CI, and point the cluster specs a
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,8 +161,13 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
     if not isinstance(allowed, list) or not allowed or not all(isinstance(p, str) and p for p in allowed):
         _wrong(source, "allowed_contexts", "a non-empty list of non-empty strings (glob patterns)", allowed)
     namespace = table.get("namespace")
-    if namespace is not None and (not isinstance(namespace, str) or not namespace):
-        _wrong(source, "namespace", "a non-empty string", namespace)
+    if namespace is not None and not is_namespace_name(namespace):
+        _wrong(
+            source,
+            "namespace",
+            "a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most)",
+            namespace,
+        )
     twin = table.get("twin")
     if twin is not None and (not isinstance(twin, str) or not twin.strip()):
         _wrong(source, "twin", "a module name (a non-empty string), or absent for no twin", twin)
@@ -185,6 +191,15 @@ def from_table(table: dict[str, Any], source: Path) -> HarnessConfig:
         durations_file=str(source.parent / Path(durations_file).expanduser()) if durations_file else None,
         kwok_configs=kwok_configs,
     )
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+"""A namespace's name: an RFC 1123 label (Kubernetes docs, "Object Names and IDs": DNS label names)."""
+
+
+def is_namespace_name(name: object) -> bool:
+    """True when ``name`` is a string Kubernetes accepts as a namespace's name."""
+    return isinstance(name, str) and len(name) <= 63 and _NAMESPACE.fullmatch(name) is not None
 
 
 def _kwok_configs(value: object, source: Path) -> tuple[str, ...]:

@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 from harness import advice, process
 from harness.attempts import clamp_to_attempt, note
-from harness.config import HarnessConfig, kubeconfig_choice, load_config
+from harness.config import HarnessConfig, is_namespace_name, kubeconfig_choice, load_config
 from harness.errors import (
     ApiServerRejected,
     ApiServerUnreachable,
@@ -826,12 +826,9 @@ def _target_flag(arg: str) -> str | None:
     return None
 
 
-_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
 def check_namespace(namespace: str) -> None:
     """Raise ``ValueError`` unless ``namespace`` is a name Kubernetes accepts for a namespace (RFC 1123 label)."""
-    if not isinstance(namespace, str) or len(namespace) > 63 or not _NAMESPACE.fullmatch(namespace):
+    if not is_namespace_name(namespace):
         raise ValueError(
             f"namespace {namespace!r} is not a Kubernetes namespace name (RFC 1123 label: lowercase "
             "letters, digits and '-', at most 63 characters)"
