@@ -257,8 +257,30 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """Note the modules whose specs keep cleanup ledgers: only their failures need a marker shared by workers."""
     run = config.stash[_RUN]
     for item in items:
+        _check_evidence_marker(item)
         if {"cleanup", "module_cleanup"} & set(getattr(item, "fixturenames", ())):
             run.ledger_modules.add(_module_id(item))
+
+
+def _check_evidence_marker(item: pytest.Item) -> None:
+    """``@pytest.mark.evidence`` takes ``kind/name``, ``pods:<selector>`` or a registered name: anything else is a
+    usage error at collection, not a ref quietly read as a Deployment."""
+    for marker in item.iter_markers("evidence"):
+        for target in marker.args:
+            text = str(target)
+            if text in _WINDOW_EVIDENCE or (text.startswith("pods:") and text[5:]) or _is_kind_name(text):
+                continue
+            known = ", ".join(sorted(_WINDOW_EVIDENCE)) or "none registered"
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.evidence({target!r}) names nothing to keep: give kind/name "
+                f"(deployment/web, pod/x, configmap/c), pods:<label selector> (pods:app=web), or a registered "
+                f"name ({known})"
+            )
+
+
+def _is_kind_name(text: str) -> bool:
+    kind, slash, name = text.partition("/")
+    return bool(slash and kind and name and "/" not in name)
 
 
 @pytest.fixture(scope="session")

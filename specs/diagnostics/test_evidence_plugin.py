@@ -376,3 +376,18 @@ def test_needs_the_cluster(kube):
     result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
     result.assert_outcomes(errors=1)
     assert [p.name for p in run_folder(tmp_path / "art").iterdir() if not p.name.startswith(".")] == ["report.html"]
+
+
+@pytest.mark.parametrize("target", ["web", "pods:", "deployment/", "a/b/c"])
+def test_an_evidence_target_that_names_nothing_is_a_usage_error_at_collection(
+    pytester: pytest.Pytester, tmp_path: Path, target: str
+) -> None:
+    # A bare name used to be read as a Deployment: the spec's evidence then held nothing of what was meant.
+    pytester.makepyfile(
+        test_inner=f"import pytest\n\n@pytest.mark.evidence({target!r})\ndef test_x():\n    assert False\n"
+    )
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: test_inner.py::test_x: @pytest.mark.evidence({target!r}) names nothing to keep: give kind/name*"]
+    )
