@@ -333,6 +333,21 @@ def _guard_lines(config: pytest.Config) -> list[str]:
     ]
 
 
+@pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")  # before `-m` deselection
+def pytest_collection_modifyitems_kube_users(items: list[pytest.Item]) -> None:
+    """A spec that uses the harness's own ``kube`` fixture is a cluster spec, marked or not: it gets the cluster
+    lock, the header and ``-m`` selection of one (a conftest's own ``kube`` fixture is left alone)."""
+    for item in items:
+        if item.get_closest_marker("cluster") is None and _uses_harness_kube(item):
+            item.add_marker(pytest.mark.cluster)
+
+
+def _uses_harness_kube(item: pytest.Item) -> bool:
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    defs = definitions.get("kube") or ()
+    return bool(defs) and getattr(defs[-1].func, "__module__", "") == __name__
+
+
 @pytest.hookimpl(trylast=True)  # after `-m` deselection: no guard at all when no cluster spec is left
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     cluster_items = [item for item in items if item.get_closest_marker("cluster")]

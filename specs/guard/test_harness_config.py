@@ -38,8 +38,14 @@ def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys(tmp_path: Path)
         ("keep_runs = 0", "keep_runs must be an integer >= 1 (run folders kept under artifacts/), got 0"),
         ("keep_runs = true", "keep_runs must be an integer >= 1 (run folders kept under artifacts/), got True"),
         ("allowed_contexts = []", "allowed_contexts must be a non-empty list of non-empty strings"),
-        ('namespace = ""', "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), got ''"),
-        ('namespace = "Bad_NS"', "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), got 'Bad_NS'"),
+        (
+            'namespace = ""',
+            "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), got ''",
+        ),
+        (
+            'namespace = "Bad_NS"',
+            "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), got 'Bad_NS'",
+        ),
         ("kubeconfig = 3", "kubeconfig must be a path (relative to"),
         ('durations_file = ""', "durations_file must be a path (relative to"),
         ('kwok_configs = "stages.yaml"', "kwok_configs must be a list of paths of files that exist (relative to"),

@@ -238,3 +238,26 @@ def test_specs_outside_the_repository_load_the_plugin_without_an_assert_rewrite_
     assert result.ret == pytest.ExitCode.OK, "\n".join(result.stdout.lines + result.stderr.lines)
     assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=1)
+
+
+UNMARKED_SPEC = """
+def test_uses_the_cluster_unmarked(kube):
+    kube.kubectl("get", "pods")
+
+def test_cluster_free():
+    pass
+"""
+
+
+def test_a_spec_using_the_kube_fixture_is_a_cluster_spec_marked_or_not(
+    pytester: pytest.Pytester, kubectl_standin, empty_kubeconfig: Path
+) -> None:
+    kubectl_standin.set_current_context(None)
+    pytester.makepyfile(UNMARKED_SPEC)
+    result = pytester.runpytest("-rs", "--target", "cluster")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["harness: cluster specs will be skipped: no cluster: *", "*cluster specs skipped (1)*"]
+    )
+    deselected = pytester.runpytest("-m", "not cluster", "--target", "cluster")
+    deselected.assert_outcomes(passed=1, deselected=1)  # `-m` reads the marker it was given

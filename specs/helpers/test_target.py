@@ -260,24 +260,23 @@ def test_a_configured_twin_that_cannot_be_imported_is_a_usage_error_naming_the_k
     result.stderr.fnmatch_lines(['*[[]tool.harness[]] twin = "no_such_twin_module": cannot import it*'])
 
 
-def test_another_stacks_twin_is_started_before_an_unmarked_spec_gets_its_kube(
+def test_another_stacks_twin_is_started_for_an_unmarked_spec_that_uses_kube_as_for_a_cluster_spec(
     pytester: pytest.Pytester, kubectl_standin
 ) -> None:
     kubectl_standin.set_current_context(None)
     _project(pytester, twin="tiny_twin")
     pytester.makepyfile(tiny_twin=TINY_TWIN)
-    pytester.makepyfile(
-        test_inner=(
-            "from pathlib import Path\n"
-            "def test_unmarked(kube):\n"
-            "    assert kube.context == 'tiny-twin'\n"
-            "    assert Path('tiny-started').read_text() == 'started'\n"
-        )
-    )
+    pytester.makepyfile(test_inner="def test_unmarked(kube):\n    pass\n")
     result = pytester.runpytest()
-    result.assert_outcomes(passed=1)
-    # No cluster spec was collected, so no header lines (the harness prints them after collecting one); the summary
-    # still says which twin the unmarked spec's kube fixture started.
-    result.stdout.fnmatch_lines(["*target: twin (no --kube-context*; the tiny twin started in 1 process(es)"])
-    assert "tiny twin: starts before the first spec that needs it" not in result.stdout.str()
+    # Using the harness's kube fixture makes it a cluster spec: the twin's header, the twin started first, then the
+    # once-per-session API server check, which this tiny twin (no API server at all) cannot pass.
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "tiny twin: starts before the first spec that needs it",
+            "*cluster unusable: *",
+            "*target: twin (no --kube-context*; the tiny twin started in 1 process(es)",
+        ]
+    )
+    assert (pytester.path / "tiny-started").read_text() == "started"
     assert "stack twin" not in result.stdout.str()
