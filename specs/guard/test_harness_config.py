@@ -44,7 +44,8 @@ def test_an_unknown_key_is_an_error_naming_it_and_the_known_keys(tmp_path: Path)
         ),
         (
             'namespace = "Bad_NS"',
-            "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), got 'Bad_NS'",
+            "namespace must be a namespace name (RFC 1123 label: lowercase letters, digits, '-'; 63 at most), "
+            "got 'Bad_NS'",
         ),
         ("kubeconfig = 3", "kubeconfig must be a path (relative to"),
         ('durations_file = ""', "durations_file must be a path (relative to"),
