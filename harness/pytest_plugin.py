@@ -344,7 +344,7 @@ def pytest_collection_modifyitems_kube_users(items: list[pytest.Item]) -> None:
 
 def _uses_harness_kube(item: pytest.Item) -> bool:
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-    defs = definitions.get("kube") or ()
+    defs: Any = definitions.get("kube") or []
     return bool(defs) and getattr(defs[-1].func, "__module__", "") == __name__
 
 
