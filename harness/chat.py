@@ -37,7 +37,10 @@ What it does, and why:
   ``error`` event in the stream (a chunk whose ``error`` is set, or an ``event: error`` frame), and
 :class:`ChatStreamMalformed` for a frame that is not a chunk.
 
-A stream that ends without ``[DONE]`` (a clean end of body) is returned with ``done=False``: the spec decides.
+A stream that ends without ``[DONE]`` (a clean end of body) is returned with ``done=False``: the spec decides. A 2xx
+answer that is not ``text/event-stream`` is never an empty turn: a whole ``ChatCompletion`` is read into the turn
+(``streamed=False``: text, tool calls, refusal, finish reason), an ``error`` body is :class:`ChatRejected`, anything
+else :class:`ChatStreamMalformed`. ``delta.refusal`` is kept as ``ChatTurn.refusal`` and shown in ``describe``.
 """
 
 from __future__ import annotations
@@ -95,7 +98,13 @@ class ChatTurn:
     (see :class:`ToolCall`). ``finish_reason``: from the last choice that had one. ``done``: ``[DONE]`` was read.
     ``parked``: the deadline passed mid-stream and the caller allowed parking. Counters: ``frames`` (data frames,
     ``[DONE]`` not counted), ``role_frames`` (role-only deltas), ``keepalives`` (comments). ``completion_id``: the
-    chunks' ``id``. ``usage``: the last ``usage`` object seen. ``elapsed``: seconds.
+    chunks' ``id``. ``usage``: the last ``usage`` object seen. ``refusal``: the ``delta.refusal`` pieces joined (the
+    model declined; OpenAI's chunk type). ``model``: the chunks' ``model``. ``streamed``: False when the service
+    answered one whole completion instead of a stream (read as such; ``done`` then True). ``elapsed``: seconds.
+
+    Fields of OpenAI's ``ChatCompletionChunk`` not kept: ``object``, ``created``, ``system_fingerprint``,
+    ``service_tier``, ``choices[].logprobs``, ``delta.role`` (counted as ``role_frames``) and the deprecated
+    ``delta.function_call``; choices other than choice 0.
     """
 
     status: int | None = None
@@ -109,6 +118,9 @@ class ChatTurn:
     keepalives: int = 0
     completion_id: str | None = None
     usage: dict[str, Any] | None = None
+    refusal: str = ""
+    model: str | None = None
+    streamed: bool = True
     headers: dict[str, str] = field(default_factory=dict)
     elapsed: float = 0.0
     last_call: ToolCall | None = field(default=None, repr=False, compare=False)
@@ -118,10 +130,11 @@ class ChatTurn:
         """One line for error messages: how far the stream got and the text so far."""
         end = "[DONE]" if self.done else "parked" if self.parked else "no [DONE]"
         calls = ", ".join(f"{c.name}({c.arguments[:60]})" for c in self.tool_calls) or "none"
+        refused = f", refusal: {self.refusal[-300:]!r}" if self.refusal else ""
         return (
             f"HTTP {self.status}, {self.frames} data frames ({self.role_frames} role-only, {self.keepalives} "
             f"keep-alives), {end}, finish_reason={self.finish_reason}, tool calls: {calls}, "
-            f"text so far: {self.text[-300:]!r}"
+            f"text so far: {self.text[-300:]!r}{refused}"
         )
 
     def _call(self, index: int) -> ToolCall:
@@ -138,7 +151,17 @@ class ChatTurn:
 
 
 #: What one frame may change; restored when the frame turns out malformed, so ``partial`` is the turn before it.
-_FOLDED = ("text", "tool_calls", "last_call", "finish_reason", "role_frames", "completion_id", "usage")
+_FOLDED = (
+    "text",
+    "tool_calls",
+    "last_call",
+    "finish_reason",
+    "role_frames",
+    "completion_id",
+    "usage",
+    "refusal",
+    "model",
+)
 MAX_FRAME_SHOWN = 500
 """Characters of an offending frame kept in :class:`ChatStreamMalformed` (``frame``) and its message."""
 
@@ -207,9 +230,11 @@ def _error_event(turn: ChatTurn, frame: SSEFrame, where: str, chunk: dict[str, A
 
 def _chunk(turn: ChatTurn, chunk: dict[str, Any]) -> None:
     """Fold one chunk; ``ValueError`` names the field that is not of a chunk's shape."""
-    chunk_id, usage = chunk.get("id"), chunk.get("usage")
+    chunk_id, usage, model = chunk.get("id"), chunk.get("usage"), chunk.get("model")
     if isinstance(chunk_id, str):
         turn.completion_id = turn.completion_id or chunk_id
+    if isinstance(model, str):
+        turn.model = turn.model or model
     if isinstance(usage, dict):
         turn.usage = usage
     choices = _typed(chunk, "choices", list, "choices")
@@ -239,12 +264,14 @@ def _choice(turn: ChatTurn, choice: dict[str, Any], at: str) -> None:
     delta = _typed(choice, "delta", dict, at)  # null: Azure's content-filter chunks and some finish chunks
     delta = delta or {}
     content = _typed(delta, "content", str, f"{at}.delta")
+    refusal = _typed(delta, "refusal", str, f"{at}.delta")
     calls = _typed(delta, "tool_calls", list, f"{at}.delta")
     pieces = [_piece(p, f"{at}.delta.tool_calls[{i}]") for i, p in enumerate(calls or [])]
     if finish:
         turn.finish_reason = finish
+    turn.refusal += refusal or ""
     if not content and not pieces:
-        if delta.get("role"):
+        if delta.get("role") and not refusal:
             turn.role_frames += 1
         return
     turn.text += content or ""
@@ -356,6 +383,9 @@ async def chat_turn(
         turn.status, turn.headers = response.status_code, dict(response.headers)
         if not 200 <= response.status_code < 300:
             await _rejected(response, turn, where)
+        if not _is_event_stream(response):
+            await _whole_answer(response, turn, where)
+            return turn
         decoder = SSEDecoder()
         async for chunk in response.aiter_bytes():
             for frame in decoder.feed(chunk):
@@ -423,6 +453,72 @@ async def _rejected(response: httpx.Response, turn: ChatTurn, where: str) -> Non
         target=str(response.url),
         path=response.request.url.path,
     )
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media in ("text/event-stream", "")  # no content type at all: read it as the stream that was asked for
+
+
+async def _whole_answer(response: httpx.Response, turn: ChatTurn, where: str) -> None:
+    """A 2xx answer that is not an event stream: one whole completion (OpenAI's non-streamed ``ChatCompletion``)
+    is read into ``turn`` (``streamed=False``, ``done=True``); an ``error`` body is :class:`ChatRejected` with its
+    message; anything else :class:`ChatStreamMalformed`, quoting the body."""
+    raw = (await response.aread()).decode("utf-8", "replace")
+    kind = response.headers.get("content-type", "")
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        body = None
+    if isinstance(body, dict) and body.get("error"):
+        error = body["error"]
+        message = error.get("message") if isinstance(error, dict) else str(error)
+        raise ChatRejected(
+            f"{where}: the service answered HTTP {response.status_code} with an error ({kind}) instead of a stream: "
+            f"{message}",
+            partial=turn,
+            status=response.status_code,
+            body=raw,
+            error=error,
+        )
+    message = _completion_message(body)
+    if message is None:
+        clipped = raw[:MAX_FRAME_SHOWN] + (f"... ({len(raw)} characters)" if len(raw) > MAX_FRAME_SHOWN else "")
+        raise ChatStreamMalformed(
+            f"{where}: the service answered HTTP {response.status_code} with {kind or 'no content type'}, neither "
+            f"an event stream nor a chat completion: {clipped}",
+            partial=turn,
+            frame=clipped,
+            frame_number=0,
+        )
+    assert isinstance(body, dict)
+    try:
+        _choice(turn, {"finish_reason": body["choices"][0].get("finish_reason"), "delta": message}, "choices[0]")
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ChatStreamMalformed(
+            f"{where}: the service answered one whole chat completion that cannot be read: {exc}",
+            partial=turn,
+            frame=raw[:MAX_FRAME_SHOWN],
+            frame_number=0,
+        ) from None
+    turn.streamed, turn.done = False, True
+    turn.completion_id = body.get("id") if isinstance(body.get("id"), str) else None
+    turn.model = body.get("model") if isinstance(body.get("model"), str) else None
+    turn.usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
+
+
+def _completion_message(body: Any) -> dict[str, Any] | None:
+    """``choices[0].message`` of a ``ChatCompletion`` (its ``tool_calls`` given the stream's ``index``), or None."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    if not isinstance(message, dict):
+        return None
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        message = {**message, "tool_calls": [{"index": i, **c} for i, c in enumerate(calls) if isinstance(c, dict)]}
+    return message
 
 
 def _annotate(exc: HopFailure, turn: ChatTurn) -> None:

@@ -1,6 +1,7 @@
 """An incremental server-sent events decoder (the WHATWG HTML "event stream" format), fed bytes as they arrive.
 
-Lines end with CRLF, LF or CR (a CR at the end of one chunk waits for the next, in case an LF follows); a line
+Lines end with CRLF, LF or CR, each acted on as soon as it is complete (a CR ends its line at once; an LF that
+opens the next chunk is then the rest of a CRLF, not a blank line); a line
 starting with ``:`` is a comment (servers send them as keep-alives); ``data:`` lines (one optional space after the
 colon) accumulate, joined by newlines, until a blank line dispatches the event; ``event:`` names it; other fields
 (``id``, ``retry``) are ignored. UTF-8 is decoded incrementally, so a character split across chunks is kept whole,
@@ -35,6 +36,7 @@ class SSEDecoder:
         self._buffer = ""
         self._data: list[str] = []
         self._event: str | None = None
+        self._after_cr = False
 
     def feed(self, chunk: bytes) -> list[SSEFrame]:
         """The frames completed by ``chunk`` (possibly none), in order."""
@@ -61,14 +63,22 @@ class SSEDecoder:
         return frames
 
     def _next_line(self) -> str | None:
+        """The next complete line. A CR ends its line at once (CR, LF and CRLF are all line ends: WHATWG HTML,
+        "Server-sent events", parsing): an LF that then arrives first in the next chunk is CRLF's second half."""
+        if self._after_cr and self._buffer:
+            self._buffer = self._buffer[1:] if self._buffer[0] == "\n" else self._buffer
+            self._after_cr = False
         ends = [i for i in (self._buffer.find("\n"), self._buffer.find("\r")) if i >= 0]
         if not ends:
             return None
         i = min(ends)
-        if self._buffer[i] == "\r" and i + 1 == len(self._buffer):
-            return None  # CR at the end of what we have: maybe the first half of CRLF
-        skip = 2 if self._buffer[i] == "\r" and self._buffer[i + 1] == "\n" else 1
-        line, self._buffer = self._buffer[:i], self._buffer[i + skip :]
+        line, rest = self._buffer[:i], self._buffer[i + 1 :]
+        if self._buffer[i] == "\r":
+            if rest.startswith("\n"):
+                rest = rest[1:]
+            elif not rest:
+                self._after_cr = True  # CRLF may be split between chunks
+        self._buffer = rest
         return line
 
     def _line(self, line: str) -> SSEFrame | None:

@@ -354,3 +354,79 @@ def _outcome(call: Callable[[], ChatTurn]) -> ChatTurn | ChatError:
         return call()
     except ChatError as exc:
         return exc
+
+
+# --- answers that are not an event stream, refusals, line ends ---------------------------------------------------
+
+
+def test_a_whole_completion_instead_of_a_stream_is_read_into_the_turn(fake: FakeHandle[Any]) -> None:
+    completion = {
+        "id": "chatcmpl-9",
+        "object": "chat.completion",
+        "model": "chat-model",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "Checking.",
+                    "refusal": None,
+                    "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "a", "arguments": '{"x": 1}'}}
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+    headers = [("content-type", "application/json")]
+    fake.fault("status", PATH, status=200, headers=headers, body=json.dumps(completion), times=1)
+    turn = _chat(fake)
+    assert (turn.streamed, turn.done, turn.text, turn.finish_reason) == (False, True, "Checking.", "tool_calls")
+    assert [(c.id, c.name, c.parsed_arguments()) for c in turn.tool_calls] == [("call_1", "a", {"x": 1})]
+    assert (turn.completion_id, turn.model, turn.usage["total_tokens"]) == ("chatcmpl-9", "chat-model", 5)
+
+
+def test_an_error_body_instead_of_a_stream_is_chat_rejected_with_its_message(fake: FakeHandle[Any]) -> None:
+    body = json.dumps({"error": {"message": "the model is overloaded", "type": "server_error"}})
+    fake.fault("status", PATH, status=200, headers=[("content-type", "application/json")], body=body, times=1)
+    with pytest.raises(ChatRejected) as caught:
+        _chat(fake)
+    assert "answered HTTP 200 with an error (application/json) instead of a stream: the model is overloaded" in str(
+        caught.value
+    )
+    assert caught.value.error == {"message": "the model is overloaded", "type": "server_error"}
+
+
+def test_a_body_that_is_neither_stream_nor_completion_is_malformed_and_quoted(fake: FakeHandle[Any]) -> None:
+    fake.fault("status", PATH, status=200, headers=[("content-type", "text/html")], body="<h1>gateway</h1>", times=1)
+    with pytest.raises(ChatStreamMalformed) as caught:
+        _chat(fake)
+    assert "answered HTTP 200 with text/html, neither an event stream nor a chat completion: <h1>gateway</h1>" in str(
+        caught.value
+    )
+
+
+def test_a_refusal_is_kept_on_the_turn_and_reported(fake: FakeHandle[Any]) -> None:
+    refusal = [{"index": 0, "delta": {"role": "assistant", "refusal": "I can't help"}}]
+    body = _sse({"choices": refusal}, {"choices": [{"index": 0, "delta": {"refusal": " with that."}}]}, "[DONE]")
+    fake.fault("status", PATH, status=200, headers=[("content-type", "text/event-stream")], body=body, times=1)
+    turn = _chat(fake)
+    assert (turn.refusal, turn.text, turn.role_frames) == ("I can't help with that.", "", 0)
+    assert 'refusal: "I can\'t help with that."' in turn.describe()
+
+
+@pytest.mark.parametrize("ending", [b"\r", b"\n", b"\r\n"])
+def test_an_event_is_dispatched_as_soon_as_its_blank_line_is_complete(ending: bytes) -> None:
+    # A server that keeps the connection open after its last event must not leave that event unread.
+    decoder = SSEDecoder()
+    frames = decoder.feed(b"data: last" + ending + ending)
+    assert [f.data for f in frames] == ["last"]
+    assert decoder.feed(b"\n") == []  # the rest of a CRLF split across chunks is no extra line
+
+
+def test_a_crlf_split_between_chunks_is_one_line_end() -> None:
+    decoder = SSEDecoder()
+    frames = decoder.feed(b"data: a\r") + decoder.feed(b"\ndata: b\r") + decoder.feed(b"\n\r") + decoder.feed(b"\n")
+    assert [f.data for f in frames] == ["a\nb"]
