@@ -29,7 +29,8 @@ Keys (any other key is a :class:`~harness.errors.HarnessConfigError` naming it a
 ``durations_file``
     The JSON file of cluster spec durations the harness keeps (:mod:`harness.shards`: it splits the cluster specs
     over several targets by them), relative to the ``pyproject.toml``'s folder. Default
-    :data:`DEFAULT_DURATIONS_FILE` in that folder (the rootdir when no ``pyproject.toml`` is found).
+    :data:`DEFAULT_DURATIONS_FILE` in that folder (the rootdir when no ``pyproject.toml`` is found). A run writes
+    the file only when this key is set or the file exists already: it never adds one to a project by itself.
 ``kwok_configs``
     More of kwok's ``--config`` files (kwok Stages, its port-forward, exec and logs routes) for the real control
     plane the session starts (:mod:`harness.controlplane`), relative to the ``pyproject.toml``'s folder; each must

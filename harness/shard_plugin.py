@@ -261,6 +261,12 @@ class _Recorder:
         if not ran:
             return
         path = durations_path(self.config)
+        if not path.exists() and not _asked_for_durations(self.config):
+            self.config.stash[_WRITTEN] = (
+                f"durations not recorded: no {_shown(path)} (create it, or set [tool.harness] durations_file, for "
+                "the harness to keep them)"
+            )
+            return
         try:
             from harness.ids import state_dir
 
@@ -278,6 +284,14 @@ class _Recorder:
             if index is not None:
                 per_shard[index] = per_shard.get(index, 0.0) + seconds
         return ", ".join(f"{per_shard[i]:.0f} s" for i in sorted(per_shard))
+
+
+def _asked_for_durations(config: pytest.Config) -> bool:
+    """The project asked for a durations file: ``[tool.harness] durations_file`` names one. Without it, only a file
+    that already exists (one the project created or committed) is merged into: a run never adds one by itself."""
+    from harness.pytest_plugin import harness_config
+
+    return harness_config(config).durations_file is not None
 
 
 def _group_of(nodeid: str) -> str:

@@ -264,3 +264,17 @@ def test_against_the_twin_each_worker_runs_one_shard_on_its_own_twin(
             "*target: twin (*); 2 twin(s) started",
         ]
     )
+
+
+def test_a_project_that_never_asked_for_a_durations_file_gets_none(
+    pytester: pytest.Pytester,
+    local_cluster: StubApiServer,
+    kubectl_standin: KubectlStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    _project(pytester, tmp_path / "shards.jsonl", monkeypatch).unlink()  # no file, no durations_file key
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "--kube-context", "minikube", timeout=240)
+    assert result.ret == 0, result.stdout.str()
+    assert not (pytester.path / ".harness-durations.json").exists()
+    result.stdout.fnmatch_lines(["durations not recorded: no .harness-durations.json (create it, or set *"])
