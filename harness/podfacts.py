@@ -56,6 +56,11 @@ def meta(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
 
 
+def uid_of(obj: Obj) -> str | None:
+    uid = meta(obj).get("uid")
+    return str(uid) if uid else None
+
+
 def name_of(obj: Obj) -> str:
     return str(meta(obj).get("name") or "")
 
@@ -96,15 +101,18 @@ def sort_events(events: list[Obj]) -> list[Obj]:
     return sorted(events, key=key)
 
 
-def events_for(events: list[Obj], kind: str, name: str) -> list[Obj]:
-    """The events whose ``involvedObject`` (or ``regarding``) is ``kind``/``name``, oldest first."""
-    mine = [e for e in events if _involves(e, kind, name)]
+def events_for(events: list[Obj], kind: str, name: str, uid: str | None = None) -> list[Obj]:
+    """The events whose ``involvedObject`` (or ``regarding``) is ``kind``/``name``, oldest first; with ``uid``, not
+    those of an earlier object of that name (an event that names another uid: a spec before this one)."""
+    mine = [e for e in events if involves(e, kind, name, uid)]
     return sort_events(mine)
 
 
-def _involves(event: Obj, kind: str, name: str) -> bool:
+def involves(event: Obj, kind: str, name: str, uid: str | None = None) -> bool:
+    """Whether ``event`` is about ``kind``/``name`` (and, when both name one, the object of that ``uid``)."""
     target = event.get("involvedObject") or event.get("regarding") or {}
-    return target.get("kind") == kind and target.get("name") == name
+    same_uid = not uid or not target.get("uid") or target.get("uid") == uid
+    return target.get("kind") == kind and target.get("name") == name and same_uid
 
 
 COMBINED = "(combined from similar events): "
@@ -293,6 +301,7 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
     scheduled = conditions.get("PodScheduled") or {}
     owner = next((ref.get("name") for ref in metadata.get("ownerReferences") or [] if ref.get("controller")), None)
     labels = metadata.get("labels") or {}
+    mine = events_for(events or [], "Pod", name_of(pod), metadata.get("uid"))  # not those of an earlier pod so named
     return PodFacts(
         name=name_of(pod),
         owner=owner,
@@ -301,14 +310,14 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
         ready=ready,
         node=(pod.get("spec") or {}).get("nodeName"),
         containers=containers,
-        unschedulable=_unschedulable(scheduled, events_for(events or [], "Pod", name_of(pod))),
-        events=events_for(events or [], "Pod", name_of(pod)),
+        unschedulable=_unschedulable(scheduled, mine),
+        events=mine,
         created=when(metadata.get("creationTimestamp")),
         scheduled=when(scheduled.get("lastTransitionTime")) if scheduled.get("status") == "True" else None,
-        started=_started(containers, events_for(events or [], "Pod", name_of(pod))),
+        started=_started(containers, mine),
         ready_at=when((conditions.get("Ready") or {}).get("lastTransitionTime")) if ready else None,
         deleted=_deletion_requested(metadata),
-        pull_failed=_pull_failing_since(containers, events_for(events or [], "Pod", name_of(pod))),
+        pull_failed=_pull_failing_since(containers, mine),
     )
 
 

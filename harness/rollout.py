@@ -33,6 +33,7 @@ Parts:
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -55,10 +56,12 @@ from harness.podfacts import (
     event_message,
     event_time,
     events_for,
+    involves,
     meta,
     name_of,
     pod_facts,
     sort_events,
+    uid_of,
 )
 from harness.terminal import DEFAULT_RESTART_LIMIT, container_terminal, unschedulable_terminal
 
@@ -543,11 +546,22 @@ def _last_message(pods: list[PodFacts], reason: str) -> str | None:
     return event_message(hits[-1]) if hits else None
 
 
+_IMAGE_REF = re.compile(r'image \\?"[^"\\]+\\?"')
+"""``image "registry/name:tag"`` in a kubelet message (quotes escaped or not): the one fact a clip must not cut."""
+
+
 def _clip(text: str | None, limit: int = 200) -> str | None:
+    """``text`` on one line, at most about ``limit`` characters; never cut inside an image reference."""
     if not text:
         return None
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+    if len(flat) <= limit:
+        return flat
+    cut = limit - 3
+    for found in _IMAGE_REF.finditer(flat):
+        if found.start() < cut < found.end():
+            cut = found.end()
+    return flat if cut >= len(flat) else flat[:cut] + "..."
 
 
 def _condition_lines(obj: Obj) -> list[str]:
@@ -581,7 +595,9 @@ def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old
                 f"{status.get('readyReplicas') or 0} ready)"
             )
             lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
-            rs_events = [e for e in events_for(snap.events, "ReplicaSet", name_of(rs)) if e.get("type") == "Warning"]
+            rs_events = [
+                e for e in events_for(snap.events, "ReplicaSet", name_of(rs), uid_of(rs)) if e.get("type") == "Warning"
+            ]
             lines += [f"  {event_line(e)}" for e in rs_events[-EVENTS_PER_POD:]]
     else:
         status = (snap.workload or {}).get("status") or {}
@@ -633,12 +649,14 @@ def _timeline(snap: Snapshot, facts: dict[str, PodFacts]) -> list[tuple[datetime
         if what != "started"  # each container start is its own step below
     ]
     entries += [(at, f"pod {pod.name} {what}") for pod in facts.values() for at, what in pod.container_steps()]
-    owners = {("Deployment", snap.name), ("StatefulSet", snap.name)}
-    owners |= {("ReplicaSet", name_of(rs)) for rs in _owned(snap, snap.replicasets)}
+    workload_uid = uid_of(snap.workload or {})
+    owners = [("Deployment", snap.name, workload_uid), ("StatefulSet", snap.name, workload_uid)]
+    owners += [("ReplicaSet", name_of(rs), uid_of(rs)) for rs in _owned(snap, snap.replicasets)]
     for event in snap.events:
         target = event.get("involvedObject") or event.get("regarding") or {}
         stamp = event_time(event)
-        if (target.get("kind"), target.get("name")) in owners and stamp is not None:
+        # by uid too: a namespace reused by several specs keeps the events of an earlier object of the same name
+        if stamp is not None and any(involves(event, kind, name, uid) for kind, name, uid in owners):
             entries.append(
                 (
                     stamp,

@@ -118,6 +118,40 @@ def test_a_rollout_refused_by_a_quota_names_the_replica_failure_first_as_the_rea
     assert not any("combined from similar events" in line for line in lines)
 
 
+def test_an_image_reference_is_never_clipped_out_of_the_headline() -> None:
+    image = "registry.example.com/" + "team/" * 45 + "web:1.2.3"
+    data = recorded("imagepull")
+    for pod in data["pods"]:
+        for status in pod["status"]["containerStatuses"]:
+            status["image"] = image
+            if "waiting" in status["state"]:
+                status["state"]["waiting"]["message"] = f'Back-off pulling image "{image}"'
+    headline = explain(snapshot("imagepull", pods=data["pods"])).headline
+    assert f'Back-off pulling image "{image}"' in headline
+
+
+def test_events_of_an_earlier_object_of_the_same_name_stay_out_of_the_explanation() -> None:
+    # A namespace reused by several specs: the events of an earlier deployment/web (another uid) are not this one's.
+    data = recorded("crashloop")
+    earlier = copy.deepcopy([e for e in data["events"] if e["involvedObject"]["kind"] in ("Deployment", "Pod")])
+    for event in earlier:
+        event["involvedObject"]["uid"] = "an-earlier-object"
+        event["message"] = "FROM AN EARLIER SPEC"
+    ours = copy.deepcopy(data["events"])
+    for event in ours:
+        kind, name = event["involvedObject"]["kind"], event["involvedObject"]["name"]
+        owner = (
+            data["workload"]
+            if kind == "Deployment"
+            else next((o for o in data["replicasets"] + data["pods"] if o["metadata"]["name"] == name), None)
+        )
+        if owner is not None:
+            event["involvedObject"]["uid"] = owner["metadata"]["uid"]
+    text = explain(snapshot("crashloop", events=ours + earlier)).text()
+    assert "FROM AN EARLIER SPEC" not in text
+    assert text == explain(snapshot("crashloop", events=ours)).text()
+
+
 def _ready_at(name: str) -> datetime:
     pods = [pod_facts(p) for p in recorded(name)["pods"]]
     return max(p.ready_at for p in pods if p.ready_at is not None)
