@@ -602,7 +602,12 @@ def _write_timeline(item: pytest.Item, run: _Run, state: _SpecState, record: tim
         state.failure,
         run.worker,
     )
-    used = state.uses_harness or state.touches_cluster or state.evidence or record.touched or record.forwards
+    # A spec whose body never ran (a cluster spec skipped for want of a cluster, or refused by the context guard)
+    # touched nothing: alone, it leaves no run folder and no report.
+    ran = "call" in state.phases
+    used = (
+        state.evidence or record.touched or record.forwards or (ran and (state.uses_harness or state.touches_cluster))
+    )
     if not (used or record.waits or record.rollouts or run.report_all):
         run.unwritten.append(entry)  # on the page only if the run writes one: a plain run leaves nothing behind
         return

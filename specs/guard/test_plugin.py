@@ -261,3 +261,15 @@ def test_a_spec_using_the_kube_fixture_is_a_cluster_spec_marked_or_not(
     )
     deselected = pytester.runpytest("-m", "not cluster", "--target", "cluster")
     deselected.assert_outcomes(passed=1, deselected=1)  # `-m` reads the marker it was given
+
+
+@pytest.mark.parametrize("why", ["no context", "refused context"])
+def test_a_run_whose_cluster_specs_never_reached_a_cluster_leaves_no_folder_or_report(
+    pytester: pytest.Pytester, kubectl_standin, empty_kubeconfig: Path, why: str
+) -> None:
+    kubectl_standin.set_current_context(None if why == "no context" else "gke_prod_europe")
+    pytester.makepyfile(CLUSTER_SPEC)
+    result = pytester.runpytest("--target", "cluster", "--artifacts", str(pytester.path / "art"))
+    result.assert_outcomes(passed=1, **({"skipped": 1} if why == "no context" else {"errors": 1}))
+    assert not (pytester.path / "art").exists()
+    assert "harness report:" not in result.stdout.str()
