@@ -63,6 +63,7 @@ from fakes.kube.resources import Registry
 from fakes.kube.server import KubeServer
 from fakes.kube.store import Store
 from fakes.runtime import FakeRuntime
+from harness import process
 
 if TYPE_CHECKING:
     from fakes.kube.components import Controllers
@@ -233,6 +234,7 @@ def serve(
     controllers, scheduler and kubelet (:mod:`fakes.kube.components`); ``False`` serves a bare API.
     """
     workdir = tempfile.mkdtemp(prefix="fake-kube-")
+    process.remove_when_gone(workdir)  # a hard kill (SIGKILL, os._exit) leaves no folder behind either
     written: kubeconfig_file.Written | None = None
     path = os.fspath(kubeconfig) if kubeconfig is not None else os.path.join(workdir, "kubeconfig")
     server: KubeServer | None = None
@@ -267,6 +269,7 @@ def serve(
             if written is not None:
                 kubeconfig_file.remove_entries(path, context, written)
             shutil.rmtree(workdir, ignore_errors=True)
+            process.forget_folder(workdir)
 
 
 __all__ = ["serve", "KubeHandle", "KubeDouble", "DEFAULT_CONTEXT", "DEFAULT_KUBECTL_VERSION"]

@@ -116,17 +116,23 @@ def _merged(path: Path, text: str, ours: dict[str, Any], context: str) -> tuple[
     """``text`` with the double's entries inserted, and the inserted blocks; checked against a structural merge."""
     config = _load(path, text)
     expected = dict(config)
+    taken: list[str] = []
     for section in _SECTIONS:
         entries = config.get(section)
         if entries is not None and not isinstance(entries, list):
             raise ValueError(f"kubeconfig {path}: {section} is not a list; pass another path")
         if any(isinstance(e, dict) and e.get("name") == context for e in entries or []):
-            raise KubeconfigNotMergeable(
-                f"kubeconfig {path} already has a {section[:-1]} named {context!r} (an earlier double's, or "
-                f"someone else's): pass --context with another name, or remove it first "
-                f"(kubectl config delete-{_DELETE_VERB[section]} {context})"
-            )
+            taken.append(section)
         expected[section] = [*(entries or []), *ours[section]]
+    if taken:  # every entry of that name, so one cleanup removes all an earlier (killed) double added
+        kinds = ", ".join(section[:-1] for section in taken)
+        cleanup = " && ".join(
+            f"kubectl --kubeconfig {path} config delete-{_DELETE_VERB[section]} {context}" for section in taken
+        )
+        raise KubeconfigNotMergeable(
+            f"kubeconfig {path} already has entries named {context!r} ({kinds}: an earlier double's, or someone "
+            f"else's): pass --context with another name, or remove them first ({cleanup})"
+        )
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines(keepends=True)
     blocks = []

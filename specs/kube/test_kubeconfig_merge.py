@@ -11,8 +11,12 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shlex
+import shutil
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,8 @@ import fakes.kube
 from fakes.kube.kubeconfig import KubeconfigNotMergeable
 from harness import process
 from specs.kube.conftest import require_kubectl
+
+ROOT = Path(__file__).resolve().parents[2]
 
 KUBECTL_STYLE = """\
 # written by minikube; keep this comment
@@ -142,7 +148,7 @@ def test_the_command_line_merges_into_a_kubectl_written_file_that_kubectl_then_r
             '{"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}\n',
             "cannot add its entries to without rewriting the file",
         ),
-        (KUBECTL_STYLE.replace("minikube", "double"), "already has a cluster named 'double'"),
+        (KUBECTL_STYLE.replace("minikube", "double"), r"already has entries named 'double' \(cluster, user, context"),
     ],
     ids=["json", "same-name"],
 )
@@ -158,6 +164,53 @@ def test_a_file_it_cannot_merge_into_is_refused_and_left_alone(tmp_path: Path, t
     assert "\n" not in str(caught.value)
     assert path.read_text() == text
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_the_cleanup_a_refusal_suggests_removes_all_an_earlier_double_left(tmp_path: Path) -> None:
+    # An earlier double killed hard left its cluster, user and context in the file: one suggested command removes
+    # every one of them, and the next double starts.
+    if shutil.which("kubectl") is None:
+        pytest.skip("no kubectl on PATH: this spec runs the suggested cleanup with the real binary")
+    path = tmp_path / "config"
+    path.write_text(KUBECTL_STYLE.replace("minikube", "double"))
+    with (
+        pytest.raises(KubeconfigNotMergeable) as caught,
+        fakes.kube.serve(kubeconfig=path, context="double", controllers=False),
+    ):
+        pass
+    cleanup = str(caught.value).rsplit("remove them first (", 1)[1].rstrip(")")
+    for command in cleanup.split(" && "):
+        done = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=30, env={**os.environ})
+        assert done.returncode == 0, done.stderr
+    with fakes.kube.serve(kubeconfig=path, context="double", controllers=False):
+        pass
+
+
+def test_a_hard_killed_double_leaves_no_folder_in_the_temp_directory(tmp_path: Path) -> None:
+    script = (
+        "import os, sys, fakes.kube\n"
+        "with fakes.kube.serve(controllers=False) as kd:\n"
+        "    print(os.path.dirname(kd.cache_dir), flush=True)\n"
+        "    sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert child.stdout is not None
+        folder = Path(child.stdout.readline().strip())
+        assert folder.is_dir()
+        assert folder.name.startswith("fake-kube-")
+        child.kill()
+        child.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while folder.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # the watchdog removes it once the process is gone; bounded
+        assert not folder.exists()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(timeout=30)
 
 
 def test_a_symlinked_kubeconfig_stays_a_symlink(tmp_path: Path) -> None:
