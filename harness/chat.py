@@ -472,7 +472,7 @@ async def _whole_answer(response: httpx.Response, turn: ChatTurn, where: str) ->
         body = None
     if isinstance(body, dict) and body.get("error"):
         error = body["error"]
-        message = error.get("message") if isinstance(error, dict) else str(error)
+        message = (error.get("message") if isinstance(error, dict) else None) or json.dumps(error)[:MAX_FRAME_SHOWN]
         raise ChatRejected(
             f"{where}: the service answered HTTP {response.status_code} with an error ({kind}) instead of a stream: "
             f"{message}",
@@ -492,9 +492,12 @@ async def _whole_answer(response: httpx.Response, turn: ChatTurn, where: str) ->
             frame_number=0,
         )
     assert isinstance(body, dict)
+    saved = copy.deepcopy({name: getattr(turn, name) for name in _FOLDED})
     try:
         _choice(turn, {"finish_reason": body["choices"][0].get("finish_reason"), "delta": message}, "choices[0]")
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        for name, value in saved.items():  # ``partial`` is the turn before it, as for a malformed frame
+            setattr(turn, name, value)
         raise ChatStreamMalformed(
             f"{where}: the service answered one whole chat completion that cannot be read: {exc}",
             partial=turn,

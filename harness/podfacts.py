@@ -301,7 +301,7 @@ def pod_facts(pod: Obj, events: list[Obj] | None = None) -> PodFacts:
     scheduled = conditions.get("PodScheduled") or {}
     owner = next((ref.get("name") for ref in metadata.get("ownerReferences") or [] if ref.get("controller")), None)
     labels = metadata.get("labels") or {}
-    mine = events_for(events or [], "Pod", name_of(pod), metadata.get("uid"))  # not those of an earlier pod so named
+    mine = events_for(events or [], "Pod", name_of(pod), uid_of(pod))  # not those of an earlier pod so named
     return PodFacts(
         name=name_of(pod),
         owner=owner,

@@ -531,7 +531,7 @@ class _AsyncRunner:
         if outcome == "ok":
             settled, value = _settled(self.probe, value)
             outcome = "ok" if settled else "not-yet"
-        _append(summary, attempt, start, began, outcome, error, value)
+        outcome = _append(summary, attempt, start, began, outcome, error, value)
         return outcome, value, error
 
 
@@ -631,7 +631,7 @@ class _ThreadRunner:
         if outcome == "ok":
             settled, value = _settled(self.probe, value)
             outcome = "ok" if settled else "not-yet"
-        _append(summary, attempt, start, began, outcome, error, value)
+        outcome = _append(summary, attempt, start, began, outcome, error, value)
         if error is not None and not isinstance(error, Exception):
             raise error  # KeyboardInterrupt, SystemExit from the probe: not an attempt's failure
         return outcome, value, error
@@ -671,7 +671,9 @@ def _append(
     outcome: Outcome,
     error: BaseException | None,
     value: Any = None,
-) -> None:
+) -> Outcome:
+    """Record the attempt; returns its outcome as recorded (a timeout at the bound is a hang, a hang the deadline
+    cut is ``cut``), which the runner then reports."""
     if outcome == "failed" and _timed_out_at_bound(error, attempt):
         outcome = "hung"
     if outcome == "hung" and attempt.bound < summary.probe_timeout:
@@ -688,6 +690,7 @@ def _append(
         )
     )
     summary.notes.extend(attempt.notes)
+    return outcome
 
 
 _TIMEOUTS = (TimeoutError, ProcessTimeout, KubectlTimeout, ServiceTimeout)

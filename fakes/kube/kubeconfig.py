@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -126,8 +127,9 @@ def _merged(path: Path, text: str, ours: dict[str, Any], context: str) -> tuple[
         expected[section] = [*(entries or []), *ours[section]]
     if taken:  # every entry of that name, so one cleanup removes all an earlier (killed) double added
         kinds = ", ".join(section[:-1] for section in taken)
+        where, name = shlex.quote(str(path)), shlex.quote(context)
         cleanup = " && ".join(
-            f"kubectl --kubeconfig {path} config delete-{_DELETE_VERB[section]} {context}" for section in taken
+            f"kubectl --kubeconfig {where} config delete-{_DELETE_VERB[section]} {name}" for section in taken
         )
         raise KubeconfigNotMergeable(
             f"kubeconfig {path} already has entries named {context!r} ({kinds}: an earlier double's, or someone "

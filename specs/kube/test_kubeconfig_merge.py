@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import select
 import shlex
 import shutil
 import stat
@@ -198,6 +199,8 @@ def test_a_hard_killed_double_leaves_no_folder_in_the_temp_directory(tmp_path: P
     )
     try:
         assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], 60)  # bounded: a child that never prints fails here
+        assert ready, "the child never printed its double's folder"
         folder = Path(child.stdout.readline().strip())
         assert folder.is_dir()
         assert folder.name.startswith("fake-kube-")
