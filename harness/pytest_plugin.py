@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pytest
 
+from harness import worker_collection
 from harness.config import HarnessConfig, HarnessConfigError, load_config
 from harness.errors import (
     ApiServerUnusable,
@@ -83,6 +84,7 @@ _API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
 _LOCK_FAILED = pytest.StashKey[str]()
 _WAIT_PREFIX = "harness.wait."
 _WORKER_GUARD = "harness_guard"
+_HEADER_SHOWN = pytest.StashKey[bool]()
 _UNUSABLE = "cluster unusable: "
 _GUARD_FAILED = "kube context guard: "
 DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
@@ -280,6 +282,7 @@ def pytest_configure_node(node: Any) -> None:
         return
     from harness import targets  # imported by pytest by now (pytest_plugins)
 
+    worker_collection.open_channel(node)  # for the header: the worker's collection has the markers this one lacks
     if targets.guard_verdict(config) is not None:  # against a twin, each worker has its own
         return
     context = worker_context(kube_contexts(config), str(node.workerinput.get("workerid", "")))
@@ -289,13 +292,40 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What the cluster specs will touch, once collection found some, before anything runs: a run that collects
-    none prints nothing of the harness (pytest-xdist workers' collections are not shown; the summary says it)."""
+    none prints nothing of the harness. Under xdist the main process prints it from the workers' collections
+    (:func:`pytest_xdist_node_collection_finished`)."""
     config = session.config
     if hasattr(config, "workerinput") or not any(item.get_closest_marker("cluster") for item in session.items):
         return
+    _write_lines(config, target_lines(config))
+
+
+@pytest.hookimpl(tryfirst=True, specname="pytest_collection_finish")  # before xdist's own sends `collectionfinish`
+def pytest_collection_finish_worker(session: pytest.Session) -> None:
+    """xdist worker: hand its cluster specs and its header lines to the main process
+    (:mod:`harness.worker_collection`)."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        cluster = [item.nodeid for item in session.items if item.get_closest_marker("cluster")]
+        worker_collection.send(config, cluster, target_lines(config) if cluster else [])
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # first: harness.shard_plugin's split line reads what it took
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist main process: the header, once every worker has said what its collection found."""
+    config = node.config
+    worker_collection.receive(node)
+    collected = worker_collection.complete(config)
+    if collected is None or _HEADER_SHOWN in config.stash or not worker_collection.cluster_nodeids(collected):
+        return
+    config.stash[_HEADER_SHOWN] = True
+    _write_lines(config, worker_collection.merged_lines(collected) + _unused_context_lines(config, len(collected)))
+
+
+def _write_lines(config: pytest.Config, lines: list[str]) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        for line in target_lines(config):
+        for line in lines:
             reporter.write_line(line)
 
 
@@ -318,19 +348,28 @@ def _guard_lines(config: pytest.Config) -> list[str]:
     if state == "fail":  # the whole reason and the fix come once, in the terminal summary
         return [f"harness: cluster specs will fail at set-up: {_headline(str(detail))} (reason and fix at the end)"]
     kube: Kube = detail
-    unused = kube_contexts(config)[1:]  # this process is the only one: it uses the first context
-    return [
+    used = (
         f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
-        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})",
-        *(
-            [
-                f"harness: --kube-context {', '.join(repr(c) for c in unused)} not used: the cluster specs run in one "
-                "process here; with xdist (-n 2 or more, --dist loadgroup) each worker takes one context"
-            ]
-            if unused
-            else []
-        ),
-    ]
+        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
+    )
+    if hasattr(config, "workerinput"):  # the main process says which contexts no worker took
+        return [used]
+    return [used, *_unused_context_lines(config, None)]
+
+
+def _unused_context_lines(config: pytest.Config, workers: int | None) -> list[str]:
+    """The ``--kube-context`` values no process takes: beyond the first in a run of one process (``workers``
+    None), beyond the number of workers under xdist (worker ``i`` takes context ``i`` mod their number)."""
+    unused = kube_contexts(config)[workers or 1 :]
+    if not unused:
+        return []
+    names = ", ".join(repr(c) for c in unused)
+    if workers is None:
+        return [
+            f"harness: --kube-context {names} not used: the cluster specs run in one process here; with xdist "
+            "(-n 2 or more, --dist loadgroup) each worker takes one context"
+        ]
+    return [f"harness: --kube-context {names} not used: {workers} worker(s) take the first {workers} context(s)"]
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")  # before `-m` deselection

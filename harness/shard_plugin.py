@@ -14,7 +14,8 @@ modules by their recorded durations (:func:`harness.shards.split_by_module`), sh
 - After the run, each cluster spec that ran (its call phase, passed or failed) has its set-up + call + teardown
   seconds merged into the durations file (``[tool.harness] durations_file``), from the main process: xdist workers'
   reports reach it too.
-- The session header (the worker's collection, under xdist) and the terminal summary say how the specs were split:
+- The session header (under xdist, the workers' collections: :mod:`harness.worker_collection`) and the terminal
+  summary say how the specs were split, or how one shard runs (one at a time, on one worker or on any):
   ``cluster specs: 2 shards over 2 twins (by recorded duration: 331 s, 329 s)``; the summary adds what each shard
   took and the durations file written.
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from harness import shards
+from harness import shards, worker_collection
 from harness.markexpr import cluster_specs_selectable
 
 WORKER_DURATIONS = "harness_durations"
@@ -184,7 +185,8 @@ def split_line(config: pytest.Config, nodeids: list[str]) -> str:
     for nodeid in nodeids:
         by_shard.setdefault(shards.shard_index(_group_of(nodeid)) or 0, []).append(nodeid)
     seconds, estimated, fallback = shards.seconds_of(nodeids, recorded_durations(config))
-    totals = [sum(seconds[shards.without_group(n)] for n in by_shard.get(i, [])) for i in range(max(by_shard) + 1)]
+    count = max(shard_count(config), max(by_shard) + 1)  # a shard with no module (fewer modules than shards) too
+    totals = [sum(seconds[shards.without_group(n)] for n in by_shard.get(i, [])) for i in range(count)]
     guessed = f"; {estimated} with no record counted as {fallback:.0f} s each" if estimated else ""
     figures = ", ".join(f"{total:.0f} s" for total in totals)
     if len(totals) == 1:
@@ -201,13 +203,18 @@ def _over(config: pytest.Config, count: int) -> str:
 
 
 def _why_one(config: pytest.Config) -> str:
-    from harness.pytest_plugin import kube_contexts
-
+    """How the specs of one shard run, and why there is only one (under loadgroup with two workers or more, only one
+    kube context gives one shard: two contexts or twins give two)."""
     if workers(config) == 1:
-        return "one process (-n 0 or no xdist)"
+        one_worker = getattr(config.option, "numprocesses", 0) == 1
+        one = "one worker (-n 1)" if one_worker else "one process (-n 0 or no xdist)"
+        return f"one at a time in {one}"
     if _dist(config) != "loadgroup":
-        return f"--dist {config.getvalue('dist')} (only loadgroup keeps a shard on one worker)"
-    return "one kube context" if len(kube_contexts(config)) <= 1 else "one worker per context"
+        return (
+            f"on any of the {workers(config)} workers, one at a time per kube context (the cluster lock): --dist "
+            f"{config.getvalue('dist')} (only loadgroup keeps a shard on one worker)"
+        )
+    return "one at a time on one worker: one kube context"
 
 
 @pytest.hookimpl(trylast=True)
@@ -221,11 +228,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    """xdist main process (which collects nothing itself): the split, from the first worker's collection."""
+    """xdist main process (which collects nothing itself): the split, once every worker said which of its specs are
+    cluster specs (:mod:`harness.worker_collection`, received by the harness plugin's hook, which runs first)."""
     config = node.config
-    if _SPLIT_LINE in config.stash or not cluster_specs_selectable(config):
+    collected = worker_collection.complete(config)
+    if _SPLIT_LINE in config.stash or collected is None:
         return
-    cluster = [nodeid for nodeid in ids if "@" in nodeid and shards.shard_index(_group_of(nodeid)) is not None]
+    cluster = worker_collection.cluster_nodeids(collected)
     if cluster:
         _announce(config, split_line(config, cluster))
 

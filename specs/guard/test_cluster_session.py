@@ -107,6 +107,45 @@ def test_the_header_names_context_server_and_namespace_before_anything_runs(
     )
 
 
+@pytest.mark.parametrize(
+    "dist, how",
+    [
+        ("loadgroup", "one shard, one at a time on one worker: one kube context"),
+        (
+            "load",
+            "one shard, on any of the 2 workers, one at a time per kube context (the cluster lock): --dist load "
+            "(only loadgroup keeps a shard on one worker)",
+        ),
+    ],
+)
+def test_under_xdist_the_header_and_how_the_cluster_specs_run_come_before_anything_runs(
+    pytester: pytest.Pytester, local_cluster: StubApiServer, dist: str, how: str
+) -> None:
+    pytester.makepyfile(FIVE_CLUSTER_SPECS, test_free="def test_free():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", dist, "-p", "no:randomly", timeout=120)
+    result.assert_outcomes(passed=6)
+    out = result.stdout.lines
+    header = (
+        f"harness: cluster specs use kube context 'minikube', API server {local_cluster.url}, namespace "
+        "'controller-agent' (kubectl "
+    )
+    said = [i for i, line in enumerate(out) if line.startswith(header)]
+    assert len(said) == 1, out  # once, though both workers collected the specs: the same context for both
+    split = [i for i, line in enumerate(out) if line.startswith(f"harness: cluster specs: {how} (by recorded")]
+    assert split == [said[0] + 1], out
+    first_result = next(i for i, line in enumerate(out) if line.startswith("......"))
+    assert split[0] < first_result  # before anything runs, not in the summary only
+
+
+def test_under_xdist_a_run_that_collects_no_cluster_spec_prints_nothing_of_the_harness(
+    pytester: pytest.Pytester, local_cluster: StubApiServer
+) -> None:
+    pytester.makepyfile(test_free="def test_free():\n    pass\n")
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:randomly", timeout=120)
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.stdout.lines if line.startswith("harness")]
+
+
 def test_the_header_says_why_there_is_no_cluster(
     pytester: pytest.Pytester, kubectl_standin: KubectlStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -117,6 +117,10 @@ def test_two_contexts_two_shards_each_on_its_own_worker_and_context(
     assert fixtures == ["test_long.py", "test_short.py"]  # each module-scoped fixture once
     result.stdout.fnmatch_lines(
         [
+            "harness: cluster specs use kube context 'minikube', API server *, namespace 'controller-agent' (kubectl "
+            "*) [[]gw0]",
+            "harness: cluster specs use kube context 'kind-b', API server *, namespace 'controller-agent' (kubectl "
+            "*) [[]gw1]",
             "harness: cluster specs: 2 shards over kube contexts 'minikube', 'kind-b' (by recorded duration: 75 s, "
             "28 s; 1 with no record counted as 20 s each)",
             "*cluster shards*",
@@ -173,7 +177,30 @@ def test_one_kube_context_keeps_one_shard_on_one_worker_as_before(
     assert len({r["worker"] for r in specs}) == 1
     assert {r["context"] for r in specs} == {"kind-b"}
     result.stdout.fnmatch_lines(
-        ["harness: cluster specs: one shard, one kube context (by recorded duration: 103 s; 1 with no record *"]
+        [
+            "harness: cluster specs use kube context 'kind-b', API server *",
+            "harness: cluster specs: one shard, one at a time on one worker: one kube context (by recorded duration: "
+            "103 s; 1 with no record *",
+        ]
+    )
+
+
+def test_with_fewer_workers_than_contexts_the_header_names_the_contexts_no_worker_takes(
+    pytester: pytest.Pytester, two_contexts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _project(pytester, two_contexts, monkeypatch)
+    result = pytester.runpytest_subprocess(
+        "-n", "1", "--dist", "loadgroup", "-p", "no:randomly", "--kube-context", "minikube", "--kube-context", "kind-b",
+        timeout=240,
+    )  # fmt: skip
+    result.assert_outcomes(passed=9)
+    assert {r["context"] for r in _runs(two_contexts) if "module" in r} == {"minikube"}
+    result.stdout.fnmatch_lines(
+        [
+            "harness: cluster specs use kube context 'minikube'*",
+            "harness: --kube-context 'kind-b' not used: 1 worker(s) take the first 1 context(s)",
+            "harness: cluster specs: one shard, one at a time in one worker (-n 1)*",
+        ]
     )
 
 
@@ -190,7 +217,7 @@ def test_without_xdist_the_first_context_is_used_and_the_others_named_as_unused(
         [
             "harness: cluster specs use kube context 'minikube'*",
             "harness: --kube-context 'kind-b' not used: the cluster specs run in one process here*",
-            "harness: cluster specs: one shard, one process (-n 0 or no xdist)*",
+            "harness: cluster specs: one shard, one at a time in one process (-n 0 or no xdist)*",
         ]
     )
 
@@ -224,7 +251,7 @@ class Twin:
         return {"context": self.context} if self.started else None
 
     def header(self):
-        return []
+        return [f"harness: cluster specs use the tiny twin this process starts ({self.context})"]
 
     def describe(self, reports):
         return f"{len(reports)} twin(s) started"
@@ -260,6 +287,9 @@ def test_against_the_twin_each_worker_runs_one_shard_on_its_own_twin(
     assert len(set(contexts.values())) == 2  # each worker's own twin
     result.stdout.fnmatch_lines(
         [
+            "target: twin (*)",  # the same in both workers: once
+            f"harness: cluster specs use the tiny twin this process starts ({contexts['gw0']}) [[]gw0]",
+            f"harness: cluster specs use the tiny twin this process starts ({contexts['gw1']}) [[]gw1]",
             "harness: cluster specs: 2 shards over 2 twins, one per worker (by recorded duration: 75 s, 28 s; *",
             "*target: twin (*); 2 twin(s) started",
         ]
