@@ -11,8 +11,9 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   its folder ``DIR/<run id>/<spec>/`` is filled by :func:`harness.evidence.collect` right then (before the teardown of
   its fixtures, so fakes and forwards are still there). A running pytest-timeout alarm (the ``signal`` method) is
   paused during collection and resumed after it, so collection is not cut by the spec's own timeout and runs even when
-  that timeout stopped the spec. The terminal summary prints each folder on one line; the JUnit XML carries it as the
-  property ``harness.evidence``. What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web")``
+  that timeout stopped the spec. The terminal summary prints each folder on one line, and each failed spec without
+  one and why (:mod:`harness.evidence_summary`); the JUnit XML carries it as the property ``harness.evidence``.
+  What to collect: the marker ``@pytest.mark.evidence("deployment/web", "pods:app=web")``
   (and the names a stack layer registered with :func:`register_window_evidence`), the ``evidence`` fixture
   (:class:`EvidenceRequest`), objects the spec created through ``cleanup``/``module_cleanup``, and workloads it
   rolled out or waited on.
@@ -50,9 +51,11 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 import pytest
 
-from harness import artifacts, progress, timeline
+from harness import artifacts, evidence_summary, progress, timeline
 from harness.artifacts import DEFAULT_EVIDENCE_BUDGET as DEFAULT_BUDGET
 from harness.errors import RolloutFailed
+from harness.evidence_summary import EVIDENCE_PROPERTY, NO_EVIDENCE_PROPERTY, no_evidence_reason
+from harness.evidence_summary import shown as _shown
 
 if TYPE_CHECKING:  # imported where used: a run that never uses the harness never loads them
     from harness.cleanup import Ledger
@@ -60,7 +63,6 @@ if TYPE_CHECKING:  # imported where used: a run that never uses the harness neve
     from harness.kube import Kube
     from harness.rollout import Explanation
 
-EVIDENCE_PROPERTY = "harness.evidence"
 _RUN = pytest.StashKey["_Run"]()
 _SPEC = pytest.StashKey["_SpecState"]()
 _UNWRITTEN = "harness_unwritten"
@@ -402,7 +404,11 @@ def pytest_runtest_makereport(
     run.failed_modules.add(_module_id(item))
     if run.ready and _module_id(item) in run.ledger_modules:
         artifacts.append_line(run.folder / ".failed" / artifacts.safe_name(_module_id(item)), call.when)
-    if not run.ready or not _qualifies(item, state):
+    if not run.ready:
+        return
+    if not _qualifies(item, state):
+        cluster_spec = item.get_closest_marker("cluster") is not None
+        report.user_properties.append((NO_EVIDENCE_PROPERTY, no_evidence_reason(cluster_spec)))
         return
     if state.evidence is None:
         _collect_evidence(item, run, state, call.when, report)
@@ -676,27 +682,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def _summarise_evidence(terminalreporter: Any) -> None:
-    rows: dict[str, str] = {}
-    for reports in terminalreporter.stats.values():
-        for rep in reports:
-            for name, value in getattr(rep, "user_properties", ()):
-                if name == EVIDENCE_PROPERTY and value:
-                    rows[rep.nodeid] = f"{rep.nodeid}: evidence in {_shown(Path(value))}{_index_note(Path(value))}"
-    if rows:
-        terminalreporter.write_sep("-", f"evidence of failed specs ({len(rows)})")
-        for row in rows.values():
+    summary = evidence_summary.lines(terminalreporter.stats)
+    if summary is not None:
+        terminalreporter.write_sep("-", summary[0])
+        for row in summary[1]:
             terminalreporter.write_line(row)
-
-
-def _index_note(folder: Path) -> str:
-    try:
-        data = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
-        return " (no index: collection did not start)"
-    steps = data.get("steps") or []
-    counts = {s: sum(1 for x in steps if x.get("status") == s) for s in ("failed", "cut")}
-    extra = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    return f" ({len(steps)} steps{', ' + extra if extra else ''}, {data.get('elapsed', 0):.1f}s)"
 
 
 def _summarise_cleanup(terminalreporter: Any, run: _Run) -> None:
@@ -721,10 +711,3 @@ def _summarise_cleanup(terminalreporter: Any, run: _Run) -> None:
         for entry in failed:
             for target, error in entry["failed"]:
                 terminalreporter.write_line(f"{entry['scope']}: could not delete {target}: {error}")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return os.path.relpath(path)
-    except ValueError:
-        return str(path)

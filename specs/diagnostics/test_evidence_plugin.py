@@ -166,6 +166,49 @@ def test_later(kube):  # keeps the module's double up through the first spec's t
     assert steps(folder)["kubectl describe deployment/web"]["status"] == "ok"
 
 
+MIXED_FAILURES = """
+import pytest
+
+@pytest.fixture
+def flaky_teardown(kube):
+    yield
+    raise RuntimeError("could not restore the stub agent's pacing")
+
+@pytest.mark.evidence("deployment/web")
+def test_fails_twice(kube, flaky_teardown):
+    assert False, "the web rollout did not finish"
+
+def test_rollout(kube):
+    assert False, "no ready pod"
+
+def test_plain():
+    assert 1 == 2
+
+def test_later(kube):  # keeps the module's double up through the first spec's teardown
+    pass
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_the_evidence_count_accounts_for_every_failed_spec_pytest_counts(
+    pytester: pytest.Pytester, tmp_path: Path, workers: list[str]
+) -> None:
+    # Said "evidence of failed specs (2)" beside pytest's "3 failed, 1 error": a spec failing in call and teardown is
+    # counted twice by pytest, and a plain spec's failure had no row at all.
+    inner_session(pytester, "crashloop", MIXED_FAILURES)
+    result = pytester.runpytest("--artifacts", str(tmp_path / "art"), "-p", "no:cacheprovider", *workers)
+    result.assert_outcomes(passed=1, failed=3, errors=1)
+    out = result.stdout.str()
+    heading = [line for line in out.splitlines() if "evidence of failed specs" in line]
+    assert len(heading) == 1, out
+    assert "(2 of 3 failed specs; pytest counts 1 of them twice (failed in two phases))" in heading[0]
+    rows = {line.split(": ", 1)[0].rsplit("/", 1)[-1]: line for line in out.splitlines() if ": evidence in " in line}
+    assert rows.keys() == {"test_inner.py::test_fails_twice", "test_inner.py::test_rollout"}, out
+    assert rows["test_inner.py::test_fails_twice"].endswith("; failed in call and teardown")
+    assert "failed in" not in rows["test_inner.py::test_rollout"].split(" evidence in ")[1]
+    result.stdout.fnmatch_lines(["*::test_plain: no evidence: it reached no cluster, fake or port-forward"])
+
+
 def test_waits_and_fake_journals_are_part_of_the_evidence(pytester: pytest.Pytester, tmp_path: Path) -> None:
     inner_session(
         pytester,
