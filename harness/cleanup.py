@@ -5,13 +5,16 @@ failure they followed. Here:
 
 - everything created through a :class:`Ledger` carries the label ``stack-harness.dev/run=<run id>`` (and
   ``stack-harness.dev/issue=<n>`` when the spec has an issue number), on the object and on its pod template, so
-  ``kubectl get all,secrets -l stack-harness.dev/run=<run id>`` finds it later;
+  ``kubectl get <kinds> -l stack-harness.dev/run=<run id>`` finds it later (the items of a ``List`` are labelled
+  one by one, as ``kubectl apply`` creates them one by one);
 - at the end of its scope the ledger deletes what it recorded, newest first, in one bounded ``kubectl delete
   --wait=false --ignore-not-found``, then runs its :class:`Sweep`\ s: deletions by query that a stack layer adds
   for objects its system creates on its own (a spec's window of custom resources, say);
 - the pytest plugin decides when: after a failure anywhere in the module (set-up and teardown included), or with
   ``--keep-resources``, nothing is deleted and the terminal summary prints what was kept, with the commands to
-  inspect and to delete it (:meth:`Ledger.keep_commands`).
+  inspect and to delete it (:meth:`Ledger.keep_commands`);
+- a ledger writes ahead what it is about to do (``record``: :mod:`harness.cleanup_journal`), so what a process
+  that died inside the scope created can still be listed.
 
 Deletion never sweeps by name prefix: only objects recorded by this run, or what a sweep's own query selects.
 """
@@ -32,6 +35,9 @@ from harness.errors import HarnessError, KubectlError
 
 if TYPE_CHECKING:
     from harness.kube import Kube
+
+Record = Callable[[str, dict[str, Any]], None]
+"""Where a ledger writes ahead what it is about to do (``event``, data): :mod:`harness.cleanup_journal`."""
 
 DEFAULT_DELETE_TIMEOUT = 30.0
 DISCOVERY_TIMEOUT = 10.0
@@ -117,12 +123,17 @@ class Ledger:
     :meth:`delete` or :meth:`keep` once the scope is over (see the module docstring).
     """
 
-    def __init__(self, kube: Kube, run_id: str, *, scope: str, issue: int | None = None) -> None:
+    def __init__(
+        self, kube: Kube, run_id: str, *, scope: str, issue: int | None = None, record: Record | None = None
+    ) -> None:
         self.kube, self.run_id, self.scope, self.issue = kube, run_id, scope, issue
         self.labels = run_labels(run_id, issue)
         self.refs: list[str] = []
         self.sweeps: list[Sweep] = []
         self.closed = False
+        self._record = record or (lambda event, data: None)
+        pin = {"kubeconfig": kube.kubeconfig, "context": kube.context, "namespace": kube.namespace}
+        self._record("open", {"scope": scope, **pin})
 
     def apply(self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, timeout: float = 30.0) -> list[str]:
         """Label and ``kubectl apply`` ``manifest`` (YAML text, one object or a list); returns and records the
@@ -131,6 +142,7 @@ class Ledger:
         docs = _documents(manifest)
         for doc in docs:
             label_manifest(doc, self.labels)
+        self._record("intent", {"refs": [ref for ref in map(manifest_ref, docs) if ref]})  # before the cluster sees it
         body = "\n---\n".join(yaml.safe_dump(doc, sort_keys=False) for doc in docs)
         done = self.kube.kubectl("apply", "-f", "-", "-o", "name", input=body, timeout=timeout, check=False)
         refs = [line.strip() for line in done.stdout.splitlines() if "/" in line]
@@ -146,10 +158,12 @@ class Ledger:
             if ref in self.refs:
                 self.refs.remove(ref)
             self.refs.append(ref)
+        self._record("refs", {"refs": list(refs)})
 
     def sweep(self, sweep: Sweep) -> None:
         """At the end of the scope, after the recorded objects, run ``sweep`` (unless the ledger is kept)."""
         self.sweeps.append(sweep)
+        self._record("sweep", {"what": sweep.what})
 
     def delete(self, *, timeout: float = DEFAULT_DELETE_TIMEOUT) -> CleanupResult:
         """Delete the recorded objects, newest first, then run the sweeps; bounded by ``timeout`` seconds
@@ -166,11 +180,13 @@ class Ledger:
                 result.failed.append((sweep.what, "not swept: the cleanup budget was spent"))
                 continue
             result.extend(sweep.run(self.kube, left))
+        self._record("closed", {"how": "deleted"})
         return result
 
     def keep(self) -> dict[str, Any]:
         """Mark the ledger kept (nothing will be deleted) and return what was kept, as a JSON-ready dict."""
         self.closed = True
+        self._record("closed", {"how": "kept"})
         return {
             "scope": self.scope,
             "run": self.run_id,
@@ -185,13 +201,8 @@ class Ledger:
         They name only resource types the API server serves: a sweep's custom resource only where discovery (one
         bounded ``kubectl api-resources``, :data:`DISCOVERY_TIMEOUT` seconds) lists it, so each command works as
         printed on a cluster without that CustomResourceDefinition."""
-        base = _pinned(self.kube)
-        selector = f"{RUN_LABEL}={self.run_id}"
-        commands = [f"{base} get all,secrets -l {selector}"]
-        if self.refs:
-            commands.append(
-                f"{base} delete {' '.join(shlex.quote(r) for r in reversed(self.refs))} --wait=false --ignore-not-found"
-            )
+        base = pinned_kubectl(self.kube.kubeconfig, self.kube.context, self.kube.namespace)
+        commands = inspect_and_delete(base, self.run_id, self.refs)
         needed = {sweep.resource for sweep in self.sweeps if sweep.inspect and sweep.resource}
         missing = {resource for resource in needed if not served(self.kube, resource)}
         commands += [
@@ -212,21 +223,76 @@ def served(kube: Kube, resource: str, *, timeout: float = DISCOVERY_TIMEOUT) -> 
     return any(line.split(".", 1)[0] == plural for line in done.stdout.split())
 
 
-def _pinned(kube: Kube) -> str:
-    parts = ["kubectl"]
-    if kube.kubeconfig:
-        parts += ["--kubeconfig", kube.kubeconfig]
-    parts += ["--context", kube.context, "-n", kube.namespace]
+def pinned_kubectl(kubeconfig: str | None, context: str, namespace: str) -> str:
+    """``kubectl [--kubeconfig K] --context C -n NS``, shell-quoted: the start of every command the harness prints."""
+    parts = ["kubectl", *(["--kubeconfig", kubeconfig] if kubeconfig else []), "--context", context, "-n", namespace]
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def inspect_and_delete(base: str, run_id: str, refs: list[str]) -> list[str]:
+    """``BASE get KINDS -l <run label>`` (the kinds of ``refs``: ``all`` leaves out ConfigMaps, roles and custom
+    resources; ``all,secrets`` when there are none) and ``BASE delete REFS --wait=false --ignore-not-found``,
+    newest first."""
+    kinds = ",".join(dict.fromkeys(ref.split("/", 1)[0] for ref in refs)) or "all,secrets"
+    commands = [f"{base} get {shlex.quote(kinds)} -l {RUN_LABEL}={run_id}"]
+    if refs:
+        newest_first = " ".join(shlex.quote(r) for r in reversed(refs))
+        commands.append(f"{base} delete {newest_first} --wait=false --ignore-not-found")
+    return commands
+
+
+def manifest_ref(doc: dict[str, Any]) -> str | None:
+    """``kind.group/name`` as ``kubectl -o name`` prints it (``deployment.apps/web``, ``configmap/x``), from a
+    manifest's ``apiVersion``, ``kind`` and ``metadata.name``; None without a kind or a name (``generateName``)."""
+    kind, name = doc.get("kind"), (doc.get("metadata") or {}).get("name")
+    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
+        return None
+    version = str(doc.get("apiVersion") or "")
+    group = version.split("/", 1)[0] if "/" in version else ""
+    return f"{kind.lower()}{'.' + group if group else ''}/{name}"
+
+
 def _documents(manifest: str | dict[str, Any] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects ``kubectl apply`` creates from ``manifest``: YAML documents or a stream of JSON objects, and the
+    items of every list object in them (any object whose ``items`` is an array, as apimachinery's
+    ``Unstructured.IsList`` reads it). Raises ``ValueError`` for a list inside a list, which kubectl's resource
+    builder (one level of flattening) refuses for the whole file."""
     if isinstance(manifest, str):
-        docs = [d for d in yaml.safe_load_all(manifest) if d]
+        docs = _parsed(manifest)
     elif isinstance(manifest, dict):
         docs = [manifest]
     else:
         docs = list(manifest)
     if not docs or not all(isinstance(d, dict) for d in docs):
         raise ValueError("manifest must be YAML text, an object, or a list of objects (Kubernetes manifests)")
-    return [json.loads(json.dumps(d)) for d in docs]  # our own copies: labelling must not change the caller's
+    flat = [item for doc in docs for item in (doc["items"] if isinstance(doc.get("items"), list) else [doc])]
+    if not all(isinstance(d, dict) for d in flat):
+        raise ValueError("a list object's items must be objects (Kubernetes manifests)")
+    if any(isinstance(d.get("items"), list) for d in flat):
+        raise ValueError("a list inside a list: kubectl apply refuses it (is not a list: no Items field)")
+    return [json.loads(json.dumps(d)) for d in flat]  # our own copies: labelling must not change the caller's
+
+
+def _parsed(text: str) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as exc:
+        stream = _json_stream(text)
+        if stream is None:
+            raise ValueError(f"manifest is neither YAML nor a stream of JSON objects: {exc}") from None
+        return stream
+
+
+def _json_stream(text: str) -> list[Any] | None:
+    """Concatenated JSON objects (``{...}{...}``), which kubectl's YAML-or-JSON decoder reads one after another."""
+    decoder, docs, at = json.JSONDecoder(), list[Any](), 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return docs
+        try:
+            doc, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return None
+        docs.append(doc)

@@ -21,7 +21,9 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   When their scope ends, after the spec's reports are all in, the plugin deletes what they recorded (newest first,
   bounded), unless a spec of the module failed (set-up and teardown included; pytest-xdist workers share this
   through marker files) or ``--keep-resources`` was given: then it keeps everything and the terminal summary says
-  what, with the commands to inspect and to delete it.
+  what, with the commands to inspect and to delete it. An interrupted session (Ctrl-C, or SIGTERM, made the same
+  interrupt once a ledger exists) keeps and lists every ledger still open; the open ledgers of processes that died
+  (a worker, an earlier run's pytest) are listed from their journals (:mod:`harness.cleanup_journal`).
 - Progress of long waits on the terminal (in place) or as periodic lines (CI logs, xdist workers).
 - ``DIR/<run id>/report.html``: one self-contained page with a shared time axis (:mod:`harness.report`).
 - Inert until used: ``DIR/<run id>/`` is created only when there is something to put in it (a failed spec's
@@ -83,6 +85,8 @@ class _Run:
     ready: bool = False
     report_all: bool = False  # --harness-report: record every spec and write report.html
     unwritten: list[tuple[Any, ...]] = field(default_factory=list)  # plain specs' records, kept until a folder exists
+    journal: Any = None  # harness.cleanup_journal.Journal, made with the first ledger
+    ledgers: list[Ledger] = field(default_factory=list)  # every ledger opened here, to settle any left open
 
     @property
     def folder(self) -> Path:
@@ -231,6 +235,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run = config.stash.get(_RUN, None)
     if run is None:
         return
+    if _SIGTERM_BEFORE in config.stash:
+        signal.signal(signal.SIGTERM, config.stash[_SIGTERM_BEFORE])
     if run.progress_before is not None:
         progress.restore(run.progress_before)
     if run.progress_fd is not None:
@@ -320,7 +326,14 @@ def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[
     issue = request.getfixturevalue("issue_number") if "issue_number" in request.fixturenames else None
     from harness.cleanup import Ledger
 
-    ledger = Ledger(kube, run.run_id, scope=scope, issue=issue)
+    if run.journal is None:
+        from harness.cleanup_journal import Journal
+
+        run.journal = Journal(run.folder, run.worker)
+        _interrupt_on_sigterm(request.config)
+    number = run.journal.new_ledger()
+    ledger = Ledger(kube, run.run_id, scope=scope, issue=issue, record=lambda e, d: run.journal.write(number, e, **d))
+    run.ledgers.append(ledger)
     yield ledger
     run.pending.append((ledger, _module_id(request.node)))  # decided once the spec's reports are all in
 
@@ -353,7 +366,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         record = timeline.take()
         if run.ready:
-            _settle_ledgers(item, run)
+            _settle_ledgers(run)
             _write_timeline(item, run, state, record)
 
 
@@ -569,20 +582,71 @@ def _alarm_paused() -> Iterator[None]:
 # --- cleanup decisions ------------------------------------------------------------------------------------------
 
 
-def _settle_ledgers(item: pytest.Item, run: _Run) -> None:
+def _settle_ledgers(run: _Run) -> None:
     pending, run.pending = run.pending, []
     for ledger, module in pending:
         failed = module in run.failed_modules or (run.folder / ".failed" / artifacts.safe_name(module)).exists()
         if run.keep or failed:
-            kept = ledger.keep()
-            kept["why"] = "--keep-resources" if run.keep else f"a spec in {module} failed"
-            _append_json(run.folder / ".cleanup.jsonl", {"kind": "kept", **kept})
+            _keep(run, ledger, "--keep-resources" if run.keep else f"a spec in {module} failed")
             continue
         result = ledger.delete()
         if result.failed:
             _append_json(
                 run.folder / ".cleanup.jsonl", {"kind": "failed", "scope": ledger.scope, "failed": result.failed}
             )
+
+
+def _settle_left_open(run: _Run, *, interrupted: bool) -> None:
+    """Ledgers whose scope ended only with the session (an interrupt, ``-x``), or never (the session stopped inside
+    it): settled by the usual rules, or all kept when the run was interrupted."""
+    if interrupted:
+        for ledger, _module in run.pending:
+            _keep(run, ledger, "the run was interrupted")
+        run.pending = []
+    else:
+        _settle_ledgers(run)
+    for ledger in run.ledgers:
+        if not ledger.closed:
+            _keep(run, ledger, "the run ended inside its scope" + (" (interrupted)" if interrupted else ""))
+
+
+def _keep(run: _Run, ledger: Ledger, why: str) -> None:
+    _append_json(run.folder / ".cleanup.jsonl", {"kind": "kept", **ledger.keep(), "why": why})
+
+
+def _list_orphans(run: _Run) -> None:
+    """Open ledgers of processes that died (a worker, or an earlier run's pytest), listed as kept in this run's
+    summary; each is claimed, so no later run lists it again (:mod:`harness.cleanup_journal`)."""
+    try:
+        folders = sorted(p for p in run.base.iterdir() if (p / ".ledgers").is_dir())
+    except OSError:
+        return
+    from harness.cleanup_journal import claim_orphans
+
+    for orphan in claim_orphans(folders):
+        earlier = f"; run {orphan.run_id}" if orphan.run_id != run.run_id else ""
+        why = f"its process ({orphan.worker}, pid {orphan.pid}) died inside the scope{earlier}"
+        entry = {"scope": orphan.scope, "run": orphan.run_id, "refs": orphan.refs, "sweeps": orphan.sweeps}
+        _append_json(
+            run.folder / ".cleanup.jsonl", {"kind": "kept", **entry, "commands": orphan.commands(), "why": why}
+        )
+
+
+_SIGTERM_BEFORE = pytest.StashKey[Any]()
+
+
+def _interrupt_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, ``kill``) becomes the interrupt Ctrl-C is, so pytest tears down and the ledgers
+    are settled and listed; only where nothing else handles SIGTERM, in the main thread, restored at unconfigure."""
+    if threading.current_thread() is not threading.main_thread() or _SIGTERM_BEFORE in config.stash:
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    config.stash[_SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
 
 
 def _append_json(path: Path, data: dict[str, Any]) -> None:
@@ -641,10 +705,14 @@ def _flush_timeline(run: _Run, entries: list[tuple[Any, ...]]) -> None:
         _append_json(run.folder / ".timeline" / f"{run.worker or 'main'}.jsonl", spec)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of what is still set up (an interrupt, -x)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = session.config.stash.get(_RUN, None)
     if run is None or not run.ready:
         return
+    _settle_left_open(run, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    if run.worker is None:
+        _list_orphans(run)
     if run.worker is not None:  # the controller writes them if the run has a folder by then (xdist: the page shows all)
         config: Any = session.config
         config.workeroutput[_UNWRITTEN] = [[e[0], e[1], e[6]] for e in run.unwritten if not e[3].waits]

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from fakes.kube.objects import bare_double
 from harness import Kube, Ledger, wait_for_sync
 from harness.cleanup import label_manifest
 from harness.timestamps import DEFAULT_GRANULARITY, DEFAULT_SKEW
 from specs.agent_controller.cleanup import cleanup_agent_runs_since, sweep_agent_runs_since
 from specs.targets import Target, skip_on_control_plane
+
+from .cleanup_support import configmap, inner, kd, kube, names, printed_inspections_find
+
+__all__ = ["kd", "kube"]  # fixtures, used by name
 
 RUN = "20261130-140000-abcdef"
 CRD_NAME = "agentruns.core.controller-agent.dev"
@@ -41,28 +43,6 @@ CRD = {
         ],
     },
 }
-
-
-def configmap(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": name}}
-
-
-@pytest.fixture
-def kd() -> Iterator[Any]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("no kubectl on PATH: these specs need the real binary")
-    with bare_double() as handle:
-        yield handle
-
-
-@pytest.fixture
-def kube(target: Target) -> Kube:
-    return target.kube
-
-
-def names(kube: Kube, resource: str) -> list[str]:
-    """The names of ``resource`` in ``kube``'s namespace, sorted (read through kubectl, as on any target)."""
-    return sorted(o["metadata"]["name"] for o in kube.kubectl_json("get", resource)["items"])
 
 
 def test_applied_objects_carry_the_run_label_and_go_newest_first(target: Target, kube: Kube) -> None:
@@ -192,23 +172,6 @@ def test_an_unreachable_cluster_is_reported_not_raised(target: Target, kube: Kub
 
 # --- the plugin decides: delete after a pass, keep after a failure ---------------------------------------------------
 
-INNER_CONFTEST = """
-import pytest
-from harness.kube import Kube, resolve_kubectl
-
-@pytest.fixture(scope="session")
-def kube():
-    return Kube({context!r}, {namespace!r}, allowed=({context!r},), kubectl_path=resolve_kubectl("kubectl"),
-                kubeconfig={kubeconfig!r}, cache_dir={cache!r})
-"""
-
-
-def inner(pytester: pytest.Pytester, kube: Kube, spec: str) -> None:
-    """An inner project whose ``kube`` is the spec's own (its target, context and namespace)."""
-    fields = {"context": kube.context, "namespace": kube.namespace, "kubeconfig": kube.kubeconfig}
-    pytester.makeconftest(INNER_CONFTEST.format(**fields, cache=kube.cache_dir))
-    pytester.makepyfile(test_inner=spec)
-
 
 def test_what_a_passing_spec_created_is_deleted_after_it(pytester: pytest.Pytester, kube: Kube, tmp_path: Any) -> None:
     inner(
@@ -261,11 +224,13 @@ def test_after_a_failure_in_the_module_nothing_more_is_deleted(
         [
             f"*cluster resources kept (2 scope(s), run {run})*",
             "test_inner.py::test_fails: kept secret/evidence (a spec in test_inner.py failed)",
-            f"    {at} get all,secrets -l stack-harness.dev/run={run}",
+            f"    {at} get secret -l stack-harness.dev/run={run}",
             f"    {at} delete secret/evidence --wait=false --ignore-not-found",
             "test_inner.py: kept configmap/shared-config (a spec in test_inner.py failed)",
+            f"    {at} get configmap -l stack-harness.dev/run={run}",
         ]
     )
+    assert printed_inspections_find(kube, result.stdout.lines) == ["configmap/shared-config", "secret/evidence"]
 
 
 def test_a_failure_in_teardown_keeps_the_modules_resources(
@@ -329,7 +294,7 @@ def test_a_sweeps_inspect_command_is_printed_only_where_the_server_serves_its_ty
     ledger.track("configmap/kept")
     sweep_agent_runs_since(ledger, since)
     without = ledger.keep_commands()
-    assert "get all,secrets -l" in without[0]
+    assert "get configmap -l" in without[0]
     assert not any("agentruns" in command for command in without)
     inspect = without[0].split(" ", 1)[1].split()
     assert kube.kubectl(*inspect[inspect.index("get") :], check=False).returncode == 0
