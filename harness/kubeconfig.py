@@ -180,12 +180,12 @@ def _resolved(section: str, value: dict[str, Any], base: str) -> dict[str, Any]:
     for name in _PATH_FIELDS.get(section, ()):
         ref = value.get(name)
         if isinstance(ref, str) and ref and not os.path.isabs(ref):
-            value[name] = os.path.join(base, ref)
+            value[name] = os.path.normpath(os.path.join(base, ref))  # filepath.Join cleans the path
     plugin = value.get("exec")
     if section == "users" and isinstance(plugin, dict):
         command = plugin.get("command")
         if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
-            value["exec"] = {**plugin, "command": os.path.join(base, command)}
+            value["exec"] = {**plugin, "command": os.path.normpath(os.path.join(base, command))}
     return value
 
 
