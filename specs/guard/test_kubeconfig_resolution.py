@@ -17,6 +17,7 @@ import base64
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,8 +125,8 @@ def test_a_list_with_empty_entries_missing_empty_and_repeated_files_reads_as_kub
     assert harness_current == current.strip() == "kind-two"  # the first file that sets one
     assert sorted(harness_names) == sorted(names.split()) == ["kind-one", "kind-three", "kind-two"]
     merged = load_kubeconfig(resolve_kubeconfig())
-    contexts: list[dict[str, dict[str, str]]] = view["contexts"]  # type: ignore[assignment]
-    clusters: list[dict[str, dict[str, str]]] = view["clusters"]  # type: ignore[assignment]
+    contexts: list[dict[str, Any]] = view["contexts"]  # type: ignore[assignment]
+    clusters: list[dict[str, Any]] = view["clusters"]  # type: ignore[assignment]
     kubectl_said = {c["name"]: (c["context"]["cluster"], c["context"].get("namespace")) for c in contexts}
     harness_read = {name: (e.value["cluster"], e.value.get("namespace")) for name, e in merged.contexts.items()}
     assert (
