@@ -20,9 +20,12 @@ stack layer adds its own subclasses in its own module)::
     │   │   └── RolloutStatusFailed ············ ...in `rollout status` (also a RolloutFailed)
     │   ├── ApiServerUnusable ·················· the API server hop: the pinned context's server cannot be used
     │   │   ├── ApiServerUnreachable ··········· no HTTP answer (refused, silent, closed, TLS, DNS)
-    │   │   └── ApiServerRejected ·············· an error status
+    │   │   ├── ApiServerRejected ·············· an error status
+    │   │   └── CredentialPluginFailed ········· the hop before it: the kubeconfig's exec credential plugin failed
+    │   │       └── CredentialPluginTimeout ···· ...or did not answer within the bound (its group killed)
     │   ├── NoKubeContext
-    │   │   └── ContextNotDefined ·············· the pinned context is not in the kubeconfig
+    │   │   ├── ContextNotDefined ·············· the pinned context is not in the kubeconfig
+    │   │   └── KubeconfigInvalid ·············· a kubeconfig file kubectl refuses too (named)
     │   ├── ContextNotAllowed
     │   ├── ProcessTimeout ····················· run_bounded killed a child at its bound
     │   ├── ForwardLeak
@@ -99,7 +102,9 @@ class Unrecoverable(Exception):
     (:class:`WaitStopped`), instead of spending its whole budget on identical failures."""
 
 
-UNRECOVERABLE_API_KINDS = frozenset({"refused", "tls", "dns", "unauthorized", "forbidden", "namespace-missing"})
+UNRECOVERABLE_API_KINDS = frozenset(
+    {"refused", "tls", "dns", "unauthorized", "forbidden", "namespace-missing", "credential-plugin"}
+)
 """API server failures that do not go away while a spec waits (a stopped cluster, wrong credentials)."""
 
 
@@ -149,6 +154,11 @@ class NoKubeContext(HarnessError):
 class ContextNotDefined(NoKubeContext):
     """The pinned context is not a context of the kubeconfig. Named on purpose (``--kube-context``), cluster specs
     fail with it, its close matches and the fix; as the kubeconfig's own ``current-context``, they are skipped."""
+
+
+class KubeconfigInvalid(NoKubeContext):
+    """A kubeconfig file that kubectl refuses too (``error loading config file``: not YAML, not a mapping, a name
+    twice in one list, a directory, unreadable). The message names the file and why (:mod:`harness.kubeconfig`)."""
 
 
 class ContextNotAllowed(HarnessError):
@@ -285,8 +295,9 @@ class ApiServerUnusable(HarnessError):
     ``kind`` is ``"refused"`` (nothing listens), ``"no-answer"`` (no answer within the bound: a paused VM),
     ``"closed"`` (the connection was closed without an answer), ``"tls"`` (the TLS handshake failed), ``"dns"``
     (the host name does not resolve), ``"unauthorized"`` (401: the credentials were rejected), ``"forbidden"``
-    (403), ``"http-status"`` (any other error status: ``status`` holds it), ``"namespace-missing"`` or
-    ``"no-date"``. ``hint`` is the likely fix. ``unrecoverable`` is true for the kinds waiting cannot fix within a
+    (403), ``"http-status"`` (any other error status: ``status`` holds it), ``"namespace-missing"``, ``"no-date"``,
+    ``"credential-plugin"`` or ``"credential-plugin-timeout"`` (:class:`CredentialPluginFailed`). ``hint`` is the
+    likely fix. ``unrecoverable`` is true for the kinds waiting cannot fix within a
     spec (:data:`UNRECOVERABLE_API_KINDS`): :func:`waiting_cannot_fix` reads it.
     """
 
@@ -304,6 +315,36 @@ class ApiServerUnreachable(ApiServerUnusable):
 
 class ApiServerRejected(ApiServerUnusable):
     """The API server answered, with an error status (``status``): 401 unauthorized, 403, 404 on ``/version``, ..."""
+
+
+class CredentialPluginFailed(ApiServerUnusable):
+    """The hop before the API server: the context's exec credential plugin (``command``) could not be run, exited
+    non-zero (``returncode``; ``stderr_tail`` quotes its stderr), printed no valid ExecCredential, or needs a
+    terminal. Nothing was sent to the API server. ``kind`` is ``"credential-plugin"`` (waiting cannot fix it)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: str,
+        context: str = "",
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        kind: str = "credential-plugin",
+    ) -> None:
+        super().__init__(message, kind=kind, context=context)
+        self.command, self.returncode, self.stderr_tail = command, returncode, stderr_tail
+
+
+class CredentialPluginTimeout(CredentialPluginFailed):
+    """The exec credential plugin did not answer within ``timeout`` seconds (the caller's bound); its process group
+    was killed. ``kind`` is ``"credential-plugin-timeout"``."""
+
+    def __init__(self, message: str, *, command: str, context: str = "", timeout: float, stderr_tail: str = "") -> None:
+        super().__init__(
+            message, command=command, context=context, stderr_tail=stderr_tail, kind="credential-plugin-timeout"
+        )
+        self.timeout = timeout
 
 
 # --- waiting -----------------------------------------------------------------------------------------------

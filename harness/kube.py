@@ -12,9 +12,10 @@ committed allow-list, and pinned on every call:
   files resolved at connect time (``KUBECONFIG``), user preferences off (``KUBERC=off``: a kuberc that makes
   ``delete`` interactive turns a delete into ``deletion is cancelled`` with exit 0), no proxy variables, and no
   other ``KUBECTL_*`` switches from the user's shell;
-- the kubernetes client is built from the same kubeconfig files for that context alone
-  (``load_kube_config(config_file=..., context=...)`` into its own ``Configuration``), never from the
-  process-global configuration or a ``KUBECONFIG`` changed later.
+- the kubernetes client is built from the same kubeconfig files, read as kubectl reads them
+  (:mod:`harness.kubeconfig`), for that context alone into its own ``Configuration``, never from the
+  process-global configuration or a ``KUBECONFIG`` changed later; an exec credential plugin runs within the
+  caller's bound and is named when it fails or stalls (:class:`~harness.errors.CredentialPluginFailed`).
 
 The allow-list is checked again on every call. The API server itself is checked once per session by the plugin
 (:meth:`Kube.check_api_server`), which tells a refused connection, no answer, a TLS failure, an HTTP error status
@@ -35,13 +36,14 @@ import shutil
 import ssl
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from harness import advice, process
+from harness import kubeconfig as kubeconfig_files
 from harness.attempts import clamp_to_attempt, note
 from harness.config import HarnessConfig, is_namespace_name, kubeconfig_choice, load_config
 from harness.errors import (
@@ -138,6 +140,7 @@ class Kube:
         self.env = kubectl_environment(self.kubeconfig_path)
         """The whole environment of every kubectl child (see :func:`kubectl_environment`)."""
         self._api_client: Any = None
+        self._credential: kubeconfig_files.ExecCredential | None = None
         #: how a guard message tells its reader to pick another context (pytest's flags by default)
         self.pick = pick
         #: where the allow-list came from, for the guard's message (:meth:`harness.config.HarnessConfig.origin`)
@@ -225,9 +228,10 @@ class Kube:
 
     def require_context_in_kubeconfig(self, *, read_files: bool = False) -> None:
         """Raise :class:`NoKubeContext` unless the pinned context is defined in the kubeconfig: one bounded
-        ``kubectl config get-contexts``, or with ``read_files`` the files themselves (:func:`kubeconfig_contexts`)."""
+        ``kubectl config get-contexts``, or with ``read_files`` the files themselves (:func:`kubeconfig_contexts`;
+        :class:`~harness.errors.KubeconfigInvalid` for a file kubectl refuses too)."""
         if read_files:
-            names = kubeconfig_contexts(self.kubeconfig_path)[1]
+            names = list(kubeconfig_files.load_kubeconfig(self.kubeconfig_path).contexts)
             found = self.context in names
         else:
             argv = [self.kubectl_path, *self._kubeconfig_flag(), "config", "get-contexts", "-o", "name"]
@@ -426,34 +430,78 @@ class Kube:
 
     # --- the API server ---------------------------------------------------------------------------------
 
-    def api_client(self) -> Any:
+    def api_client(self, *, timeout: float = kubeconfig_files.CREDENTIAL_TIMEOUT) -> Any:
         """A kubernetes ``ApiClient`` built for this context only, from the kubeconfig files kubectl uses.
+
+        The files are read as kubectl reads them (:func:`harness.kubeconfig.load_kubeconfig`) and the client gets
+        this context's entries alone, with absolute paths. An exec credential plugin is run by the harness, not by
+        the client (whose ``ExecProvider`` has no timeout): within ``timeout`` seconds, in its own process group
+        (:func:`harness.kubeconfig.run_exec_plugin`); the client gets the token or certificate it printed. A token
+        that expires is fetched again when the client next needs it (bounded by
+        :data:`harness.kubeconfig.CREDENTIAL_TIMEOUT`), a certificate when this is called after it expired.
 
         The global default configuration is untouched. urllib3's retries are off, so a call's
         ``_request_timeout`` bounds it (the client would otherwise retry a refused connection three times,
-        each with the full timeout). Raises :class:`NoKubeContext` when the client cannot load the context.
+        each with the full timeout). Raises :class:`~harness.errors.CredentialPluginFailed` (or its
+        ``CredentialPluginTimeout``) for the plugin, :class:`~harness.errors.KubeconfigInvalid` for a file kubectl
+        refuses too, :class:`NoKubeContext` when the client cannot load the context.
         """
+        if self._api_client is not None and self._credential is not None and self._credential.expired():
+            self.close()
         if self._api_client is None:
             from kubernetes import client as kube_client
             from kubernetes import config as kube_config
 
+            minified = kubeconfig_files.load_kubeconfig(self.kubeconfig_path).minified(self.context)
+            users = minified["users"]
+            plugin: dict[str, Any] | None = None
+            if users and kubeconfig_files.needs_plugin(users[0]["user"]):
+                plugin = dict(users[0]["user"]["exec"])
+                self._credential = self._run_plugin(plugin, users[0]["name"], minified, timeout)
+                users[0]["user"] = kubeconfig_files.with_credential(users[0]["user"], self._credential)
             configuration = kube_client.Configuration()
             try:
-                kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-                    config_file=self.kubeconfig_path,
-                    context=self.context,
-                    client_configuration=configuration,
-                    persist_config=False,
+                kube_config.load_kube_config_from_dict(  # type: ignore[no-untyped-call]
+                    minified, context=self.context, client_configuration=configuration, persist_config=False
                 )
             except kube_config.ConfigException as exc:
                 raise NoKubeContext(f"the kubernetes client cannot load context {self.context!r}: {exc}") from None
             configuration.retries = False
+            if plugin is not None and self._credential is not None and self._credential.token is not None:
+                configuration.refresh_api_key_hook = self._token_refresher(  # type: ignore[assignment]
+                    plugin, users[0]["name"], minified
+                )
             self._api_client = kube_client.ApiClient(configuration)
         return self._api_client
 
+    def _run_plugin(
+        self, plugin: dict[str, Any], user: str, minified: dict[str, Any], timeout: float
+    ) -> kubeconfig_files.ExecCredential:
+        return kubeconfig_files.run_exec_plugin(
+            plugin,
+            timeout=timeout,
+            env=self.env,
+            user=user,
+            context=self.context,
+            cluster=minified["clusters"][0]["cluster"],
+        )
+
+    def _token_refresher(self, plugin: dict[str, Any], user: str, minified: dict[str, Any]) -> Callable[[Any], None]:
+        """The client's ``refresh_api_key_hook``: a new token from the plugin once the one it gave expired."""
+
+        def refresh(configuration: Any) -> None:
+            if self._credential is not None and self._credential.expired():
+                self._credential = self._run_plugin(plugin, user, minified, kubeconfig_files.CREDENTIAL_TIMEOUT)
+                configuration.api_key["BearerToken"] = f"Bearer {self._credential.token}"
+
+        return refresh
+
     def server_url(self) -> str:
-        """The API server URL of the pinned context, as the kubernetes client loaded it."""
-        return str(self.api_client().configuration.host)
+        """The API server URL of the pinned context: as the kubernetes client loaded it once built, else read from
+        the kubeconfig files (no credential plugin runs for it)."""
+        if self._api_client is not None:
+            return str(self._api_client.configuration.host)
+        return self.kubeconfig_server().rstrip("/")
 
     def kubeconfig_server(self) -> str:
         """The pinned context's API server URL read from the kubeconfig files alone (no client, no credential
@@ -521,11 +569,14 @@ class Kube:
         return ApiServerInfo(self.server_url(), str(body.get("gitVersion", "unknown")), self.namespace)
 
     def _get(self, path: str, bound: float) -> dict[str, Any]:
-        """``GET path`` on the API server within ``bound`` seconds: ``{"date", "body"}``, or a classified error."""
+        """``GET path`` on the API server within ``bound`` seconds, a credential plugin's run included:
+        ``{"date", "body"}``, or a classified error."""
         import urllib3
         from kubernetes.client.exceptions import ApiException
 
-        api = self.api_client()
+        start = time.monotonic()
+        api = self.api_client(timeout=bound)
+        bound = max(0.1, bound - (time.monotonic() - start))
         method, url, headers, _, _ = api.param_serialize(
             "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
         )
@@ -551,7 +602,12 @@ class Kube:
         kind, hint = {
             401: (
                 "unauthorized",
-                "the context's credentials are stale (a recreated cluster?): "
+                (
+                    f"the credentials the credential plugin `{self._credential.command}` gave are not accepted by "
+                    "this server: check what the plugin logs in to and the kubeconfig user's exec entry"
+                )
+                if self._credential is not None
+                else "the server does not accept the context's credentials: "
                 + advice.refresh_credentials(self.context),
             ),
             403: ("forbidden", "the context's user is authenticated but lacks the rights: check its RBAC bindings"),
@@ -866,82 +922,53 @@ def duration_flag(name: str, seconds: float) -> str:
 
 
 def resolve_kubeconfig(explicit: str | None = None) -> str:
-    """The kubeconfig files kubectl would read now, ``os.pathsep``-joined: ``explicit``, else ``$KUBECONFIG``, else
-    ``~/.kube/config``. Resolved once per :class:`Kube`, so a later change of ``KUBECONFIG`` cannot redirect it."""
-    if explicit:
-        return os.path.abspath(explicit)
-    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    if listed:
-        return os.pathsep.join(os.path.abspath(os.path.expanduser(p)) for p in listed)
-    return os.path.join(os.path.expanduser("~"), ".kube", "config")
+    """The kubeconfig files kubectl would read now, ``os.pathsep``-joined (:func:`harness.kubeconfig.kubeconfig_paths`:
+    ``explicit``, else ``$KUBECONFIG`` without repeats or empty entries, else ``~/.kube/config``; ``""`` when
+    ``KUBECONFIG`` names no file). Resolved once per :class:`Kube`, so a later change of ``KUBECONFIG`` cannot
+    redirect it."""
+    return os.pathsep.join(kubeconfig_files.kubeconfig_paths(explicit))
 
 
 def kubectl_environment(kubeconfig_path: str | None = None) -> dict[str, str]:
     """The environment of a harness kubectl child: :data:`ENV_PASSED_THROUGH` from this process, ``KUBECONFIG``
-    (``kubeconfig_path`` when given), ``KUBERC=off`` and ``KUBECTL_KUBERC=false`` (user preferences off: kubectl 1.33
-    reads them behind ``KUBECTL_KUBERC=true``, later releases by default)."""
+    (``kubeconfig_path`` when given; ``""``: no file at all), ``KUBERC=off`` and ``KUBECTL_KUBERC=false`` (user
+    preferences off: kubectl 1.33 reads them behind ``KUBECTL_KUBERC=true``, later releases by default)."""
     env = {name: os.environ[name] for name in ENV_PASSED_THROUGH if name in os.environ}
     env.setdefault("PATH", os.defpath)
-    if kubeconfig_path:
-        env["KUBECONFIG"] = kubeconfig_path
+    if kubeconfig_path is not None:
+        env["KUBECONFIG"] = kubeconfig_path or os.pathsep  # a lone separator names no file, as the caller's did
     env["KUBERC"] = "off"
     env["KUBECTL_KUBERC"] = "false"
     return env
 
 
-def _kubeconfig_files(kubeconfig_path: str) -> Iterator[dict[str, Any]]:
-    """Each readable kubeconfig file of ``kubeconfig_path`` (``os.pathsep``-joined), parsed, in kubectl's order;
-    a missing or unreadable file is skipped, as kubectl skips it."""
-    import yaml
-
-    for path in kubeconfig_path.split(os.pathsep):
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = yaml.safe_load(f) or {}
-        except (OSError, yaml.YAMLError):
-            continue
-        if isinstance(data, dict):
-            yield data
-
-
-def _merged(kubeconfig_path: str, section: str, field: str) -> dict[str, Any]:
-    """``name -> entry[field]`` of a kubeconfig list section, merged as kubectl merges: the first file wins."""
-    merged: dict[str, Any] = {}
-    for data in _kubeconfig_files(kubeconfig_path):
-        for entry in data.get(section) or []:
-            if isinstance(entry, dict) and entry.get("name"):
-                merged.setdefault(str(entry["name"]), entry.get(field) or {})
-    return merged
-
-
 def kubeconfig_contexts(kubeconfig_path: str) -> tuple[str | None, list[str]]:
     """``(current_context, context_names)`` of the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
-    read without kubectl and merged as kubectl merges them (client-go's loading rules): the first file that sets
-    ``current-context`` gives it; a context name defined in several files is listed once. ``None`` when no file
-    sets a current context."""
-    current = next(
-        (str(d["current-context"]) for d in _kubeconfig_files(kubeconfig_path) if d.get("current-context")), None
-    )
-    return current, list(_merged(kubeconfig_path, "contexts", "context"))
+    read without kubectl and merged as kubectl merges them (:func:`harness.kubeconfig.load_kubeconfig`): the first
+    file that sets ``current-context`` gives it; a context name defined in several files is listed once. ``None``
+    when no file sets a current context. A file kubectl would refuse is left out here (the messages that list
+    contexts use this); :func:`current_context_from_files` raises for it."""
+    merged = kubeconfig_files.load_kubeconfig(kubeconfig_path, strict=False)
+    return merged.current_context, list(merged.contexts)
 
 
 def context_namespace(kubeconfig_path: str, context: str) -> str:
     """The ``namespace`` of ``context`` in the kubeconfig files ``kubeconfig_path``, else ``default``: the namespace
     kubectl uses for that context when none is given (client-go's ``clientcmd`` ``Namespace()``)."""
-    entry = _merged(kubeconfig_path, "contexts", "context").get(context) or {}
-    namespace = entry.get("namespace") if isinstance(entry, dict) else None
+    entry = kubeconfig_files.load_kubeconfig(kubeconfig_path, strict=False).contexts.get(context)
+    namespace = entry.value.get("namespace") if entry is not None else None
     return str(namespace) if namespace else "default"
 
 
 def kubeconfig_server(kubeconfig_path: str, context: str) -> str:
     """The ``server`` of ``context``'s cluster in the kubeconfig files ``kubeconfig_path`` (``os.pathsep``-joined),
     or a short note saying why there is none."""
-    contexts = _merged(kubeconfig_path, "contexts", "context")
-    clusters = _merged(kubeconfig_path, "clusters", "cluster")
-    cluster = clusters.get(contexts.get(context, {}).get("cluster"))
-    if not cluster or not cluster.get("server"):
-        return f"(no server for context {context!r} in {kubeconfig_path})"
-    return str(cluster["server"])
+    merged = kubeconfig_files.load_kubeconfig(kubeconfig_path, strict=False)
+    entry = merged.contexts.get(context)
+    cluster = merged.clusters.get(str(entry.value.get("cluster") or "")) if entry is not None else None
+    if cluster is None or not cluster.value.get("server"):
+        return f"(no server for context {context!r} in {kubeconfig_path or 'no kubeconfig file'})"
+    return str(cluster.value["server"])
 
 
 def _did_you_mean(context: str, names: list[str]) -> str:
@@ -950,7 +977,9 @@ def _did_you_mean(context: str, names: list[str]) -> str:
 
 
 def _looked_at(kubeconfig_path: str) -> str:
-    paths = kubeconfig_path.split(os.pathsep)
+    paths = [p for p in kubeconfig_path.split(os.pathsep) if p]
+    if not paths:
+        return "KUBECONFIG names no file"
     found = [p for p in paths if os.path.isfile(p)]
     where = ", ".join(paths)
     return f"kubeconfig read from {where}" if found else f"no kubeconfig file at {where}"
@@ -990,9 +1019,10 @@ def current_context_from_files(
     kubeconfig_path: str, pick: ContextPick = PYTEST_PICK, *, allowed: tuple[str, ...] = ()
 ) -> str:
     """The ``current-context`` of the kubeconfig files ``kubeconfig_path`` (see :func:`kubeconfig_contexts`), read
-    without kubectl. Raises :class:`NoKubeContext` as :func:`current_context` does."""
+    without kubectl. Raises :class:`NoKubeContext` as :func:`current_context` does, and
+    :class:`~harness.errors.KubeconfigInvalid` for a file kubectl refuses too."""
     _require_a_kubeconfig_file(kubeconfig_path, explicit=False, allowed=allowed)
-    name = kubeconfig_contexts(kubeconfig_path)[0]
+    name = kubeconfig_files.load_kubeconfig(kubeconfig_path).current_context
     if name:
         return name
     raise NoKubeContext(
@@ -1010,7 +1040,7 @@ def _pick_or_create(kubeconfig_path: str, allowed: tuple[str, ...], pick: Contex
 
 
 def _require_a_kubeconfig_file(kubeconfig_path: str, *, explicit: bool, allowed: tuple[str, ...] = ()) -> None:
-    paths = kubeconfig_path.split(os.pathsep)
+    paths = [p for p in kubeconfig_path.split(os.pathsep) if p] or ["(KUBECONFIG names no file)"]
     if not any(os.path.isfile(p) for p in paths):
         source = "$KUBECONFIG" if os.environ.get("KUBECONFIG") and not explicit else "its default"
         create = advice.create_cluster(allowed) if allowed else "create a cluster"
