@@ -376,6 +376,7 @@ def test_server_time_of_a_silent_api_server_fails_within_its_bound_naming_the_ho
             kubectl_path=str(kubectl_standin.path),
             kubeconfig=str(kubeconfig),
         )
+        kube.api_client()  # built first (imports, the kubeconfig read): the clock below is the request's alone
         started = time.monotonic()
         with pytest.raises(ApiServerUnreachable, match=r"did not answer within 0.5s on GET /version") as caught:
             kube.server_time(timeout=0.5)
