@@ -490,14 +490,17 @@ def _refused(snap: Snapshot) -> _Refused | None:
     (``Error creating: ...``, ``pkg/controller/controller_utils.go`` ``CreatePods``); a StatefulSet's latest Warning
     ``FailedCreate`` (``create Pod web-0 in StatefulSet web failed error: ...``,
     ``pkg/controller/statefulset/stateful_pod_control.go`` ``recordPodEvent``) while that pod does not exist. An
-    event is current only when no ``SuccessfulCreate`` of the same object came after it."""
+    event is current only when no ``SuccessfulCreate`` of the same object came after it; none is once the new
+    ReplicaSet has as many live pods as it wants (the Deployment's status can lag its ReplicaSet's)."""
     workload = snap.workload or {}
     if snap.kind == "deployment":
+        new_rs = _new_replicaset(snap)
+        if new_rs is not None and _has_its_pods(snap, new_rs):
+            return None  # the conditions lag: a ReplicaSet with all its pods has nothing left refused
         failure = _condition(workload.get("status") or {}, "ReplicaFailure")
         if failure.get("status") == "True":
             message = " ".join(str(failure.get("message") or "").split())
             return _Refused(f"ReplicaFailure {failure.get('reason')}: {message}", message, admission_refusal(message))
-        new_rs = _new_replicaset(snap)
         if new_rs is None:
             return None
         failure = _condition(new_rs.get("status") or {}, "ReplicaFailure")
@@ -522,6 +525,12 @@ def _refused(snap: Snapshot) -> _Refused | None:
         return None  # that pod exists now: the refusal is past
     message = parsed["said"] if parsed else said
     return _Refused(f"StatefulSet {snap.name} FailedCreate: {said}", message, admission_refusal(message))
+
+
+def _has_its_pods(snap: Snapshot, rs: Obj) -> bool:
+    wanted = int((rs.get("spec") or {}).get("replicas") or 0)
+    mine = [p for p in snap.pods if not meta(p).get("deletionTimestamp") and pod_facts(p).owner == name_of(rs)]
+    return wanted > 0 and len(mine) >= wanted
 
 
 def _current_failed_create(snap: Snapshot, kind: str, obj: Obj) -> Obj | None:
