@@ -63,7 +63,14 @@ from harness.podfacts import (
     sort_events,
     uid_of,
 )
-from harness.terminal import DEFAULT_RESTART_LIMIT, container_terminal, unschedulable_terminal
+from harness.terminal import (
+    DEFAULT_RESTART_LIMIT,
+    AdmissionRefusal,
+    admission_refusal,
+    container_terminal,
+    refusal_terminal,
+    unschedulable_terminal,
+)
 
 if TYPE_CHECKING:
     from harness.kubectl_runner import KubectlRunner as Kube  # harness.kube imports this module: no import back
@@ -225,7 +232,9 @@ class Snapshot:
     For a wait: ``restarts_before`` maps (pod, container) to its restart count when the wait first saw it (a pod
     first seen later counts from 0; ``None`` outside a wait: restarts are then not judged), ``restart_limit`` the
     restarts of one container during the wait that make a crash loop terminal, ``budget`` the wait's seconds and
-    ``now`` the API server's time of the reading (``None``: unknown), for "slow" against "never"."""
+    ``now`` the API server's time of the reading (``None``: unknown), for "slow" against "never"; ``budget_left``
+    the seconds the wait still had at the reading (``None``: not in a wait, or none left), ``quotas`` the
+    ResourceQuotas a refusal names, by name, as read then."""
 
     kind: str
     name: str
@@ -241,6 +250,8 @@ class Snapshot:
     restart_limit: int = DEFAULT_RESTART_LIMIT
     budget: float | None = None
     now: datetime | None = None
+    budget_left: float | None = None
+    quotas: dict[str, Obj] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -250,7 +261,9 @@ class Snapshot:
 @dataclass
 class Explanation:
     """``headline`` (one line, cause first), ``details`` (indented lines), ``timeline`` (when, what), ``healthy``;
-    ``terminal`` names a cause waiting cannot fix (``"image not found"``, ``"paused"``...; ``None`` otherwise)."""
+    ``terminal`` names a cause waiting cannot fix (``"image not found"``, ``"paused"``...; ``None`` otherwise), or,
+    with ``out_of_budget``, one the wait's remaining budget cannot outlast (``minReadySeconds``); ``refusal`` is the
+    controllers' report of pods refused at admission, in its own words (``None``: none)."""
 
     ref: str
     healthy: bool
@@ -260,6 +273,8 @@ class Explanation:
     pods: list[PodFacts] = field(default_factory=list)
     new_revision: str | None = None
     terminal: str | None = None
+    refusal: str | None = None
+    out_of_budget: bool = False
 
     def text(self) -> str:
         """The whole explanation: headline, details, then the timeline (clock times in UTC)."""
@@ -284,8 +299,15 @@ def explain(snap: Snapshot) -> Explanation:
     facts = {name_of(p): pod_facts(p, snap.events) for p in snap.pods}
     new, old = _split_revisions(snap, facts)
     done, status, _ = workload_status(snap.kind, snap.workload)
-    causes = _causes(snap, [facts[n] for n in new], [facts[n] for n in old], done)
-    terminal = None if done else _terminal(snap, [facts[n] for n in new], [facts[n] for n in old])
+    refused = None if done else _refused(snap)
+    causes = _causes(snap, [facts[n] for n in new], [facts[n] for n in old], done, refused)
+    terminal = None if done else _terminal(snap, [facts[n] for n in new], [facts[n] for n in old], refused)
+    shortfall = None if done or terminal else _min_ready_shortfall(snap, [facts[n] for n in new])
+    if shortfall is not None:
+        terminal = (
+            f"minReadySeconds outlasts the wait (a new pod needs {shortfall[0]:.1f} s more Ready, "
+            f"the wait has {shortfall[1]:.1f} s left)"
+        )
     verb = "rolled out," if done else "did not roll out:"
     headline = f"{snap.ref} {verb} {'; '.join(causes)}" if causes else f"{snap.ref} {verb.rstrip(',:')}"
     details = [f"status: {status}", *_condition_lines(snap.workload)]
@@ -301,6 +323,8 @@ def explain(snap: Snapshot) -> Explanation:
         list(facts.values()),
         _new_revision(snap),
         terminal,
+        refused.said if refused else None,
+        shortfall is not None,
     )
 
 
@@ -311,7 +335,7 @@ def _explain_pod(snap: Snapshot) -> Explanation:
     causes = _pod_causes([facts], "", done, snap)
     headline = f"{snap.ref} is {'ready' if done else 'not ready'}" + (f": {'; '.join(causes)}" if causes else "")
     details = _pod_lines(facts, snap) + [f"could not read: {p}" for p in snap.problems]
-    terminal = None if done else _terminal(snap, [facts], [])
+    terminal = None if done else _terminal(snap, [facts], [], None)
     timeline = _timeline(snap, {facts.name: facts})
     return Explanation(snap.ref, done, headline, details, timeline, [facts], terminal=terminal)
 
@@ -358,7 +382,9 @@ def _split_revisions(snap: Snapshot, facts: dict[str, PodFacts]) -> tuple[list[s
     return new, old
 
 
-def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool) -> list[str]:
+def _causes(
+    snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool, refused: _Refused | None = None
+) -> list[str]:
     status = (snap.workload or {}).get("status") or {}
     causes: list[str] = []
     progressing = _condition(status, "Progressing")
@@ -379,9 +405,9 @@ def _causes(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], done: bool
             f"{status.get('currentRevision') or '?'} and {'is' if len(stale) == 1 else 'are'} replaced only when "
             f"deleted by hand (kubectl delete pod {' '.join(p.name for p in stale)})",
         )
-    failure = _condition(status, "ReplicaFailure")
-    if failure.get("status") == "True":
-        causes.append(f"ReplicaFailure {failure.get('reason')}: {failure.get('message')}")
+    if refused is not None:
+        fix = f" (fix: {refused.verdict.fix})" if refused.verdict else ""
+        causes.insert(0, f"{refused.said}{fix}{_quota_now(snap, refused.verdict)}")
     causes += _pod_causes(new, "new ", done, snap)
     held = _held_by_min_ready(snap, new, done)
     if held:
@@ -420,10 +446,164 @@ def _held_by_min_ready(snap: Snapshot, new: list[PodFacts], done: bool) -> str |
     total, verb = len(new), "is" if len(held) == 1 else "are"
     stayed = [p.ready_at for p in held if p.ready_at is not None]
     since = f", Ready for {max(0.0, (now - max(stayed)).total_seconds()):.1f} s" if now and stayed else ""
+    shortfall = _min_ready_shortfall(snap, new)
+    beyond = f"; needs {shortfall[0]:.1f} s more, the wait has {shortfall[1]:.1f} s left" if shortfall else ""
     return (
         f"{_count(len(held), total, 'new ')} {verb} Ready but not yet available: minReadySeconds is {min_ready} s"
-        f"{since}"
+        f"{since}{beyond}"
     )
+
+
+def _min_ready_shortfall(snap: Snapshot, new: list[PodFacts]) -> tuple[float, float] | None:
+    """``(needed, left)`` seconds when the last new pod to turn Ready needs longer to stay Ready for
+    ``spec.minReadySeconds`` than the wait has left (``Snapshot.budget_left``); ``None`` otherwise, or when the
+    server's time or a Ready time is unknown. The controllers count a pod available only then
+    (``pkg/controller/replicaset/replica_set_utils.go`` ``calculateStatus``, ``podutil.IsPodAvailable``)."""
+    min_ready = ((snap.workload or {}).get("spec") or {}).get("minReadySeconds") or 0
+    if not isinstance(min_ready, int) or min_ready <= 0 or snap.now is None or snap.budget_left is None:
+        return None
+    stayed = [p.ready_at for p in new if p.ready and not p.terminating and p.ready_at is not None]
+    if not stayed:
+        return None
+    needed = min_ready - max(0.0, (snap.now - max(stayed)).total_seconds())
+    return (needed, snap.budget_left) if needed > snap.budget_left else None
+
+
+@dataclass
+class _Refused:
+    """A controller's report of pods refused at admission: ``said`` as shown (source, reason, its words),
+    ``message`` the API server's own words inside it, ``verdict`` what :func:`admission_refusal` reads in them."""
+
+    said: str
+    message: str
+    verdict: AdmissionRefusal | None
+
+
+_STS_FAILED = re.compile(r"^create (?:Pod|Claim) (?P<pod>\S+) .*?in StatefulSet \S+ failed error: (?P<said>.*)$")
+
+
+def _refused(snap: Snapshot) -> _Refused | None:
+    """The refusal the controllers report now, or ``None``: a Deployment's ``ReplicaFailure`` condition (the new
+    ReplicaSet's, moved up by ``pkg/controller/deployment/progress.go`` ``getReplicaFailures``; the ReplicaSet sets
+    it from its create error and clears it once a create succeeds, ``pkg/controller/replicaset/replica_set_utils.go``
+    ``calculateStatus``), else the ReplicaSet's own condition, else its latest Warning ``FailedCreate`` event
+    (``Error creating: ...``, ``pkg/controller/controller_utils.go`` ``CreatePods``); a StatefulSet's latest Warning
+    ``FailedCreate`` (``create Pod web-0 in StatefulSet web failed error: ...``,
+    ``pkg/controller/statefulset/stateful_pod_control.go`` ``recordPodEvent``) while that pod does not exist. An
+    event is current only when no ``SuccessfulCreate`` of the same object came after it; none is once the new
+    ReplicaSet has as many live pods as it wants (the Deployment's status can lag its ReplicaSet's)."""
+    workload = snap.workload or {}
+    if snap.kind == "deployment":
+        new_rs = _new_replicaset(snap)
+        if new_rs is not None and _has_its_pods(snap, new_rs):
+            return None  # the conditions lag: a ReplicaSet with all its pods has nothing left refused
+        failure = _condition(workload.get("status") or {}, "ReplicaFailure")
+        if failure.get("status") == "True":
+            message = " ".join(str(failure.get("message") or "").split())
+            return _Refused(f"ReplicaFailure {failure.get('reason')}: {message}", message, admission_refusal(message))
+        if new_rs is None:
+            return None
+        failure = _condition(new_rs.get("status") or {}, "ReplicaFailure")
+        if failure.get("status") == "True":
+            message = " ".join(str(failure.get("message") or "").split())
+            said = f"ReplicaSet {name_of(new_rs)} ReplicaFailure {failure.get('reason')}: {message}"
+            return _Refused(said, message, admission_refusal(message))
+        event = _current_failed_create(snap, "ReplicaSet", new_rs)
+        if event is None:
+            return None
+        said = event_message(event)
+        message = said.removeprefix("Error creating: ")
+        return _Refused(f"ReplicaSet {name_of(new_rs)} FailedCreate: {said}", message, admission_refusal(message))
+    if snap.kind != "statefulset":
+        return None
+    event = _current_failed_create(snap, "StatefulSet", workload)
+    if event is None:
+        return None
+    said = event_message(event)
+    parsed = _STS_FAILED.match(said)
+    if parsed and any(name_of(p) == parsed["pod"] for p in snap.pods):
+        return None  # that pod exists now: the refusal is past
+    message = parsed["said"] if parsed else said
+    return _Refused(f"StatefulSet {snap.name} FailedCreate: {said}", message, admission_refusal(message))
+
+
+def _has_its_pods(snap: Snapshot, rs: Obj) -> bool:
+    wanted = int((rs.get("spec") or {}).get("replicas") or 0)
+    mine = [p for p in snap.pods if not meta(p).get("deletionTimestamp") and pod_facts(p).owner == name_of(rs)]
+    return wanted > 0 and len(mine) >= wanted
+
+
+def _current_failed_create(snap: Snapshot, kind: str, obj: Obj) -> Obj | None:
+    mine = events_for(snap.events, kind, name_of(obj), uid_of(obj))
+    failed = [e for e in mine if e.get("reason") == "FailedCreate" and e.get("type") == "Warning"]
+    if not failed:
+        return None
+    last, at = failed[-1], event_time(failed[-1])
+    created = [event_time(e) for e in mine if e.get("reason") == "SuccessfulCreate"]
+    if at is not None and any(c is not None and c > at for c in created):
+        return None
+    return last
+
+
+def _quota_now(snap: Snapshot, refusal: AdmissionRefusal | None) -> str:
+    """``; ResourceQuota q now: pods 3/4``: what the quota a refusal names holds as read now (its controller retries
+    a refused create with back-off, so room made since is used only at its next try)."""
+    quota = snap.quotas.get(refusal.quota or "") if refusal else None
+    if quota is None or refusal is None:
+        return ""
+    status = quota.get("status") or {}
+    used, hard = status.get("used") or {}, status.get("hard") or {}
+    shown = [f"{r} {used.get(r, '?')}/{hard.get(r, '?')}" for r in refusal.requested]
+    return f"; ResourceQuota {refusal.quota} now: {', '.join(shown)}" if shown else ""
+
+
+def _leaving(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> list[Obj]:
+    """The rollout's own pods that will go without anyone's help, freeing what they use of a quota: every
+    terminating one, and the old revision's when its controller may still remove them. A StatefulSet's rolling
+    update deletes its old-revision pods itself (``pkg/controller/statefulset/stateful_set_control.go``); a
+    ``Recreate`` Deployment scales its old ReplicaSets to 0; a ``RollingUpdate`` one scales them down only while
+    ``maxScaledDown = allPods - (replicas - maxUnavailable) - newUnavailable`` is above 0
+    (``pkg/controller/deployment/rolling.go`` ``reconcileOldReplicaSets``), counting each new pod that exists as
+    one that may yet become available."""
+    by_name = {name_of(p): p for p in snap.pods}
+    going = [by_name[p.name] for p in new + old if p.terminating and p.name in by_name]
+    staying_old = [by_name[p.name] for p in old if not p.terminating and p.name in by_name]
+    if staying_old and _old_may_go(snap, new):
+        going += staying_old
+    return going
+
+
+def _old_may_go(snap: Snapshot, new: list[PodFacts]) -> bool:
+    if snap.kind != "deployment":
+        return True
+    spec = (snap.workload or {}).get("spec") or {}
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate":
+        return True
+    replicas = int(spec.get("replicas", 1))
+    rolling = strategy.get("rollingUpdate") or {}
+    surge = _resolve(rolling.get("maxSurge", "25%"), replicas, up=True)
+    unavailable = _resolve(rolling.get("maxUnavailable", "25%"), replicas, up=False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1
+    unavailable = min(unavailable, replicas)
+    new_rs = _new_replicaset(snap)
+    all_pods = sum(int((rs.get("spec") or {}).get("replicas") or 0) for rs in _owned(snap, snap.replicasets))
+    new_wanted = int(((new_rs or {}).get("spec") or {}).get("replicas") or 0)
+    new_unavailable = max(0, new_wanted - sum(1 for p in new if not p.terminating))
+    return all_pods - (replicas - unavailable) - new_unavailable > 0
+
+
+def _resolve(value: Any, replicas: int, *, up: bool) -> int:
+    """An ``IntOrString`` of a rolling update (``1``, ``"25%"``) against ``replicas``: a percentage rounds up for
+    ``maxSurge`` and down for ``maxUnavailable`` (``pkg/controller/deployment/util/deployment_util.go``)."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text.endswith("%") and text[:-1].isdigit():
+        share = int(text[:-1]) * replicas
+        return -(-share // 100) if up else share // 100
+    return int(text) if text.isdigit() else 0
 
 
 def _names(pods: list[PodFacts]) -> str:
@@ -445,7 +625,7 @@ def _restarts_during(snap: Snapshot, pod: PodFacts, container: Any) -> int | Non
     return int(container.restarts) - snap.restarts_before.get((pod.name, container.name), 0)
 
 
-def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> str | None:
+def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], refused: _Refused | None) -> str | None:
     """The first cause waiting cannot fix (see :mod:`harness.terminal`), as a short phrase, or ``None``."""
     workload = snap.workload or {}
     if snap.kind == "deployment":
@@ -453,6 +633,13 @@ def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> str |
             return "ProgressDeadlineExceeded"
         if (workload.get("spec") or {}).get("paused"):
             return "the deployment is paused"
+    refusal = refused.verdict if refused else None
+    if refusal is not None and refusal_terminal(
+        refusal, _leaving(snap, new, old), snap.quotas.get(refusal.quota or "")
+    ):
+        if refusal.quota:
+            return f"pods refused at admission: ResourceQuota {refusal.quota}, which the rollout's own pods cannot free"
+        return f"pods refused at admission: {refusal.kind}"
     stale = _on_delete_stale(snap, new, old)
     if stale:
         return f"updateStrategy OnDelete: {_names(stale)} must be deleted by hand"
@@ -608,6 +795,12 @@ def _group_lines(snap: Snapshot, facts: dict[str, PodFacts], new: list[str], old
             if names:
                 lines.append(f"{label} revision {revision}: {len(names)} pod(s)")
                 lines += [f"  {line}" for name in names for line in _pod_lines(facts[name], snap)]
+        sts_events = [
+            e
+            for e in events_for(snap.events, "StatefulSet", snap.name, uid_of(snap.workload or {}))
+            if e.get("type") == "Warning"
+        ]
+        lines += [f"statefulset {event_line(e)}" for e in sts_events[-EVENTS_PER_POD:]]
     if not new and not old:
         lines.append("no pods match the selector")
     return lines
@@ -702,6 +895,11 @@ def gather(
         snap.pods = [obj]
     if events:
         snap.events = sort_events(((reader.json("events", "get", "events") or {}).get("items")) or [])
+        refused = _refused(snap) if kind != "pod" else None
+        if refused is not None and refused.verdict is not None and refused.verdict.quota:
+            quota = reader.json(f"resourcequota {refused.verdict.quota}", "get", "resourcequota", refused.verdict.quota)
+            if quota is not None:
+                snap.quotas[refused.verdict.quota] = quota
     if logs:
         _read_previous_logs(reader, snap)
     return snap
@@ -837,8 +1035,10 @@ def rollout_failure(
     if terminal is not None:
         spent = f" after {time.time() - started:.1f} s" if started is not None else ""
         head = f"  terminal, not a timeout: {explanation.terminal}; waiting longer cannot help (stopped{spent})"
+        if explanation.out_of_budget:
+            head = f"  stopped early, not a timeout: {explanation.terminal}; this wait cannot cover it (stopped{spent})"
         message = "\n".join([lines[0], head, f"  {_first_line(cause)}" + (f"\n{said}" if said else ""), *lines[1:]])
-    elif explanation.pods or "not found" in lines[0] or "not explained" in lines[0]:
+    elif explanation.pods or explanation.refusal or "not found" in lines[0] or "not explained" in lines[0]:
         message = "\n".join([lines[0], gave_up_line, *lines[1:]])
     else:  # nothing read that could explain it: the giving-up is the news
         message = "\n".join(
@@ -905,6 +1105,8 @@ class RolloutWatch:
         if snap.workload is None:
             return None
         self.annotate(snap)
+        if snap.budget_left is not None and ((obj.get("spec") or {}).get("minReadySeconds") or 0):
+            snap.now = _server_now(self.kube)  # how long the pods have been Ready, for the budget's verdict
         explanation = explain(snap)
         if explanation.terminal:
             raise TerminalStop(explanation)
@@ -921,6 +1123,8 @@ class RolloutWatch:
                 for c in facts.containers
             }
         snap.restarts_before, snap.restart_limit, snap.budget = self.restarts_before, self.restart_limit, self.budget
+        left = None if self.budget is None else self.budget - (time.monotonic() - self.created)
+        snap.budget_left = left if left is not None and left > 0 else None
 
     def _began_on_server(self) -> datetime | None:
         """When the wait began, on the API server's clock (whole seconds, so a second earlier), or ``None``."""

@@ -21,11 +21,17 @@ scheduler's own words.
   (``Insufficient cpu``, ``Too many pods``), host ports and pod (anti-)affinity free up as old pods end; cordoned
   nodes are uncordoned; volumes get bound; a cluster autoscaler (a ``TriggeredScaleUp`` event) adds nodes: those
   keep the wait going, and its timeout explains them.
+- **Refused at admission** (:func:`admission_refusal`: the API server's words a controller quotes in its
+  ``FailedCreate`` event or ``ReplicaFailure`` condition): a LimitRange, Pod Security, a webhook's or policy's denial
+  and a missing ServiceAccount are terminal (the controller retries the same template). An exceeded ResourceQuota is
+  terminal only when the rollout's own leaving pods cannot free what it exceeds (:func:`refusal_terminal`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 from harness.podfacts import ContainerFacts, Obj, PodFacts
 
@@ -123,3 +129,161 @@ def unschedulable_terminal(message: str, events: list[Obj]) -> bool:
         return False
     reasons = [r.strip().lower() for r in re.split(r",\s+(?=\d+ )", match.group(1)) if r.strip()]
     return bool(reasons) and all(any(p.search(r) for p in _STATIC_UNSCHEDULABLE) for r in reasons)
+
+
+# --- pods refused at admission ---------------------------------------------------------------------------------
+
+_QUOTA_EXCEEDED = re.compile(
+    r"exceeded quota: (?P<name>[^,\s]+), requested: (?P<requested>\S+), used: (?P<used>\S+), limited: (?P<limited>\S+)"
+)
+_QUOTA_UNSPECIFIED = re.compile(r"failed quota: (?P<name>[^:\s]+): must specify (?P<what>[^\"]+)")
+_LIMIT_RANGE = re.compile(
+    r"(?:maximum|minimum) \S+ usage per (?:Container|Pod|PersistentVolumeClaim) is|"
+    r"max limit to request ratio per (?:Container|Pod) is"
+)
+_WEBHOOK_DENIED = re.compile(r'admission webhook "(?P<name>[^"]+)" denied the request')
+_POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '(?P<name>[^']+)' with binding '[^']*' denied request")
+_SUFFIXES = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+
+
+@dataclass(frozen=True)
+class AdmissionRefusal:
+    """What refused a pod at admission, read from the API server's own words (as a controller quotes them):
+    ``kind`` (``"quota"``, ``"limit range"``, ``"pod security"``, ``"webhook"``, ``"service account"``), ``fix``
+    (what to change, one phrase) and, for an exceeded quota, its ``quota`` name and the ``requested`` / ``used`` /
+    ``limited`` quantities it printed (resource name to quantity text)."""
+
+    kind: str
+    fix: str
+    quota: str | None = None
+    requested: dict[str, str] = field(default_factory=dict)
+    used: dict[str, str] = field(default_factory=dict)
+    limited: dict[str, str] = field(default_factory=dict)
+
+
+def admission_refusal(message: str) -> AdmissionRefusal | None:
+    """The refusal in ``message`` (a ``FailedCreate`` event's or a ``ReplicaFailure`` condition's text), or ``None``
+    for one these words do not name, or a webhook that could not be called (``failed calling webhook``: transient).
+
+    Words read: ``exceeded quota: Q, requested: r=1, used: r=0, limited: r=0`` and ``failed quota: Q: must specify
+    r`` (``plugin/pkg/admission/resourcequota/controller.go``), ``maximum cpu usage per Container is X, but limit is
+    Y`` and the other LimitRange bounds (``plugin/pkg/admission/limitranger/admission.go``), ``violates PodSecurity
+    "level:version"`` (``staging/src/k8s.io/pod-security-admission/admission/admission.go``), ``admission webhook
+    "w" denied the request`` and a ValidatingAdmissionPolicy's ``denied request``, ``error looking up service
+    account`` (``plugin/pkg/admission/serviceaccount/admission.go``)."""
+    if "failed calling webhook" in message:
+        return None
+    exceeded = _QUOTA_EXCEEDED.search(message)
+    if exceeded:
+        name = exceeded["name"]
+        requested = _quantities(exceeded["requested"])
+        return AdmissionRefusal(
+            "quota",
+            f"raise the {', '.join(requested) or 'hard'} limit of ResourceQuota {name} or ask for less",
+            name,
+            requested,
+            _quantities(exceeded["used"]),
+            _quantities(exceeded["limited"]),
+        )
+    unspecified = _QUOTA_UNSPECIFIED.search(message)
+    if unspecified:
+        what = unspecified["what"].strip().rstrip(".")
+        return AdmissionRefusal(
+            "quota", f"set {what} in the pod template (ResourceQuota {unspecified['name']} requires it)"
+        )
+    if _LIMIT_RANGE.search(message):
+        return AdmissionRefusal("limit range", "fit the pod template's resources to the namespace's LimitRange")
+    if 'violates PodSecurity "' in message:
+        return AdmissionRefusal(
+            "pod security",
+            "make the pod template meet that Pod Security level (or change the namespace's "
+            "pod-security.kubernetes.io/enforce label)",
+        )
+    denied = _WEBHOOK_DENIED.search(message) or _POLICY_DENIED.search(message)
+    if denied:
+        return AdmissionRefusal("webhook", f"change the pod template to what {denied['name']} admits")
+    if "error looking up service account" in message:
+        return AdmissionRefusal("service account", "create the ServiceAccount the pod template names")
+    return None
+
+
+def refusal_terminal(refusal: AdmissionRefusal, freeable: list[Obj], quota: Obj | None = None) -> bool:
+    """True when waiting cannot admit the refused pod. Only an exceeded quota can clear by itself: when the pods in
+    ``freeable`` (the rollout's own pods that are leaving or that its controller may still remove) free enough of
+    every resource it exceeded. ``quota`` (the ResourceQuota as read now) gives the current ``status.used`` and
+    ``hard``; else the refusal's own numbers count. A resource the pods' usage cannot be computed for (``count/*``
+    but pods) is never judged terminal while some pod may leave; the others are."""
+    if refusal.kind != "quota":
+        return True
+    if not refusal.requested:  # "must specify": the pod template itself lacks what the quota requires
+        return True
+    status = (quota or {}).get("status") or {}
+    hard = status.get("hard") or ((quota or {}).get("spec") or {}).get("hard") or {}
+    used_now = status.get("used") or {}
+    for resource, asked in refusal.requested.items():
+        wanted, used = quantity(asked), quantity(str(used_now.get(resource, refusal.used.get(resource, ""))))
+        limit = quantity(str(hard.get(resource, refusal.limited.get(resource, ""))))
+        if wanted is None or used is None or limit is None:
+            continue
+        freed = pods_usage(freeable, resource) if freeable else Fraction(0)
+        if freed is None:
+            continue
+        if used - freed + wanted > limit:
+            return True
+    return False
+
+
+def quantity(text: str) -> Fraction | None:
+    """A Kubernetes quantity (``500m``, ``1.5Gi``, ``2e3``) as an exact number, or ``None`` if it is not one."""
+    match = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|([a-zA-Z]{0,2}))", text.strip())
+    if not match or (match[3] or "") not in _SUFFIXES:
+        return None
+    number = Fraction(match[1])
+    return number * Fraction(10) ** int(match[2]) if match[2] else number * _SUFFIXES[match[3] or ""]
+
+
+def pods_usage(pods: list[Obj], resource: str) -> Fraction | None:
+    """What ``pods`` count against a quota's ``resource`` (``pods``, ``requests.cpu``, ``limits.memory``, ``cpu``
+    ...: containers' requests or limits summed, an init container's when larger), or ``None`` for one not known."""
+    if resource in ("pods", "count/pods"):
+        return Fraction(len(pods))
+    if resource.startswith("count/") or resource in ("services", "secrets", "configmaps", "persistentvolumeclaims"):
+        return None
+    which, _, name = resource.partition(".") if resource.startswith(("requests.", "limits.")) else ("requests", "", "")
+    name = name or resource
+    total = Fraction(0)
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        each = [_amount(c, which, name) for c in spec.get("containers") or []]
+        init = [_amount(c, which, name) for c in spec.get("initContainers") or []]
+        known = [a for a in each + init if a is not None]
+        if len(known) < len(each) + len(init):
+            return None
+        total += max([sum(known[: len(each)], Fraction(0)), *known[len(each) :]])
+    return total
+
+
+def _amount(container: Obj, which: str, name: str) -> Fraction | None:
+    value = ((container.get("resources") or {}).get(which) or {}).get(name)
+    return Fraction(0) if value is None else quantity(str(value))
+
+
+def _quantities(text: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in text.split(",") if "=" in part)

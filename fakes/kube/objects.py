@@ -25,6 +25,7 @@ STORE_NAMES = {
     "ReplicaSet": "replicasets.apps",
     "Pod": "pods",
     "Event": "events",
+    "ResourceQuota": "resourcequotas",
 }
 _SERVER_SET = (
     "uid",

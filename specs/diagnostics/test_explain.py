@@ -175,7 +175,16 @@ def test_pods_ready_past_min_ready_seconds_are_not_said_to_be_held() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["crashloop", "imagepull", "never_ready", "unschedulable", "progress_deadline", "real_quota_refused"]
+    "name",
+    [
+        "crashloop",
+        "imagepull",
+        "never_ready",
+        "unschedulable",
+        "progress_deadline",
+        "real_quota_refused",
+        "real_quota_no_pod",
+    ],
 )
 def test_explanations_without_events_or_logs_still_name_the_cause(name: str) -> None:
     bare = explain(snapshot(name, events=[], previous_logs={}))
@@ -315,3 +324,81 @@ def test_the_pod_timeline_shows_every_container_start_the_api_holds_not_only_the
 def test_an_image_pull_wait_is_on_the_timeline() -> None:
     explanation = explain(snapshot("imagepull"))
     assert any(what.endswith("image pull failing") for _, what in explanation.timeline)
+
+
+# --- refused at admission, as the real controllers report it (recorded from python -m harness.controlplane) -------
+
+
+def test_a_deployment_refused_before_any_pod_exists_leads_with_the_refusal_and_its_fix() -> None:
+    explanation = explain(snapshot("real_quota_no_pod"))
+    assert explanation.headline.startswith(
+        'deployment/web did not roll out: ReplicaFailure FailedCreate: pods "web-'
+    ), explanation.headline
+    assert explanation.headline.endswith(
+        "is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0 "
+        "(fix: raise the pods limit of ResourceQuota q or ask for less)"
+    )
+    assert "no pod of the new revision exists yet" not in explanation.headline
+    assert explanation.refusal is not None
+    assert explanation.refusal.startswith("ReplicaFailure FailedCreate: ")
+    assert (
+        explanation.terminal == "pods refused at admission: ResourceQuota q, which the rollout's own pods cannot free"
+    )
+
+
+def test_a_refused_statefulset_quotes_its_controllers_event_and_stops_the_wait() -> None:
+    explanation = explain(snapshot("real_statefulset_refused"))
+    assert explanation.headline.startswith(
+        "statefulset/db did not roll out: StatefulSet db FailedCreate: create Pod db-0 in StatefulSet db failed "
+        'error: pods "db-0" is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0'
+    ), explanation.headline
+    assert explanation.terminal is not None
+    assert "ResourceQuota q" in explanation.terminal
+    assert any(line.startswith("statefulset ") and "Warning FailedCreate" in line for line in explanation.details)
+
+
+def test_a_statefulset_refusal_is_past_once_the_pod_it_named_exists() -> None:
+    data = recorded("real_statefulset_refused")
+    pod = copy.deepcopy(recorded("statefulset_oom")["pods"][0])
+    pod["metadata"]["name"] = "db-0"
+    explanation = explain(snapshot("real_statefulset_refused", pods=[pod], events=data["events"]))
+    assert explanation.refusal is None
+    assert "FailedCreate" not in explanation.headline
+
+
+def test_a_limit_range_refusal_is_terminal_in_the_admissions_own_words() -> None:
+    explanation = explain(snapshot("real_limit_range_refused"))
+    assert "is forbidden: maximum cpu usage per Container is 100m, but limit is 500m" in explanation.headline
+    assert explanation.headline.endswith("(fix: fit the pod template's resources to the namespace's LimitRange)")
+    assert explanation.terminal == "pods refused at admission: limit range"
+
+
+def test_a_quota_the_rollouts_own_leaving_pod_frees_can_clear_one_it_cannot_cannot() -> None:
+    # quota pods=1, used by the rollout's one pod: nothing of the rollout leaves, so nothing frees it
+    assert explain(snapshot("real_quota_refused")).terminal is not None
+    pods = copy.deepcopy(recorded("real_quota_refused")["pods"])
+    pods[0]["metadata"]["deletionTimestamp"] = pods[0]["metadata"]["creationTimestamp"]
+    pods[0]["metadata"]["deletionGracePeriodSeconds"] = 30
+    leaving = explain(snapshot("real_quota_refused", pods=pods))
+    assert leaving.terminal is None  # that pod terminates: its slot comes free
+    assert leaving.headline.startswith("deployment/web did not roll out: ReplicaFailure FailedCreate: pods ")
+
+
+def test_a_quota_that_has_room_again_is_not_terminal_and_says_what_it_holds_now() -> None:
+    quota = {"status": {"hard": {"pods": "2"}, "used": {"pods": "1"}}}
+    explanation = explain(snapshot("real_quota_refused", quotas={"pods": quota}))
+    assert explanation.terminal is None
+    assert "; ResourceQuota pods now: pods 1/2" in explanation.headline
+
+
+def test_a_min_ready_hold_the_wait_cannot_outlast_is_said_and_ends_it() -> None:
+    now = _ready_at("real_min_ready_held") + timedelta(seconds=8)
+    explanation = explain(snapshot("real_min_ready_held", now=now, budget=60.0, budget_left=50.0))
+    assert explanation.headline.endswith(
+        "minReadySeconds is 300 s, Ready for 8.0 s; needs 292.0 s more, the wait has 50.0 s left"
+    )
+    assert explanation.out_of_budget
+    assert explanation.terminal == (
+        "minReadySeconds outlasts the wait (a new pod needs 292.0 s more Ready, the wait has 50.0 s left)"
+    )
+    assert explain(snapshot("real_min_ready_held", now=now, budget=600.0, budget_left=500.0)).terminal is None

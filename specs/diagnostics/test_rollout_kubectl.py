@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from fakes.kube.objects import bare_double
+from fakes.kube.objects import bare_double, load_objects
 from harness import Kube, RolloutFailed, RolloutTerminal, WaitTimeout, explain_workload, rollout_complete, wait_for_sync
 from harness.errors import KubectlError, StopWaiting
 from harness.testing.apiserver import refusing_port, silent_port, write_kubeconfig
@@ -305,4 +305,35 @@ def test_diagnose_reads_a_quota_refusal_the_real_controllers_recorded_cause_firs
     assert done.returncode == 1, done.stderr
     first = done.stdout.splitlines()[0]
     assert first.startswith("deployment/web did not roll out: ReplicaFailure FailedCreate: pods ")
-    assert first.endswith("is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1")
+    assert first.endswith(
+        "is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1 "
+        "(fix: raise the pods limit of ResourceQuota pods or ask for less)"
+    )
+
+
+def test_a_refusal_with_no_pod_of_the_rollout_is_the_headline_and_ends_rollout_status(kd: Any, shop: Kube) -> None:
+    # Recorded from the real controllers: a ResourceQuota of 0 pods refused every pod; none of the rollout exists.
+    load_into(kd, "real_quota_no_pod")
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "shop"}}
+    load_objects(
+        kd, [{**quota, "spec": {"hard": {"pods": "0"}}, "status": {"hard": {"pods": "0"}, "used": {"pods": "0"}}}]
+    )
+    started = time.monotonic()
+    with pytest.raises(RolloutTerminal) as caught:
+        shop.rollout_status("web", timeout=60, check_every=0.5)
+    assert time.monotonic() - started < 30, "the wait ran out its budget instead of stopping"
+    first, second = str(caught.value).splitlines()[:2]
+    assert first.startswith('deployment/web did not roll out: ReplicaFailure FailedCreate: pods "web-'), first
+    assert "is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0" in first
+    assert first.endswith("; ResourceQuota q now: pods 0/0")
+    assert second.startswith("  terminal, not a timeout: pods refused at admission: ResourceQuota q, which the")
+    assert "not explained" not in str(caught.value)
+
+
+def test_a_refusal_explains_a_timed_out_wait_with_no_pod_cause_first(kd: Any, shop: Kube) -> None:
+    load_into(kd, "real_quota_no_pod")  # the quota itself is not there to read: the refusal's numbers count
+    with pytest.raises(RolloutFailed) as caught:
+        wait_for_sync("web to roll out", rollout_complete(shop, "deployment/web"), timeout=30, interval=0.3)
+    lines = str(caught.value).splitlines()
+    assert lines[0].startswith("deployment/web did not roll out: ReplicaFailure FailedCreate: pods "), lines[0]
+    assert "not explained" not in str(caught.value)

@@ -235,3 +235,87 @@ def test_a_slow_pod_is_named_slow_not_never_ready(kube: Kube) -> None:
 def test_the_restart_limit_must_be_a_count(kube: Kube) -> None:
     with pytest.raises(ValueError, match="restart_limit must be at least 1 restart, got 0"):
         rollout_complete(kube, "deployment/web", restart_limit=0)
+
+
+def test_a_min_ready_hold_longer_than_the_budget_stops_the_wait_at_once(kube: Kube) -> None:
+    manifest = json.loads(deployment("web", "registry.local/web:1.0", replicas=1))
+    # the pod is Ready at once, available only after this (below the default progressDeadlineSeconds, 600, as the
+    # API server requires)
+    manifest["spec"]["minReadySeconds"] = int(5 * BUDGET)
+    kube.kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    error, lines = _status_fails(kube)
+    assert isinstance(error, RolloutTerminal)
+    assert lines[0].startswith(
+        "deployment/web did not roll out: the new pod is Ready but not yet available: minReadySeconds is 300 s, "
+        "Ready for "
+    ), lines[0]
+    assert " s more, the wait has " in lines[0]
+    assert lines[1].startswith("  stopped early, not a timeout: minReadySeconds outlasts the wait (a new pod needs ")
+    assert error.explanation.out_of_budget
+
+
+# --- refused at admission: only the real API server admits pods (the double's controllers create them directly) -----
+
+NO_ADMISSION = "the double admits every pod: no ResourceQuota, LimitRange or Pod Security admission"
+
+
+def _quota(kube: Kube, pods: int) -> None:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": str(pods)}},
+    }
+    kube.kubectl("apply", "-f", "-", input=json.dumps(quota))
+
+    def counted() -> bool:  # until the quota controller has counted, admission refuses every pod for another reason
+        return bool((kube.kubectl_json("get", "resourcequota", "q").get("status") or {}).get("hard"))
+
+    wait_for_sync("the quota to be counted", counted, timeout=30, interval=0.2)
+
+
+def test_a_deployment_no_pod_of_which_is_admitted_stops_with_the_refusal_first(target_name: str, kube: Kube) -> None:
+    if target_name != "control-plane":
+        pytest.skip(f"on the double {NO_ADMISSION}")
+    _quota(kube, 0)
+    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:1.0"))
+    error, lines = _status_fails(kube)
+    assert isinstance(error, RolloutTerminal)
+    assert lines[0].startswith('deployment/web did not roll out: ReplicaFailure FailedCreate: pods "web-'), lines[0]
+    assert "is forbidden: exceeded quota: q, requested: pods=1, used: pods=0, limited: pods=0" in lines[0]
+    assert lines[1].startswith("  terminal, not a timeout: pods refused at admission: ResourceQuota q")
+    assert error.explanation.pods == []
+
+
+def test_a_statefulset_refused_by_pod_security_stops_with_its_controllers_words(target_name: str, kube: Kube) -> None:
+    if target_name != "control-plane":
+        pytest.skip(f"on the double {NO_ADMISSION}")
+    kube.kubectl("label", "namespace", kube.namespace, "pod-security.kubernetes.io/enforce=restricted")
+    template = {"metadata": {"labels": {"app": "db"}}, "spec": {"containers": [{"name": "db", "image": "db:1"}]}}
+    spec = {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "db"}}, "template": template}
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": spec}
+    kube.kubectl("apply", "-f", "-", input=json.dumps(sts))
+    error, lines = _status_fails(kube, "statefulset/db")
+    assert isinstance(error, RolloutTerminal)
+    assert lines[0].startswith(
+        "statefulset/db did not roll out: StatefulSet db FailedCreate: create Pod db-0 in StatefulSet db failed "
+        'error: pods "db-0" is forbidden: violates PodSecurity "restricted:latest": '
+    ), lines[0]
+    assert lines[1].startswith("  terminal, not a timeout: pods refused at admission: pod security")
+
+
+def test_a_quota_the_rollouts_old_pods_free_keeps_the_wait_going(target_name: str, kube: Kube) -> None:
+    if target_name != "control-plane":
+        pytest.skip(f"on the double {NO_ADMISSION}")
+    _quota(kube, 4)  # 4 replicas fill it; maxUnavailable 25% lets the controller scale an old pod down for a new one
+    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:1.0", replicas=4))
+    kube.rollout_status("web", timeout=BUDGET)
+    kube.kubectl("apply", "-f", "-", input=deployment("web", "registry.local/web:2.0", replicas=4))
+    failed: RolloutFailed | None = None
+    try:
+        kube.rollout_status("web", timeout=3, check_every=1.0)
+    except RolloutFailed as exc:  # or it completes: the ReplicaSet controller retries a refused create with back-off
+        failed = exc
+    assert not isinstance(failed, RolloutTerminal), str(failed)
+    if failed is not None:
+        assert str(failed).splitlines()[1] == "  gave up: error: timed out waiting for the condition"
