@@ -131,7 +131,12 @@ def test_a_probe_that_times_out_before_its_bound_is_a_failure() -> None:
         wait_for_sync("the probe", probe, timeout=0.3, interval=0.05, probe_timeout=5.0)
     summary = caught.value.summary
     assert summary is not None
-    assert summary.count("failed") == len(summary.attempts) >= 2
+    # The last attempt may start with less time than the raise takes on a loaded machine: its TimeoutError then
+    # surfaces past the deadline and is the budget's cut. Every attempt that ended inside its bound is a failure.
+    inside = [a for a in summary.attempts if a.duration < a.bound]
+    assert len(inside) >= 2
+    assert all(a.outcome == "failed" for a in inside), summary.attempts
+    assert all(a.outcome in ("failed", "cut") for a in summary.attempts), summary.attempts
 
 
 def test_probe_that_hangs_once_then_answers_returns_its_value(release: threading.Event) -> None:
