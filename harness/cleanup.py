@@ -22,6 +22,7 @@ Deletion never sweeps by name prefix: only objects recorded by this run, or what
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 from collections.abc import Callable
@@ -132,7 +133,8 @@ class Ledger:
         self.sweeps: list[Sweep] = []
         self.closed = False
         self._record = record or (lambda event, data: None)
-        pin = {"kubeconfig": kube.kubeconfig, "context": kube.context, "namespace": kube.namespace}
+        pin = {"kubeconfig": shown_kubeconfig(kube), "context": kube.context, "namespace": kube.namespace}
+        pin["kubectl"] = kube.kubectl_path
         self._record("open", {"scope": scope, **pin})
 
     def apply(self, manifest: str | dict[str, Any] | list[dict[str, Any]], *, timeout: float = 30.0) -> list[str]:
@@ -201,7 +203,7 @@ class Ledger:
         They name only resource types the API server serves: a sweep's custom resource only where discovery (one
         bounded ``kubectl api-resources``, :data:`DISCOVERY_TIMEOUT` seconds) lists it, so each command works as
         printed on a cluster without that CustomResourceDefinition."""
-        base = pinned_kubectl(self.kube.kubeconfig, self.kube.context, self.kube.namespace)
+        base = pinned_kubectl(shown_kubeconfig(self.kube), self.kube.context, self.kube.namespace)
         commands = inspect_and_delete(base, self.run_id, self.refs)
         needed = {sweep.resource for sweep in self.sweeps if sweep.inspect and sweep.resource}
         missing = {resource for resource in needed if not served(self.kube, resource)}
@@ -223,10 +225,21 @@ def served(kube: Kube, resource: str, *, timeout: float = DISCOVERY_TIMEOUT) -> 
     return any(line.split(".", 1)[0] == plural for line in done.stdout.split())
 
 
+def shown_kubeconfig(kube: Kube) -> str | None:
+    """The kubeconfig a printed command must name to work when pasted: the one given, else the files ``KUBECONFIG``
+    named when the run started (a shell without that variable reads ``~/.kube/config``), else None."""
+    if kube.kubeconfig:
+        return kube.kubeconfig
+    return kube.kubeconfig_path if os.environ.get("KUBECONFIG") and kube.kubeconfig_path else None
+
+
 def pinned_kubectl(kubeconfig: str | None, context: str, namespace: str) -> str:
-    """``kubectl [--kubeconfig K] --context C -n NS``, shell-quoted: the start of every command the harness prints."""
-    parts = ["kubectl", *(["--kubeconfig", kubeconfig] if kubeconfig else []), "--context", context, "-n", namespace]
-    return " ".join(shlex.quote(p) for p in parts)
+    """``kubectl [--kubeconfig K] --context C -n NS`` (``KUBECONFIG=A:B kubectl ...`` for a list of files, which
+    ``--kubeconfig`` does not take), shell-quoted: the start of every command the harness prints."""
+    listed = bool(kubeconfig) and os.pathsep in str(kubeconfig)
+    parts = ["kubectl", *(["--kubeconfig", kubeconfig] if kubeconfig and not listed else [])]
+    command = " ".join(shlex.quote(p) for p in [*parts, "--context", context, "-n", namespace])
+    return f"KUBECONFIG={shlex.quote(str(kubeconfig))} {command}" if listed else command
 
 
 def inspect_and_delete(base: str, run_id: str, refs: list[str]) -> list[str]:

@@ -28,9 +28,12 @@ from typing import Any
 
 from harness import artifacts
 from harness.cleanup import inspect_and_delete, pinned_kubectl
+from harness.errors import HarnessError
 
 FOLDER = ".ledgers"
 CLAIMED = ".claimed"
+CHECK_TIMEOUT = 15.0
+"""Seconds the check of a dead process's objects against the cluster may take."""
 
 
 @dataclass
@@ -46,6 +49,32 @@ class Orphan:
     namespace: str
     refs: list[str] = field(default_factory=list)
     sweeps: list[str] = field(default_factory=list)
+    kubectl: str = "kubectl"
+    unchecked: str = ""  # why the refs were not checked against the cluster, when they were not
+
+    def check(self, *, timeout: float = CHECK_TIMEOUT) -> None:
+        """Keep of ``refs`` those the cluster still has: one bounded ``kubectl get REFS --ignore-not-found -o name``
+        (another worker's ledger may have deleted what this one also made; an intent may never have been
+        created). When that read fails, ``refs`` stay as they are and ``unchecked`` says why."""
+        from harness import process
+        from harness.kube import kubectl_environment
+
+        if not self.refs:
+            return
+        argv = [self.kubectl, "--context", self.context, "-n", self.namespace, "get", *self.refs]
+        try:
+            done = process.run_bounded(
+                [*argv, "--ignore-not-found", "-o", "name"], timeout=timeout, env=kubectl_environment(self.kubeconfig)
+            )
+        except (HarnessError, OSError) as exc:  # a timeout, kubectl gone: list what the journal holds, unchecked
+            self.unchecked = f"not checked against the cluster: {exc}"
+            return
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [f"kubectl exited {done.returncode}"])[-1]
+            self.unchecked = f"not checked against the cluster: {last}"
+            return
+        there = set(done.stdout.split())
+        self.refs = [ref for ref in self.refs if ref in there]
 
     def commands(self) -> list[str]:
         """The pinned commands to inspect (by the run label) and to delete what the ledger may have left."""
@@ -109,6 +138,7 @@ def _open_ledgers(lines: list[dict[str, Any]], run_id: str, worker: str) -> list
             ledgers[number] = Orphan(
                 line["scope"], run_id, pid, worker, line.get("kubeconfig"), line["context"], line["namespace"]
             )
+            ledgers[number].kubectl = str(line.get("kubectl") or "kubectl")
         elif number in ledgers and event in ("intent", "refs"):
             orphan = ledgers[number]
             orphan.refs += [ref for ref in line.get("refs", []) if ref not in orphan.refs]

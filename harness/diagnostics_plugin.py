@@ -624,8 +624,12 @@ def _list_orphans(run: _Run) -> None:
     from harness.cleanup_journal import claim_orphans
 
     for orphan in claim_orphans(folders):
+        orphan.check()
+        if not orphan.refs and not orphan.sweeps and not orphan.unchecked:
+            continue  # nothing of it is left: another ledger deleted it, or it was never created
         earlier = f"; run {orphan.run_id}" if orphan.run_id != run.run_id else ""
-        why = f"its process ({orphan.worker}, pid {orphan.pid}) died inside the scope{earlier}"
+        unchecked = f"; {orphan.unchecked}" if orphan.unchecked else ""
+        why = f"its process ({orphan.worker}, pid {orphan.pid}) died inside the scope{earlier}{unchecked}"
         entry = {"scope": orphan.scope, "run": orphan.run_id, "refs": orphan.refs, "sweeps": orphan.sweeps}
         _append_json(
             run.folder / ".cleanup.jsonl", {"kind": "kept", **entry, "commands": orphan.commands(), "why": why}

@@ -576,12 +576,12 @@ class Kube:
 
         start = time.monotonic()
         api = self.api_client(timeout=bound)
-        bound = max(0.1, bound - (time.monotonic() - start))
+        left = max(0.1, bound - (time.monotonic() - start))  # the message names the whole bound the caller gave
         method, url, headers, _, _ = api.param_serialize(
             "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
         )
         try:
-            response = api.call_api(method, url, header_params=headers, _request_timeout=(bound, bound))
+            response = api.call_api(method, url, header_params=headers, _request_timeout=(left, left))
             data = response.read()
         except ApiException as exc:  # the client reports a failed TLS handshake as status 0
             if exc.status == 0:

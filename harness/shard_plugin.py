@@ -184,15 +184,47 @@ def split_line(config: pytest.Config, nodeids: list[str]) -> str:
     by_shard: dict[int, list[str]] = {}
     for nodeid in nodeids:
         by_shard.setdefault(shards.shard_index(_group_of(nodeid)) or 0, []).append(nodeid)
-    seconds, estimated, fallback = shards.seconds_of(nodeids, recorded_durations(config))
+    recorded = recorded_durations(config)
+    seconds, estimated, fallback = shards.seconds_of(nodeids, recorded)
     count = max(shard_count(config), max(by_shard) + 1)  # a shard with no module (fewer modules than shards) too
     totals = [sum(seconds[shards.without_group(n)] for n in by_shard.get(i, [])) for i in range(count)]
-    guessed = f"; {estimated} with no record counted as {fallback:.0f} s each" if estimated else ""
     figures = ", ".join(f"{total:.0f} s" for total in totals)
+    if not recorded:
+        how = f"no durations recorded: {estimated} spec(s) counted as {fallback:.0f} s each, {figures}"
+    else:
+        guessed = f"; {estimated} with no record counted as {fallback:.0f} s each" if estimated else ""
+        how = f"by recorded duration: {figures}{guessed}"
     if len(totals) == 1:
-        return f"cluster specs: one shard, {_why_one(config)} (by recorded duration: {figures}{guessed})"
-    over = _over(config, len(totals))
-    return f"cluster specs: {len(totals)} shards over {over} (by recorded duration: {figures}{guessed})"
+        spread = _spread(config)
+        if spread:
+            return f"cluster specs: not split, {spread} ({how})"
+        return f"cluster specs: one shard, {_why_one(config)} ({how})"
+    return f"cluster specs: {len(totals)} shards over {_over(config, len(totals))} ({how})"
+
+
+def _spread(config: pytest.Config) -> str:
+    """Under a ``--dist`` other than loadgroup with workers on several targets (two kube contexts, or each worker's
+    own twin): the specs go to whichever worker is free, so to any of the targets."""
+    names = list(dict.fromkeys(_worker_targets(config)))
+    if workers(config) < 2 or _dist(config) == "loadgroup" or len(names) < 2:
+        return ""
+    twins = all(name.startswith("twin-") for name in names)
+    over = f"{len(names)} twins, one per worker" if twins else "kube contexts " + ", ".join(map(repr, names))
+    return (
+        f"spread over {over} by --dist {config.getvalue('dist')}: a module's specs may run on different targets "
+        "(--dist loadgroup gives each shard one target)"
+    )
+
+
+def _worker_targets(config: pytest.Config) -> list[str]:
+    from harness import targets
+    from harness.pytest_plugin import kube_contexts
+
+    choice = targets.target_choice(config)
+    if choice is not None and choice.kind == "twin":
+        return [f"twin-{i}" for i in range(workers(config))]
+    contexts = kube_contexts(config) or [""]
+    return [contexts[i % len(contexts)] for i in range(workers(config))]
 
 
 def _over(config: pytest.Config, count: int) -> str:

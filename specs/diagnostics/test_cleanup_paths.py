@@ -127,6 +127,51 @@ def test_a_worker_that_dies_inside_a_scope_is_listed_by_the_controller(pytester:
     assert "made-before-the-end" in names(kube, "configmaps")
 
 
+DELETED_THEN_DIES = """
+import os
+
+def test_creates_then_blocks(cleanup, kube):
+    cleanup.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "made-before-the-end"}})
+    kube.kubectl("delete", "configmap", "made-before-the-end")  # as another worker's ledger of the module would
+    os.kill(os.getpid(), 9)
+"""
+
+
+def test_what_another_ledger_deleted_before_the_process_died_is_not_listed(
+    pytester: pytest.Pytester, kube: Kube
+) -> None:
+    # Was: under xdist a module fixture's object, made on two workers and deleted by the one that finished, was
+    # listed as kept from the journal of the one that died.
+    inner(pytester, kube, DELETED_THEN_DIES)
+    assert finished(inner_pytest(pytester))[0] != 0
+    pytester.makepyfile(test_inner="def test_unrelated():\n    pass\n")
+    status, out = finished(inner_pytest(pytester))
+    assert status == 0, out
+    assert "made-before-the-end" not in out, out
+    assert "made-before-the-end" not in names(kube, "configmaps")
+
+
+def test_kept_commands_name_the_kubeconfig_that_kubeconfig_named(pytester: pytest.Pytester, kube: Kube) -> None:
+    """Pasted into a shell without the run's ``KUBECONFIG``, each printed command still reaches the cluster."""
+    # Was: `kubectl --context C ...` alone, which a shell without the variable reads from ~/.kube/config.
+    assert kube.kubeconfig is not None
+    inner(pytester, kube, "def test_keeps(cleanup):\n    cleanup.apply({'apiVersion': 'v1', 'kind': 'ConfigMap', "
+          "'metadata': {'name': 'kept-by-env'}})\n    assert False\n")  # fmt: skip
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().replace(f"kubeconfig={kube.kubeconfig!r}", "kubeconfig=None"))
+    empty = pytester.path / "empty-kubeconfig"
+    empty.write_text("")
+    env = {**os.environ, "KUBECONFIG": os.pathsep.join([str(empty), kube.kubeconfig])}
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--artifacts", "art"]
+    done = process.run_bounded(argv, timeout=RUN_BOUND, cwd=str(pytester.path), env=env)
+    commands = [line.strip() for line in done.stdout.splitlines() if "kubectl" in line and " get " in line]
+    assert commands, done.stdout
+    shell = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"} | {"HOME": str(pytester.path)}
+    for command in commands:
+        listed = process.run_bounded(["bash", "-c", command + " -o name"], timeout=60.0, env=shell)
+        assert listed.stdout.split() == ["configmap/kept-by-env"], (command, listed.stderr)
+
+
 def test_a_journal_of_a_live_process_is_never_claimed(pytester: pytest.Pytester, kube: Kube) -> None:
     """Two runs at once in one checkout: the one that ends first must not list the other's open ledgers."""
     ready = pytester.path / "ready"

@@ -131,7 +131,8 @@ def test_under_xdist_the_header_and_how_the_cluster_specs_run_come_before_anythi
     )
     said = [i for i, line in enumerate(out) if line.startswith(header)]
     assert len(said) == 1, out  # once, though both workers collected the specs: the same context for both
-    split = [i for i, line in enumerate(out) if line.startswith(f"harness: cluster specs: {how} (by recorded")]
+    line_start = f"harness: cluster specs: {how} (no durations recorded: "
+    split = [i for i, line in enumerate(out) if line.startswith(line_start)]
     assert split == [said[0] + 1], out
     first_result = next(i for i, line in enumerate(out) if line.startswith("......"))
     assert split[0] < first_result  # before anything runs, not in the summary only

@@ -204,6 +204,24 @@ def test_with_fewer_workers_than_contexts_the_header_names_the_contexts_no_worke
     )
 
 
+def test_two_contexts_under_dist_load_say_the_specs_spread_over_both(
+    pytester: pytest.Pytester, two_contexts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Was: "one shard, on any of the 2 workers", while the workers held two clusters and specs ran on both.
+    _project(pytester, two_contexts, monkeypatch)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "load", "-p", "no:randomly", "--kube-context", "minikube", "--kube-context", "kind-b",
+        timeout=240,
+    )  # fmt: skip
+    result.assert_outcomes(passed=9)
+    result.stdout.fnmatch_lines(
+        [
+            "harness: cluster specs: not split, spread over kube contexts 'minikube', 'kind-b' by --dist load: a "
+            "module's specs may run on different targets (--dist loadgroup gives each shard one target) (*"
+        ]
+    )
+
+
 def test_without_xdist_the_first_context_is_used_and_the_others_named_as_unused(
     pytester: pytest.Pytester, two_contexts: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
