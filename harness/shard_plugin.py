@@ -205,26 +205,23 @@ def split_line(config: pytest.Config, nodeids: list[str]) -> str:
 def _spread(config: pytest.Config) -> str:
     """Under a ``--dist`` other than loadgroup with workers on several targets (two kube contexts, or each worker's
     own twin): the specs go to whichever worker is free, so to any of the targets."""
-    names = list(dict.fromkeys(_worker_targets(config)))
-    if workers(config) < 2 or _dist(config) == "loadgroup" or len(names) < 2:
+    from harness import targets
+    from harness.pytest_plugin import kube_contexts
+
+    if workers(config) < 2 or _dist(config) == "loadgroup":
         return ""
-    twins = all(name.startswith("twin-") for name in names)
-    over = f"{len(names)} twins, one per worker" if twins else "kube contexts " + ", ".join(map(repr, names))
+    choice = targets.target_choice(config)
+    if choice is not None and choice.kind == "twin":
+        over = f"{workers(config)} twins, one per worker"
+    else:
+        used = list(dict.fromkeys((kube_contexts(config) or [""])[: workers(config)]))
+        if len(used) < 2:
+            return ""
+        over = "kube contexts " + ", ".join(map(repr, used))
     return (
         f"spread over {over} by --dist {config.getvalue('dist')}: a module's specs may run on different targets "
         "(--dist loadgroup gives each shard one target)"
     )
-
-
-def _worker_targets(config: pytest.Config) -> list[str]:
-    from harness import targets
-    from harness.pytest_plugin import kube_contexts
-
-    choice = targets.target_choice(config)
-    if choice is not None and choice.kind == "twin":
-        return [f"twin-{i}" for i in range(workers(config))]
-    contexts = kube_contexts(config) or [""]
-    return [contexts[i % len(contexts)] for i in range(workers(config))]
 
 
 def _over(config: pytest.Config, count: int) -> str:

@@ -143,24 +143,6 @@ _LIMIT_RANGE = re.compile(
 )
 _WEBHOOK_DENIED = re.compile(r'admission webhook "(?P<name>[^"]+)" denied the request')
 _POLICY_DENIED = re.compile(r"ValidatingAdmissionPolicy '(?P<name>[^']+)' with binding '[^']*' denied request")
-_SUFFIXES = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
 
 
 @dataclass(frozen=True)
@@ -251,12 +233,14 @@ def refusal_terminal(refusal: AdmissionRefusal, freeable: list[Obj], quota: Obj 
 
 
 def quantity(text: str) -> Fraction | None:
-    """A Kubernetes quantity (``500m``, ``1.5Gi``, ``2e3``) as an exact number, or ``None`` if it is not one."""
-    match = re.fullmatch(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:[eE]([+-]?\d+)|([a-zA-Z]{0,2}))", text.strip())
-    if not match or (match[3] or "") not in _SUFFIXES:
+    """A Kubernetes quantity (``500m``, ``1.5Gi``, ``2e3``) as an exact number, or ``None`` if it is not one
+    (parsed by the kubernetes client's ``parse_quantity``)."""
+    from kubernetes.utils.quantity import parse_quantity  # loads the client: only when a quota refusal is judged
+
+    try:
+        return Fraction(parse_quantity(text.strip()))  # type: ignore[no-untyped-call]
+    except (ValueError, ArithmeticError):
         return None
-    number = Fraction(match[1])
-    return number * Fraction(10) ** int(match[2]) if match[2] else number * _SUFFIXES[match[3] or ""]
 
 
 def pods_usage(pods: list[Obj], resource: str) -> Fraction | None:
