@@ -20,7 +20,7 @@ venv:
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
 	fi
 	@if [ ! -f $(STAMP) ] || [ pyproject.toml -nt $(STAMP) ]; then \
-	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[test]' && touch $(STAMP); \
+	  $(PY) -m pip install --quiet --upgrade pip && $(PY) -m pip install --quiet -e '.[fakes]' --group dev && touch $(STAMP); \
 	fi
 
 # The checks, fastest first: ruff's lint and format check (line length 120), the import contracts (layers that point

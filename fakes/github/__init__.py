@@ -15,24 +15,27 @@ Public API:
   :func:`issue_comment_created_payload`, :func:`pull_request_opened_payload`.
 """
 
-from fakes.github.app import HEALTH_PATH, FakeGitHub
-from fakes.github.payloads import (
-    issue_comment_created_payload,
-    issues_labeled_payload,
-    issues_opened_payload,
-    pull_request_opened_payload,
-)
-from fakes.github.server import in_process, serve, unserved
-from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
-from fakes.github.webhooks import (
-    MAX_PAYLOAD_BYTES,
-    Delivery,
-    DeliveryFailed,
-    DeliveryLog,
-    redeliver,
-    send_reordered,
-    send_webhook,
-)
+from fakes.extras import requires_extra
+
+with requires_extra("fakes.github"):
+    from fakes.github.app import HEALTH_PATH, FakeGitHub
+    from fakes.github.payloads import (
+        issue_comment_created_payload,
+        issues_labeled_payload,
+        issues_opened_payload,
+        pull_request_opened_payload,
+    )
+    from fakes.github.server import in_process, serve, unserved
+    from fakes.github.signing import sign_sha1, sign_sha256, verify_signature
+    from fakes.github.webhooks import (
+        MAX_PAYLOAD_BYTES,
+        Delivery,
+        DeliveryFailed,
+        DeliveryLog,
+        redeliver,
+        send_reordered,
+        send_webhook,
+    )
 
 __all__ = [
     "HEALTH_PATH",

@@ -52,18 +52,21 @@ import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from fakes.faults import Fault
-from fakes.journal import JournalEntry
-from fakes.kube import kubeconfig as kubeconfig_file
-from fakes.kube import tls as tls_certs
-from fakes.kube.clock import Clock
-from fakes.kube.double import KubeDouble
-from fakes.kube.portforward import PortForwarding
-from fakes.kube.resources import Registry
-from fakes.kube.server import KubeServer
-from fakes.kube.store import Store
-from fakes.runtime import FakeRuntime
-from harness import process
+from fakes.extras import requires_extra
+
+with requires_extra("fakes.kube"):
+    from fakes.faults import Fault
+    from fakes.journal import JournalEntry
+    from fakes.kube import kubeconfig as kubeconfig_file
+    from fakes.kube import tls as tls_certs
+    from fakes.kube.clock import Clock
+    from fakes.kube.double import KubeDouble
+    from fakes.kube.portforward import PortForwarding
+    from fakes.kube.resources import Registry
+    from fakes.kube.server import KubeServer
+    from fakes.kube.store import Store
+    from fakes.runtime import FakeRuntime
+    from harness import process
 
 if TYPE_CHECKING:
     from fakes.kube.components import Controllers

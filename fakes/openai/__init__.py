@@ -45,13 +45,16 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from fakes.openai.app import ADMIN_PREFIX, HEALTH_PATH, OpenAIFake
-from fakes.openai.capture import CallLog, ModelCall
-from fakes.openai.embeddings import embed
-from fakes.openai.rules import Reply, Rule, RuleSpecError, Script
-from fakes.openai.turn import Message, Tool
-from fakes.server import FakeHandle, serve_fake
-from fakes.server import in_process as _in_process
+from fakes.extras import requires_extra
+
+with requires_extra("fakes.openai"):
+    from fakes.openai.app import ADMIN_PREFIX, HEALTH_PATH, OpenAIFake
+    from fakes.openai.capture import CallLog, ModelCall
+    from fakes.openai.embeddings import embed
+    from fakes.openai.rules import Reply, Rule, RuleSpecError, Script
+    from fakes.openai.turn import Message, Tool
+    from fakes.server import FakeHandle, serve_fake
+    from fakes.server import in_process as _in_process
 
 __all__ = [
     "ADMIN_PREFIX",

@@ -25,10 +25,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from fakes.qdrant.app import QdrantFake
-from fakes.qdrant.wire import QDRANT_VERSION
-from fakes.runtime import FakeRuntime
-from fakes.server import FakeHandle, serve_fake
+from fakes.extras import requires_extra
+
+with requires_extra("fakes.qdrant"):
+    from fakes.qdrant.app import QdrantFake
+    from fakes.qdrant.wire import QDRANT_VERSION
+    from fakes.runtime import FakeRuntime
+    from fakes.server import FakeHandle, serve_fake
 
 __all__ = ["QDRANT_VERSION", "InProcessQdrant", "QdrantFake", "in_process", "serve"]
 

@@ -130,3 +130,4 @@ def test_manifests_agree_with_the_fake() -> None:
     Script.from_spec(json.loads(_docs("rules-configmap.yaml")["data"]["rules.json"]))  # loads without error
     dockerfile = (ROOT / "fakes" / "openai" / "Dockerfile").read_text()
     assert '"python", "-m", "fakes.openai", "--host", "0.0.0.0", "--port", "8080"' in dockerfile
+    assert "RUN pip install '.[fake-openai]' " in dockerfile  # the base install lacks the fake's libraries

@@ -97,7 +97,7 @@ def test_a_venv_made_by_the_wrong_python_is_rebuilt_by_the_next_make_test(projec
     assert "rebuilding .venv: its Python cannot run this project" in done.stdout
     calls = log.read_text()
     assert f"{good} -m venv .venv" in calls
-    assert "-m pip install --quiet -e .[test]" in calls
+    assert "-m pip install --quiet -e .[fakes] --group dev" in calls
     workers = 3 * len(os.sched_getaffinity(0))  # more workers than cores: the Makefile says why
     # bytecode kept; kubectl's garbage collector held off up to 256 MiB (the Makefile says why)
     pytest_call = f"-m pytest specs -m not cluster and not twin and not control_plane -n {workers} --dist worksteal"

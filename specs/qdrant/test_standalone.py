@@ -83,6 +83,7 @@ def test_manifest_shape() -> None:
     assert '"python", "-m", "fakes.qdrant", "--host", "0.0.0.0", "--port", "6333"' in dockerfile
     copied = {word for line in dockerfile.splitlines() if line.startswith("COPY ") for word in line.split()[1:-1]}
     assert {"pyproject.toml", "README.md", "harness", "fakes"} <= copied  # what `pip install .` needs
+    assert "RUN pip install '.[fake-qdrant]' " in dockerfile  # the base install lacks the fake's libraries
     assert container["command"] == ["python", "-m", "fakes.qdrant", "--host", "0.0.0.0", "--port", "6333"]
 
 
