@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
           m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test lint fuzz e2e matrix bench venv clean control-plane test-control-plane
+.PHONY: test lint fuzz e2e matrix bench venv clean control-plane test-control-plane install-check
 
 # A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
 venv:
@@ -88,6 +88,15 @@ control-plane: venv
 test-control-plane: control-plane
 	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -m control_plane -n $(CORES) --dist worksteal -rfEs \
 	  $(PYTEST_ARGS)
+
+# What an adopter's install holds and can do, in fresh virtual environments made from a per-user wheelhouse (filled
+# from the package index only when it lacks a distribution): the base install alone, each fake's extra with that
+# fake's conformance specs, and [fakes] with every fixture (specs/install/check_venvs.py says what is checked).
+# INSTALL_CHECK_TIMEOUT: seconds per check; a cold wheelhouse fills from the index inside the first one.
+INSTALL_CHECK_TIMEOUT ?= 1800
+install-check: venv
+	$(GO_RUNTIME) $(PY) -m pytest specs/install/check_venvs.py -p no:cacheprovider -rfE --durations=0 \
+	  --timeout=$(INSTALL_CHECK_TIMEOUT) $(PYTEST_ARGS)
 
 # Benchmarks: a few minutes by default; `make bench LONG=1` for the long runs (more samples, more budgets).
 bench: venv

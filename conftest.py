@@ -13,17 +13,20 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from fakes import extras
+
 if TYPE_CHECKING:
     from harness.testing.standin import KubectlStandIn
 
 pytest_plugins = [
     "pytester",  # the plugin's guard specs run inner pytest sessions
     "fakes.fixtures",  # fake_github, fake_openai, fake_qdrant, fake_kube: each fake imported when first used
-    "fakes.kube.kubectl_builds",  # the kubectl version matrix (fixture kubectl_build, option --kubectl-matrix)
     "specs.bytecode",  # under xdist, the controller rewrites the suite's modules once before the workers start
     "specs.parity.summary",  # the double-against-the-real-server comparison's line in the summary
     "specs.targets",  # target_name / target: specs that run on the API double and on the real control plane
 ]
+if extras.installed("kube-double"):  # `make install-check` runs one other fake's specs in a venv without the double
+    pytest_plugins.append("fakes.kube.kubectl_builds")  # the kubectl version matrix (kubectl_build, --kubectl-matrix)
 
 
 GC_THRESHOLDS = (700, 10, 100)

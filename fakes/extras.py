@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -52,6 +53,38 @@ def requires_extra(package: str) -> Iterator[None]:
             f"{error.name!r}); add it with: {install_line(extra)}",
             name=error.name,
         ) from error
+
+
+def installed(extra: str) -> bool:
+    """Whether every distribution ``extra`` of stack-harness requires is installed (False when stack-harness is not).
+
+    Raises ``ValueError`` for an extra stack-harness does not declare."""
+    try:
+        lines = metadata.requires(DISTRIBUTION) or []
+        declared = metadata.metadata(DISTRIBUTION).get_all("Provides-Extra") or []
+    except metadata.PackageNotFoundError:
+        return False
+    if extra not in declared:
+        raise ValueError(f"{DISTRIBUTION} has no extra {extra!r}; its extras: {', '.join(sorted(declared))}")
+    for line in lines:
+        requirement, _, marker = line.partition(";")
+        if not re.fullmatch(rf"""\s*extra\s*==\s*["']{re.escape(extra)}["']\s*""", marker):
+            continue  # the base, or another extra (this package's own metadata writes `extra == "name"` alone)
+        named = _REQUIREMENT.match(requirement)
+        if named is None:
+            continue
+        if named["name"] == DISTRIBUTION:  # an extra made of extras
+            if not all(installed(inner.strip()) for inner in (named["extras"] or "").split(",")):
+                return False
+            continue
+        try:
+            metadata.distribution(named["name"])
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+_REQUIREMENT = re.compile(r"\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[(?P<extras>[^\]]*)\])?")
 
 
 def install_line(extra: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from packaging.requirements import Requirement
 
@@ -119,7 +120,7 @@ def distributions(tops: Iterable[str]) -> set[str]:
     return {normal(provided[top][0]) for top in tops}
 
 
-def pyproject() -> dict[str, object]:
+def pyproject() -> dict[str, Any]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 

@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ DESIGN_CARD = {"pytest", "pytest-timeout", "anyio", "httpx", "kubernetes", "tena
 CHILD_TIMEOUT = 60.0
 """Seconds for one child interpreter that imports a fake (a second or two when idle)."""
 
-PROJECT: dict[str, Any] = im.pyproject()["project"]  # type: ignore[assignment]
-GROUPS: dict[str, list[Any]] = im.pyproject()["dependency-groups"]  # type: ignore[assignment]
+PROJECT: dict[str, Any] = im.pyproject()["project"]
+GROUPS: dict[str, list[Any]] = im.pyproject()["dependency-groups"]
 BASE = im.requirement_names(PROJECT["dependencies"])
 OPTIONAL: dict[str, list[str]] = PROJECT["optional-dependencies"]
 
@@ -191,3 +192,20 @@ def test_the_install_lines_show_a_path_a_path_with_an_extra_and_a_git_url(page: 
     assert extras_named
     assert extras_named <= set(OPTIONAL)
     assert any("@ git+https://" in line for line in lines)
+
+
+def test_an_extra_counts_as_installed_only_with_every_distribution_it_requires(monkeypatch) -> None:
+    assert all(extras.installed(extra) for extra in OPTIONAL)  # `make venv` installs [fakes]
+    real = metadata.distribution
+
+    def without_aiohttp(name: str) -> Any:
+        if im.normal(name) == "aiohttp":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr("fakes.extras.metadata.distribution", without_aiohttp)
+    assert not extras.installed("kube-double")
+    assert not extras.installed("fakes")  # made of extras, one of them incomplete
+    assert extras.installed("fake-qdrant")
+    with pytest.raises(ValueError, match="has no extra 'fake-redis'; its extras: fake-github, fake-openai"):
+        extras.installed("fake-redis")
