@@ -43,6 +43,8 @@ class Built:
     before: list[str]
     after: list[str]
     wheel: Path
+    editable: Path
+    """Where an editable install (``pip install -e``, as ``make venv`` runs it) of the copy went."""
 
     def names(self) -> list[str]:
         with zipfile.ZipFile(self.wheel) as archive:
@@ -90,11 +92,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     out = tmp_path_factory.mktemp("wheel")
     isolation = ["--no-build-isolation"] if backend_at_hand() else []
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    argv = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", *isolation, "-w", str(out), str(checkout)]
-    done = run_bounded(argv, timeout=BUILD_TIMEOUT, cwd=str(out), env=env)
-    assert done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    # The editable install goes to a venv of its own: pip uninstalls a project's installed copy before installing
+    # it, whatever --prefix says, so installing into this venv's Python would remove its own editable install. pip
+    # then builds for that venv's Python, which has no backend: always with build isolation.
+    editable = tmp_path_factory.mktemp("editable")
+    run = [sys.executable, "-m", "venv", "--without-pip", str(editable)]
+    pip = [sys.executable, "-m", "pip", "--quiet"]
+    target = ["--python", str(editable / "bin" / "python")]
+    for argv in (
+        run,
+        [*pip, "wheel", "--no-deps", *isolation, "-w", str(out), str(checkout)],
+        [*pip, *target, "install", "--no-deps", "-e", str(checkout)],
+    ):
+        done = run_bounded(argv, timeout=BUILD_TIMEOUT, cwd=str(out), env=env)
+        assert done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
     (wheel,) = out.glob("*.whl")
-    return Built(checkout, before, every_path(checkout), wheel)
+    return Built(checkout, before, every_path(checkout), wheel, editable)
 
 
 def shipped(name: str) -> bool:
@@ -152,6 +165,12 @@ def test_nothing_in_the_wheel_names_the_agent_controller_stack(built: Built) -> 
     assert found == []
 
 
-def test_building_the_wheel_leaves_the_checkout_as_it_was(built: Built) -> None:
+def test_building_and_installing_leave_the_checkout_as_it_was(built: Built) -> None:
     assert [p for p in built.after if p not in built.before] == []  # no build/, no *.egg-info
     assert built.after == built.before
+
+
+def test_an_editable_install_puts_the_checkout_itself_on_the_path(built: Built) -> None:
+    """What ``make venv`` relies on: the repository root importable, so specs.* and fakes.stack load from it."""
+    (pth,) = [p for p in built.editable.rglob("*.pth") if "stack_harness" in p.name]
+    assert set(pth.read_text().split()) == {str(built.checkout)}
