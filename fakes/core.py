@@ -221,7 +221,7 @@ class FakeApp(Protocol):
     """What the shared machinery needs from a fake.
 
     ``name`` appears in logs and admin answers; ``unrecorded_paths`` are exact paths (health routes) the journal
-    skips, so a readiness probe never reads as an application call (failure mode 14 in ``specs/cluster/README.md``).
+    skips, so a readiness probe never reads as an application call.
     ``handle`` must be thread-safe (uvicorn's event loop and test threads may call it at once) and must not block
     for long: faults such as hang and drip are the machinery's job, not the fake's.
     """

@@ -206,7 +206,8 @@ BY_KEY: dict[str, Callable[[Obj], None]] = {
 
 
 class ClusterIPs:
-    """Hands out ClusterIPs from 10.96.0.0/12 in order (10.96.0.1 is the ``kubernetes`` Service's)."""
+    """Hands out ClusterIPs from 10.96.0.0/12 in order (10.96.0.1 is the ``kubernetes`` Service's): kubeadm's default
+    Service range, which kind and minikube share."""
 
     def __init__(self) -> None:
         self._net = ipaddress.ip_network("10.96.0.0/12")

@@ -91,6 +91,7 @@ from fakes.kube.controllers.base import (
     status,
 )
 from fakes.kube.controllers.events import NORMAL, WARNING
+from fakes.kube.controllers.node import NODE_IP
 from fakes.kube.errors import ApiError
 from fakes.kube.selectors import (
     LabelSelector,
@@ -106,7 +107,8 @@ log = logging.getLogger("fakes.kube.lifecycle")
 
 PREFIX = "double.stack-harness.dev/"
 NODE = "fake-node"
-HOST_IP = "192.168.49.2"
+HOST_IP = NODE_IP
+"""Every pod's ``hostIP``: its node's InternalIP (:data:`fakes.kube.controllers.node.NODE_IP`)."""
 PODS, PODS_KEY = "pods", "/pods"
 
 START_SECONDS = 0.05
@@ -637,6 +639,7 @@ class Kubelet:
         faults = self.faults_for(current)
         record = self._recorder(current, c)
         if not pod.pod_ip:  # the sandbox exists before any image is pulled
+            # From the node's podCIDR, kubeadm's default that kind and minikube share: pods look as on those.
             pod.pod_ip = f"10.244.0.{next(self._ips)}"
         pull = c.pull_policy == "Always" or c.image not in self._images
         if faults.image_pull_error is not None:

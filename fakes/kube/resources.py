@@ -222,7 +222,7 @@ class Registry:
 
     def resolve(self, name: str | ResourceType) -> ResourceType:
         """A type from kubectl-style ``name``: ``pods``, ``po``, ``pod``, ``Pod``, ``deployments.apps``,
-        ``apps/v1/deployments``, ``agentruns.core.controller-agent.dev``. Raises ``KeyError`` naming it."""
+        ``apps/v1/deployments``, ``widgets.example.com`` (a CRD's kind). Raises ``KeyError`` naming it."""
         if isinstance(name, ResourceType):
             return name
         if name.count("/") == 2 or (name.count("/") == 1 and not name.startswith("/")):

@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible model endpoint: scripted answers, full capture of what each turn advertised, faults.
 
-Point a client (or a deployed orchestrator) at it instead of the real API and every model turn becomes scripted and
+Point a client (or a deployed service) at it instead of the real API and every model turn becomes scripted and
 inspectable: which tools were advertised (names and schemas), what ``tool_choice`` was sent, the conversation, and
 which request a tool call answered. No model key, no nondeterminism.
 

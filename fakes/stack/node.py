@@ -19,6 +19,7 @@ import collections
 import concurrent.futures
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -249,8 +250,9 @@ class Node:
 
 def resolve_env(double: KubeDouble, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
     """The container's environment as the kubelet builds it: ``envFrom`` first, then ``env`` (later entries win);
-    ``valueFrom`` reads Secrets, ConfigMaps and the pod's own fields. Missing references are left out (a real
-    kubelet refuses to start the container; the twin's services report the variable missing instead)."""
+    ``valueFrom`` reads Secrets, ConfigMaps and the pod's own fields, and a ``value`` has its ``$(NAME)`` references
+    to variables defined before it expanded (:func:`expand`). Missing references are left out (a real kubelet
+    refuses to start the container; the twin's services report the variable missing instead)."""
     namespace = pod["metadata"]["namespace"]
     env: dict[str, str] = {}
     for source in container.get("envFrom") or []:
@@ -263,7 +265,7 @@ def resolve_env(double: KubeDouble, pod: dict[str, Any], container: dict[str, An
         if not name:
             continue
         if "value" in entry:
-            env[name] = str(entry["value"])
+            env[name] = expand(str(entry["value"]), env)
             continue
         ref = entry.get("valueFrom") or {}
         value: str | None = None
@@ -276,6 +278,21 @@ def resolve_env(double: KubeDouble, pod: dict[str, Any], container: dict[str, An
         if value is not None:
             env[name] = value
     return env
+
+
+_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
+
+
+def expand(value: str, defined: dict[str, str]) -> str:
+    """``value`` with each ``$(NAME)`` of a variable in ``defined`` replaced by its value and ``$$`` by ``$``; an
+    undefined reference stays as written (the kubelet's dependent environment variables, ``expansion.Expand``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        return defined.get(match.group(1), match.group(0))
+
+    return _REFERENCE.sub(replace, value)
 
 
 def _secret(double: KubeDouble, namespace: str, name: str) -> dict[str, str]:

@@ -4,10 +4,11 @@ Steps (specs/cluster/README.md §3): the namespace; the CRDs applied server-side
 --force-conflicts``: Helm's install-only ``crds/`` would leave newer kinds out) and checked served through
 discovery; the secrets, upserted with ``apply`` (upstream pipes a client-side dry run into it), with fixed values
 where both ends must agree and random ones elsewhere; the Temporal dev server, Available within 120 s; the fakes
-playing GitHub and Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``),
-Available within 120 s; the release; the catalog, checked not empty (zero Tools, Skills or Agents make every turn
-time out silently); and finally the orchestrator, the gateway and the core-controller Available within 300 s, so a
-half-ready stack fails here, readably.
+playing GitHub and Qdrant (the manifests under ``fakes/github/manifests`` and ``fakes/qdrant/manifests``, which name
+no namespace: the twin's context places them in the stack's; the Qdrant one also gets the stack's Service name,
+``44-qdrant-service.yaml``), Available within 120 s; the release; the catalog, checked not empty (zero Tools, Skills
+or Agents make every turn time out silently); and finally the orchestrator, the gateway and the core-controller
+Available within 300 s, so a half-ready stack fails here, readably.
 
 The stack's own manifests carry ``{{profile.<name>}}`` where a deployed timing goes: each is rendered from the twin's
 :class:`~fakes.stack.profile.Effective` timings and applied from stdin, so the cluster shows what the twin runs.
@@ -153,6 +154,7 @@ class Up:
     def fakes(self) -> None:
         for directory in ("github", "qdrant"):
             self._run("fakes", "apply", "-f", str(FAKES / directory / "manifests"))
+        self._apply("fakes", "44-qdrant-service.yaml")  # the stack's name for the fake Qdrant's pods
         # The fake model endpoint with the twin's script (its ConfigMap first: the pod reads it at start).
         self._run("fakes", "apply", "-f", str(MANIFESTS / "45-model-script.yaml"))
         for name in ("deployment.yaml", "service.yaml"):

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -162,16 +161,6 @@ def test_the_kubernetes_wrapper_pins_every_staging_module_to_the_release():
     for binary in BINARIES:
         if binary.package != ".":
             assert binary.package in (MODULES / binary.module / "go.mod").read_text()
-
-
-def test_every_wrapper_module_file_is_package_data():
-    import tomllib
-
-    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harness"]
-    files = [p.relative_to(MODULES.parents[1]).as_posix() for p in MODULES.rglob("*") if p.is_file()]
-    assert files
-    unpacked = [f for f in files if not any(fnmatch(f, pattern) for pattern in patterns)]
-    assert unpacked == []
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ the HTTP admin API only (``/_fake/github/*``, ``/_fake/requests``), as a spec ag
 from __future__ import annotations
 
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from specs.github.receiver import Receiver
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "fakes" / "github" / "manifests"
 START_TIMEOUT = 20.0  # seconds for the process to print its listening line (imports included)
+NAMESPACE = "shop"  # where `kubectl -n shop apply -f fakes/github/manifests/` would put it
 
 
 def _manifest_container() -> dict[str, Any]:
@@ -38,9 +40,22 @@ def _command(kind: str) -> tuple[list[str], dict[str, str]]:
     container = _manifest_container()
     command = list(container["command"])
     assert command[:3] == ["python", "-m", "fakes.github"]
-    env.update({item["name"]: item["value"] for item in container.get("env", [])})
+    env.update(_manifest_env(container))
     # The manifest's own command; only the bind address is overridden (last flag wins) so the OS picks the port.
     return [sys.executable, *command[1:], "--host", "127.0.0.1", "--port", "0"], env
+
+
+def _manifest_env(container: dict[str, Any]) -> dict[str, str]:
+    """The manifest's env as a kubelet gives it to a pod in NAMESPACE: the downward API's namespace, and each
+    ``$(NAME)`` expanded from the entries before it."""
+    env: dict[str, str] = {}
+    for item in container.get("env", []):
+        if "value" in item:
+            env[item["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], item["value"])
+        else:
+            assert item["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, item
+            env[item["name"]] = NAMESPACE
+    return env
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
@@ -84,7 +99,8 @@ def test_standalone_fake_serves_seeds_and_journals(kind: str, tmp_path: Path) ->
             assert "'title' is required" in bad.json()["message"]
             kit = GitHub("ghp_a", base_url=url, auto_retry=False, http_cache=False, timeout=10.0)
             issue = kit.rest.issues.get("octo", "hello", 1).parsed_data
-            expected_base = env.get("PUBLIC_BASE_URL") if kind == "manifest" else url
+            # In a pod, URL fields name the Service in the pod's own namespace, whatever address was dialled.
+            expected_base = f"http://fake-github.{NAMESPACE}.svc.cluster.local" if kind == "manifest" else url
             assert issue.title == "Seeded"
             assert issue.url == f"{expected_base}/repos/octo/hello/issues/1"
             assert http.get("/nope").status_code == 501

@@ -1,7 +1,8 @@
 """Adopting the harness for another stack, as a newcomer would: a foreign project (its own ``pyproject.toml`` and
 ``[tool.harness]``, its own Deployments and Services) runs its specs with the installed plugin against a standalone
-Kubernetes API double (``python -m fakes.kube``), in an inner pytest process; and the example of
-``docs/your-stack.md`` runs verbatim, so it cannot rot.
+Kubernetes API double (``python -m fakes.kube``), in an inner pytest process; and the examples of
+``docs/your-stack.md`` (its cluster spec, and its specs on the double with their manifests) run verbatim, so they
+cannot rot.
 
 Process-level behaviour is what is checked (what the engineer sees in the terminal and on disk), so the inner runs are
 subprocesses, never pytester in this process.
@@ -325,3 +326,46 @@ def test_the_documented_example_runs_as_written(tmp_path: Path, api_double: ApiD
     assert run.outcomes == {"test_web_rolls_out[asyncio]": "passed"}, run.output
     assert f"harness: cluster specs use kube context '{CONTEXT}'" in run.output
     assert len(example.strip().splitlines()) <= 15  # a short example, as the page promises
+
+
+# The page's examples on the Kubernetes API double: each file between `<!-- double-example: NAMES PATH -->` and
+# `<!-- /double-example -->` is written verbatim to PATH in the project of every example NAMES lists, and each
+# project's specs run in an inner pytest against the `fake_kube` fixture its conftest.py (also from the page) loads.
+DOUBLE_EXAMPLE = re.compile(
+    r"<!-- double-example: ([\w,-]+) (\S+) -->\n```\w+\n(.*?)```\n<!-- /double-example -->", re.DOTALL
+)
+DOUBLE_EXAMPLES = ("faults", "local-process")
+DOUBLE_SECTION = "\n## Your pods on the Kubernetes API double\n"
+
+
+def double_examples() -> dict[str, dict[str, str]]:
+    """Each double example's files, ``{name: {path: text}}``, verbatim from docs/your-stack.md."""
+    found: dict[str, dict[str, str]] = {}
+    for names, path, body in DOUBLE_EXAMPLE.findall(DOC.read_text(encoding="utf-8")):
+        for name in names.split(","):
+            files = found.setdefault(name, {})
+            assert path not in files, f"double example {name} has {path} twice"
+            files[path] = body
+    return found
+
+
+def test_every_code_block_about_the_double_is_an_example_that_runs() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert sorted(double_examples()) == sorted(DOUBLE_EXAMPLES)
+    section = text.split(DOUBLE_SECTION, 1)[1].split("\n## ", 1)[0]
+    fences = section.count("\n```") // 2
+    assert fences == len(DOUBLE_EXAMPLE.findall(section)), "a code block about the double runs in no spec"
+    for name, files in double_examples().items():
+        assert "conftest.py" in files, name
+        assert any(path.endswith(".py") and "def test_" in body for path, body in files.items()), name
+
+
+@pytest.mark.parametrize("name", DOUBLE_EXAMPLES)
+@pytest.mark.timeout(INNER_TIMEOUT + 30)
+def test_each_example_on_the_double_runs_as_written(tmp_path: Path, name: str) -> None:
+    files = double_examples()[name]
+    project = write_project(tmp_path / name, {"pyproject.toml": '[project]\nname = "shop"\n', **files})
+    run = run_inner(project, "-p", "no:cacheprovider")
+    specs = [line for body in files.values() for line in body.splitlines() if line.startswith("def test_")]
+    assert len(run.outcomes) == len(specs) >= 1, run.output
+    assert set(run.outcomes.values()) == {"passed"}, run.output

@@ -1,6 +1,6 @@
 """``docs/your-stack.md``, the page for an engineer adopting the harness for another stack: linked from the README's
 top, its API reference exactly what ``harness.__all__`` exports (rendered by ``specs/guard/api_reference.py``), and
-nothing of this repository's own stack in it. (Its example runs in ``test_adoption.py``.)"""
+nothing of this repository's own stack in it. (Its examples run in ``test_adoption.py``.)"""
 
 from __future__ import annotations
 

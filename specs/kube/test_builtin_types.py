@@ -271,6 +271,27 @@ def test_the_kubelets_node_and_lease(api: tuple[KubeHandle, kube_client.ApiClien
     eventually(lambda: core.read_namespaced_pod("p", "default").spec.node_name == "fake-node", what="bound")
 
 
+def test_the_node_and_its_pods_report_a_loopback_address(api: tuple[KubeHandle, kube_client.ApiClient]) -> None:
+    """No address of a cluster tool's own network (minikube's 192.168.49.2 once): loopback, as kwok's nodes on the
+    real control plane report."""
+    kd, client = api
+    core: Any = kube_client.CoreV1Api(client)
+    node: Any = eventually(lambda: core.list_node().items, what="the node").pop()
+    addresses = {a.type: a.address for a in node.status.addresses}
+    assert addresses == {"InternalIP": "127.0.0.1", "Hostname": "fake-node"}
+    core.create_namespaced_pod(
+        "default",
+        {"metadata": {"name": "hosted"}, "spec": {"containers": [{"name": "c", "image": "registry.local/c"}]}},
+    )
+
+    def placed() -> Any:
+        status = core.read_namespaced_pod("hosted", "default").status
+        return status if status.host_ip else None
+
+    status = eventually(placed, what="the pod's host IP")
+    assert (status.host_ip, [h.ip for h in status.host_ips or []]) == ("127.0.0.1", ["127.0.0.1"])
+
+
 def test_every_namespace_gets_the_default_service_account_and_the_root_ca(
     api: tuple[KubeHandle, kube_client.ApiClient],
 ) -> None:

@@ -26,7 +26,10 @@ from fakes.kube.resources import server_minor
 from fakes.kube.store import StoreEvent
 
 NODE = "fake-node"
-HOST_IP = "192.168.49.2"
+NODE_IP = "127.0.0.1"
+"""The Node's InternalIP, and so every pod's ``hostIP``: loopback, as kwok's nodes report on the real control plane
+(``harness.controlplane``, ``--node-ip``), so the double names no machine of any cluster tool's network (it once
+reported minikube's docker-network address). Nothing dials it: pods are reached through port-forwards."""
 LEASE_NAMESPACE = "kube-node-lease"
 RENEW_SECONDS = 10.0
 """Seconds between node lease renewals (the kubelet's: a quarter of the 40 s lease duration)."""
@@ -76,6 +79,7 @@ def node_object(git_version: str, now: float) -> Obj:
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true",
             },
         },
+        # kubeadm's default pod network, which kind and minikube share (not any one tool's): the pods' IPs.
         "spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24"]},
         "status": {
             "capacity": dict(CAPACITY),
@@ -88,7 +92,7 @@ def node_object(git_version: str, now: float) -> Obj:
                 cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
             ],
-            "addresses": [{"type": "InternalIP", "address": HOST_IP}, {"type": "Hostname", "address": NODE}],
+            "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": NODE}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {
                 "machineID": digest[:32],
