@@ -75,7 +75,7 @@ CORE = (
     _type("", "v1", "nodes", "Node", False, short=("no",), status=True, extra=(_PROXY,)),
     _type("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, short=("pvc",), status=True),
     _type("", "v1", "persistentvolumes", "PersistentVolume", False, short=("pv",), status=True),
-    _type("", "v1", "podtemplates", "PodTemplate", True),
+    _type("", "v1", "podtemplates", "PodTemplate", True, generation=True),
     _type(
         "",
         "v1",
@@ -104,7 +104,6 @@ GROUPS = (
         short=("hpa",),
         categories=_ALL,
         status=True,
-        generation=True,
     ),
     _type(
         "autoscaling",
@@ -115,7 +114,6 @@ GROUPS = (
         short=("hpa",),
         categories=_ALL,
         status=True,
-        generation=True,
     ),
     _type(
         "certificates.k8s.io",
@@ -151,7 +149,15 @@ GROUPS = (
     _type(_STORAGE, "v1", "csistoragecapacities", "CSIStorageCapacity", True),
     _type(_STORAGE, "v1", "storageclasses", "StorageClass", False, short=("sc",)),
     _type(_STORAGE, "v1", "volumeattachments", "VolumeAttachment", False, status=True),
-    _type(_ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False, categories=_EXT),
+    _type(
+        _ADMISSION,
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+        categories=_EXT,
+        generation=True,
+    ),
     _type(
         _ADMISSION,
         "v1",
@@ -174,9 +180,15 @@ GROUPS = (
         minors=(30, 999),
     ),
     _type(
-        _ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False, categories=_EXT
+        _ADMISSION,
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+        categories=_EXT,
+        generation=True,
     ),
-    _type("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
+    _type("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",), generation=True),
     _type("coordination.k8s.io", "v1", "leases", "Lease", True),
     _type("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     _type("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),

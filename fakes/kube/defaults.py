@@ -10,22 +10,29 @@ from __future__ import annotations
 import base64
 import ipaddress
 import itertools
+import secrets
 from collections.abc import Callable
 from typing import Any
 
 from fakes.kube.conversion import hpa_defaults
+from fakes.kube.errors import forbidden
 
 Obj = dict[str, Any]
 
 
 def pod_spec(spec: Obj) -> None:
-    """Pod spec defaults (also for the templates of Deployments, ReplicaSets, StatefulSets and Jobs)."""
+    """``SetDefaults_PodSpec`` and the container defaults: every PodSpec, a Pod's and each workload's template.
+    ``enableServiceLinks`` is a Pod's alone (``SetDefaults_Pod``), so a template never shows it."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
+    # v1's deprecated ``serviceAccount`` mirrors ``serviceAccountName`` (the core v1 conversions, both ways)
+    if spec.get("serviceAccountName"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
+    elif spec.get("serviceAccount"):
+        spec["serviceAccountName"] = spec["serviceAccount"]
     for container in itertools.chain(spec.get("initContainers") or [], spec.get("containers") or []):
         if not isinstance(container, dict):
             continue
@@ -41,12 +48,26 @@ def pod_spec(spec: Obj) -> None:
                 port.setdefault("protocol", "TCP")
 
 
-def _template(obj: Obj) -> None:
-    template = (obj.get("spec") or {}).get("template")
+def nested_meta(holder: Obj) -> None:
+    """A nested ObjectMeta (a template's) reads ``creationTimestamp: null``: Go's encoding/json never omits the
+    ``metav1.Time`` struct and a zero Time marshals as ``null`` (apimachinery ``pkg/apis/meta/v1/time.go``)."""
+    meta = holder.get("metadata")
+    if meta is None:
+        meta = holder["metadata"] = {}
+    if isinstance(meta, dict):
+        meta.setdefault("creationTimestamp", None)
+
+
+def pod_template(template: Any) -> None:
+    """A PodTemplateSpec: its metadata and its PodSpec's defaults."""
     if isinstance(template, dict):
-        template.setdefault("metadata", {})
+        nested_meta(template)
         if isinstance(template.get("spec"), dict):
             pod_spec(template["spec"])
+
+
+def _template(obj: Obj) -> None:
+    pod_template((obj.get("spec") or {}).get("template"))
 
 
 def deployment(obj: Obj) -> None:
@@ -89,7 +110,6 @@ def job(obj: Obj) -> None:
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatedOrFailed")
     template = spec.setdefault("template", {})
-    template.setdefault("metadata", {})
     if isinstance(template.get("spec"), dict):
         template["spec"].setdefault("restartPolicy", "Never")
     _template(obj)
@@ -120,6 +140,15 @@ def cronjob(obj: Obj) -> None:
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
+    job_template = spec.get("jobTemplate")
+    if isinstance(job_template, dict):
+        nested_meta(job_template)
+        if isinstance(job_template.get("spec"), dict):
+            pod_template(job_template["spec"].get("template"))
+
+
+def podtemplate(obj: Obj) -> None:
+    pod_template(obj.get("template"))
 
 
 def service(obj: Obj, allocate_ip: Callable[[], str]) -> None:
@@ -161,8 +190,14 @@ def secret(obj: Obj) -> None:
         obj["data"] = data
 
 
+def pod_own_spec(spec: Obj) -> None:
+    """A Pod's spec: the PodSpec defaults and ``SetDefaults_Pod``'s ``enableServiceLinks``."""
+    pod_spec(spec)
+    spec.setdefault("enableServiceLinks", True)
+
+
 def pod(obj: Obj) -> None:
-    pod_spec(obj.setdefault("spec", {}))
+    pod_own_spec(obj.setdefault("spec", {}))
     status = obj.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", "BestEffort")
@@ -192,6 +227,7 @@ def replicationcontroller(obj: Obj) -> None:
 
 BY_KEY: dict[str, Callable[[Obj], None]] = {
     "/pods": pod,
+    "/podtemplates": podtemplate,
     "/namespaces": namespace,
     "/secrets": secret,
     "apps/deployments": deployment,
@@ -292,3 +328,71 @@ def _tolerates(toleration: Any, key: str) -> bool:
     return toleration.get("key") in (None, "", key) and (
         toleration.get("key") or toleration.get("operator") == "Exists"
     )
+
+
+#: The ServiceAccount admission plugin's names (``plugin/pkg/admission/serviceaccount/admission.go``).
+DEFAULT_SERVICE_ACCOUNT = "default"
+TOKEN_VOLUME_PREFIX = "kube-api-access-"
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # names.SimpleNameGenerator's
+
+
+def service_account_admission(obj: Obj, namespace: str, lookup: Callable[[str], Obj | None]) -> None:
+    """The ServiceAccount admission plugin on a pod's create: ``serviceAccountName`` defaults to ``default``; a
+    ServiceAccount that does not exist refuses the pod (403); unless the pod, else its ServiceAccount, says
+    ``automountServiceAccountToken: false``, every container and init container without a mount at
+    :data:`TOKEN_MOUNT_PATH` mounts the projected ``kube-api-access-<5 random>`` volume (``TokenVolumeSource``:
+    a bound token, ``kube-root-ca.crt``'s ``ca.crt`` and the namespace). ``lookup(name)``: the ServiceAccount.
+    ``default`` counts as present: the plugin waits for the controller that creates it in every namespace."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    name = str(spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+    spec["serviceAccountName"] = spec["serviceAccount"] = name
+    account = lookup(name)
+    if account is None and name != DEFAULT_SERVICE_ACCOUNT:
+        pod_name = str((obj.get("metadata") or {}).get("name") or "")
+        detail = f'error looking up service account {namespace}/{name}: serviceaccount "{name}" not found'
+        raise forbidden("pods", "", pod_name, detail)
+    automount = spec.get("automountServiceAccountToken")
+    if automount is None:
+        automount = (account or {}).get("automountServiceAccountToken")
+    if automount is False:
+        return
+    volumes: list[Any] = spec["volumes"] if isinstance(spec.get("volumes"), list) else []
+    volume = next(
+        (v["name"] for v in volumes if isinstance(v, dict) and str(v.get("name", "")).startswith(TOKEN_VOLUME_PREFIX)),
+        None,
+    )
+    volume_name = volume or TOKEN_VOLUME_PREFIX + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+    needs_volume = False
+    for container in itertools.chain(spec.get("initContainers") or [], spec.get("containers") or []):
+        if not isinstance(container, dict):
+            continue
+        mounts: list[Any] = container["volumeMounts"] if isinstance(container.get("volumeMounts"), list) else []
+        if not any(isinstance(m, dict) and m.get("mountPath") == TOKEN_MOUNT_PATH for m in mounts):
+            container["volumeMounts"] = [
+                *mounts,
+                {"name": volume_name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH},
+            ]
+            needs_volume = True
+    if volume is None and needs_volume:
+        spec["volumes"] = [*volumes, {"name": volume_name, "projected": token_volume_source()}]
+
+
+def token_volume_source() -> Obj:
+    """``serviceaccount.TokenVolumeSource``: the projected sources, their default mode set explicitly."""
+    return {
+        "sources": [
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {
+                "downwardAPI": {
+                    "items": [
+                        {"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}
+                    ]
+                }
+            },
+        ],
+        "defaultMode": 420,
+    }

@@ -103,6 +103,18 @@ def already_exists(resource: str, group: str, name: str) -> ApiError:
     )
 
 
+def forbidden(resource: str, group: str, name: str, detail: str) -> ApiError:
+    """An admission plugin's refusal (``apierrors.NewForbidden``)."""
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{qualified(resource, group)} "{name}" is forbidden: {detail}',
+        name=name,
+        group=group,
+        kind=resource,
+    )
+
+
 def conflict(resource: str, group: str, name: str, detail: str) -> ApiError:
     return ApiError(
         409,

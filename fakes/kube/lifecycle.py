@@ -578,7 +578,8 @@ class Kubelet:
             obj["spec"]["nodeName"] = NODE
 
         try:
-            bound = self.ctx.store.mutate(PODS, pod.namespace, pod.name, bind)
+            # the binding subresource writes through storage, past the pod strategy's generation rule
+            bound = self.ctx.store.mutate(PODS, pod.namespace, pod.name, bind, bump_generation=False)
         except (ApiError, _Replaced):
             return
         self.ctx.recorder.record_new_api(

@@ -595,7 +595,7 @@ def record_update(live: Obj | None, new: Obj, manager: str, write: Write) -> Non
         managed = {}
     else:
         managed = decode(sent) or decode(live_entries) or {}
-    changes = compare(live, _decoded(new, write.schema), write.schema)
+    changes = compare(_decoded(live, write.schema) if live else None, _decoded(new, write.schema), write.schema)
     changed, removed = write.keep(changes.changed()), write.keep(changes.removed)
     _without(managed, changed | removed)
     who = Manager(manager or "unknown", UPDATE, write.api_version, write.subresource)
@@ -624,12 +624,24 @@ def _decoded(obj: Obj, schema: Schema) -> Obj:
     out: Obj = _copy(obj)
     try:
         if schema.resource_key == "/pods" and isinstance(out.get("spec"), dict):
-            defaults.pod_spec(out["spec"])
+            defaults.pod_own_spec(out["spec"])
         elif fill is not None:
             fill(out)
     except (AttributeError, TypeError):
         return obj  # a malformed body: validation answers it, ownership does not matter
-    return out
+    stripped: Obj = _without_nulls(out)
+    return stripped
+
+
+def _without_nulls(value: Any) -> Any:
+    """A typed object holds no ``null``: a zero value (a template's ``creationTimestamp``) sets no field, nor does
+    the struct it leaves empty (a jobTemplate's ``metadata``)."""
+    if isinstance(value, dict):
+        out = {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: v for k, v in out.items() if v != {} or value[k] == {}}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def apply(live: Obj | None, config: Obj, manager: str, write: Write, *, force: bool) -> Obj:

@@ -77,6 +77,7 @@ BUILTINS: tuple[ResourceType, ...] = (
             Subresource("resize", "Pod", STATUS_VERBS),
             _status("Pod"),
         ),
+        has_generation=True,
     ),
     ResourceType(
         "",

@@ -58,6 +58,9 @@ from fakes.kube.resources import Registry, ResourceType
 
 Obj = dict[str, Any]
 T = TypeVar("T")
+#: Kinds whose strategy sets ``generation`` 1 on create and has no ``PrepareForUpdate`` rule bumping it
+#: (``pkg/registry/scheduling/priorityclass/strategy.go``).
+GENERATION_SET_ONCE = frozenset({"scheduling.k8s.io/priorityclasses"})
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 #: What a subscriber or watcher may queue before it is cut off (a real server drops slow watchers too).
 MAX_BACKLOG = 20_000
@@ -250,6 +253,8 @@ class Store:
                 meta["namespace"] = ns
             else:
                 meta.pop("namespace", None)
+            if rt.key == "/pods":
+                defaults.service_account_admission(obj, ns, lambda sa: self._stored("/serviceaccounts", ns, sa))
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(rt, ns, str(meta["generateName"]))
             name = meta.get("name")
@@ -339,7 +344,7 @@ class Store:
                 self._accept_crd(new)
             if new == old:
                 return clone(old)  # a no-op write does not bump the resourceVersion (as on a real server)
-            if rt.has_generation and self._bumps(old, new, bump_generation, subresource):
+            if rt.has_generation and self._bumps(rt, old, new, bump_generation, subresource):
                 new["metadata"]["generation"] = int(old["metadata"].get("generation", 1)) + 1
             if dry_run:
                 return clone(new)
@@ -541,6 +546,10 @@ class Store:
     def _ns(rt: ResourceType, namespace: Any) -> str:
         return str(namespace or "") if rt.namespaced else ""
 
+    def _stored(self, key: str, ns: str, name: str) -> Obj | None:
+        entry = self._data.table(key).get((ns, name))
+        return entry.obj if entry is not None else None
+
     def _generate_name(self, rt: ResourceType, ns: str, prefix: str) -> str:
         alphabet = "bcdfghjklmnpqrstvwxz2456789"  # apiserver's: no vowels, no confusable digits
         table = self._data.table(rt.key)
@@ -587,10 +596,10 @@ class Store:
         return new
 
     @staticmethod
-    def _bumps(old: Obj, new: Obj, forced: bool | None, subresource: str | None) -> bool:
+    def _bumps(rt: ResourceType, old: Obj, new: Obj, forced: bool | None, subresource: str | None) -> bool:
         if forced is not None:
             return forced
-        if subresource is not None:
+        if subresource is not None or rt.key in GENERATION_SET_ONCE:
             return False
         strip = ("metadata", "status")
         return {k: v for k, v in old.items() if k not in strip} != {k: v for k, v in new.items() if k not in strip}

@@ -269,7 +269,7 @@ def test_describe_and_events_sorted_by_time(kd: KubeHandle, ns: str) -> None:
             },
         )
     described = _ok(kd.kubectl("describe", "pod", "api-0", namespace=ns))
-    assert "Name:         api-0" in described
+    assert "Name:             api-0" in described  # aligned to "Service Account:", the longest label
     assert described.index("Scheduled it") < described.index("Pulled it") < described.index("Started it")
     asked = kd.requests(path_prefix=f"/api/v1/namespaces/{ns}/events")[-1]
     assert f"involvedObject.uid={pod['metadata']['uid']}" in asked.query_params["fieldSelector"][0]

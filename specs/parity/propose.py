@@ -55,23 +55,7 @@ KNOWN = (
         "cluster-wide timing",
     ),
 )
-OPEN = (
-    Rule(r".", r"managedFields", "managedFields: the double's field sets differ from structured-merge-diff's"),
-    Rule(r".", r"creationTimestamp$", "a nested ObjectMeta's zero creationTimestamp: the apiserver prints null"),
-    Rule(
-        r".",
-        r"enableServiceLinks|terminationGracePeriodSeconds|schedulerName|dnsPolicy|securityContext"
-        r"|imagePullPolicy|terminationMessage|restartPolicy",
-        "pod template defaulting differs",
-    ),
-    Rule(r".", r"\.metadata\.generation$", "metadata.generation: which kinds the apiserver sets it on"),
-    Rule(
-        r".",
-        r"(spec\.(volumes|serviceAccountName|serviceAccount)|volumeMounts)$",
-        "ServiceAccount admission: the token volume, its mount and serviceAccountName",
-    ),
-    Rule(r"^crud/namespace-defaults", r".", "a namespace's kube-root-ca.crt ConfigMap (the root CA publisher)"),
-)
+OPEN = (Rule(r".", r"managedFields", "managedFields: the double's field sets differ from structured-merge-diff's"),)
 
 
 def propose(
