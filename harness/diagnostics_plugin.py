@@ -1,10 +1,11 @@
 """The harness's diagnostics in pytest: evidence of failed specs, cleanup that keeps it, progress, the run's report.
 
-Loaded by :mod:`harness.pytest_plugin`. What it adds:
+Registered by :mod:`harness.pytest_plugin` once a run uses the harness (which declares its options, marker and
+fixtures). What it adds:
 
 - Options ``--artifacts DIR`` (default ``artifacts/`` under the rootdir; checked writable at session start, a
   usage error otherwise), ``--keep-resources``, ``--evidence-budget SECONDS`` (60), ``--progress
-  {auto,live,lines,off}``.
+  {auto,live,lines,off}``, ``--harness-report``.
 - A run id per session, shared by pytest-xdist workers (``harness_run_id`` fixture), used for folder names and as
   the label value of everything the harness creates (``stack-harness.dev/run``).
 - Evidence: when a spec that touched a cluster or a fake (or asked for evidence) fails, in set-up, call or teardown,
@@ -31,8 +32,7 @@ Loaded by :mod:`harness.pytest_plugin`. What it adds:
   opened a port-forward, or ``--harness-report``, which records every spec). A run that wrote one removes the
   oldest run folders beyond ``[tool.harness] keep_runs`` (default 20).
 
-PYTEST_DONT_REWRITE: pytest loads this module as a plugin (``pytest_plugins``), and would otherwise rewrite its
-asserts on every run where no byte-code is cached (``PYTHONDONTWRITEBYTECODE``); it has no assert a spec reads.
+PYTEST_DONT_REWRITE: it has no assert a spec reads (pytest still compiles it itself where no byte-code is cached).
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ import pluggy
 import pytest
 
 from harness import artifacts, evidence_summary, progress, timeline
-from harness.artifacts import DEFAULT_EVIDENCE_BUDGET as DEFAULT_BUDGET
 from harness.errors import RolloutFailed
 from harness.evidence_summary import EVIDENCE_PROPERTY, NO_EVIDENCE_PROPERTY, no_evidence_reason
 from harness.evidence_summary import shown as _shown
@@ -154,47 +153,7 @@ def register_window_evidence(name: str, build: Callable[[datetime], ExtraEvidenc
 # --- options and session ----------------------------------------------------------------------------------------
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption(
-        "--artifacts",
-        default=None,
-        metavar="DIR",
-        help="where evidence of failed specs and the run's report.html go (default: <rootdir>/artifacts)",
-    )
-    group.addoption(
-        "--keep-resources",
-        action="store_true",
-        default=False,
-        help="never delete what the harness created in the cluster; print how to inspect and delete it",
-    )
-    group.addoption(
-        "--evidence-budget",
-        type=float,
-        default=DEFAULT_BUDGET,
-        metavar="SECONDS",
-        help=f"total time evidence collection may take per failed spec (default {DEFAULT_BUDGET:.0f})",
-    )
-    group.addoption(
-        "--progress",
-        choices=progress.MODES,
-        default="auto",
-        help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
-    )
-    group.addoption(
-        "--harness-report",
-        action="store_true",
-        default=False,
-        help="write DIR/<run id>/report.html with every spec, even when no spec used the harness",
-    )
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
-        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', or a name a stack layer registered",
-    )
     workerinput = getattr(config, "workerinput", None)
     run_id = (workerinput or {}).get("harness_run_id") or artifacts.new_run_id()
     base = Path(config.getoption("--artifacts") or config.rootpath / "artifacts")
@@ -291,37 +250,24 @@ def _is_kind_name(text: str) -> bool:
     return bool(slash and kind and name and "/" not in name)
 
 
-@pytest.fixture(scope="session")
-def harness_run_id(request: pytest.FixtureRequest) -> str:
-    """This run's id (shared by xdist workers): the value of the ``stack-harness.dev/run`` label."""
+# --- the fixtures' bodies (declared in harness.pytest_plugin) ------------------------------------------------------
+
+
+def run_id(request: pytest.FixtureRequest) -> str:
+    """The ``harness_run_id`` fixture's value: this run's id, shared by xdist workers."""
     return str(request.config.stash[_RUN].run_id)
 
 
-# --- fixtures ---------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def evidence(request: pytest.FixtureRequest) -> EvidenceRequest:
-    """Declare what to keep if this spec fails (see :class:`EvidenceRequest`)."""
+def evidence_request(request: pytest.FixtureRequest) -> EvidenceRequest:
+    """The ``evidence`` fixture's value: an :class:`EvidenceRequest` for this spec."""
     state = _spec_state(request.node)
     state.touches_cluster = True
     return EvidenceRequest(state.interest)
 
 
-@pytest.fixture
-def cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
-    """A :class:`harness.cleanup.Ledger` for this spec: what it creates is labelled with the run id and deleted,
-    newest first, after the spec, unless a spec of the module failed or ``--keep-resources``."""
-    yield from _ledger(request, kube, request.node.nodeid)
-
-
-@pytest.fixture(scope="module")
-def module_cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
-    """A :class:`harness.cleanup.Ledger` for the module, deleted after its last spec (same rules as ``cleanup``)."""
-    yield from _ledger(request, kube, request.node.nodeid)
-
-
-def _ledger(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[Ledger]:
+def ledger_for(request: pytest.FixtureRequest, kube: Kube, scope: str) -> Iterator[Ledger]:
+    """The ``cleanup`` and ``module_cleanup`` fixtures' body: a :class:`harness.cleanup.Ledger` for ``scope`` (a node
+    id), settled once the scope's reports are all in."""
     run = request.config.stash[_RUN]
     issue = request.getfixturevalue("issue_number") if "issue_number" in request.fixturenames else None
     from harness.cleanup import Ledger

@@ -1,99 +1,75 @@
-"""The harness's pytest plugin (loaded through the ``pytest11`` entry point ``harness``).
+"""The harness's pytest plugin (the ``pytest11`` entry point ``harness``): what every pytest run in the venv loads.
 
-- Markers ``cluster`` (needs the pinned kube context) and ``disruptive`` (restarts or deletes shared
-  infrastructure).
-- Options ``--kube-context`` (repeatable: xdist worker ``i`` uses context ``i`` mod their number, and the cluster
-  specs are split over them by :mod:`harness.shard_plugin`), ``--namespace``, ``--cluster-lock-timeout`` and
-  ``--harness-waits``.
-- The context guard runs once per session and context, in the main process (each xdist worker receives the verdict
-  for its own context): no kubectl,
-  no kubeconfig or no current context skips every cluster spec with a one-line reason; a context outside
-  ``[tool.harness] allowed_contexts`` fails every cluster spec before it touches anything, each with one line;
-  the reason and the fix come once, in the terminal summary. The session header says which context, API server
-  and namespace the cluster specs will touch, or why none.
-- Before the first cluster spec, the API server is checked once (:meth:`harness.Kube.check_api_server`, 5 s per
-  request): when it cannot be used (refused, no answer, TLS, an error status, unauthorized, no namespace), every
-  cluster spec errors at set-up at once with that one line, instead of each spec running its own retry loop.
-- Cluster specs on one context never overlap, whatever ``-n`` and ``--dist`` are: each holds an exclusive
-  cross-process lock (``flock`` on a file in the harness state directory, one per context) from before its set-up
-  to after its teardown, so a ``disruptive`` spec runs alone among the cluster specs of its target and plain ones
-  run one at a time. They also carry an ``xdist_group`` (``cluster``, or ``cluster-<i>`` for shard ``i`` of
-  several targets: :mod:`harness.shard_plugin`), so under ``--dist loadgroup`` (``make e2e``) each target's specs
-  go to one worker and the lock is never contended; cluster-free specs spread over every worker.
-- The clamp of waits to the test's pytest-timeout reads the timer pytest-timeout actually starts, from its
-  public hooks ``pytest_timeout_set_timer`` / ``pytest_timeout_cancel_timer`` (so ``func_only`` timers, which
-  start after the fixtures, are seen as they are). A pytest-timeout without those hooks is a usage error, not a
-  silently unclamped run.
-- Fixtures ``kube`` (session), ``since`` (anchored on the API server's clock), ``issue_number``,
-  ``forwards`` (the session's :class:`harness.ForwardPool`) and ``kubectl_standin`` (a scripted kubectl on
-  PATH, for cluster-free specs: :class:`harness.testing.standin.KubectlStandIn`).
-- Every ``wait_for`` a test ran is added to the JUnit report as properties ``harness.wait.N``; the terminal
-  summary lists the waits of failed specs and of cluster specs (``--harness-waits=all`` lists every one).
+It declares the harness's options, markers and fixtures, and nothing heavier: the plugins that do the work
+(:mod:`harness.cluster_plugin`, :mod:`harness.diagnostics_plugin`, :mod:`harness.targets`, :mod:`harness.shard_plugin`,
+:mod:`harness.controlplane.fixtures`) are registered the first time the run uses the harness:
+
+- at start, when the project's ``pyproject.toml`` (the nearest at or above the rootdir) has a ``[tool.harness]``
+  table (or cannot be read), or a harness option is given;
+- under pytest-xdist, in the controller, and in a worker whose controller registered them;
+- at collection, when a collected spec is marked ``cluster``, ``disruptive``, ``evidence`` or ``control_plane``,
+  asks for a harness fixture, or a spec module or conftest holds the harness or the fakes (``import harness``, or any
+  module of either loaded);
+- after a spec whose body first imported a module of the harness or the fakes (what that spec itself recorded is
+  dropped: it ran before the plugins were there).
+
+Until then a run loads this module and ``harness`` alone, prints and writes nothing of the harness, and its fixtures'
+bodies are never imported. The clamp of waits to the test's pytest-timeout is here too: it reads the timer
+pytest-timeout actually starts, from its hooks ``pytest_timeout_set_timer`` / ``pytest_timeout_cancel_timer`` (so
+``func_only`` timers, which start after the fixtures, are seen as they are); a pytest-timeout without them is a usage
+error, not a silently unclamped run.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import os
-import re
 import sys
 import time
+import tomllib
 from collections.abc import Generator, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness import worker_collection
-from harness.config import HarnessConfig, HarnessConfigError, load_config
-from harness.errors import (
-    ApiServerUnusable,
-    ContextNotAllowed,
-    ContextNotDefined,
-    HarnessError,
-    KubectlNotFound,
-    NoKubeContext,
-)
-from harness.forward_fixtures import forwards, kubectl_standin  # noqa: F401 (fixtures: session ForwardPool, kubectl stand-in)
-from harness.ids import state_dir, unique_issue_number
-from harness.markexpr import cluster_specs_selectable
-
-if TYPE_CHECKING:  # the rest is imported where it is used: a run that never uses the harness never loads it
-    from harness import waiting
+if TYPE_CHECKING:
+    from harness.cleanup import Ledger
+    from harness.controlplane.target import ControlPlaneTarget
+    from harness.diagnostics_plugin import EvidenceRequest
+    from harness.forward_pool import ForwardPool
     from harness.kube import Kube
+    from harness.targets import TargetChoice
+    from harness.testing.standin import KubectlStandIn
 
-# Loaded by pytest after this module, which marks them for assertion rewriting first: so this module must not import
-# them at its top (pytest would warn "Module already imported so cannot be rewritten" wherever `harness` is not on
-# sys.path, that is in every project but this repository). Hooks import what they use from them when they run.
-pytest_plugins = [
+PLUGINS = (
+    "harness.cluster_plugin",  # the kube context guard, the cluster lock, the header, waits in reports
     "harness.diagnostics_plugin",  # evidence, cleanup, progress, the run's report
-    "harness.targets",  # --target auto|cluster|twin|control-plane, the twin's lifetime, budgets that do not fit
+    "harness.targets",  # what cluster specs run against, the twin's lifetime, budgets that do not fit
     "harness.shard_plugin",  # the cluster specs split over several targets by recorded duration
-    "harness.controlplane.fixtures",  # control_plane, control_plane_namespace: a real control plane, started on use
-]
-
-Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
-
-_GUARD = pytest.StashKey[Verdict]()  # this process's
-_GUARDS = pytest.StashKey[dict[str | None, Verdict]]()  # the main process's, per context (None: the current one)
-_CONFIG = pytest.StashKey[HarnessConfig]()
-_API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
-_LOCK_FAILED = pytest.StashKey[str]()
-_WAIT_PREFIX = "harness.wait."
-_WORKER_GUARD = "harness_guard"
-_HEADER_SHOWN = pytest.StashKey[bool]()
-_UNUSABLE = "cluster unusable: "
-_GUARD_FAILED = "kube context guard: "
+    "harness.controlplane.fixtures",  # a real control plane, started on use
+)
+"""The plugins registered once a run uses the harness, in this order (their hooks' order among themselves)."""
 DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
 """Seconds a cluster spec waits for another worker's cluster spec to finish before it errors."""
+MARKERS = ("cluster", "disruptive", "evidence", "control_plane")
+"""A collected spec carrying one of these uses the harness."""
+_OWN_MODULES = frozenset({"harness", __name__})  # loaded by every run: not a sign of use
+_ACTIVE = pytest.StashKey[bool]()
+_SESSION = pytest.StashKey[pytest.Session]()
+_LATE = pytest.StashKey[bool]()  # the plugins were registered during this collection's pytest_collection_modifyitems
+_DEFAULTS: dict[str, object] = {}  # option dest: default (a value other than it is a harness option given)
+_pending_deadline: tuple[float, float] | None = None  # the running test's, for harness.waiting if it loads mid-test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption(
+
+    def option(name: str, **kwargs: Any) -> None:
+        _DEFAULTS[name.lstrip("-").replace("-", "_")] = kwargs.get("default")
+        group.addoption(name, **kwargs)
+
+    option(
         "--kube-context",
         action="append",
         default=None,
@@ -101,30 +77,152 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="kube context for cluster specs (must be in [tool.harness] allowed_contexts); given several times, "
         "xdist worker i uses context i mod their number and the cluster specs are split over them",
     )
-    group.addoption(
+    option(
         "--kubeconfig",
         default=None,
         metavar="PATH",
         help="kubeconfig file for cluster specs (default: [tool.harness] kubeconfig, else $KUBECONFIG, else "
         "kubectl's default)",
     )
-    group.addoption(
+    option(
         "--namespace",
         default=None,
         help="namespace for cluster specs (default: [tool.harness] namespace, else the context's own)",
     )
-    group.addoption(
+    option(
         "--cluster-lock-timeout",
         type=float,
         default=DEFAULT_CLUSTER_LOCK_TIMEOUT,
         help="seconds a cluster spec waits for the cluster lock held by another worker (default 3600)",
     )
-    group.addoption(
+    option(
         "--harness-waits",
         choices=("failed", "all", "none"),
         default="failed",
         help="waits listed in the terminal summary: of failed and cluster specs (default), all, none",
     )
+    option(
+        "--target",
+        choices=("auto", "cluster", "twin", "control-plane"),  # harness.targets.TARGETS
+        default="auto",
+        help="what the cluster specs run against: cluster (a kube context), twin (the one [tool.harness] twin "
+        "names, started here), control-plane (a real control plane this run starts: harness.controlplane), auto "
+        "(cluster if --kube-context, a current context or no twin configured, else twin)",
+    )
+    option(
+        "--artifacts",
+        default=None,
+        metavar="DIR",
+        help="where evidence of failed specs and the run's report.html go (default: <rootdir>/artifacts)",
+    )
+    option(
+        "--keep-resources",
+        action="store_true",
+        default=False,
+        help="never delete what the harness created in the cluster; print how to inspect and delete it",
+    )
+    option(
+        "--evidence-budget",
+        type=float,
+        default=60.0,  # harness.artifacts.DEFAULT_EVIDENCE_BUDGET
+        metavar="SECONDS",
+        help="total time evidence collection may take per failed spec (default 60)",
+    )
+    option(
+        "--progress",
+        choices=("auto", "live", "lines", "off"),  # harness.progress.MODES
+        default="auto",
+        help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
+    )
+    option(
+        "--harness-report",
+        action="store_true",
+        default=False,
+        help="write DIR/<run id>/report.html with every spec, even when no spec used the harness",
+    )
+
+
+# --- when the run uses the harness -------------------------------------------------------------------------------
+
+
+def used(config: pytest.Config) -> bool:
+    """Whether this run registered the harness's plugins (:data:`PLUGINS`)."""
+    return config.stash.get(_ACTIVE, False)
+
+
+def use(config: pytest.Config) -> None:
+    """Register the harness's plugins now (once): each gets the hooks already historic (``pytest_configure``), and
+    ``pytest_sessionstart`` when the session has started."""
+    if used(config):
+        return
+    config.stash[_ACTIVE] = True
+    for name in PLUGINS:
+        config.pluginmanager.import_plugin(name)
+    session = config.stash.get(_SESSION, None)
+    if session is not None:
+        from harness import diagnostics_plugin
+
+        try:
+            diagnostics_plugin.pytest_sessionstart(session)
+        except pytest.UsageError as exc:  # raised from a later hook, a usage error would be an internal error
+            pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def _asked_for(config: pytest.Config) -> bool:
+    """A ``[tool.harness]`` table in the project's ``pyproject.toml`` (or one that cannot be read), or an option."""
+    options = vars(config.known_args_namespace)
+    if any(options.get(dest, default) != default for dest, default in _DEFAULTS.items()):
+        return True
+    here = config.rootpath.resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                with candidate.open("rb") as f:
+                    return tomllib.load(f).get("tool", {}).get("harness") is not None
+            except (OSError, tomllib.TOMLDecodeError, AttributeError):
+                return True  # harness.config says what is wrong with it
+    return False
+
+
+def _harness_loaded() -> bool:
+    """A module of the harness or the fakes beyond this one: something imported them (a spec, a conftest)."""
+    return any(
+        name.startswith(("harness.", "fakes.")) or name == "fakes" for name in sys.modules if name not in _OWN_MODULES
+    )
+
+
+def _holds_harness(module: object) -> bool:
+    """``import harness`` (or ``import fakes``) in a spec module or a conftest: loads nothing until used."""
+    return any(isinstance(v, ModuleType) and v.__name__ in ("harness", "fakes") for v in vars(module).values())
+
+
+def _collected_use(config: pytest.Config, items: list[pytest.Item]) -> bool:
+    if _harness_loaded():
+        return True
+    fixtures = set(_FIXTURES)
+    modules: dict[int, object] = {}
+    for item in items:
+        if fixtures.intersection(getattr(item, "fixturenames", ())):
+            return True
+        if any(mark.name in MARKERS for mark in item.iter_markers()):
+            return True
+        module = getattr(item, "module", None)
+        if module is not None:
+            modules[id(module)] = module
+    conftests = [
+        p for p in config.pluginmanager.get_plugins() if str(getattr(p, "__file__", "")).endswith("conftest.py")
+    ]
+    return any(_holds_harness(module) for module in [*modules.values(), *conftests])
+
+
+@pytest.hookimpl(trylast=True)  # where harness.targets loads the twin: after pytest's own `pythonpath` ini handling
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    if _asked_for(early_config):
+        use(early_config)
+        from harness import targets
+
+        targets.load_twin_plugin(early_config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,24 +232,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "disruptive: restarts or deletes shared infrastructure; never overlaps another cluster spec"
     )
+    config.addinivalue_line(
+        "markers",
+        "evidence(*targets): what to keep if the spec fails: 'deployment/NAME', "
+        "'statefulset/NAME', 'pod/NAME', any 'kind/NAME', 'pods:SELECTOR', or a name a stack layer registered",
+    )
+    config.addinivalue_line(
+        "markers",
+        "control_plane: needs the real control plane's binaries (harness.controlplane); skipped, naming the build "
+        "command, without them",
+    )
     _require_timer_hooks(config)
-    config.stash[_CONFIG] = _read_config(config)
-
-
-def _read_config(config: pytest.Config) -> HarnessConfig:
-    """``[tool.harness]`` of the project (the nearest ``pyproject.toml`` at or above the rootdir), checked once at
-    session start: a wrong table is one usage error (file, key, the known keys), not a traceback per spec."""
-    try:
-        return load_config(config.rootpath)
-    except HarnessConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def harness_config(config: pytest.Config) -> HarnessConfig:
-    """The session's checked ``[tool.harness]`` (:class:`harness.config.HarnessConfig`)."""
-    if _CONFIG not in config.stash:
-        config.stash[_CONFIG] = _read_config(config)
-    return config.stash[_CONFIG]
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        if any(str(key).startswith("harness") for key in workerinput):  # the controller registered them
+            use(config)
+    elif getattr(config.option, "dist", "no") != "no":  # an xdist controller: its workers' specs are not known here
+        use(config)
 
 
 def _require_timer_hooks(config: pytest.Config) -> None:
@@ -164,275 +261,85 @@ def _require_timer_hooks(config: pytest.Config) -> None:
         )
 
 
-# --- the guard: once per session --------------------------------------------------------------------------
-
-
-def guard_verdict(config: pytest.Config) -> Verdict:
-    """This process's guard verdict, computed once (in the main process; xdist workers get theirs from there, for
-    their own context: :func:`worker_context`; against a twin each process has its own)."""
-    if _GUARD not in config.stash:
-        from harness import targets  # imported by pytest by now (pytest_plugins)
-
-        workerinput = getattr(config, "workerinput", None)
-        shipped = workerinput.get(_WORKER_GUARD) if workerinput else None
-        twin = targets.guard_verdict(config)
-        contexts = kube_contexts(config)
-        mine = contexts[0] if contexts else None
-        config.stash[_GUARD] = twin if twin is not None else _from_wire(shipped) if shipped else _guard_of(config, mine)
-    return config.stash[_GUARD]
-
-
-def kube_contexts(config: pytest.Config) -> list[str]:
-    """The ``--kube-context`` values in the order given, repeats dropped (``[]``: none given)."""
-    return list(dict.fromkeys(config.getoption("--kube-context") or []))
-
-
-def worker_context(contexts: list[str], workerid: str) -> str | None:
-    """The context of the xdist worker ``workerid`` (``gw<i>``): ``contexts[i % len(contexts)]``; ``None`` when no
-    ``--kube-context`` was given (kubectl's current context, for every worker)."""
-    if not contexts:
-        return None
-    digits = workerid.removeprefix("gw")
-    return contexts[(int(digits) if digits.isdigit() else 0) % len(contexts)]
-
-
-def _guard_of(config: pytest.Config, context: str | None) -> Verdict:
-    """The guard's verdict for one context (``None``: kubectl's current one), run once per context per session."""
-    verdicts = config.stash.setdefault(_GUARDS, {})
-    if context not in verdicts:
-        verdicts[context] = _run_guard(config, context)
-    return verdicts[context]
-
-
-def _run_guard(config: pytest.Config, context: str | None) -> Verdict:
-    from harness.kube import Kube
-
-    settings = harness_config(config)
-    given = config.getoption("--kubeconfig") or settings.kubeconfig
-    if given and not os.path.isfile(given):  # chosen on purpose: a typo fails loudly instead of skipping quietly
-        where = "--kubeconfig" if config.getoption("--kubeconfig") else f"[tool.harness] kubeconfig, {settings.source}"
-        return "fail", f"kubeconfig {given!r} does not exist (from {where}): fix the path or drop the setting"
-    try:
-        kube = Kube.connect(
-            context,
-            config.getoption("--namespace"),
-            config=settings,
-            kubeconfig=config.getoption("--kubeconfig"),
-        )
-    except KubectlNotFound as exc:
-        return "skip", f"no cluster: {exc}"
-    except ContextNotDefined as exc:
-        if context is not None:  # asked for by name: a skip would leave a run that tested nothing green
-            return "fail", str(exc)
-        return "skip", f"no cluster: {exc}"
-    except NoKubeContext as exc:
-        twin = "" if settings.twin else "; or pass --kube-context NAME, or configure a twin ([tool.harness] twin)"
-        return "skip", f"no cluster: {exc}{twin}"
-    except ContextNotAllowed as exc:
-        return "fail", str(exc)
-    except (HarnessError, ValueError) as exc:
-        return "fail", f"kube context guard could not run: {exc}"
-    return "ok", kube
-
-
-def _to_wire(verdict: Verdict) -> dict[str, Any]:
-    state, detail = verdict
-    if state == "ok":
-        kube: Kube = detail
-        return {
-            "state": "ok",
-            "context": kube.context,
-            "namespace": kube.namespace,
-            "allowed": list(kube.allowed),
-            "kubectl": kube.kubectl_path,
-            "kubeconfig": kube.kubeconfig,
-            "kubeconfig_path": kube.kubeconfig_path,
-            "allowed_origin": kube.allowed_origin,
-        }
-    return {"state": state, "detail": str(detail)}
-
-
-def _from_wire(data: dict[str, Any]) -> Verdict:
-    if data["state"] != "ok":
-        return data["state"], data["detail"]
-    from harness.kube import Kube
-
-    try:
-        kube = Kube(
-            data["context"],
-            data["namespace"],
-            allowed=tuple(data["allowed"]),
-            kubectl_path=data["kubectl"],
-            kubeconfig=data["kubeconfig"],
-            allowed_origin=data.get("allowed_origin"),
-        )
-    except (HarnessError, ValueError) as exc:
-        return "fail", f"kube context guard could not run: {exc}"
-    kube.kubeconfig_path = data["kubeconfig_path"]  # the files the main process resolved, not this worker's env
-    kube.env["KUBECONFIG"] = data["kubeconfig_path"]
-    return "ok", kube
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    """xdist controller: ship each worker the guard's verdict for its own context (:func:`worker_context`), so
-    kubectl's config is read once per context per session."""
-    config = node.config
-    if not cluster_specs_selectable(config):
-        return
-    from harness import targets  # imported by pytest by now (pytest_plugins)
-
-    worker_collection.open_channel(node)  # for the header: the worker's collection has the markers this one lacks
-    if targets.guard_verdict(config) is not None:  # against a twin, each worker has its own
-        return
-    context = worker_context(kube_contexts(config), str(node.workerinput.get("workerid", "")))
-    node.workerinput[_WORKER_GUARD] = _to_wire(_guard_of(config, context))
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """What the cluster specs will touch, once collection found some, before anything runs: a run that collects
-    none prints nothing of the harness. Under xdist the main process prints it from the workers' collections
-    (:func:`pytest_xdist_node_collection_finished`)."""
-    config = session.config
-    if hasattr(config, "workerinput") or not any(item.get_closest_marker("cluster") for item in session.items):
-        return
-    _write_lines(config, target_lines(config))
-
-
-@pytest.hookimpl(tryfirst=True, specname="pytest_collection_finish")  # before xdist's own sends `collectionfinish`
-def pytest_collection_finish_worker(session: pytest.Session) -> None:
-    """xdist worker: hand its cluster specs and its header lines to the main process
-    (:mod:`harness.worker_collection`)."""
-    config = session.config
-    if hasattr(config, "workerinput"):
-        cluster = [item.nodeid for item in session.items if item.get_closest_marker("cluster")]
-        worker_collection.send(config, cluster, target_lines(config) if cluster else [])
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)  # first: harness.shard_plugin's split line reads what it took
-def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    """xdist main process: the header, once every worker has said what its collection found."""
-    config = node.config
-    worker_collection.receive(node)
-    collected = worker_collection.complete(config)
-    if collected is None or _HEADER_SHOWN in config.stash or not worker_collection.cluster_nodeids(collected):
-        return
-    config.stash[_HEADER_SHOWN] = True
-    _write_lines(config, worker_collection.merged_lines(collected) + _unused_context_lines(config, len(collected)))
-
-
-def _write_lines(config: pytest.Config, lines: list[str]) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        for line in lines:
-            reporter.write_line(line)
-
-
-def target_lines(config: pytest.Config) -> list[str]:
-    """What the cluster specs will touch: the target (when a twin is configured) and the twin's own lines, or the
-    context, API server and namespace, or why none."""
-    from harness import targets  # imported by pytest by now (pytest_plugins)
-
-    return targets.target_lines(config) + _guard_lines(config)
-
-
-def _guard_lines(config: pytest.Config) -> list[str]:
-    from harness import targets  # imported by pytest by now (pytest_plugins)
-
-    if targets.stand_in(config) is not None:  # started before the first cluster spec: no API server yet
-        return []  # harness.targets prints the target line and the twin's own lines
-    state, detail = guard_verdict(config)
-    if state == "skip":
-        return [f"harness: cluster specs will be skipped: {detail}"]
-    if state == "fail":  # the whole reason and the fix come once, in the terminal summary
-        return [f"harness: cluster specs will fail at set-up: {_headline(str(detail))} (reason and fix at the end)"]
-    kube: Kube = detail
-    used = (
-        f"harness: cluster specs use kube context {kube.context!r}, API server {kube.kubeconfig_server()}, "
-        f"namespace {kube.namespace!r} (kubectl {kube.kubectl_path})"
-    )
-    if hasattr(config, "workerinput"):  # the main process says which contexts no worker took
-        return [used]
-    return [used, *_unused_context_lines(config, None)]
-
-
-def _unused_context_lines(config: pytest.Config, workers: int | None) -> list[str]:
-    """The ``--kube-context`` values no process takes: beyond the first in a run of one process (``workers``
-    None), beyond the number of workers under xdist (worker ``i`` takes context ``i`` mod their number)."""
-    unused = kube_contexts(config)[workers or 1 :]
-    if not unused:
-        return []
-    names = ", ".join(repr(c) for c in unused)
-    if workers is None:
-        return [
-            f"harness: --kube-context {names} not used: the cluster specs run in one process here; with xdist "
-            "(-n 2 or more, --dist loadgroup) each worker takes one context"
-        ]
-    return [f"harness: --kube-context {names} not used: {workers} worker(s) take the first {workers} context(s)"]
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SESSION] = session
 
 
 @pytest.hookimpl(tryfirst=True, specname="pytest_collection_modifyitems")  # before `-m` deselection
-def pytest_collection_modifyitems_kube_users(items: list[pytest.Item]) -> None:
-    """A spec that uses the harness's own ``kube`` fixture is a cluster spec, marked or not: it gets the cluster
-    lock, the header and ``-m`` selection of one (a conftest's own ``kube`` fixture is left alone)."""
-    for item in items:
-        if item.get_closest_marker("cluster") is None and _uses_harness_kube(item):
-            item.add_marker(pytest.mark.cluster)
+def pytest_collection_modifyitems_first(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Register the plugins when a collected spec uses the harness; this once, run their part of this hook here
+    (they were not registered when it started)."""
+    if used(config) or not _collected_use(config, items):
+        return
+    use(config)
+    config.stash[_LATE] = True
+    from harness import cluster_plugin
+
+    cluster_plugin.pytest_collection_modifyitems_kube_users(items)
 
 
-def _uses_harness_kube(item: pytest.Item) -> bool:
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
-    defs: Any = definitions.get("kube") or []
-    return bool(defs) and getattr(defs[-1].func, "__module__", "") == __name__
-
-
-@pytest.hookimpl(trylast=True)  # after `-m` deselection: no guard at all when no cluster spec is left
+@pytest.hookimpl(trylast=True)  # after `-m` deselection
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    cluster_items = [item for item in items if item.get_closest_marker("cluster")]
-    if not cluster_items:
+    if not config.stash.get(_LATE, False):
         return
-    verdict, detail = guard_verdict(config)
-    if verdict == "skip":
-        # A skip marker on each item (not one raised from this plugin) gives `-rs` one line per spec.
-        for item in cluster_items:
-            item.add_marker(pytest.mark.skip(reason=str(detail)))
+    del config.stash[_LATE]
+    from harness import cluster_plugin, diagnostics_plugin, shard_plugin
+
+    diagnostics_plugin.pytest_collection_modifyitems(session, config, items)
+    cluster_plugin.pytest_collection_modifyitems(session, config, items)
+    shard_plugin.split_cluster_specs(config, items)
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("cluster") is None:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """A spec whose body imported the harness: the plugins are there from the next spec on."""
+    yield
+    config = item.config
+    if used(config) or not _harness_loaded():
         return
-    if _LOCK_FAILED in item.stash:
-        pytest.fail(item.stash[_LOCK_FAILED], pytrace=False)
-    verdict, detail = guard_verdict(item.config)
-    if verdict == "skip":
-        pytest.skip(str(detail))
-    if verdict == "fail":
-        pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
-    api_state, api_detail = _api_verdict(item.config, detail)
-    if api_state == "fail":
-        pytest.fail(str(api_detail), pytrace=False)
+    use(config)
+    timeline, waiting = sys.modules.get("harness.timeline"), sys.modules.get("harness.waiting")
+    if timeline is not None:
+        timeline.take()  # this spec's, recorded before the plugins that read them were there
+    if waiting is not None:
+        waiting.take_recorded()
 
 
-def _guard_failed_line(detail: str) -> str:
-    """A cluster spec's one-line set-up error when the guard failed: what happened, pointing at the one place
-    (the terminal summary) that gives the whole reason and the fix, instead of repeating them for every spec."""
-    return f"{_GUARD_FAILED}{_headline(detail)} (reason and fix once, under 'cluster specs not run' at the end)"
+# --- the test's own budget ---------------------------------------------------------------------------------------
 
 
-def _headline(detail: str) -> str:
-    """``"refusing kube context 'x'"`` of ``"refusing kube context 'x': the harness may only touch ..."``."""
-    return detail.split(": ", 1)[0]
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
+    """pytest-timeout starts the test's timer now (before set-up, or before the body with ``func_only``):
+    every wait in the test ends before it fires (see ``waiting.set_test_deadline``; a test may call ``wait_for``
+    without any harness fixture, and import it only then: :func:`pending_deadline`). Returns ``None`` so that
+    pytest-timeout's own implementation still sets the timer."""
+    global _pending_deadline
+    seconds = float(settings.timeout)
+    _pending_deadline = (time.monotonic() + seconds, seconds)
+    if used(item.config):  # imported here, not by a spec, it stays for the session (pytester drops what its runs load)
+        import harness.waiting  # noqa: F401 (loaded, read below through sys.modules)
+    if (loaded := sys.modules.get("harness.waiting")) is not None:
+        loaded.set_test_deadline(*_pending_deadline)
 
 
-def _api_verdict(config: pytest.Config, kube: Kube) -> Verdict:
-    """Check the API server once per process, before the first cluster spec; remember the answer."""
-    if _API not in config.stash:
-        try:
-            config.stash[_API] = ("ok", kube.check_api_server())
-        except (ApiServerUnusable, NoKubeContext) as exc:
-            config.stash[_API] = ("fail", f"{_UNUSABLE}{exc}")
-    return config.stash[_API]
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
+    global _pending_deadline
+    _pending_deadline = None
+    if (waiting := sys.modules.get("harness.waiting")) is not None:
+        waiting.set_test_deadline(None)
+
+
+def pending_deadline() -> tuple[float, float] | None:
+    """The running test's ``(monotonic deadline, timeout in seconds)`` from pytest-timeout's timer, or ``None``:
+    what :mod:`harness.waiting` starts with when a test first imports it."""
+    return _pending_deadline
+
+
+# --- fixtures: declared here, their bodies imported when a spec asks for one --------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -440,23 +347,10 @@ def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
     """The guarded :class:`harness.Kube`, pinned to the allowed context and namespace (cluster specs only). Against
     the configured twin it is the twin's, started first (an unmarked spec asking for it too): never a twin's Kube
     whose twin was never started."""
-    from harness import targets  # imported by pytest by now (see pytest_plugins)
-    from harness.kube import Kube
+    use(request.config)
+    from harness import cluster_plugin
 
-    verdict, detail = guard_verdict(request.config)
-    if verdict == "skip":
-        pytest.skip(str(detail))
-    if verdict == "fail":
-        pytest.fail(_guard_failed_line(str(detail)), pytrace=False)
-    twin = targets.stand_in(request.config)
-    if twin is not None:
-        try:
-            twin.start()
-        except HarnessError as exc:
-            pytest.fail(str(exc), pytrace=False)
-    assert isinstance(detail, Kube)
-    yield detail
-    detail.close()
+    yield from cluster_plugin.kube_fixture(request)
 
 
 @pytest.fixture
@@ -468,167 +362,120 @@ def since(request: pytest.FixtureRequest) -> datetime:
     rather than silently anchoring on a clock that may be skewed. Without a cluster (cluster-free specs):
     the host's clock, ``datetime.now(timezone.utc)``.
     """
-    verdict, detail = request.config.stash.get(_GUARD, ("skip", None))
-    if verdict == "ok" and _is_kube(detail) and request.node.get_closest_marker("cluster") is not None:
-        return detail.server_time()
-    return datetime.now(UTC)
+    use(request.config)
+    from harness import cluster_plugin
+
+    return cluster_plugin.since_anchor(request)
 
 
 @pytest.fixture
-def issue_number() -> int:
+def issue_number(request: pytest.FixtureRequest) -> int:
     """A GitHub issue number never used before on this machine (see :func:`harness.unique_issue_number`)."""
+    use(request.config)
+    from harness.ids import unique_issue_number
+
     return unique_issue_number()
 
 
-# --- the test's own budget ------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def forwards(request: pytest.FixtureRequest) -> Iterator[ForwardPool]:
+    """One :class:`ForwardPool` for the session: ``forwards.get(kube, "svc/fake-github", 80)``.
 
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> None:
-    """pytest-timeout starts the test's timer now (before set-up, or before the body with ``func_only``):
-    every wait in the test ends before it fires (see ``waiting.set_test_deadline``). Returns ``None`` so that
-    pytest-timeout's own implementation still sets the timer."""
-    from harness import waiting  # a test may call wait_for without any harness fixture: clamp it too
-
-    seconds = float(settings.timeout)
-    waiting.set_test_deadline(time.monotonic() + seconds, seconds)
-
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)
-def pytest_timeout_cancel_timer(item: pytest.Item) -> None:
-    if (waiting := _loaded_waiting()) is not None:
-        waiting.set_test_deadline(None)
-
-
-def _loaded_waiting() -> Any:
-    """:mod:`harness.waiting` when something imported it, else ``None`` (then no wait ran, and none is recorded)."""
-    return sys.modules.get("harness.waiting")
-
-
-def _is_kube(value: Any) -> TypeGuard[Kube]:
-    kube = sys.modules.get("harness.kube")
-    return kube is not None and isinstance(value, kube.Kube)
-
-
-@pytest.hookimpl(hookwrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-    """Cluster specs hold the cluster lock for their whole protocol (taken before pytest-timeout starts the
-    test's timer, so waiting for the lock does not eat the test's budget)."""
-    lock = _ClusterLock.for_item(item)
-    try:
-        if lock is not None:
-            failure = lock.acquire(item.config.getoption("--cluster-lock-timeout"), item.nodeid)
-            if failure:
-                item.stash[_LOCK_FAILED] = failure
-        yield
-    finally:
-        if lock is not None:
-            lock.release()
-        if (waiting := _loaded_waiting()) is not None:
-            waiting.set_test_deadline(None)
-
-
-class _ClusterLock:
-    """An exclusive ``flock`` on ``<state dir>/cluster-<context>.lock``, shared by every process on the machine.
-
-    The holder writes its pid and node id into the file, so a spec that gives up waiting can say who held it.
-    The kernel releases the lock when the holder exits by any path. The holder removes the file before it lets go,
-    so no lock file outlives a run; a waiter that got the lock on a file removed meanwhile (its inode is no longer
-    the path's) tries again on the new one, the usual ``flock``-and-unlink protocol.
+    At session end every forward is stopped; if any kubectl child survived, teardown raises
+    :class:`~harness.errors.ForwardLeak`, so the session fails loudly instead of leaving ports held.
     """
+    use(request.config)
+    from harness.forward_pool import ForwardPool
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    @classmethod
-    def for_item(cls, item: pytest.Item) -> _ClusterLock | None:
-        if item.get_closest_marker("cluster") is None:
-            return None
-        state, detail = guard_verdict(item.config)
-        if state != "ok":
-            return None  # nothing will touch a cluster: the spec skips or fails at set-up
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", detail.context)
-        return cls(state_dir() / f"cluster-{name}.lock")
-
-    def acquire(self, timeout: float, nodeid: str) -> str | None:
-        """Take the lock within ``timeout`` seconds; ``None`` on success, else why not (for the spec's error)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                if _same_file(fd, self.path):
-                    break
-                os.close(fd)  # the holder removed this file as it let go: lock the one at the path now
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                continue
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = _read_holder(self.path)
-                    os.close(fd)
-                    return (
-                        f"cluster lock {self.path} still held after {timeout:.1f}s by {holder}: cluster specs run "
-                        f"one at a time; raise --cluster-lock-timeout or run fewer cluster specs at once"
-                    )
-                time.sleep(0.05)  # polling the lock itself, bounded by the deadline
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "nodeid": nodeid, "since": time.time()}).encode(), 0)
-        self.fd = fd
-        return None
-
-    def release(self) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)  # while still held: a waiter sees the inode change and starts over
-            os.close(self.fd)  # closing the descriptor releases the flock
-            self.fd = None
+    pool = ForwardPool()
+    yield pool
+    pool.close()
 
 
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        return os.fstat(fd).st_ino == os.stat(path).st_ino
-    except FileNotFoundError:
-        return False
+@pytest.fixture
+def kubectl_standin(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KubectlStandIn:
+    """A scripted ``kubectl`` stand-in first on PATH for this test (see :mod:`harness.testing.kubectl_standin`).
+
+    ``kubectl_standin.script(mode=..., target_port=...)`` sets its behaviour; ``kubectl_standin.kube()`` is a
+    pinned :class:`~harness.kube.Kube` (context ``standin``, namespace ``default``) that runs it. A project whose specs
+    expect other names overrides this fixture in its conftest (``KubectlStandIn(folder, context=..., namespace=...)``).
+    """
+    use(request.config)
+    import os
+
+    from harness.testing.standin import KubectlStandIn
+
+    standin = KubectlStandIn(tmp_path / "kubectl-standin")
+    monkeypatch.setenv("PATH", f"{standin.dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    return standin
 
 
-def _read_holder(path: Path) -> str:
-    try:
-        data = json.loads(path.read_text() or "{}")
-        return f"pid {data['pid']} ({data['nodeid']}, for {time.time() - float(data['since']):.0f}s)"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "another process"
+@pytest.fixture(scope="session")
+def harness_run_id(request: pytest.FixtureRequest) -> str:
+    """This run's id (shared by xdist workers): the value of the ``stack-harness.dev/run`` label."""
+    use(request.config)
+    from harness import diagnostics_plugin
+
+    return diagnostics_plugin.run_id(request)
 
 
-# --- recording waits -----------------------------------------------------------------------------------
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> EvidenceRequest:
+    """Declare what to keep if this spec fails (see :class:`harness.diagnostics_plugin.EvidenceRequest`)."""
+    use(request.config)
+    from harness import diagnostics_plugin
+
+    return diagnostics_plugin.evidence_request(request)
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    outcome = yield
-    waiting = _loaded_waiting()
-    summaries = waiting.take_recorded() if waiting is not None else []
-    if not summaries:
-        return
-    report = outcome.get_result()
-    start = sum(1 for name, _ in item.user_properties if name.startswith(_WAIT_PREFIX))
-    for offset, summary in enumerate(summaries):
-        entry = (f"{_WAIT_PREFIX}{start + offset}", json.dumps(_compact(summary)))
-        item.user_properties.append(entry)
-        report.user_properties.append(entry)
+@pytest.fixture
+def cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
+    """A :class:`harness.cleanup.Ledger` for this spec: what it creates is labelled with the run id and deleted,
+    newest first, after the spec, unless a spec of the module failed or ``--keep-resources``."""
+    from harness import diagnostics_plugin
+
+    yield from diagnostics_plugin.ledger_for(request, kube, request.node.nodeid)
 
 
-def _compact(summary: waiting.WaitSummary) -> dict[str, object]:
-    return {
-        "what": summary.describe,
-        "outcome": summary.outcome,
-        "elapsed": round(summary.elapsed, 3),
-        "attempts": len(summary.attempts),
-        "hung": summary.count("hung"),
-        "failed": summary.count("failed"),
-        "budget": summary.budget,
-    }
+@pytest.fixture(scope="module")
+def module_cleanup(request: pytest.FixtureRequest, kube: Kube) -> Iterator[Ledger]:
+    """A :class:`harness.cleanup.Ledger` for the module, deleted after its last spec (same rules as ``cleanup``)."""
+    from harness import diagnostics_plugin
+
+    yield from diagnostics_plugin.ledger_for(request, kube, request.node.nodeid)
+
+
+@pytest.fixture(scope="session")
+def harness_target(request: pytest.FixtureRequest) -> TargetChoice:
+    """The session's :class:`harness.targets.TargetChoice` (``kind`` ``cluster`` or ``twin``, and why); skips when
+    ``-m`` left no cluster spec to choose a target for."""
+    use(request.config)
+    from harness import targets
+
+    return targets.session_target(request)
+
+
+@pytest.fixture(scope="session")
+def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlaneTarget]:
+    """The run's real control plane (:mod:`harness.controlplane.fixtures`), started on first use."""
+    use(request.config)
+    from harness.controlplane import fixtures
+
+    yield from fixtures.session_control_plane(request)
+
+
+@pytest.fixture
+def control_plane_namespace(control_plane: ControlPlaneTarget, request: pytest.FixtureRequest) -> Iterator[Kube]:
+    """A namespace of its own on the control plane for this spec, deleted after it."""
+    from harness.controlplane import fixtures
+
+    yield from fixtures.fresh_namespace(control_plane, request)
+
+
+_FIXTURES = (
+    *("kube", "since", "issue_number", "forwards", "kubectl_standin", "harness_run_id", "evidence", "cleanup"),
+    *("module_cleanup", "harness_target", "control_plane", "control_plane_namespace"),
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -653,108 +500,3 @@ def _harness_leak_audit() -> Iterator[None]:
             f"harness leak audit: child processes outlived their tests and were killed now: {listing}{still}",
             pytrace=False,
         )
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Release the guard's kubernetes client (its pooled keep-alive connections) at the end of the session."""
-    state, detail = session.config.stash.get(_GUARD, ("skip", None))
-    if state == "ok" and _is_kube(detail):
-        detail.close()
-
-
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    _summarise_skipped_cluster_specs(terminalreporter)
-    _summarise_failed_guard(terminalreporter, config)
-    _summarise_unusable_cluster(terminalreporter)
-    _summarise_waits(terminalreporter, config.getoption("--harness-waits"))
-    _summarise_interrupted_waits(terminalreporter)
-
-
-def _summarise_interrupted_waits(terminalreporter: Any) -> None:
-    """After Ctrl-C: the waits that were running, with their spec (no report of that spec exists to carry them)."""
-    waiting = _loaded_waiting()
-    interrupted = [s for s in waiting.take_recorded() if s.outcome == "interrupted"] if waiting is not None else []
-    if not interrupted:
-        return
-    terminalreporter.write_sep("-", f"interrupted while waiting ({len(interrupted)})")
-    for s in interrupted:
-        counts = f"{s.count('not-yet')} not yet, {s.count('failed')} failed, {s.count('hung')} hung"
-        terminalreporter.write_line(
-            f"{s.spec or '(outside a spec)'}: waiting for {s.describe}: {waiting.seconds(s.elapsed)}s of "
-            f"{waiting.seconds(s.budget)}s, {waiting.plural(len(s.attempts), 'attempt')} ({counts})"
-        )
-
-
-def _summarise_skipped_cluster_specs(terminalreporter: Any) -> None:
-    """One line per skipped cluster spec, with its reason (``-rs`` folds them by location)."""
-    rows = []
-    for report in terminalreporter.stats.get("skipped", []):
-        if "cluster" not in getattr(report, "keywords", {}) or not isinstance(report.longrepr, tuple):
-            continue
-        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-        rows.append(f"{report.nodeid}: {reason}")
-    if rows:
-        terminalreporter.write_sep("-", f"cluster specs skipped ({len(rows)})")
-        for row in rows:
-            terminalreporter.write_line(row)
-
-
-def _summarise_failed_guard(terminalreporter: Any, config: pytest.Config) -> None:
-    """Per refused context: the guard's whole reason and fix, once, then the cluster specs it stopped."""
-    stopped: dict[str, list[str]] = {}
-    for report in terminalreporter.stats.get("error", []):
-        text = str(getattr(report, "longrepr", "") or "")
-        if text.startswith(_GUARD_FAILED):
-            stopped.setdefault(text, []).append(report.nodeid)
-    verdicts = [*config.stash.get(_GUARDS, {}).values(), config.stash.get(_GUARD, ("fail", None))]
-    details = [str(detail) for state, detail in verdicts if state == "fail" and detail]
-    for line, nodeids in stopped.items():
-        terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the kube context guard stopped them")
-        detail = next((d for d in details if _guard_failed_line(d) == line), None)
-        if detail:
-            terminalreporter.write_line(detail)
-        for nodeid in nodeids:
-            terminalreporter.write_line(f"  {nodeid}")
-
-
-def _summarise_unusable_cluster(terminalreporter: Any) -> None:
-    """Each cause that kept cluster specs from running, once, on one line, then the specs it stopped."""
-    stopped: dict[str, list[str]] = {}
-    for report in terminalreporter.stats.get("error", []):
-        text = str(getattr(report, "longrepr", "") or "")
-        if text.startswith(_UNUSABLE):
-            stopped.setdefault(text.removeprefix(_UNUSABLE), []).append(report.nodeid)
-    for cause, nodeids in stopped.items():
-        terminalreporter.write_sep("-", f"cluster specs not run ({len(nodeids)}): the cluster is unusable")
-        terminalreporter.write_line(cause)
-        for nodeid in nodeids:
-            terminalreporter.write_line(f"  {nodeid}")
-
-
-def _summarise_waits(terminalreporter: Any, which: str) -> None:
-    """The waits of failed specs and of cluster specs (``which="failed"``), of every spec (``"all"``), or none."""
-    if which == "none":
-        return
-    reports = [report for kind in terminalreporter.stats.values() for report in kind if hasattr(report, "nodeid")]
-    failed = {r.nodeid for r in reports if getattr(r, "outcome", "") == "failed"}
-    rows: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for report in reports:
-        shown = which == "all" or report.nodeid in failed or "cluster" in getattr(report, "keywords", {})
-        for name, value in getattr(report, "user_properties", ()):
-            if not shown or not name.startswith(_WAIT_PREFIX) or (report.nodeid, name) in seen:
-                continue
-            seen.add((report.nodeid, name))
-            wait = json.loads(value)
-            from harness import waiting  # recorded waits exist: something ran wait_for (in this process or a worker)
-
-            rows.append(
-                f"{report.nodeid}: {wait['outcome']:<8} {wait['elapsed']:7.2f}s of {wait['budget']:.1f}s  "
-                f"{waiting.plural(wait['attempts'], 'attempt')} ({wait['hung']} hung, {wait['failed']} failed)  "
-                f"{wait['what']}"
-            )
-    if rows:
-        scope = "every spec" if which == "all" else "failed and cluster specs; --harness-waits=all lists every one"
-        terminalreporter.write_sep("-", f"harness waits ({scope})")
-        for row in rows:
-            terminalreporter.write_line(row)

@@ -1,12 +1,13 @@
 """Pytest plugin: the cluster specs split into shards over several targets, and the durations that split them.
 
-Loaded by :mod:`harness.pytest_plugin`. With ``N`` targets, the cluster specs are split into ``N`` shards of whole test
-modules by their recorded durations (:func:`harness.shards.split_by_module`), shard ``i`` marked
-``xdist_group("cluster-<i>")``; with one target they keep the one group ``cluster``, as before sharding.
+Registered by :mod:`harness.pytest_plugin` once a run uses the harness. With ``N`` targets, the cluster specs are
+split into ``N`` shards of whole test modules by their recorded durations (:func:`harness.shards.split_by_module`),
+shard ``i`` marked ``xdist_group("cluster-<i>")``; with one target they keep the one group ``cluster``, as before
+sharding.
 
 - ``N`` is ``min(workers, targets)`` (:func:`harness.shards.shard_count`): against the twin every xdist worker starts
   its own, so ``N`` is the number of workers; against clusters, the number of ``--kube-context`` given (worker ``i``
-  runs against context ``i mod len(contexts)``: :func:`harness.pytest_plugin.worker_context`). ``-n 0``, one
+  runs against context ``i mod len(contexts)``: :func:`harness.cluster_plugin.worker_context`). ``-n 0``, one
   ``--kube-context`` (or none) and ``--dist`` other than ``loadgroup`` give no parallel shards: with ``load`` the
   groups are ignored and the cluster lock runs the specs of one target one at a time, as before.
 - Under ``--dist loadgroup`` the scheduler is :class:`harness.shard_scheduler.ShardScheduling`: xdist's own, except
@@ -60,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def durations_path(config: pytest.Config) -> Path:
     """The session's durations file (``[tool.harness] durations_file``, else beside the ``pyproject.toml``)."""
-    from harness.pytest_plugin import harness_config
+    from harness.cluster_plugin import harness_config
 
     return harness_config(config).durations_path(config.rootpath)
 
@@ -92,7 +93,7 @@ def shard_targets(config: pytest.Config) -> list[str]:
     """What the shards run against, one name per shard: ``twin`` for each worker's own twin, else the kube contexts
     the workers use (``[""]`` when no ``--kube-context`` is given: kubectl's current one)."""
     from harness import targets
-    from harness.pytest_plugin import kube_contexts
+    from harness.cluster_plugin import kube_contexts
 
     count = workers(config)
     choice = targets.target_choice(config)
@@ -126,9 +127,14 @@ def shard_count(config: pytest.Config) -> int:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> Generator[None, None, None]:
-    """After every other plugin (``-m``, ``-k`` deselection included): split the cluster specs left, mark each with
-    its shard's ``xdist_group``, and give it the ``@group`` node id suffix loadgroup schedules by."""
+    """After every other plugin (``-m``, ``-k`` deselection included): :func:`split_cluster_specs`."""
     yield
+    split_cluster_specs(config, items)
+
+
+def split_cluster_specs(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Split the cluster specs among ``items``, mark each with its shard's ``xdist_group``, and give it the
+    ``@group`` node id suffix loadgroup schedules by."""
     cluster = [item for item in items if item.get_closest_marker("cluster") is not None]
     if not cluster:
         return
@@ -206,7 +212,7 @@ def _spread(config: pytest.Config) -> str:
     """Under a ``--dist`` other than loadgroup with workers on several targets (two kube contexts, or each worker's
     own twin): the specs go to whichever worker is free, so to any of the targets."""
     from harness import targets
-    from harness.pytest_plugin import kube_contexts
+    from harness.cluster_plugin import kube_contexts
 
     if workers(config) < 2 or _dist(config) == "loadgroup":
         return ""
@@ -327,7 +333,7 @@ class _Recorder:
 def _asked_for_durations(config: pytest.Config) -> bool:
     """The project asked for a durations file: ``[tool.harness] durations_file`` names one. Without it, only a file
     that already exists (one the project created or committed) is merged into: a run never adds one by itself."""
-    from harness.pytest_plugin import harness_config
+    from harness.cluster_plugin import harness_config
 
     return harness_config(config).durations_file is not None
 

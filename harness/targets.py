@@ -1,11 +1,12 @@
 """Pytest plugin: what the cluster specs run against (a kube context, or a twin this session starts), and budgets
 that do not fit.
 
-Loaded by :mod:`harness.pytest_plugin`. A twin (a stand-in for the cluster: something that serves the Kubernetes API
-with the project's system deployed) exists only where committed configuration names one: ``[tool.harness] twin =
-"<module>"`` names a pytest plugin module whose ``make_stand_in(config)`` returns a :class:`StandIn`. The harness
-imports that module by name when pytest starts (before options are parsed, so it may add its own), and knows the twin
-only through :class:`StandIn`; it imports nothing of any stack itself.
+Registered by :mod:`harness.pytest_plugin` once a run uses the harness (``--target`` is declared there). A twin (a
+stand-in for the cluster: something that serves the Kubernetes API with the project's system deployed) exists only
+where committed configuration names one: ``[tool.harness] twin = "<module>"`` names a pytest plugin module whose
+``make_stand_in(config)`` returns a :class:`StandIn`. The harness imports that module by name when pytest starts
+(before options are parsed, so it may add its own), and knows the twin only through :class:`StandIn`; it imports
+nothing of any stack itself.
 
 - ``--target auto|cluster|twin|control-plane`` (default ``auto``): :func:`choose_target`; ``control-plane`` is a
   real control plane this run starts (:mod:`harness.controlplane.target`), never chosen by ``auto``. ``auto``
@@ -21,8 +22,7 @@ only through :class:`StandIn`; it imports nothing of any stack itself.
   in the summary; against the twin, the cluster spec that ran it fails even when the wait succeeded, because on a
   slower cluster the clamp would cut it short.
 
-PYTEST_DONT_REWRITE: pytest loads this module as a plugin (``pytest_plugins``), and would otherwise rewrite its
-asserts on every run where no byte-code is cached (``PYTHONDONTWRITEBYTECODE``); it has no assert a spec reads.
+PYTEST_DONT_REWRITE: it has no assert a spec reads (pytest still compiles it itself where no byte-code is cached).
 """
 
 from __future__ import annotations
@@ -182,23 +182,10 @@ def load_twin_module(name: str) -> ModuleType:
 # --- hooks ------------------------------------------------------------------------------------------------------
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("harness", "end-to-end harness")
-    group.addoption(
-        "--target",
-        choices=TARGETS,
-        default="auto",
-        help="what the cluster specs run against: cluster (a kube context), twin (the one [tool.harness] twin "
-        "names, started here), control-plane (a real control plane this run starts: harness.controlplane), auto "
-        "(cluster if --kube-context, a current context or no twin configured, else twin)",
-    )
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """Import the configured twin module as a plugin, before options are parsed (so its options exist).
-
-    trylast: after pytest's own ``pythonpath`` ini handling, so a module beside the project's specs imports."""
+def load_twin_plugin(early_config: pytest.Config) -> None:
+    """Import the configured twin module as a plugin, before options are parsed (so its options exist): called by
+    :mod:`harness.pytest_plugin`'s ``pytest_load_initial_conftests`` (trylast: after pytest's own ``pythonpath`` ini
+    handling, so a module beside the project's specs imports)."""
     try:
         name = load_config(early_config.rootpath).twin
     except ValueError as exc:
@@ -378,9 +365,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         twin.stop()
 
 
-@pytest.fixture(scope="session")
-def harness_target(request: pytest.FixtureRequest) -> TargetChoice:
-    """The session's :class:`TargetChoice` (``kind`` ``cluster`` or ``twin``, and why); skips when ``-m`` left no
+def session_target(request: pytest.FixtureRequest) -> TargetChoice:
+    """The ``harness_target`` fixture's value: the session's :class:`TargetChoice`; skips when ``-m`` left no
     cluster spec to choose a target for."""
     choice = target_choice(request.config)
     if choice is None:

@@ -1,4 +1,5 @@
-"""Pytest fixtures for the real control plane (loaded by :mod:`harness.pytest_plugin`; nothing starts until used).
+"""Pytest fixtures for the real control plane (their bodies; :mod:`harness.pytest_plugin` declares them and registers
+this module once a run uses the harness; nothing starts until used).
 
 - ``control_plane`` (session): the run's control plane, a :class:`~harness.controlplane.target.ControlPlaneTarget`
   (``kube``, ``kubeconfig``, ``context``, ``logs()``). Under ``--target control-plane`` it is the target's own, one
@@ -32,13 +33,8 @@ _OWN = pytest.StashKey["ControlPlaneTarget"]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker; under ``--target control-plane``, make the session's stand-in (after
-    :mod:`harness.targets` chose the target)."""
-    config.addinivalue_line(
-        "markers",
-        "control_plane: needs the real control plane's binaries (harness.controlplane); skipped, naming the build "
-        "command, without them",
-    )
+    """Under ``--target control-plane``, make the session's stand-in (after :mod:`harness.targets` chose the
+    target)."""
     from harness import targets
 
     choice = targets.target_choice(config)
@@ -75,8 +71,8 @@ def _session_target(config: pytest.Config) -> ControlPlaneTarget | None:
     return target if isinstance(target, ControlPlaneTarget) else config.stash.get(_OWN, None)
 
 
-@pytest.fixture(scope="session")
-def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlaneTarget]:
+def session_control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlaneTarget]:
+    """The ``control_plane`` fixture's body: the session's control plane, started (skips without binaries)."""
     from harness.controlplane.target import make_target
     from harness.errors import BinariesMissing, ControlPlaneError
 
@@ -99,8 +95,8 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlaneTarget
         del config.stash[_OWN]
 
 
-@pytest.fixture
-def control_plane_namespace(control_plane: ControlPlaneTarget, request: pytest.FixtureRequest) -> Iterator[Kube]:
+def fresh_namespace(control_plane: ControlPlaneTarget, request: pytest.FixtureRequest) -> Iterator[Kube]:
+    """The ``control_plane_namespace`` fixture's body: a new namespace on ``control_plane``, deleted after."""
     from harness.artifacts import safe_name
 
     name = f"{safe_name(request.node.name.lower(), 40).strip('-_.').replace('_', '-') or 'spec'}-{uuid.uuid4().hex[:6]}"

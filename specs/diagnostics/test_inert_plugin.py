@@ -1,5 +1,6 @@
 """Inert until used: in a project that installs the harness but runs specs that use none of it, the plugin prints
-nothing, writes nothing and loads nothing heavy; run folders appear only when there is something to keep, and old
+nothing, writes nothing and loads nothing heavy (of the harness, its entry module alone); a spec module that imports
+the harness, or a body that does, is a use too; run folders appear only when there is something to keep, and old
 ones are pruned to ``[tool.harness] keep_runs``. The start-up time itself is measured, not asserted:
 benchmarks/bench_plugin_startup.py."""
 
@@ -87,3 +88,54 @@ def test_harness_report_writes_a_report_even_for_plain_specs(
     page = (run / "report.html").read_text()
     assert "test_plain.py::test_adds" in page
     assert "test_plain.py::test_fails" in page
+
+
+def test_until_used_the_plugin_loads_its_entry_module_alone_and_registers_no_other_plugin(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign_project(pytester, tmp_path / "state", monkeypatch)
+    pytester.makeconftest(MODULES_SEEN)  # what the whole run loaded, at its end
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    # anyio's own pytest plugin (anyio comes with httpx) imports anyio whatever the harness does: left out here
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:anyio", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    loaded = set(json.loads((pytester.path / "modules.json").read_text()))
+    ours = sorted(m for m in loaded if m.split(".")[0] in ("harness", "fakes"))
+    assert ours == ["harness", "harness.pytest_plugin"]
+    assert not [m for m in loaded if m.split(".")[0] in (*HEAVY, "anyio")]
+
+
+def test_a_spec_module_that_imports_the_harness_gets_its_waits_reported_without_a_fixture_or_marker(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign_project(pytester, tmp_path / "state", monkeypatch)
+    pytester.makepyfile(
+        test_waits="import harness\n\n"
+        "def test_red():\n"
+        "    harness.wait_for_sync('the module-level import', lambda: None, timeout=0.2, interval=0.05)\n"
+    )
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_waits.py", timeout=120)
+    result.assert_outcomes(failed=1)
+    assert any("harness waits" in line for line in result.outlines)
+    assert any("test_red: timeout" in line and "the module-level import" in line for line in result.outlines)
+
+
+def test_a_wait_imported_only_in_a_spec_body_is_still_clamped_to_the_spec_timeout(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    foreign_project(pytester, tmp_path / "state", monkeypatch)
+    pytester.makepyfile(
+        test_late="import pytest\n\n"
+        "@pytest.mark.timeout(30)\n"
+        "def test_clamped():\n"
+        "    from harness.waiting import test_time_left\n\n"
+        "    left = test_time_left()\n"
+        "    assert left is not None and 0 < left <= 30\n\n"
+        "def test_after_it():\n"
+        "    import sys\n\n"
+        "    assert 'harness.cluster_plugin' in sys.modules  # registered after the spec that imported the harness\n"
+    )
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "test_late.py", timeout=120)
+    result.assert_outcomes(passed=2)
