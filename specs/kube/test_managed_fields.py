@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes.kube import defaults, managed
@@ -49,6 +49,9 @@ _ELEMENTS = st.one_of(
 )
 
 
+# No per-example deadline or too-slow check: on a loaded 2-core runner an example took 256 ms against hypothesis's
+# default 200 ms; what this spec checks is the round trip, not its speed.
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sets(st.lists(_ELEMENTS, min_size=1, max_size=4).map(tuple), max_size=12))
 def test_fields_v1_round_trips(fields: set[tuple[str, ...]]) -> None:
     encoded = managed.encode_fields(fields)
