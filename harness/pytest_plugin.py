@@ -51,6 +51,11 @@ PLUGINS = (
 )
 """The plugins registered once a run uses the harness, in this order (their hooks' order among themselves)."""
 DEFAULT_CLUSTER_LOCK_TIMEOUT = 3600.0
+# Copies of values whose modules this one must not import at load (they pull in the heavy ones); a guard spec
+# (specs/diagnostics/test_inert_plugin.py) holds each equal to its source.
+TARGETS = ("auto", "cluster", "twin", "control-plane")  # harness.targets.TARGETS
+PROGRESS_MODES = ("auto", "live", "lines", "off")  # harness.progress.MODES
+EVIDENCE_BUDGET = 60.0  # harness.artifacts.DEFAULT_EVIDENCE_BUDGET
 """Seconds a cluster spec waits for another worker's cluster spec to finish before it errors."""
 MARKERS = ("cluster", "disruptive", "evidence", "control_plane")
 """A collected spec carrying one of these uses the harness."""
@@ -103,7 +108,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     option(
         "--target",
-        choices=("auto", "cluster", "twin", "control-plane"),  # harness.targets.TARGETS
+        choices=TARGETS,
         default="auto",
         help="what the cluster specs run against: cluster (a kube context), twin (the one [tool.harness] twin "
         "names, started here), control-plane (a real control plane this run starts: harness.controlplane), auto "
@@ -124,13 +129,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     option(
         "--evidence-budget",
         type=float,
-        default=60.0,  # harness.artifacts.DEFAULT_EVIDENCE_BUDGET
+        default=EVIDENCE_BUDGET,
         metavar="SECONDS",
         help="total time evidence collection may take per failed spec (default 60)",
     )
     option(
         "--progress",
-        choices=("auto", "live", "lines", "off"),  # harness.progress.MODES
+        choices=PROGRESS_MODES,
         default="auto",
         help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
     )

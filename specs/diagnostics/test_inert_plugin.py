@@ -139,3 +139,11 @@ def test_a_wait_imported_only_in_a_spec_body_is_still_clamped_to_the_spec_timeou
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "test_late.py", timeout=120)
     result.assert_outcomes(passed=2)
+
+
+def test_the_entry_modules_copies_of_option_values_equal_their_sources() -> None:
+    from harness import artifacts, progress, pytest_plugin, targets
+
+    assert pytest_plugin.TARGETS == targets.TARGETS
+    assert pytest_plugin.PROGRESS_MODES == progress.MODES
+    assert pytest_plugin.EVIDENCE_BUDGET == artifacts.DEFAULT_EVIDENCE_BUDGET
