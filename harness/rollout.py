@@ -234,7 +234,8 @@ class Snapshot:
     restarts of one container during the wait that make a crash loop terminal, ``budget`` the wait's seconds and
     ``now`` the API server's time of the reading (``None``: unknown), for "slow" against "never"; ``budget_left``
     the seconds the wait still had at the reading (``None``: not in a wait, or none left), ``quotas`` the
-    ResourceQuotas a refusal names, by name, as read then."""
+    ResourceQuotas a refusal names, by name, as read then, and ``namespace_pods`` every pod of the namespace read
+    with them (``None``: not read), to recount a quota its controller has not yet."""
 
     kind: str
     name: str
@@ -252,6 +253,7 @@ class Snapshot:
     now: datetime | None = None
     budget_left: float | None = None
     quotas: dict[str, Obj] = field(default_factory=dict)
+    namespace_pods: list[Obj] | None = None
 
     @property
     def ref(self) -> str:
@@ -564,12 +566,25 @@ def _leaving(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> list[O
     ``Recreate`` Deployment scales its old ReplicaSets to 0; a ``RollingUpdate`` one scales them down only while
     ``maxScaledDown = allPods - (replicas - maxUnavailable) - newUnavailable`` is above 0
     (``pkg/controller/deployment/rolling.go`` ``reconcileOldReplicaSets``), counting each new pod that exists as
-    one that may yet become available."""
+    one that may yet become available. A ReplicaSet already scaled below the pods it has deletes the surplus
+    (``pkg/controller/replicaset/replica_set.go`` ``manageReplicas``, not-ready pods first), whoever scaled it."""
     by_name = {name_of(p): p for p in snap.pods}
     going = [by_name[p.name] for p in new + old if p.terminating and p.name in by_name]
     staying_old = [by_name[p.name] for p in old if not p.terminating and p.name in by_name]
     if staying_old and _old_may_go(snap, new):
         going += staying_old
+    chosen = {id(p) for p in going}
+    going += [by_name[p.name] for p in _surplus(snap, new + old) if id(by_name[p.name]) not in chosen]
+    return going
+
+
+def _surplus(snap: Snapshot, pods: list[PodFacts]) -> list[PodFacts]:
+    """The pods each ReplicaSet of the rollout has beyond its ``spec.replicas``, not-ready ones first."""
+    going: list[PodFacts] = []
+    for rs in _owned(snap, snap.replicasets):
+        mine = sorted((p for p in pods if p.owner == name_of(rs) and not p.terminating), key=lambda p: p.ready)
+        wanted = int((rs.get("spec") or {}).get("replicas") or 0)
+        going += mine[: max(0, len(mine) - wanted)]
     return going
 
 
@@ -635,7 +650,7 @@ def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], refused:
             return "the deployment is paused"
     refusal = refused.verdict if refused else None
     if refusal is not None and refusal_terminal(
-        refusal, _leaving(snap, new, old), snap.quotas.get(refusal.quota or "")
+        refusal, _leaving(snap, new, old), snap.quotas.get(refusal.quota or ""), snap.namespace_pods
     ):
         if refusal.quota:
             return f"pods refused at admission: ResourceQuota {refusal.quota}, which the rollout's own pods cannot free"
@@ -900,6 +915,8 @@ def gather(
             quota = reader.json(f"resourcequota {refused.verdict.quota}", "get", "resourcequota", refused.verdict.quota)
             if quota is not None:
                 snap.quotas[refused.verdict.quota] = quota
+                listing = reader.json("the namespace's pods", "get", "pods")
+                snap.namespace_pods = None if listing is None else listing.get("items") or []
     if logs:
         _read_previous_logs(reader, snap)
     return snap

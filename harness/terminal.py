@@ -206,12 +206,16 @@ def admission_refusal(message: str) -> AdmissionRefusal | None:
     return None
 
 
-def refusal_terminal(refusal: AdmissionRefusal, freeable: list[Obj], quota: Obj | None = None) -> bool:
+def refusal_terminal(
+    refusal: AdmissionRefusal, freeable: list[Obj], quota: Obj | None = None, counted: list[Obj] | None = None
+) -> bool:
     """True when waiting cannot admit the refused pod. Only an exceeded quota can clear by itself: when the pods in
     ``freeable`` (the rollout's own pods that are leaving or that its controller may still remove) free enough of
     every resource it exceeded. ``quota`` (the ResourceQuota as read now) gives the current ``status.used`` and
-    ``hard``; else the refusal's own numbers count. A resource the pods' usage cannot be computed for (``count/*``
-    but pods) is never judged terminal while some pod may leave; the others are."""
+    ``hard``; else the refusal's own numbers count. ``counted`` (the namespace's pods as read now, ``None``: not
+    read) bounds a ``status.used`` its controller has not recounted since a pod went away (see :func:`quota_usage`).
+    A resource the pods' usage cannot be computed for (``count/*`` but pods) is never judged terminal while some
+    pod may leave; the others are."""
     if refusal.kind != "quota":
         return True
     if not refusal.requested:  # "must specify": the pod template itself lacks what the quota requires
@@ -224,12 +228,29 @@ def refusal_terminal(refusal: AdmissionRefusal, freeable: list[Obj], quota: Obj 
         limit = quantity(str(hard.get(resource, refusal.limited.get(resource, ""))))
         if wanted is None or used is None or limit is None:
             continue
+        recounted = quota_usage(quota, counted, resource)
+        if recounted is not None:
+            used = min(used, recounted)
         freed = pods_usage(freeable, resource) if freeable else Fraction(0)
         if freed is None:
             continue
         if used - freed + wanted > limit:
             return True
     return False
+
+
+def quota_usage(quota: Obj | None, pods: list[Obj] | None, resource: str) -> Fraction | None:
+    """What ``pods`` (a namespace's pods as read now) count against ``quota``'s ``resource``, or ``None`` when it
+    cannot be told: pods not read, a quota with ``scopes`` or a ``scopeSelector``, a resource not computed from pods.
+    A pod counts unless its phase is ``Succeeded`` or ``Failed`` (``pkg/quota/v1/evaluator/core/pods.go``
+    ``QuotaV1Pod``; a terminating pod keeps counting: it is the caller's to call freeable). Admission checks the
+    stored ``status.used``, which the quota controller recounts only after a pod's deletion reaches it, so for a
+    moment it still holds a pod that has gone: the smaller of the two is what the next try will meet."""
+    spec = (quota or {}).get("spec") or {}
+    if pods is None or spec.get("scopes") or spec.get("scopeSelector"):
+        return None
+    live = [p for p in pods if ((p.get("status") or {}).get("phase")) not in ("Succeeded", "Failed")]
+    return pods_usage(live, resource)
 
 
 def quantity(text: str) -> Fraction | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -389,6 +390,29 @@ def test_a_quota_that_has_room_again_is_not_terminal_and_says_what_it_holds_now(
     explanation = explain(snapshot("real_quota_refused", quotas={"pods": quota}))
     assert explanation.terminal is None
     assert "; ResourceQuota pods now: pods 1/2" in explanation.headline
+
+
+def test_a_quota_its_controller_has_not_recounted_since_a_pod_went_is_read_from_the_pods_left() -> None:
+    # status.used still holds a pod the ReplicaSet controller deleted: admission's next try meets the recount
+    quota: dict[str, Any] = {"spec": {"hard": {"pods": "1"}}, "status": {"hard": {"pods": "1"}, "used": {"pods": "1"}}}
+    pods = recorded("real_quota_refused")["pods"]
+    stale = explain(snapshot("real_quota_refused", pods=[], quotas={"pods": quota}, namespace_pods=[]))
+    assert stale.terminal is None
+    assert explain(snapshot("real_quota_refused", quotas={"pods": quota}, namespace_pods=pods)).terminal is not None
+    done = copy.deepcopy(pods)
+    done[0]["status"]["phase"] = "Succeeded"  # a finished pod counts against no quota
+    assert explain(snapshot("real_quota_refused", quotas={"pods": quota}, namespace_pods=done)).terminal is None
+    scoped = copy.deepcopy(quota)
+    scoped["spec"]["scopes"] = ["NotBestEffort"]  # which pods a scope counts is the controller's to say
+    assert explain(snapshot("real_quota_refused", pods=[], quotas={"pods": scoped}, namespace_pods=[])).terminal
+
+
+def test_a_pod_its_replicaset_was_scaled_below_is_one_the_rollout_frees() -> None:
+    # the deployment controller scaled the ReplicaSet to 0 a moment before its controller deleted the pod
+    replicasets = copy.deepcopy(recorded("real_quota_refused")["replicasets"])
+    assert explain(snapshot("real_quota_refused", replicasets=replicasets)).terminal is not None
+    replicasets[0]["spec"]["replicas"] = 0
+    assert explain(snapshot("real_quota_refused", replicasets=replicasets)).terminal is None
 
 
 def test_a_min_ready_hold_the_wait_cannot_outlast_is_said_and_ends_it() -> None:
