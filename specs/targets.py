@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +32,8 @@ TARGETS = [
     pytest.param(CONTROL_PLANE, id=CONTROL_PLANE, marks=pytest.mark.control_plane),
 ]
 STAGES = Path(__file__).parent / "kwok" / "faults.yaml"
+NAMESPACE_DELETE = 30.0
+"""Seconds ``kubectl delete namespace --wait=false`` may take."""
 
 
 @dataclass
@@ -57,12 +60,58 @@ def target(target_name: str, request: pytest.FixtureRequest) -> Iterator[Target]
     if target_name == CONTROL_PLANE:
         yield Target(CONTROL_PLANE, request.getfixturevalue("control_plane_namespace"))
         return
+    yield request.getfixturevalue("target_on_double")
+
+
+@pytest.fixture(scope="session")
+def local_node_plane() -> Iterator[Any]:
+    """A real control plane whose one node is a :class:`fakes.kube.node.LocalNode` (no kwok node), so the scheduler
+    binds every pod to it and its containers of the local-process contract run here. Skips without the binaries."""
+    from fakes.kube.node import LocalNode
+    from harness.controlplane.plane import ControlPlane, Settings
+    from harness.errors import BinariesMissing
+
+    plane = ControlPlane(Settings(nodes=0))
+    try:
+        plane.start_kept()
+    except BinariesMissing as exc:
+        pytest.skip(str(exc))
+    try:
+        with LocalNode(plane.kubeconfig):
+            yield plane
+    finally:
+        plane.release()
+
+
+@pytest.fixture(params=TARGETS)
+def local_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """Like ``target``, but on the control plane the plane is :func:`local_node_plane`'s: pods of the
+    local-process contract run as processes on both."""
+    if request.param == DOUBLE:
+        yield request.getfixturevalue("target_on_double")
+        return
+    plane = request.getfixturevalue("local_node_plane")
+    name = f"{_namespace_for(request)}-{uuid.uuid4().hex[:6]}"[:63].strip("-")
+    admin = plane.kube("default")
+    admin.kubectl("create", "namespace", name)
+    try:
+        yield Target(CONTROL_PLANE, plane.kube(name))
+    finally:
+        admin.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", timeout=NAMESPACE_DELETE)
+
+
+@pytest.fixture
+def target_on_double(request: pytest.FixtureRequest) -> Target:
     kd = request.getfixturevalue("kd")
-    namespace = f"{re.sub(r'[^a-z0-9-]+', '-', request.node.originalname.lower().removeprefix('test_'))[:50]}"
-    namespace = namespace.strip("-") or "spec"
+    namespace = _namespace_for(request)
     if kd.store.get("namespaces", None, namespace) is None:  # set-up, not under test: no kubectl process
         kd.store.create("namespaces", {"metadata": {"name": namespace}})
-    yield Target(DOUBLE, kd.kube(namespace=namespace), kd)
+    return Target(DOUBLE, kd.kube(namespace=namespace), kd)
+
+
+def _namespace_for(request: pytest.FixtureRequest) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", request.node.originalname.lower().removeprefix("test_"))[:50]
+    return name.strip("-") or "spec"
 
 
 def skip_on_control_plane(target_name: str, missing: str) -> None:
