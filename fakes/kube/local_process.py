@@ -59,6 +59,11 @@ class ConfigError(Exception):
     """The container's environment cannot be built; the message is the kubelet's (``secret "db" not found``)."""
 
 
+class StartError(ConfigError):
+    """The container cannot be started at all (no ``command``): a ``StartError`` exit 128, not a config error that
+    the kubelet tries again."""
+
+
 def local_containers(pod: Obj) -> frozenset[str] | None:
     """The names of ``pod``'s containers (init containers included) that are local processes, or ``None`` when the
     pod does not use the contract."""
@@ -241,18 +246,18 @@ def prepare(pod: Obj, name: str, sources: Sources, workdir: str | None = None) -
     argv = [str(a) for a in (container.get("command") or [])]
     variables = environment(pod, container, sources)
     if not argv:
-        raise ConfigError(
+        raise StartError(
             f"container {name} has no command: a container of the {ANNOTATION} contract runs its command, "
             f"and has no image entrypoint"
         )
-    argv += [expand(str(a), variables) for a in container.get("args") or []]
-    argv = [expand(a, variables) for a in argv]
     ports = choose_ports(container)
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOSTNAME": str((pod.get("metadata") or {}).get("name"))}
-    env.update(variables)
     env.update({PORT_ENV.format(p): str(local) for p, local in ports.items()})
     if len(ports) == 1:
         env["PORT"] = str(next(iter(ports.values())))
+    env.update(variables)
+    # $(NAME) in command and args: the container's whole environment, the contract's ports included
+    argv = [expand(str(a), env) for a in [*argv, *(container.get("args") or [])]]
     wanted = str(container.get("workingDir") or "")
     if wanted and os.path.isdir(wanted):
         return Launch(argv, env, wanted, False, ports)

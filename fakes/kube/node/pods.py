@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fakes.kube.local_process import ConfigError, Launch, LocalProcess, is_local, prepare, remove_workdir
+from fakes.kube.local_process import (
+    ConfigError,
+    Launch,
+    LocalProcess,
+    StartError,
+    is_local,
+    prepare,
+    remove_workdir,
+)
 
 log = logging.getLogger("fakes.kube.node")
 Obj = dict[str, Any]
@@ -205,6 +213,9 @@ class PodWorker:
         try:
             sources = await self.hooks.sources(self.pod)
             launch = await asyncio.to_thread(prepare, self.pod, c.name, sources, c.workdir)
+        except StartError as exc:
+            self._exited(c, 128, "StartError", str(exc), now)
+            return
         except ConfigError as exc:  # tried again at every sync, as the kubelet does
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
             c.restart_at = time.monotonic() + _seconds(
