@@ -17,6 +17,7 @@ from harness import process
 
 pytestmark = [pytest.mark.control_plane, pytest.mark.timeout(300)]
 KUBECTL_TIMEOUT = 60.0
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
 
 SLEEPER = """
 apiVersion: v1
@@ -38,6 +39,11 @@ def _json(kube: Any, *args: str) -> Any:
     return json.loads(kube.kubectl(*args, "-o", "json", timeout=KUBECTL_TIMEOUT).stdout)
 
 
+def _leases(kube: Any) -> dict[str, Any]:
+    raw = kube.kubectl("get", "--raw", LEASES, timeout=KUBECTL_TIMEOUT).stdout
+    return {lease["metadata"]["name"]: lease for lease in json.loads(raw)["items"]}
+
+
 def test_the_node_registers_ready_with_its_kubelet_port_and_renews_its_lease(local_node_plane: Any) -> None:
     kube = local_node_plane.kube("default")
     node = _json(kube, "get", "node", "local-node")
@@ -48,7 +54,7 @@ def test_the_node_registers_ready_with_its_kubelet_port_and_renews_its_lease(loc
     assert node["status"]["addresses"][0] == {"type": "InternalIP", "address": "127.0.0.1"}
     assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
     assert "node.kubernetes.io/not-ready" not in [t["key"] for t in node["spec"].get("taints") or []]
-    lease = _json(kube.in_namespace("kube-node-lease"), "get", "lease", "local-node")
+    lease = _leases(kube)["local-node"]
     assert lease["spec"]["holderIdentity"] == "local-node"
     assert lease["spec"]["leaseDurationSeconds"] == 40
 
@@ -91,7 +97,6 @@ def test_stopping_the_node_removes_its_node_and_lease_and_every_process(tmp_path
         assert set(process.LIVE_CHILDREN) == before
         nodes = kube.kubectl("get", "nodes", "-o", "name", timeout=KUBECTL_TIMEOUT).stdout.split()
         assert "node/short-lived" not in nodes
-        leases = kube.in_namespace("kube-node-lease").kubectl("get", "leases", "-o", "name", timeout=KUBECTL_TIMEOUT)
-        assert "lease.coordination.k8s.io/short-lived" not in leases.stdout.split()
+        assert "short-lived" not in _leases(kube)
     finally:
         plane.release()
