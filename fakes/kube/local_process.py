@@ -59,6 +59,10 @@ class ConfigError(Exception):
     """The container's environment cannot be built; the message is the kubelet's (``secret "db" not found``)."""
 
 
+class NoCommand(ConfigError):
+    """The container has no ``command``: it cannot start (a target reports a start error, not a config error)."""
+
+
 def local_containers(pod: Obj) -> frozenset[str] | None:
     """The names of ``pod``'s containers (init containers included) that are local processes, or ``None`` when the
     pod does not use the contract."""
@@ -111,6 +115,21 @@ class Sources(Protocol):
     def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None: ...
 
     def secret(self, namespace: str, name: str) -> Mapping[str, str] | None: ...
+
+
+class StoreSources:
+    """:class:`Sources` read from an object store with ``get(plural, namespace, name)`` (the API double's)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        found = self.store.get("configmaps", namespace, name)
+        return None if found is None else config_map_data(found)
+
+    def secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        found = self.store.get("secrets", namespace, name)
+        return None if found is None else secret_data(found)
 
 
 def secret_data(obj: Obj) -> dict[str, str]:
@@ -241,7 +260,7 @@ def prepare(pod: Obj, name: str, sources: Sources, workdir: str | None = None) -
     argv = [str(a) for a in (container.get("command") or [])]
     variables = environment(pod, container, sources)
     if not argv:
-        raise ConfigError(
+        raise NoCommand(
             f"container {name} has no command: a container of the {ANNOTATION} contract runs its command, "
             f"and has no image entrypoint"
         )
