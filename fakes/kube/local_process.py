@@ -264,14 +264,14 @@ def prepare(pod: Obj, name: str, sources: Sources, workdir: str | None = None) -
             f"container {name} has no command: a container of the {ANNOTATION} contract runs its command, "
             f"and has no image entrypoint"
         )
-    argv += [expand(str(a), variables) for a in container.get("args") or []]
-    argv = [expand(a, variables) for a in argv]
     ports = choose_ports(container)
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOSTNAME": str((pod.get("metadata") or {}).get("name"))}
     env.update(variables)
     env.update({PORT_ENV.format(p): str(local) for p, local in ports.items()})
     if len(ports) == 1:
         env["PORT"] = str(next(iter(ports.values())))
+    # Once, with the whole environment: "$(PORT)" in args is this run's port, and "$$(X)" stays "$(X)".
+    argv = [expand(str(a), env) for a in argv + list(container.get("args") or [])]
     wanted = str(container.get("workingDir") or "")
     if wanted and os.path.isdir(wanted):
         return Launch(argv, env, wanted, False, ports)
