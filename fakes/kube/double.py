@@ -25,7 +25,7 @@ from fakes.core import BadJson, FakeRequest, FakeResponse
 from fakes.kube.clock import Clock, Timers, rfc3339_micro
 from fakes.kube.errors import for_status
 from fakes.kube.exec import Exec
-from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceHandlers
+from fakes.kube.extensions import ExecHandlers, LocalRuns, PortMap, SubresourceHandlers
 from fakes.kube.portforward import PortForwarding
 from fakes.kube.resources import Registry, server_minor
 from fakes.kube.store import Store
@@ -62,6 +62,8 @@ class KubeDouble:
         self.subresources = SubresourceHandlers()
         self.ports = PortMap()
         self.exec_handlers = ExecHandlers()
+        #: The running local processes' launches (fakes/kube/local_process.py), kept by the kubelet, read by exec.
+        self.local_runs = LocalRuns()
         #: ``pods/portforward`` and ``pods/exec`` (fakes/kube/portforward.py, fakes/kube/exec.py); the hub carries
         #: the port-forward faults (fail_open, fail_next, wedge) and the open tunnels.
         self.portforward = PortForwarding.install(self)
@@ -151,6 +153,7 @@ class KubeDouble:
         self._create_extra_namespaces()
         self.ports.clear()
         self.exec_handlers.clear()
+        self.local_runs.clear()
         self.portforward.reset()
         self.watches_silent = False
         self.clock.set_offset(0.0)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from fakes.kube.double_core import DoubleCore
-from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceHandlers
+from fakes.kube.extensions import ExecHandlers, LocalRuns, PortMap, SubresourceHandlers
 
 
 class DoubleApi(DoubleCore, Protocol):
-    """The double's ``subresources``, ``ports`` and ``exec_handlers`` registries on top of its core."""
+    """The double's ``subresources``, ``ports``, ``exec_handlers`` and ``local_runs`` registries on top of its core."""
 
     @property
     def subresources(self) -> SubresourceHandlers: ...
@@ -24,3 +24,6 @@ class DoubleApi(DoubleCore, Protocol):
 
     @property
     def exec_handlers(self) -> ExecHandlers: ...
+
+    @property
+    def local_runs(self) -> LocalRuns: ...

@@ -38,13 +38,13 @@ import math
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import WSMsgType, web
 
-from fakes.kube import spdy
+from fakes.kube import local_process, spdy
 from fakes.kube.errors import ApiError, bad_request
 
 if TYPE_CHECKING:
@@ -180,6 +180,10 @@ class Exec:
 
     async def handle(self, ctx: SubresourceContext) -> web.StreamResponse:
         request = self.parse(ctx)
+        if self._not_running(request):
+            # The kubelet finds no running container before any upgrade (kubelet_pods.go GetExec, answered by
+            # streaming.WriteError as plain text); kubectl prints "unable to upgrade connection: <this>".
+            return web.Response(status=500, text=f'container not found ("{request.container}")')
         upgrade = ctx.request.headers.get("Upgrade", "").lower()
         if upgrade == "websocket":
             offered = _tokens(ctx.request.headers.getall("Sec-WebSocket-Protocol", []))
@@ -305,11 +309,14 @@ class Exec:
         """Run what is registered for the pod; the status to send. The command is cancelled (a host command's
         process group killed) when the client goes away (``gone`` completes) or the double stops."""
         request._channels = channels
-        handler = self.double.exec_handlers.get(request.namespace, request.pod)
+        handler = self._handler(request)
         annotations = (request.pod_object.get("metadata") or {}).get("annotations") or {}
         timeout = _timeout(annotations.get(TIMEOUT_ANNOTATION))
+        launch = self.double.local_runs.get(request.namespace, request.pod, request.container)
         if handler is not None:
             work: Awaitable[dict[str, Any]] = _call_handler(handler, request, timeout)
+        elif launch is not None and local_process.is_local(request.pod_object, request.container):
+            work = _run_on_host(request, timeout, env=launch.env, cwd=launch.cwd)
         elif str(annotations.get(EXEC_ANNOTATION, "")).lower() == "host":
             work = _run_on_host(request, timeout)
         else:
@@ -332,6 +339,16 @@ class Exec:
             why = "is stopping" if ctx.stopping.is_set() else "lost the client's connection"
             return internal_status(f"error executing command in container: the Kubernetes API double {why}")
         return running.result()
+
+    def _not_running(self, request: ExecRequest) -> bool:
+        """A local process's container (no handler registered) that runs no process now."""
+        if self._handler(request) is not None or not local_process.is_local(request.pod_object, request.container):
+            return False
+        return self.double.local_runs.get(request.namespace, request.pod, request.container) is None
+
+    def _handler(self, request: ExecRequest) -> Handler | None:
+        found: Handler | None = self.double.exec_handlers.get(request.namespace, request.pod)
+        return found
 
 
 async def _call_handler(handler: Handler, request: ExecRequest, timeout: float) -> dict[str, Any]:
@@ -383,22 +400,28 @@ async def _collect_stdin(request: ExecRequest) -> bytes:
     return b"".join(parts)
 
 
-async def _run_on_host(request: ExecRequest, timeout: float) -> dict[str, Any]:
-    """Run ``request.command`` on the host: own process group, streamed output, killed (group) at ``timeout``."""
-    env = {
-        **os.environ,
-        "HOSTNAME": request.pod,
-        "KUBE_DOUBLE_POD": request.pod,
-        "KUBE_DOUBLE_NAMESPACE": request.namespace,
-        "KUBE_DOUBLE_CONTAINER": request.container,
-    }
+async def _run_on_host(
+    request: ExecRequest, timeout: float, *, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> dict[str, Any]:
+    """Run ``request.command`` on the host: own process group, streamed output, killed (group) at ``timeout``.
+    ``env`` is its whole environment (a local process's, :mod:`fakes.kube.local_process`), by default the host's
+    with the pod's names; ``cwd`` its working directory (default: this process's)."""
+    if env is None:
+        env = {
+            **os.environ,
+            "HOSTNAME": request.pod,
+            "KUBE_DOUBLE_POD": request.pod,
+            "KUBE_DOUBLE_NAMESPACE": request.namespace,
+            "KUBE_DOUBLE_CONTAINER": request.container,
+        }
     try:
         proc = await asyncio.create_subprocess_exec(
             *request.command,
             stdin=subprocess.PIPE if request.stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env,
+            env=dict(env),
+            cwd=cwd,
             start_new_session=True,
         )
     except OSError as exc:

@@ -1,7 +1,7 @@
 """Extension points: where streaming subresources, port mappings and exec handlers plug into the double.
 
-Three small registries, all on :class:`~fakes.kube.double.KubeDouble` (``double.subresources``,
-``double.ports``, ``double.exec_handlers``):
+Four small registries, all on :class:`~fakes.kube.double.KubeDouble` (``double.subresources``,
+``double.ports``, ``double.exec_handlers``, ``double.local_runs``):
 
 **Subresource handlers** (:class:`SubresourceHandlers`). ``double.subresources.register("pods", "portforward",
 handler)`` makes every request to ``.../pods/<name>/portforward`` (any method; GET and POST alike, upgrades
@@ -23,6 +23,11 @@ the port-forward code from pod-template annotations; ``double.ports.target(ns, p
 
 **Exec handlers** (:class:`ExecHandlers`): per pod (namespace, pod name or ``*``), a callable the exec code runs for
 ``kubectl exec``; the calling convention is the exec module's (``fakes/kube/exec.py``). ``set``/``get``/``clear``.
+
+**Local runs** (:class:`LocalRuns`): per container of a pod of the local-process contract
+(:mod:`fakes.kube.local_process`), the :class:`~fakes.kube.local_process.Launch` of its running process, kept by the
+kubelet (:mod:`fakes.kube.lifecycle`) while it runs; ``kubectl exec`` runs its command with that environment and
+working directory.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from fakes.kube.resources import ResourceType
 
 if TYPE_CHECKING:
     from fakes.kube.double_core import DoubleCore as KubeDouble  # the double imports this module: no import back
+    from fakes.kube.local_process import Launch
 
 
 @dataclass
@@ -145,3 +151,29 @@ class ExecHandlers:
                 self._handlers.clear()
             else:
                 self._handlers.pop((namespace, pod or "*"), None)
+
+
+@dataclass
+class LocalRuns:
+    """``(namespace, pod, container) -> Launch`` of the container's running local process. Thread-safe."""
+
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _runs: dict[tuple[str, str, str], Launch] = field(default_factory=dict)
+
+    def set(self, namespace: str, pod: str, container: str, launch: Launch) -> None:
+        with self._lock:
+            self._runs[(namespace, pod, container)] = launch
+
+    def get(self, namespace: str, pod: str, container: str) -> Launch | None:
+        with self._lock:
+            return self._runs.get((namespace, pod, container))
+
+    def drop(self, namespace: str, pod: str, container: str | None = None) -> None:
+        """Forget one container's run, or (``container`` None) every run of the pod."""
+        with self._lock:
+            for key in [k for k in self._runs if k[:2] == (namespace, pod) and container in (None, k[2])]:
+                del self._runs[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._runs.clear()

@@ -72,15 +72,18 @@ Messages and fields follow the kubelet (``pkg/kubelet/kuberuntime/kuberuntime_co
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import hashlib
 import itertools
 import logging
+import shutil
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fakes.kube import local_process
 from fakes.kube.clock import TimerHandle, rfc3339
 from fakes.kube.controllers.base import (
     ControllerContext,
@@ -93,6 +96,7 @@ from fakes.kube.controllers.base import (
 from fakes.kube.controllers.events import NORMAL, WARNING
 from fakes.kube.controllers.node import NODE_IP
 from fakes.kube.errors import ApiError
+from fakes.kube.local_process import Launch, LocalProcess
 from fakes.kube.selectors import (
     LabelSelector,
     from_label_selector,
@@ -339,6 +343,10 @@ class _Container:
     backoff_until: float = 0.0
     pull_backoff: float = 0.0
     timers: list[TimerHandle] = field(default_factory=list)
+    process: PodProcess | None = None
+    """This container's own process (a local process of the contract), when it has one."""
+    workdir: str | None = None
+    """The working directory the contract made for this container: kept across its runs, removed with the pod."""
 
     @property
     def running(self) -> bool:
@@ -372,6 +380,8 @@ class _Pod:
     runner: PodRunner | None = None
     timers: list[TimerHandle] = field(default_factory=list)
     warned: bool = False
+    local: bool = False
+    """A container of this pod ran as a local process: its port mappings and runs are the kubelet's to clear."""
 
     def cancel(self) -> None:
         for handle in self.timers:
@@ -419,12 +429,14 @@ class Kubelet:
 
     def start(self) -> None:
         self.ctx.store.subscribe(self._on_event, [PODS_KEY])
+        self.ctx.double.track_stream(self._stop_local)  # no local process outlives the double
 
     def reset(self) -> None:
         """Forget every pod (the store was emptied), the Python faults and the pulled images."""
         for pod in self._pods.values():
             pod.cancel()
             self._stop_process(pod, 0.0)
+            self._release_local(pod)
         self._pods.clear()
         self._images.clear()
         with self._rules_lock:
@@ -533,6 +545,7 @@ class Kubelet:
             if pod is not None:
                 pod.cancel()
                 self._stop_process(pod, 0.0)
+                self._release_local(pod)
             self.logs.forget(uid)
             return
         pod = self._pods.get(uid)
@@ -692,15 +705,10 @@ class Kubelet:
         if current is None or pod.terminating:
             return
         record = self._recorder(current, c)
-        if pulled:
-            size = int(hashlib.sha256(c.image.encode()).hexdigest()[:6], 16) + 5_000_000
-            spent = f"{int(took * 1000)}ms"
-            message = f'Successfully pulled image "{c.image}" in {spent} ({spent} including waiting)'
-            record(NORMAL, "Pulled", message + (f". Image size: {size} bytes." if self.ctx.minor >= 30 else ""))
-        else:
-            record(NORMAL, "Pulled", f'Container image "{c.image}" already present on machine')
+        self._record_pulled(record, c, pulled, took)
         self._images.add(c.image)
-        problem = self._config_error(current, c)
+        local = local_process.is_local(current, c.name)
+        prepared, problem = self._prepare(c, current) if local else (None, self._config_error(current, c))
         if problem is not None:  # kuberuntime_container.go startContainer: generateContainerConfig failed
             self._later_c(c, self.faults_for(current).backoff, lambda: self._start(pod, c))  # before the event
             record(WARNING, "Failed", f"Error: {problem}")
@@ -712,17 +720,26 @@ class Kubelet:
         )
         record(NORMAL, "Started", f"Started container {c.name}")
         self._mark_running(pod, c, current)
-        if c.init:
-            self._later_c(c, INIT_SECONDS, lambda: self._exit(pod, c, 0, "Completed"))
-            self._write(pod)
-            return
         faults = self.faults_for(current)
-        runner = self.containers.find(current)
-        if runner is not None:
-            self._run_process(pod, c, current, runner, faults)
+        runner = None if local or c.init else self.containers.find(current)
+        if local:
+            self._run_process(pod, c, current, c, lambda: self._start_local(pod, c, prepared), faults)
+        elif c.init:
+            self._later_c(c, INIT_SECONDS, lambda: self._exit(pod, c, 0, "Completed"))
+        elif runner is not None:
+            self._run_process(pod, c, current, pod, lambda: self._start_runner(pod, runner, current), faults)
         else:
             self._plan_run(pod, c, current, faults)
         self._write(pod)
+
+    def _record_pulled(self, record: Callable[[str, str, str], None], c: _Container, pulled: bool, took: float) -> None:
+        if pulled:
+            size = int(hashlib.sha256(c.image.encode()).hexdigest()[:6], 16) + 5_000_000
+            spent = f"{int(took * 1000)}ms"
+            message = f'Successfully pulled image "{c.image}" in {spent} ({spent} including waiting)'
+            record(NORMAL, "Pulled", message + (f". Image size: {size} bytes." if self.ctx.minor >= 30 else ""))
+        else:
+            record(NORMAL, "Pulled", f'Container image "{c.image}" already present on machine')
 
     def _config_error(self, current: Obj, c: _Container) -> str | None:
         """Why ``c``'s environment cannot be built, as the kubelet says it (``kubelet_pods.go``
@@ -810,32 +827,44 @@ class Kubelet:
 
     # --- processes from a container runtime ---------------------------------------------------------------------
 
-    def _run_process(self, pod: _Pod, c: _Container, current: Obj, runner: PodRunner, faults: PodFaults) -> None:
-        if pod.process is None or pod.process.exit_code is not None:
+    def _run_process(
+        self,
+        pod: _Pod,
+        c: _Container,
+        current: Obj,
+        holder: _Pod | _Container,
+        start: Callable[[], PodProcess],
+        faults: PodFaults,
+    ) -> None:
+        """Run ``c`` as the process ``holder`` keeps: the pod's (a runner's, shared by its containers, started by the
+        first of them) or the container's own (a new one each run); readiness and exit polled every
+        :data:`POLL_SECONDS`."""
+        if holder is c or holder.process is None or holder.process.exit_code is not None:
             try:
-                pod.process, pod.runner = runner.start(current), runner
+                holder.process = start()
             except Exception as exc:
                 log.warning("container runtime failed to start pod %s/%s: %r", pod.namespace, pod.name, exc)
-                self._recorder(current, c)(WARNING, "Failed", f"Error: failed to start containerd task: {exc}")
-                pod.process = None
+                self._recorder(current, c)(WARNING, "Failed", f"Error: {_start_failure(exc)}")
+                holder.process = None
                 self._later_c(c, 0.0, lambda: self._exit(pod, c, 128, "StartError"))
                 return
-        never = faults.never_ready
+        never = faults.never_ready if not c.init else None
 
         def poll() -> None:
-            process = pod.process
+            process = holder.process
             if process is None or pod.terminating or not c.running:
                 return
             try:
                 code = process.exit_code
-                ready = process.ready() if code is None else False
+                # asked until it first is: the kubelet has no probe here to take readiness back
+                ready = process.ready() if code is None and not c.ready else False
             except Exception:
                 log.exception("container runtime of pod %s/%s failed", pod.namespace, pod.name)
                 code, ready = 128, False
             if code is not None:
                 self._exit(pod, c, int(code))
                 return
-            if ready and never is None and not c.ready:
+            if ready and never is None and not c.init:
                 c.ready = True
                 self._write(pod)
             self._later_c(c, POLL_SECONDS, poll)
@@ -844,15 +873,83 @@ class Kubelet:
             self._probe_failing(pod, c, never or DEFAULT_UNHEALTHY, current)
         poll()
 
+    def _start_runner(self, pod: _Pod, runner: PodRunner, current: Obj) -> PodProcess:
+        process = runner.start(current)
+        pod.runner = runner
+        return process
+
+    def _processes(self, pod: _Pod) -> list[PodProcess]:
+        found = [pod.process, *(c.process for c in pod.containers)]
+        return [p for p in found if p is not None]
+
     def _stop_process(self, pod: _Pod, grace: float) -> None:
-        process, pod.process = pod.process, None
-        if process is None:
-            return
+        processes = self._processes(pod)
+        pod.process = None
+        for c in pod.containers:
+            c.process = None
+        for process in processes:
+            try:
+                if process.exit_code is None:
+                    process.terminate(grace)
+            except Exception:
+                log.exception("container runtime of pod %s/%s failed to terminate", pod.namespace, pod.name)
+
+    # --- local processes (fakes/kube/local_process.py) ------------------------------------------------------
+
+    def _prepare(self, c: _Container, current: Obj) -> tuple[Launch | Exception | None, str | None]:
+        """This run's launch (or the start error it is), or the kubelet's config error (the container waits in
+        ``CreateContainerConfigError``)."""
         try:
-            if process.exit_code is None:
-                process.terminate(grace)
-        except Exception:
-            log.exception("container runtime of pod %s/%s failed to terminate", pod.namespace, pod.name)
+            launch = local_process.prepare(current, c.name, local_process.StoreSources(self.ctx.store), c.workdir)
+        except local_process.StartError as exc:
+            return exc, None
+        except local_process.ConfigError as exc:
+            return None, str(exc)
+        if launch.owned:
+            c.workdir = launch.cwd
+        return launch, None
+
+    def _start_local(self, pod: _Pod, c: _Container, prepared: Launch | Exception | None) -> PodProcess:
+        if not isinstance(prepared, Launch):
+            raise prepared or RuntimeError("no launch prepared")
+        uid, run = pod.uid, c.container_id  # the run's own log, whatever runs after it
+
+        def output(stream: str, line: bytes) -> None:
+            self.logs.write(uid, c.name, run, line.decode("utf-8", "replace"))
+
+        process = LocalProcess(prepared, output)
+        pod.local = True
+        for port, local in prepared.ports.items():  # this run's ports replace the last run's
+            self.ctx.double.ports.map(pod.namespace, pod.name, port, "127.0.0.1", local)
+        self.ctx.double.local_runs.set(pod.namespace, pod.name, c.name, prepared)
+        return process
+
+    def _release_local(self, pod: _Pod) -> None:
+        """The pod is gone: its port mappings, exec launches and working directories with it."""
+        if not pod.local:
+            return
+        self.ctx.double.local_runs.drop(pod.namespace, pod.name)
+        self.ctx.double.ports.clear(pod.namespace, pod.name)
+        for c in pod.containers:
+            if c.workdir is not None:
+                shutil.rmtree(c.workdir, ignore_errors=True)
+                c.workdir = None
+
+    async def _stop_local(self) -> None:
+        """The double stops: every local process is killed and reaped (bounded), every pod's leftovers released."""
+        processes: list[LocalProcess] = []
+        for pod in list(self._pods.values()):
+            processes += [c.process for c in pod.containers if isinstance(c.process, LocalProcess)]
+            for c in pod.containers:
+                c.cancel()
+            self._stop_process(pod, 0.0)
+            self._release_local(pod)
+
+        def reap() -> None:
+            for process in processes:
+                process.wait(local_process.REAP_SECONDS)
+
+        await asyncio.to_thread(reap)
 
     # --- exits and restarts ------------------------------------------------------------------------------------
 
@@ -872,6 +969,9 @@ class Kubelet:
         }
         c.ready = False
         c.started = False
+        if isinstance(c.process, LocalProcess):  # ended from Python (kill): the process goes with the run
+            c.process.kill()
+        self.ctx.double.local_runs.drop(pod.namespace, pod.name, c.name)
         self.logs.end_run(pod.uid, c.name, c.container_id)
         current = self._current(pod)
         if current is None or pod.terminating:
@@ -949,22 +1049,25 @@ class Kubelet:
             for c in pod.containers:
                 if c.running:
                     self._recorder(current, c)(NORMAL, "Killing", f"Stopping container {c.name}")
-        if pod.process is not None:
+        if self._processes(pod):
             self._await_process(pod, grace)
             return
         self._later(pod, min(delay, grace), lambda: self._remove(pod))
 
     def _await_process(self, pod: _Pod, grace: float) -> None:
-        process = pod.process
+        """Removed once every process exited; at the grace period's end local processes are killed and awaited
+        (bounded), a runner's are given up on."""
+        processes = self._processes(pod)
         self._stop_process(pod, grace)
         deadline = self.ctx.now() + grace
 
         def poll() -> None:
-            try:
-                done = process is None or process.exit_code is not None
-            except Exception:
-                done = True
-            if done or self.ctx.now() >= deadline:
+            running = [p for p in processes if not _exited(p)]
+            late = self.ctx.now() >= deadline
+            local = [p for p in running if isinstance(p, LocalProcess)]
+            for process in local if late else ():
+                process.kill()
+            if not running or (late and not local) or self.ctx.now() >= deadline + local_process.REAP_SECONDS:
                 self._remove(pod)
             else:
                 self._later(pod, POLL_SECONDS, poll)
@@ -1177,6 +1280,24 @@ class Kubelet:
                 log.exception("kubelet: step for pod %s/%s failed", pod.namespace, pod.name)
 
         return run
+
+
+def _exited(process: PodProcess) -> bool:
+    try:
+        return process.exit_code is not None
+    except Exception:
+        return True
+
+
+def _start_failure(exc: Exception) -> str:
+    """The Failed event's words for a process that could not start (containerd's, for a missing program)."""
+    if isinstance(exc, FileNotFoundError):
+        return (
+            f"failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
+            f'failed: unable to start container process: exec: "{exc.filename}": executable file not found in '
+            f"$PATH: unknown"
+        )
+    return f"failed to start containerd task: {exc}"
 
 
 def _pristine(pod_status: Obj) -> bool:

@@ -118,6 +118,21 @@ class Sources(Protocol):
     def secret(self, namespace: str, name: str) -> Mapping[str, str] | None: ...
 
 
+class StoreSources:
+    """:class:`Sources` read from an object store with ``get(plural, namespace, name)`` (the API double's)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def config_map(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        found = self.store.get("configmaps", namespace, name)
+        return None if found is None else config_map_data(found)
+
+    def secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        found = self.store.get("secrets", namespace, name)
+        return None if found is None else secret_data(found)
+
+
 def secret_data(obj: Obj) -> dict[str, str]:
     """A Secret's ``data`` decoded (and ``stringData``, which a real API server folds into ``data``)."""
     out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}

@@ -159,6 +159,17 @@ class LogBook:
             run.lines.extend(self._pending.pop((uid, container), []))
         self._wake()
 
+    def write(self, uid: str, container: str, container_id: str, line: str) -> None:
+        """A line the run ``container_id`` (begun with :meth:`start_run`) printed: a local process's output, from its
+        reading thread. Dropped once the pod's logs are forgotten (its last lines may come after its removal)."""
+        now = self.clock.time()
+        with self._lock:
+            run = self._runs.get((uid, container), {}).get(container_id)
+            if run is None:
+                return
+            run.lines.append((now, line))
+        self._wake()
+
     def end_run(self, uid: str, container: str, container_id: str) -> None:
         with self._lock:
             run = self._runs.get((uid, container), {}).get(container_id)

@@ -14,18 +14,17 @@ The pod lifecycle around it (Pending -> Running -> Ready, Terminating, Succeeded
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
 import concurrent.futures
 import contextlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fakes.kube.local_process import StoreSources, environment
 from fakes.stack.bugs import Switches
 from fakes.stack.network import ClusterClient, Network
 from fakes.stack.profile import Effective
@@ -208,7 +207,9 @@ class Node:
 
     def context_for(self, pod: dict[str, Any]) -> PodContext:
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
-        return PodContext(self, pod, container, resolve_env(self.double, pod, container))
+        return PodContext(
+            self, pod, container, environment(pod, container, StoreSources(self.double.store), strict=False)
+        )
 
     async def start(self, pod: dict[str, Any]) -> Running:
         """Start the pod's service and return once it serves. Raises what the service's start raises."""
@@ -246,76 +247,6 @@ class Node:
         except (TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
             log.warning("%s/%s did not stop cleanly within %.0fs: %r", namespace, name, grace, exc)
         self.double.ports.clear(namespace, name)
-
-
-def resolve_env(double: KubeDouble, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
-    """The container's environment as the kubelet builds it: ``envFrom`` first, then ``env`` (later entries win);
-    ``valueFrom`` reads Secrets, ConfigMaps and the pod's own fields, and a ``value`` has its ``$(NAME)`` references
-    to variables defined before it expanded (:func:`expand`). Missing references are left out (a real kubelet
-    refuses to start the container; the twin's services report the variable missing instead)."""
-    namespace = pod["metadata"]["namespace"]
-    env: dict[str, str] = {}
-    for source in container.get("envFrom") or []:
-        if "configMapRef" in source:
-            env.update(_config_map(double, namespace, source["configMapRef"]["name"]))
-        elif "secretRef" in source:
-            env.update(_secret(double, namespace, source["secretRef"]["name"]))
-    for entry in container.get("env") or []:
-        name = entry.get("name")
-        if not name:
-            continue
-        if "value" in entry:
-            env[name] = expand(str(entry["value"]), env)
-            continue
-        ref = entry.get("valueFrom") or {}
-        value: str | None = None
-        if "secretKeyRef" in ref:
-            value = _secret(double, namespace, ref["secretKeyRef"]["name"]).get(ref["secretKeyRef"]["key"])
-        elif "configMapKeyRef" in ref:
-            value = _config_map(double, namespace, ref["configMapKeyRef"]["name"]).get(ref["configMapKeyRef"]["key"])
-        elif "fieldRef" in ref:
-            value = _field(pod, ref["fieldRef"].get("fieldPath", ""))
-        if value is not None:
-            env[name] = value
-    return env
-
-
-_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
-
-
-def expand(value: str, defined: dict[str, str]) -> str:
-    """``value`` with each ``$(NAME)`` of a variable in ``defined`` replaced by its value and ``$$`` by ``$``; an
-    undefined reference stays as written (the kubelet's dependent environment variables, ``expansion.Expand``)."""
-
-    def replace(match: re.Match[str]) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        return defined.get(match.group(1), match.group(0))
-
-    return _REFERENCE.sub(replace, value)
-
-
-def _secret(double: KubeDouble, namespace: str, name: str) -> dict[str, str]:
-    obj = double.store.get("secrets", namespace, name) or {}
-    out = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (obj.get("data") or {}).items()}
-    out.update({k: str(v) for k, v in (obj.get("stringData") or {}).items()})
-    return out
-
-
-def _config_map(double: KubeDouble, namespace: str, name: str) -> dict[str, str]:
-    obj = double.store.get("configmaps", namespace, name) or {}
-    return {k: str(v) for k, v in (obj.get("data") or {}).items()}
-
-
-def _field(pod: dict[str, Any], path: str) -> str | None:
-    meta = pod.get("metadata") or {}
-    return {
-        "metadata.name": meta.get("name"),
-        "metadata.namespace": meta.get("namespace"),
-        "metadata.uid": meta.get("uid"),
-        "spec.nodeName": (pod.get("spec") or {}).get("nodeName"),
-        "status.podIP": (pod.get("status") or {}).get("podIP"),
-    }.get(path)
 
 
 class PodProcessHandle:

@@ -1,7 +1,8 @@
 """The fakes' own manifests (``fakes/<name>/manifests``) name no namespace and no stack: ``kubectl -n NS apply -f``
 puts them in any namespace, the fake GitHub's URL fields then name its Service in that namespace (the downward API
 and a dependent variable), and the twin's node builds that environment as a kubelet does
-(:func:`fakes.stack.node.resolve_env`). The stack's own name for the fake Qdrant lives in ``fakes/stack``."""
+(:func:`fakes.kube.local_process.environment`, which the twin's node uses). The stack's own name for the fake Qdrant
+lives in ``fakes/stack``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from fakes.kube import KubeHandle
-from fakes.stack.node import expand, resolve_env
+from fakes.kube.local_process import StoreSources, environment, expand
 from harness import wait_for_sync
 
 FAKES = Path(__file__).resolve().parents[2] / "fakes"
@@ -39,7 +40,7 @@ def test_the_fake_github_applied_into_a_namespace_answers_with_its_service_url_t
 
     found = wait_for_sync("the fake GitHub's pod", pod, timeout=30)
     (container,) = found["spec"]["containers"]
-    env = resolve_env(fake_kube.double, found, container)
+    env = environment(found, container, StoreSources(fake_kube.double.store), strict=False)
     assert env["POD_NAMESPACE"] == "shop"
     assert env["PUBLIC_BASE_URL"] == "http://fake-github.shop.svc.cluster.local"
     service = shop.kubectl_json("get", "service", "fake-github")
