@@ -7,9 +7,10 @@ names the containers that are, the others keep the target's simulation. Nothing 
 
 **What runs.** The container's ``command`` then ``args`` (no shell, no image: ``image`` is only a name here; a
 container of the contract without ``command`` fails to start, as one whose image has no entrypoint does). Its
-environment is the host's ``PATH`` (to find the program) and the pod's: ``HOSTNAME`` (the pod's name), then
-``envFrom`` and ``env`` as the kubelet builds them (:func:`environment`), then one ``LOCAL_PORT_<containerPort>``
-per TCP container port, the 127.0.0.1 port the OS chose for it this run, and ``PORT`` when there is exactly one. The
+environment is the host's ``PATH`` (to find the program), ``HOSTNAME`` (the pod's name), one
+``LOCAL_PORT_<containerPort>`` per TCP container port (the 127.0.0.1 port the OS chose for it this run), ``PORT``
+when there is exactly one, then ``envFrom`` and ``env`` as the kubelet builds them (:func:`environment`); ``$(NAME)``
+in ``command`` and ``args`` expands any of them (``args: ["--port", "$(PORT)"]``). The
 process listens there: port-forward to the container port reaches that socket. Its working directory is
 ``workingDir`` when that is a directory of this machine, else a fresh directory of its own, removed with the pod.
 

@@ -177,15 +177,6 @@ class LogBook:
                 run.ended = True
         self._wake()
 
-    def write(self, uid: str, container: str, container_id: str, *lines: str) -> None:
-        """Append ``lines`` to the run ``container_id`` of ``container`` of the pod with ``uid`` (a node that knows
-        its runs; :meth:`append` finds the run from the pod's status)."""
-        now = self.clock.time()
-        with self._lock:
-            run = self._runs.setdefault((uid, container), {}).setdefault(container_id, _Run(container_id))
-            run.lines.extend((now, line) for line in lines)
-        self._wake()
-
     def forget(self, uid: str) -> None:
         """The pod is gone: drop its logs (followers end)."""
         with self._lock:

@@ -2,8 +2,8 @@
 kubectl builds and the ``kubernetes`` client: exec, port-forward, logs across a restart, exit codes, deletion with a
 grace period, and no process left behind after any spec.
 
-On both targets (specs/targets.py); the control plane's local node lands separately, so its variant is skipped in
-one place (``local_node``).
+On both targets (specs/targets.py ``local_target``): the API double, and a real control plane whose one node is
+the harness's local node (:mod:`fakes.kube.node`). The same manifests, the same assertions.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from harness.fetch import fetch_through_sync
 from harness.portforward import port_forward
 from harness.process import LIVE_CHILDREN, group_alive, kill_group, spawn
 from specs.kube.conftest import kubectl_build
-from specs.targets import CONTROL_PLANE, Target, double_with_kubectl
+from specs.targets import Target, double_with_kubectl
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -44,11 +44,10 @@ def kd() -> Iterator[Any]:
     yield from double_with_kubectl()
 
 
-@pytest.fixture(autouse=True)
-def local_node(target_name: str) -> None:
-    """The one place the control-plane variant is skipped: remove it once the control plane runs local processes."""
-    if target_name == CONTROL_PLANE:
-        pytest.skip("on the control plane: the local node lands separately")
+@pytest.fixture
+def target(local_target: Target) -> Target:
+    """The double, or the control plane with the local node (not the session's kwok plane)."""
+    return local_target
 
 
 def _local_children() -> set[int]:
@@ -56,7 +55,7 @@ def _local_children() -> set[int]:
 
 
 @pytest.fixture(autouse=True)
-def no_process_left(local_node: None, target: Target) -> Iterator[None]:
+def no_process_left(target: Target) -> Iterator[None]:
     """After the spec its pods are deleted and every process they ran is reaped, its group gone."""
     before = _local_children()
     seen: set[int] = set()

@@ -29,7 +29,7 @@ from fakes.kube import tls
 from fakes.kube.clock import Clock
 from fakes.kube.errors import ApiError
 from fakes.kube.exec import Exec
-from fakes.kube.extensions import ExecHandlers, PortMap, SubresourceContext
+from fakes.kube.extensions import ExecHandlers, LocalRuns, PortMap, SubresourceContext
 from fakes.kube.logs import LogBook
 from fakes.kube.portforward import PortForwarding
 from fakes.kube.resources import Registry
@@ -95,6 +95,7 @@ class Surface:
     store: Pods = field(default_factory=Pods)
     ports: PortMap = field(default_factory=PortMap)
     exec_handlers: ExecHandlers = field(default_factory=ExecHandlers)
+    local_runs: LocalRuns = field(default_factory=LocalRuns)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _closers: set[Callable[[], Awaitable[None]]] = field(default_factory=set)
 
@@ -122,8 +123,6 @@ class KubeletServer:
         self._pods_type = Registry().resolve("pods")
         self._runner: web.AppRunner | None = None
         self.port = 0
-        self.running: Callable[[str, str, str], bool] = lambda _ns, _pod, _container: True
-        """Whether a container runs now (exec into one that does not is refused before the upgrade)."""
 
     async def start(self) -> None:
         app = web.Application()
@@ -151,9 +150,6 @@ class KubeletServer:
         info = request.match_info
         if self.surface.store.get("pods", info["namespace"], info["pod"]) is None:
             return web.Response(status=404, text="pod does not exist")  # server.go getExec
-        if not self.running(info["namespace"], info["pod"], info["container"]):
-            # kubelet_pods.go GetExec -> streaming.WriteError: a 500 with the error's text
-            return web.Response(status=500, text=f'container not found ("{info["container"]}")')
         query = request.rel_url.query
         renamed = [(k, v) for k, v in query.items() if k not in ("input", "output", "error")]
         renamed += [

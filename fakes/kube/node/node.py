@@ -24,10 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fakes.kube.exec import ExecRequest
 from fakes.kube.local_process import config_map_data, secret_data
 from fakes.kube.node.api import Api, ApiError
-from fakes.kube.node.exec_local import run_in
 from fakes.kube.node.kubelet import KubeletServer, Surface
 from fakes.kube.node.pods import Container, Hooks, PodWorker, rfc3339
 
@@ -59,6 +57,7 @@ class LocalNode:
         self._failure: BaseException | None = None
         self._workers: dict[str, PodWorker] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._pending: set[asyncio.Future[None]] = set()
 
     def __enter__(self) -> LocalNode:
         return self.start()
@@ -112,7 +111,6 @@ class LocalNode:
         self.api = Api(self.kubeconfig)
         try:
             await self.kubelet.start()
-            self.kubelet.running = self._running_launch
             await self._register()
             background = [
                 asyncio.ensure_future(self._renew_lease()),
@@ -132,6 +130,10 @@ class LocalNode:
             worker.gone.set()
         if self._tasks:
             await asyncio.wait(list(self._tasks.values()), timeout=STOP_TIMEOUT / 2)
+        if self._pending:
+            _, late = await asyncio.wait(self._pending, timeout=2.0)
+            for task in late:
+                task.cancel()
         for path in (
             f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{self.name}",
             f"/api/v1/nodes/{self.name}",
@@ -260,7 +262,6 @@ class LocalNode:
         uid = str(pod["metadata"]["uid"])
         worker = PodWorker(pod, self._hooks())
         self._workers[uid] = worker
-        self.surface.exec_handlers.set(worker.namespace, worker.name, self._exec_handler(worker))
         task = asyncio.ensure_future(worker.run())
         self._tasks[uid] = task
         task.add_done_callback(lambda _t: self._forget(uid))
@@ -275,13 +276,15 @@ class LocalNode:
         self._tasks.pop(uid, None)
         if worker is None:
             return
-        self.surface.exec_handlers.clear(worker.namespace, worker.name)
+        self.surface.local_runs.drop(worker.namespace, worker.name)
         self.surface.ports.clear(worker.namespace, worker.name)
         self.surface.store.drop(worker.namespace, worker.name)
         self.kubelet.logs.forget(uid)
 
     def _hooks(self) -> Hooks:
-        return Hooks(self._patch_status, self._delete, self._sources, self._on_run, self._on_output, self._on_end)
+        return Hooks(
+            self._patch_status, self._delete, self._sources, self._on_run, self._on_output, self._on_end, self._event
+        )
 
     async def _patch_status(self, pod: Obj, status: Obj) -> Obj:
         meta = pod["metadata"]
@@ -340,31 +343,51 @@ class LocalNode:
     def _on_run(self, pod: Obj, c: Container) -> None:
         meta = pod["metadata"]
         self.kubelet.logs.start_run(str(meta["uid"]), c.name, c.container_id)
-        for port, local in (c.launch.ports if c.launch is not None else {}).items():
+        if c.launch is None:
+            return
+        self.surface.local_runs.set(str(meta["namespace"]), str(meta["name"]), c.name, c.launch)
+        for port, local in c.launch.ports.items():
             self.surface.ports.map(str(meta["namespace"]), str(meta["name"]), port, "127.0.0.1", local)
 
     def _on_output(self, pod: Obj, container: str, run: str, _stream: str, line: bytes) -> None:
         self.kubelet.logs.write(str(pod["metadata"]["uid"]), container, run, line.decode("utf-8", "replace"))
 
+    def _event(self, pod: Obj, kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event from the kubelet of this node, sent without waiting (a lost event loses nothing else)."""
+        meta, now = pod["metadata"], rfc3339(time.time())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+            "type": kind,
+            "reason": reason,
+            "message": message,
+            "source": {"component": "kubelet", "host": self.name},
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.name,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await self.api.call("POST", f"/api/v1/namespaces/{meta['namespace']}/events", event)
+
+        self._pending.add(asyncio.ensure_future(send()))
+        self._pending = {t for t in self._pending if not t.done()}
+
     def _on_end(self, pod: Obj, c: Container) -> None:
-        self.kubelet.logs.end_run(str(pod["metadata"]["uid"]), c.name, c.container_id)
-
-    # --- exec ----------------------------------------------------------------------------------------------------
-
-    def _running_launch(self, namespace: str, pod: str, container: str) -> bool:
-        worker = next((w for w in self._workers.values() if (w.namespace, w.name) == (namespace, pod)), None)
-        if worker is None:
-            return False
-        return any(c.name == container and c.running for c in worker.init + worker.main)
-
-    def _exec_handler(self, worker: PodWorker) -> Any:
-        async def handler(request: ExecRequest) -> int:
-            c = next((c for c in worker.init + worker.main if c.name == request.container), None)
-            if c is None or c.launch is None or not c.running:
-                raise RuntimeError(f"container {request.container} is not a running local process")
-            return await run_in(c.launch, request)
-
-        return handler
+        meta = pod["metadata"]
+        self.kubelet.logs.end_run(str(meta["uid"]), c.name, c.container_id)
+        self.surface.local_runs.drop(str(meta["namespace"]), str(meta["name"]), c.name)
 
 
 class _Fetched:

@@ -104,7 +104,8 @@ class Hooks:
     (awaitable), ``sources(pod)`` (awaitable; the Secrets and ConfigMaps its environment reads, as a
     :class:`~fakes.kube.local_process.Sources`), ``on_run(pod, container)`` (a run began: its log, its ports),
     ``on_output(pod, container name, container id, stream, line)`` (from the run's reading thread), ``on_end(pod,
-    container)`` (the run ended) and the node's ``host_ip``."""
+    container)`` (the run ended), ``event(pod, type, reason, message)`` (a kubelet's event on the pod) and the node's
+    ``host_ip``."""
 
     patch_status: Callable[[Obj, Obj], Any]
     delete: Callable[[Obj], Any]
@@ -112,6 +113,7 @@ class Hooks:
     on_run: Callable[[Obj, Container], None]
     on_output: Callable[[Obj, str, str, str, bytes], None]
     on_end: Callable[[Obj, Container], None]
+    event: Callable[[Obj, str, str, str], None]
     host_ip: str = "127.0.0.1"
 
 
@@ -214,9 +216,11 @@ class PodWorker:
             sources = await self.hooks.sources(self.pod)
             launch = await asyncio.to_thread(prepare, self.pod, c.name, sources, c.workdir)
         except StartError as exc:
+            self.hooks.event(self.pod, "Warning", "Failed", f"Error: {exc}")
             self._exited(c, 128, "StartError", str(exc), now)
             return
         except ConfigError as exc:  # tried again at every sync, as the kubelet does
+            self.hooks.event(self.pod, "Warning", "Failed", f"Error: {exc}")
             c.state = {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}
             c.restart_at = time.monotonic() + _seconds(
                 (self.pod["metadata"].get("annotations") or {}).get(BACKOFF_ANNOTATION), BACKOFF_SECONDS
@@ -233,8 +237,10 @@ class PodWorker:
                 f"failed to create containerd task: failed to create shim task: OCI runtime create failed: "
                 f'exec: "{launch.argv[0]}": {reason}'
             )
+            self.hooks.event(self.pod, "Warning", "Failed", f"Error: {message}")
             self._exited(c, 128, "StartError", message, now)
             return
+        self.hooks.event(self.pod, "Normal", "Started", f"Started container {c.name}")
         c.state, c.started, c.ready = {"running": {"startedAt": rfc3339(now)}}, True, False
 
     async def _step(self, c: Container) -> None:
@@ -280,6 +286,10 @@ class PodWorker:
         c.restart_at = time.monotonic() + wait
         if wait > 0 and "terminated" in c.state:
             uid = self.pod["metadata"]["uid"]
+            where = f"{self.name}_{self.namespace}({uid})"
+            self.hooks.event(
+                self.pod, "Warning", "BackOff", f"Back-off restarting failed container {c.name} in pod {where}"
+            )
             c.last_state, c.state = (
                 {"terminated": c.state["terminated"]},
                 {
@@ -313,6 +323,7 @@ class PodWorker:
         running = [c for c in self.init + self.main if c.process is not None and c.process.exit_code is None]
         for c in running:
             assert c.process is not None
+            self.hooks.event(self.pod, "Normal", "Killing", f"Stopping container {c.name}")
             c.process.terminate(grace)
         deadline = time.monotonic() + grace + REAP_MARGIN
         for c in running:
