@@ -330,6 +330,18 @@ os.register_at_fork(after_in_child=_WATCHDOG._after_fork_in_child)
 _FOLDERS: set[str] = set()
 
 
+def watch_group(pgid: int) -> None:
+    """Have the watchdog SIGKILL process group ``pgid`` if this process ends before :func:`unwatch_group`: for a
+    child started in a session of its own without :func:`spawn` (asyncio's subprocesses), so it cannot outlive
+    this process either. Call :func:`unwatch_group` once it is reaped (its id may be reused)."""
+    _WATCHDOG.register(pgid)
+
+
+def unwatch_group(pgid: int) -> None:
+    """Forget a group :func:`watch_group` registered (it has been reaped)."""
+    _WATCHDOG.forget(pgid)
+
+
 def remove_when_gone(path: str) -> None:
     """Have the watchdog delete directory ``path`` (recursively) if this process ends without calling
     :func:`forget_folder` (SIGTERM, SIGKILL, ``os._exit``). Raises ``ValueError`` for a path with a newline."""

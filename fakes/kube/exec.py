@@ -46,6 +46,7 @@ from aiohttp import WSMsgType, web
 
 from fakes.kube import local_process, spdy
 from fakes.kube.errors import ApiError, bad_request
+from harness.process import unwatch_group, watch_group
 
 if TYPE_CHECKING:
     from fakes.kube.double_api import DoubleApi as KubeDouble  # the double imports this module: no import back
@@ -430,6 +431,16 @@ async def _run_on_host(
             f"error executing command in container: failed to exec in container: OCI runtime exec failed: exec "
             f'failed: unable to start container process: exec: "{request.command[0]}": {reason}: unknown'
         )
+    watch_group(proc.pid)  # a session of its own: without the watchdog it would outlive a killed pytest
+    try:
+        return await _relay(request, proc, timeout)
+    finally:
+        if proc.returncode is not None:
+            unwatch_group(proc.pid)
+
+
+async def _relay(request: ExecRequest, proc: asyncio.subprocess.Process, timeout: float) -> dict[str, Any]:
+    """Stream ``proc``'s output to the client and the client's stdin to it, until it exits or ``timeout``."""
 
     async def copy(stream: asyncio.StreamReader | None, write: Callable[[bytes], Awaitable[None]]) -> None:
         while stream is not None and (chunk := await stream.read(READ_CHUNK)):

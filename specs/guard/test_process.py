@@ -147,3 +147,43 @@ def test_a_program_that_cannot_run_raises_what_popen_raises(start_path: str, tmp
     with pytest.raises(PermissionError):
         process.spawn([str(not_executable)])
     assert before == process.LIVE_CHILDREN, "a start that failed was registered as a live child"
+
+
+WATCHED = """
+import asyncio, os, signal, sys
+from harness import process
+
+async def main():
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import time; time.sleep(120)", start_new_session=True,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )
+    if sys.argv[1] == "watched":
+        process.watch_group(child.pid)
+    else:
+        process.spawn([sys.executable, "-c", "pass"]).wait()  # the watchdog runs, but knows nothing of the child
+    print(child.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no teardown, no atexit
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("watched", [True, False], ids=["watched", "unwatched"])
+def test_a_group_started_without_spawn_dies_with_this_process_once_watched(watched: bool) -> None:
+    argv = [sys.executable, "-c", WATCHED, "watched" if watched else "unwatched"]
+    inner = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert inner.returncode == -signal.SIGKILL, inner.stderr
+    child = int(inner.stdout.split()[0])
+    try:
+        gone = (
+            wait_for_sync(
+                "the child to be gone", lambda: True if not _alive(child) else None, timeout=10.0, interval=0.05
+            )
+            if watched
+            else not _alive(child)
+        )
+        assert gone is watched  # an unwatched group outlives it: what watch_group is for
+    finally:
+        if _alive(child):
+            process.kill_pid_group(child)

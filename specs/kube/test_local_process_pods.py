@@ -251,8 +251,12 @@ signal.pause()
 def test_logs_and_previous_logs_after_a_crash_and_its_restart(target: Target) -> None:
     kube = target.kube
     apply(kube, pod_yaml("crash-once", CRASH_ONCE))  # the working directory is kept: the second run sees 'ran'
-    ready(kube, "crash-once")
-    (state,) = status_of(target, "crash-once").container_statuses
+
+    def restarted_and_ready() -> Any:  # with no port, its first run is Ready too (as with no readiness probe)
+        states = status_of(target, "crash-once").container_statuses or []
+        return states[0] if states and states[0].restart_count >= 1 and states[0].ready else None
+
+    state = wait_for_sync("crash-once to run again, Ready", restarted_and_ready, timeout=READY, interval=0.1)
     assert state.restart_count == 1
     assert (state.last_state.terminated.exit_code, state.last_state.terminated.reason) == (1, "Error")
     assert logs(kube, "crash-once", "second run\n") == "second run\n"
@@ -367,3 +371,25 @@ def test_the_pod_working_directory_goes_with_the_pod(target: Target) -> None:
     assert os.path.isdir(folder)
     kube.kubectl("delete", "pod", "workdir", "--grace-period=5", "--wait", f"--timeout={GONE:.0f}s")
     assert not os.path.exists(folder)
+
+
+# --- the adoption docs' example ------------------------------------------------------------------------------------
+
+
+def test_the_documented_web_deployment_behaves_alike_on_both_targets(target: Target) -> None:
+    from specs.guard.test_adoption import double_examples
+
+    kube = target.kube
+    apply(kube, double_examples()["local-process"]["tests/web.yaml"])  # verbatim from docs/your-stack.md
+    kube.rollout_status("web", timeout=READY)
+    with port_forward(kube, "deployment/web", 8080, ready_path="/") as fwd:
+        assert "Directory listing" in fetch_through_sync(fwd, "GET", "/", timeout=10).text
+
+    def logged() -> str | None:  # http.server logs each request to stderr
+        out = kube.kubectl("logs", "deployment/web").stdout
+        return out if '"GET / HTTP/1.1" 200' in out else None
+
+    wait_for_sync("web to log the request", logged, timeout=READY, interval=0.1)
+    failed = kube.kubectl("exec", "deployment/web", "--", "python3", "-c", "raise SystemExit(3)", check=False)
+    assert failed.returncode == 3
+    kube.kubectl("delete", "deployment", "web", "--wait=true", f"--timeout={GONE:.0f}s", timeout=GONE + 10)

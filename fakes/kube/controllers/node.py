@@ -45,9 +45,9 @@ CAPACITY = {
 }
 
 
-def node_object(git_version: str, now: float) -> Obj:
-    """The Node the kubelet registers (``kubelet_node_status.go`` ``initialNode`` plus the status setters)."""
-    stamp = rfc3339(now)
+def healthy_conditions(stamp: str) -> list[Obj]:
+    """A healthy kubelet's Node conditions, heartbeat and transition at ``stamp`` (``kubelet_node_status.go``'s
+    setters: ``MemoryPressure``, ``DiskPressure``, ``PIDPressure`` False, ``Ready`` True)."""
 
     def cond(kind: str, state: str, reason: str, message: str) -> Obj:
         return {
@@ -59,6 +59,17 @@ def node_object(git_version: str, now: float) -> Obj:
             "message": message,
         }
 
+    return [
+        cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ]
+
+
+def node_object(git_version: str, now: float) -> Obj:
+    """The Node the kubelet registers (``kubelet_node_status.go`` ``initialNode`` plus the status setters)."""
+    stamp = rfc3339(now)
     digest = hashlib.sha256(NODE.encode()).hexdigest()
     return {
         "apiVersion": "v1",
@@ -84,14 +95,7 @@ def node_object(git_version: str, now: float) -> Obj:
         "status": {
             "capacity": dict(CAPACITY),
             "allocatable": dict(CAPACITY),
-            "conditions": [
-                cond(
-                    "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
-                ),
-                cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-            ],
+            "conditions": healthy_conditions(stamp),
             "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": NODE}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {

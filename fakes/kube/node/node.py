@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fakes.kube.controllers.node import healthy_conditions
 from fakes.kube.local_process import config_map_data, secret_data
 from fakes.kube.node.api import Api, ApiError
 from fakes.kube.node.kubelet import KubeletServer, Surface
@@ -166,28 +167,10 @@ class LocalNode:
     def _node_status(self, version: str) -> Obj:
         now = rfc3339(time.time())
         capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{_memory_kib()}Ki", "pods": "110"}
-
-        def condition(kind: str, status: str, reason: str, message: str) -> Obj:
-            return {
-                "type": kind,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": now,
-            }
-
         return {
             "capacity": capacity,
             "allocatable": capacity,
-            "conditions": [
-                condition(
-                    "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
-                ),
-                condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-            ],
+            "conditions": healthy_conditions(now),
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": self.name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.kubelet.port}},
             "nodeInfo": {
