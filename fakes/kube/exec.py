@@ -6,6 +6,13 @@ What runs: a handler registered for the pod from Python (``double.exec_handlers.
 after ``double.stack-harness.dev/exec-timeout`` seconds, default :data:`DEFAULT_TIMEOUT`). With neither, kubectl
 gets a Failure naming the missing handler and how to add one.
 
+A container of a local-process pod (:mod:`fakes.kube.local_process`, annotation ``stack-harness.dev/local-process``)
+with no handler registered runs the command on the host with that container's current environment and working
+directory (its run's :class:`~fakes.kube.local_process.Launch`, from ``double.local_runs``), its exit code on the
+status channel. When that container runs no process (waiting to restart, exited), the answer is the kubelet's,
+before any upgrade: a plain-text 500 ``container not found ("app")``, which kubectl prints as ``error: unable to
+upgrade connection: container not found ("app")``.
+
 A handler is ``handler(request: ExecRequest)`` returning an :class:`ExecResult`, an ``int`` exit code or ``None``
 (exit 0), directly or as an awaitable. An ``async def`` handler runs on the double's loop and may stream with
 ``await request.write_stdout(b)`` / ``write_stderr`` and read ``await request.read_stdin()`` (``b""`` at the

@@ -55,6 +55,17 @@ The same faults can be set from Python for pods matching a namespace, a name glo
 :meth:`Kubelet.set_ready`, and :attr:`Kubelet.containers` to run real processes as a pod's containers
 (:class:`ContainerRuntimes`).
 
+**Pods whose containers are local processes** (annotation ``stack-harness.dev/local-process``; the contract, shared
+with the real control plane's local node, is :mod:`fakes.kube.local_process`): each run of each listed container,
+init containers too (one at a time, their exit code deciding), is a :class:`~fakes.kube.local_process.LocalProcess`
+kept by the container (the runner mechanism below, per container). Its lines are that run's log, ``ready()`` is
+polled every :data:`POLL_SECONDS`, its exit is the container's (``Completed``/``Error``, restarted by
+``restartPolicy`` with the back-off above, which ``backoff`` shortens); a missing Secret, ConfigMap or key is
+``CreateContainerConfigError``, no ``command`` a ``StartError`` (exit 128, a ``Failed`` event). Each run's ports go
+into ``double.ports`` and its launch into ``double.local_runs`` (exec reads it); deleting the pod terminates the
+processes with its grace period (SIGKILL after it) and removes it once they exited, with its mappings and working
+directories; the double's stop kills what still runs. Containers of the pod not listed keep the simulation.
+
 **Who owns a pod's status**: the kubelet only writes the status of pods whose status it wrote last. A pod whose
 status someone else writes (a spec marking it Running through ``/status`` or ``store.update``) is left to them from
 then on, except that its deletion still completes (after ``stop_seconds``).

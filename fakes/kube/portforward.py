@@ -26,6 +26,11 @@ pod's annotation ``double.stack-harness.dev/port-8080: "127.0.0.1:5555"`` (set i
 template annotations to pods). With neither, or a target refusing the connection, the error stream carries the
 connection-refused message a containerd node gives.
 
+A pod of the local-process contract (:mod:`fakes.kube.local_process`, annotation ``stack-harness.dev/local-process``)
+needs neither: the kubelet maps each run's container ports to the local ports its process listens on
+(``Launch.ports``), replaces them when the container restarts and clears them when the pod goes, so ``kubectl
+port-forward pod/x 8080`` reaches the process's socket.
+
 Faults (:class:`PortForwarding`, thread-safe, from Python):
 
 - :meth:`~PortForwarding.fail_open` fails the pod's connections open right now (a request in flight), and
