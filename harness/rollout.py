@@ -578,6 +578,17 @@ def _leaving(snap: Snapshot, new: list[PodFacts], old: list[PodFacts]) -> list[O
     return going
 
 
+def _admitted_since(snap: Snapshot) -> bool:
+    """A pod of the rollout's own ReplicaSets is in the namespace's pods (read after the quota) but was not in the
+    rollout's (read first): the controller's retry was admitted meanwhile, so the refusal is already past."""
+    seen = {name_of(p) for p in snap.pods}
+    owners = {uid_of(rs) for rs in _owned(snap, snap.replicasets)}
+    return any(
+        name_of(p) not in seen and any(ref.get("uid") in owners for ref in meta(p).get("ownerReferences") or [])
+        for p in snap.namespace_pods or []
+    )
+
+
 def _surplus(snap: Snapshot, pods: list[PodFacts]) -> list[PodFacts]:
     """The pods each ReplicaSet of the rollout has beyond its ``spec.replicas``, not-ready ones first."""
     going: list[PodFacts] = []
@@ -649,8 +660,12 @@ def _terminal(snap: Snapshot, new: list[PodFacts], old: list[PodFacts], refused:
         if (workload.get("spec") or {}).get("paused"):
             return "the deployment is paused"
     refusal = refused.verdict if refused else None
-    if refusal is not None and refusal_terminal(
-        refusal, _leaving(snap, new, old), snap.quotas.get(refusal.quota or ""), snap.namespace_pods
+    if (
+        refusal is not None
+        and not _admitted_since(snap)
+        and refusal_terminal(
+            refusal, _leaving(snap, new, old), snap.quotas.get(refusal.quota or ""), snap.namespace_pods
+        )
     ):
         if refusal.quota:
             return f"pods refused at admission: ResourceQuota {refusal.quota}, which the rollout's own pods cannot free"

@@ -415,6 +415,17 @@ def test_a_pod_its_replicaset_was_scaled_below_is_one_the_rollout_frees() -> Non
     assert explain(snapshot("real_quota_refused", replicasets=replicasets)).terminal is None
 
 
+def test_a_pod_admitted_after_the_rollouts_pods_were_read_ends_the_refusal() -> None:
+    # the namespace's pods are read after the quota: one of the ReplicaSet's that the first read lacked was admitted
+    quota: dict[str, Any] = {"spec": {"hard": {"pods": "1"}}, "status": {"hard": {"pods": "1"}, "used": {"pods": "1"}}}
+    pods = recorded("real_quota_refused")["pods"]
+    assert explain(snapshot("real_quota_refused", quotas={"pods": quota}, namespace_pods=pods)).terminal is not None
+    admitted = copy.deepcopy(pods[0])
+    admitted["metadata"]["name"] += "-next"
+    after = explain(snapshot("real_quota_refused", quotas={"pods": quota}, namespace_pods=[*pods, admitted]))
+    assert after.terminal is None
+
+
 def test_a_min_ready_hold_the_wait_cannot_outlast_is_said_and_ends_it() -> None:
     now = _ready_at("real_min_ready_held") + timedelta(seconds=8)
     explanation = explain(snapshot("real_min_ready_held", now=now, budget=60.0, budget_left=50.0))
