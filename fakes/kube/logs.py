@@ -292,11 +292,13 @@ class LogBook:
         untrack = ctx.track(closer)
         with self._lock:
             self._waiters.add(waiter)
+            # Held, not looked up again: the pod's removal forgets its runs (marking them ended) right after the
+            # run's last lines, which the stream still sends.
+            run = self._runs.get((uid, container), {}).get(container_id)
         try:
             budget = await _write(response, first, budget)
             while budget > 0 and not ctx.client_gone() and not ctx.stopping.is_set() and not stopped.is_set():
                 with self._lock:
-                    run = self._runs.get((uid, container), {}).get(container_id)
                     fresh = list(run.lines[sent:]) if run is not None else []
                     ended = run is None or run.ended
                 sent += len(fresh)

@@ -382,14 +382,15 @@ def test_the_documented_web_deployment_behaves_alike_on_both_targets(target: Tar
     kube = target.kube
     apply(kube, double_examples()["local-process"]["tests/web.yaml"])  # verbatim from docs/your-stack.md
     kube.rollout_status("web", timeout=READY)
+    (pod,) = kube.kubectl("get", "pods", "-l", "app=web", "-o", "name").stdout.split()
     with port_forward(kube, "deployment/web", 8080, ready_path="/") as fwd:
         assert "Directory listing" in fetch_through_sync(fwd, "GET", "/", timeout=10).text
 
     def logged() -> str | None:  # http.server logs each request to stderr
-        out = kube.kubectl("logs", "deployment/web").stdout
+        out = kube.kubectl("logs", pod).stdout
         return out if '"GET / HTTP/1.1" 200' in out else None
 
     wait_for_sync("web to log the request", logged, timeout=READY, interval=0.1)
-    failed = kube.kubectl("exec", "deployment/web", "--", "python3", "-c", "raise SystemExit(3)", check=False)
+    failed = kube.kubectl("exec", pod, "--", "python3", "-c", "raise SystemExit(3)", check=False)
     assert failed.returncode == 3
     kube.kubectl("delete", "deployment", "web", "--wait=true", f"--timeout={GONE:.0f}s", timeout=GONE + 10)
