@@ -108,7 +108,9 @@ def job(obj: Obj) -> None:
     spec.setdefault("backoffLimit", 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy", "TerminatedOrFailed")
+    # pkg/apis/batch/v1/defaults.go (JobPodReplacementPolicy, on since 1.29): Failed with a podFailurePolicy
+    spec.setdefault("podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed")
+    spec.setdefault("manualSelector", False)
     template = spec.setdefault("template", {})
     if isinstance(template.get("spec"), dict):
         template["spec"].setdefault("restartPolicy", "Never")
@@ -225,7 +227,39 @@ def replicationcontroller(obj: Obj) -> None:
     _template(obj)
 
 
+def persistentvolume(obj: Obj) -> None:
+    """``SetDefaults_PersistentVolume`` (``pkg/apis/core/v1/defaults.go``); its status is the PV controller's."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+
+
+def persistentvolumeclaim(obj: Obj) -> None:
+    """``SetDefaults_PersistentVolumeClaimSpec`` (``pkg/apis/core/v1/defaults.go``)."""
+    obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+
+
+def csidriver(obj: Obj) -> None:
+    """``SetDefaults_CSIDriver`` (``pkg/apis/storage/v1/defaults.go``; ``seLinuxMount`` under the
+    SELinuxMountReadWriteOncePod gate, on by default since 1.28)."""
+    spec = obj.setdefault("spec", {})
+    for key, value in (
+        ("attachRequired", True),
+        ("podInfoOnMount", False),
+        ("storageCapacity", False),
+        ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+        ("requiresRepublish", False),
+        ("seLinuxMount", False),
+    ):
+        spec.setdefault(key, value)
+    if not spec.get("volumeLifecycleModes"):
+        spec["volumeLifecycleModes"] = ["Persistent"]
+
+
 BY_KEY: dict[str, Callable[[Obj], None]] = {
+    "/persistentvolumes": persistentvolume,
+    "/persistentvolumeclaims": persistentvolumeclaim,
+    "storage.k8s.io/csidrivers": csidriver,
     "/pods": pod,
     "/podtemplates": podtemplate,
     "/namespaces": namespace,
@@ -278,6 +312,7 @@ EMPTY_STATUS: dict[str, Obj] = {
     "apps/statefulsets": {"replicas": 0, "availableReplicas": 0},
     "batch/jobs": {},
     "batch/cronjobs": {},
+    "/persistentvolumeclaims": {"phase": "Pending"},  # SetDefaults_PersistentVolumeClaim
 }
 
 

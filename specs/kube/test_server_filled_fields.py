@@ -8,6 +8,7 @@ generated ``SetObjectDefaults_*`` that walk every nested PodSpec), each kind's r
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
@@ -251,3 +252,61 @@ def test_service_account_admission_refuses_a_missing_account_and_honours_automou
     assert pod["spec"]["serviceAccountName"] == "default"
     assert "volumes" not in pod["spec"]
     assert "volumeMounts" not in pod["spec"]["containers"][0]
+
+
+def test_jobs_volumes_and_csi_drivers_get_their_kinds_defaults(kubectl: Kube) -> None:
+    # pkg/apis/batch/v1/defaults.go, pkg/apis/core/v1/defaults.go and pkg/apis/storage/v1/defaults.go at v1.33
+    suffix = f"{minor_of(kubectl)}-{uuid.uuid4().hex[:6]}"
+    pod = template({}, restartPolicy="Never")
+    plain = apply(
+        kubectl, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "plain"}, "spec": {"template": pod}}
+    )
+    assert (plain["spec"]["podReplacementPolicy"], plain["spec"]["manualSelector"]) == ("TerminatingOrFailed", False)
+    rules = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}
+    guarded = apply(
+        kubectl,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "guarded"},
+            "spec": {"template": pod, "podFailurePolicy": rules},
+        },
+    )
+    assert guarded["spec"]["podReplacementPolicy"] == "Failed"
+    claim = apply(
+        kubectl,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+    )
+    assert (claim["spec"]["volumeMode"], claim["status"]["phase"]) == ("Filesystem", "Pending")
+    volume_name, driver_name = f"pv-{suffix}", f"driver-{suffix}.example.com"
+    volume_spec = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/tmp/x"}}
+    made = [  # cluster-scoped: they outlive the namespace, so they are deleted here
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name}, "spec": volume_spec},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver_name}, "spec": {}},
+    ]
+    try:
+        volume, driver = apply(kubectl, made[0]), apply(kubectl, made[1])
+        assert volume["spec"]["volumeMode"] == "Filesystem"
+        assert volume["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+        assert driver["spec"] == {
+            "attachRequired": True,
+            "fsGroupPolicy": "ReadWriteOnceWithFSType",
+            "podInfoOnMount": False,
+            "requiresRepublish": False,
+            "seLinuxMount": False,
+            "storageCapacity": False,
+            "volumeLifecycleModes": ["Persistent"],
+        }
+    finally:  # through the kubernetes client: what kubectl sends is the corpus's to cover, not a clean-up's
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=kubectl.kubeconfig, context=kubectl.context)
+        with contextlib.suppress(client.ApiException):
+            client.CoreV1Api(api).delete_persistent_volume(volume_name, _preload_content=False)
+        with contextlib.suppress(client.ApiException):
+            client.StorageV1Api(api).delete_csi_driver(driver_name, _preload_content=False)
