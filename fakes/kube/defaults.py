@@ -227,13 +227,6 @@ def replicationcontroller(obj: Obj) -> None:
     _template(obj)
 
 
-def persistentvolume(obj: Obj) -> None:
-    """``SetDefaults_PersistentVolume`` (``pkg/apis/core/v1/defaults.go``); its status is the PV controller's."""
-    spec = obj.setdefault("spec", {})
-    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
-    spec.setdefault("volumeMode", "Filesystem")
-
-
 def persistentvolumeclaim(obj: Obj) -> None:
     """``SetDefaults_PersistentVolumeClaimSpec`` (``pkg/apis/core/v1/defaults.go``)."""
     obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
@@ -256,7 +249,56 @@ def csidriver(obj: Obj) -> None:
         spec["volumeLifecycleModes"] = ["Persistent"]
 
 
+def storageclass(obj: Obj) -> None:
+    """``SetDefaults_StorageClass`` (``pkg/apis/storage/v1/defaults.go``)."""
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
+def priorityclass(obj: Obj) -> None:
+    """``SetDefaults_PriorityClass`` (``pkg/apis/scheduling/v1/defaults.go``)."""
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def networkpolicy(obj: Obj) -> None:
+    """``SetDefaults_NetworkPolicy`` (``pkg/apis/networking/v1/defaults.go``): no ``policyTypes`` means Ingress,
+    and Egress too when it has egress rules."""
+    spec = obj.setdefault("spec", {})
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
+def validatingadmissionpolicy(obj: Obj) -> None:
+    """``SetDefaults_ValidatingAdmissionPolicySpec``, ``SetDefaults_MatchResources`` and ``SetDefaults_Rule``
+    (``pkg/apis/admissionregistration/v1/defaults.go``)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("failurePolicy", "Fail")
+    match = spec.get("matchConstraints")
+    if isinstance(match, dict):
+        match.setdefault("matchPolicy", "Equivalent")
+        match.setdefault("namespaceSelector", {})
+        match.setdefault("objectSelector", {})
+        for key in ("resourceRules", "excludeResourceRules"):
+            for rule in match.get(key) or []:
+                if isinstance(rule, dict):
+                    rule.setdefault("scope", "*")
+
+
+def persistentvolume(obj: Obj) -> None:
+    """``SetDefaults_PersistentVolume`` (``pkg/apis/core/v1/defaults.go``); its status is the PV controller's.
+    A ``hostPath`` source gets its empty ``type`` (``SetDefaults_HostPathVolumeSource``)."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    if isinstance(spec.get("hostPath"), dict):
+        spec["hostPath"].setdefault("type", "")
+
+
 BY_KEY: dict[str, Callable[[Obj], None]] = {
+    "storage.k8s.io/storageclasses": storageclass,
+    "scheduling.k8s.io/priorityclasses": priorityclass,
+    "networking.k8s.io/networkpolicies": networkpolicy,
+    "admissionregistration.k8s.io/validatingadmissionpolicies": validatingadmissionpolicy,
     "/persistentvolumes": persistentvolume,
     "/persistentvolumeclaims": persistentvolumeclaim,
     "storage.k8s.io/csidrivers": csidriver,
@@ -313,6 +355,9 @@ EMPTY_STATUS: dict[str, Obj] = {
     "batch/jobs": {},
     "batch/cronjobs": {},
     "/persistentvolumeclaims": {"phase": "Pending"},  # SetDefaults_PersistentVolumeClaim
+    "networking.k8s.io/ingresses": {"loadBalancer": {}},
+    "storage.k8s.io/volumeattachments": {"attached": False},
+    "certificates.k8s.io/certificatesigningrequests": {},
 }
 
 

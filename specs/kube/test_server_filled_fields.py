@@ -310,3 +310,87 @@ def test_jobs_volumes_and_csi_drivers_get_their_kinds_defaults(kubectl: Kube) ->
             client.CoreV1Api(api).delete_persistent_volume(volume_name, _preload_content=False)
         with contextlib.suppress(client.ApiException):
             client.StorageV1Api(api).delete_csi_driver(driver_name, _preload_content=False)
+
+
+def test_storage_scheduling_network_and_policy_kinds_get_their_defaults(kubectl: Kube) -> None:
+    # pkg/apis/{storage,scheduling,networking,admissionregistration}/v1/defaults.go at v1.33; Ingress's status is
+    # Go's never-omitted struct
+    suffix = f"{minor_of(kubectl)}-{uuid.uuid4().hex[:6]}"
+    policy = apply(
+        kubectl,
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "deny"},
+            "spec": {"podSelector": {}},
+        },
+    )
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    rule = {"ports": [{"port": 53, "protocol": "UDP"}]}
+    outward = apply(
+        kubectl,
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "dns"},
+            "spec": {"podSelector": {}, "egress": [rule]},
+        },
+    )
+    assert outward["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    backend = {"service": {"name": "web", "port": {"number": 80}}}
+    ingress = apply(
+        kubectl,
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "web"},
+            "spec": {"defaultBackend": backend},
+        },
+    )
+    assert ingress["status"] == {"loadBalancer": {}}
+    names = {
+        kind: f"{kind.lower()}-{suffix}" for kind in ("StorageClass", "PriorityClass", "ValidatingAdmissionPolicy")
+    }
+    rules = [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]
+    made = [
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": names["StorageClass"]},
+            "provisioner": "example.com/none",
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": names["PriorityClass"]},
+            "value": 1000,
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": names["ValidatingAdmissionPolicy"]},
+            "spec": {"matchConstraints": {"resourceRules": rules}, "validations": [{"expression": "true"}]},
+        },
+    ]
+    try:
+        storage, priority, admission = (apply(kubectl, obj) for obj in made)
+        assert (storage["reclaimPolicy"], storage["volumeBindingMode"]) == ("Delete", "Immediate")
+        assert priority["preemptionPolicy"] == "PreemptLowerPriority"
+        assert admission["spec"]["failurePolicy"] == "Fail"
+        match = admission["spec"]["matchConstraints"]
+        assert (match["matchPolicy"], match["namespaceSelector"], match["objectSelector"]) == ("Equivalent", {}, {})
+        assert match["resourceRules"][0]["scope"] == "*"
+    finally:  # cluster-scoped: through the kubernetes client, as above
+        from kubernetes import client, config
+
+        api = config.new_client_from_config(config_file=kubectl.kubeconfig, context=kubectl.context)
+        for delete, name in (
+            (client.StorageV1Api(api).delete_storage_class, names["StorageClass"]),
+            (client.SchedulingV1Api(api).delete_priority_class, names["PriorityClass"]),
+            (
+                client.AdmissionregistrationV1Api(api).delete_validating_admission_policy,
+                names["ValidatingAdmissionPolicy"],
+            ),
+        ):
+            with contextlib.suppress(client.ApiException):
+                delete(name, _preload_content=False)
