@@ -352,7 +352,7 @@ def test_storage_scheduling_network_and_policy_kinds_get_their_defaults(kubectl:
         kind: f"{kind.lower()}-{suffix}" for kind in ("StorageClass", "PriorityClass", "ValidatingAdmissionPolicy")
     }
     rules = [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]
-    made = [
+    made: list[dict[str, Any]] = [
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
