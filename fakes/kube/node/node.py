@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from fakes.kube.controllers.node import healthy_conditions
 from fakes.kube.local_process import config_map_data, secret_data
 from fakes.kube.node.api import Api, ApiError
@@ -37,6 +39,8 @@ LEASE_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 """How often the Lease is renewed: a quarter of its duration, as the kubelet does."""
 START_TIMEOUT = 60.0
+WATCH_RETRY_SECONDS = 1.0
+"""Seconds between a failed pod watch and the next list."""
 STOP_TIMEOUT = 30.0
 LABEL = "stack-harness.dev/local-node"
 
@@ -209,7 +213,8 @@ class LocalNode:
             await asyncio.sleep(LEASE_RENEW_SECONDS)  # a period, not a readiness wait
 
     async def _until_schedulable(self) -> None:
-        while True:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
             node = await self.api.call("GET", f"/api/v1/nodes/{self.name}")
             taints = [t.get("key") for t in (node.get("spec") or {}).get("taints") or []]
             ready = any(
@@ -219,10 +224,20 @@ class LocalNode:
             if ready and "node.kubernetes.io/not-ready" not in taints:
                 return
             await asyncio.sleep(0.1)  # polling the API server for the node lifecycle controller's change
+        raise NodeError(f"not Ready without the not-ready taint after {self.start_timeout:.0f} s")
 
     # --- pods ----------------------------------------------------------------------------------------------------
 
     async def _watch_pods(self) -> None:
+        """The pod watch, started again after any failure (an API server restart, an answer it could not read)."""
+        while True:
+            try:
+                await self._watch_pods_once()
+            except (ApiError, httpx.HTTPError, ValueError, KeyError) as exc:
+                log.warning("pod watch of node %s failed, watching again: %s", self.name, exc)
+                await asyncio.sleep(WATCH_RETRY_SECONDS)  # a pause before the next list, not a readiness wait
+
+    async def _watch_pods_once(self) -> None:
         async for event in self.api.watch("/api/v1/pods", fieldSelector=f"spec.nodeName={self.name}"):
             if event["type"] == "SYNCED":
                 present = {f"{ns}/{name}" for ns, name in event["keys"]}
