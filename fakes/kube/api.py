@@ -23,7 +23,7 @@ import yaml
 from aiohttp import web
 
 from fakes.core import BadJson, FakeRequest
-from fakes.kube import discovery, managed, openapi, options, patch, protobuf, shapes, tables, validation
+from fakes.kube import discovery, managed, openapi, options, patch, protobuf, shapes, tables, tokens, validation
 from fakes.kube.clock import http_date, rfc3339
 from fakes.kube.errors import (
     STALE,
@@ -643,7 +643,7 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     if sub == "scale":
         return _scale(request, double, target, obj, body)
     if sub == "token" and rt.key == "/serviceaccounts" and method == "POST":
-        return _token(request, double, target, body)
+        return _token(request, double, target, obj, body)
     if sub == "log":
         raise bad_request(
             f'container logs are not served for pod "{target.name}": the double has no log source '
@@ -652,9 +652,11 @@ async def _subresource(request: web.Request, double: Any, target: Target, body: 
     raise ApiError(400, "BadRequest", f'the double serves no handler for {rt.plural}/{sub} (of "{target.name}")')
 
 
-def _token(request: web.Request, double: Any, target: Target, body: bytes) -> web.Response:
-    """``serviceaccounts/<name>/token``: a TokenRequest answered with an opaque token (not a JWT the double
-    would accept: it only accepts its own bearer token)."""
+def _token(request: web.Request, double: Any, target: Target, obj: Obj, body: bytes) -> web.Response:
+    """``serviceaccounts/<name>/token``: a TokenRequest answered with a token the double accepts as that
+    ServiceAccount until ``expirationTimestamp`` (:mod:`fakes.kube.tokens`; RBAC decides what it may do,
+    :mod:`fakes.kube.authz`). ``audiences`` default to :data:`fakes.kube.tokens.AUDIENCE`, the one the double
+    accepts; ``expirationSeconds`` (default 3600) below 600 is a 422."""
     sent = require_object(parse_body(request, body)) if body.strip() else {}
     spec_sent = sent.get("spec")
     spec: Obj = spec_sent if isinstance(spec_sent, dict) else {}
@@ -668,21 +670,22 @@ def _token(request: web.Request, double: Any, target: Target, body: bytes) -> we
             target.name or "",
             [field_invalid("spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes")],
         )
-    import secrets as _secrets
-
     now = double.clock.time()
+    audiences = spec.get("audiences") or [tokens.AUDIENCE]
+    if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
+        raise bad_request("spec.audiences: a list of strings is required")
     return json_response(
         {
             "kind": "TokenRequest",
             "apiVersion": "authentication.k8s.io/v1",
             "metadata": {"name": target.name, "namespace": target.namespace, "creationTimestamp": None},
             "spec": {
-                "audiences": spec.get("audiences") or ["https://kubernetes.default.svc"],
+                "audiences": audiences,
                 "expirationSeconds": seconds,
                 "boundObjectRef": None,
             },
             "status": {
-                "token": "fake-kube." + _secrets.token_urlsafe(24),
+                "token": double.tokens.issue(obj, audiences, seconds, now),
                 "expirationTimestamp": rfc3339(now + seconds),
             },
         },

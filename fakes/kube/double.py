@@ -29,6 +29,7 @@ from fakes.kube.extensions import ExecHandlers, LocalRuns, PortMap, SubresourceH
 from fakes.kube.portforward import PortForwarding
 from fakes.kube.resources import Registry, server_minor
 from fakes.kube.store import Store
+from fakes.kube.tokens import TokenIssuer
 
 log = logging.getLogger("fakes.kube")
 HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/livez"})
@@ -51,6 +52,8 @@ class KubeDouble:
     ) -> None:
         self.git_version = git_version if git_version.startswith("v") else f"v{git_version}"
         self.token = token
+        #: Signs and checks the ServiceAccount tokens TokenRequest answers (fakes/kube/tokens.py).
+        self.tokens = TokenIssuer()
         #: True (https): a request without the token is a 401. False (plain http, where client-go never sends
         #: credentials): only a wrong token is.
         self.require_token = False

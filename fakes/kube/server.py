@@ -8,8 +8,9 @@ Each request goes through :func:`entry`: the shared ``/_fake/`` admin API (``fak
 faulted), then the shared fault table (``fakes.faults``; enacted here on the aiohttp transport: ``hang`` keeps the
 connection silent until the client or the server goes, ``reset`` sends a TCP RST, ``status`` answers a real
 ``Status`` body (429 with ``Retry-After``), ``latency`` delays, ``drip`` sends a non-streaming answer one byte per
-``interval``), the shared journal (``fakes.journal``; ``Authorization`` redacted), bearer-token auth (a wrong token
-is a 401 ``Status``; ``/version`` and the health routes are open to a request without credentials, as
+``interval``), the shared journal (``fakes.journal``; ``Authorization`` redacted), bearer-token auth
+(:mod:`fakes.kube.tokens`: the double's own token, or a ServiceAccount's from a TokenRequest; a wrong token is a 401
+``Status``; ``/version`` and the health routes are open to a request without credentials, as
 ``system:public-info-viewer`` allows; any other request without credentials is a 401 when the double serves https,
 and is served over plain http, where client-go never sends the kubeconfig's token: see ``fakes.kube.tls``), then
 :func:`fakes.kube.api.handle`. Every answer's ``Date`` header comes from the double's clock. A bug in the double
@@ -38,10 +39,11 @@ from aiohttp import web
 from fakes.admin import handle_admin, is_admin_path
 from fakes.core import FakeRequest, FakeResponse
 from fakes.faults import Fault
-from fakes.kube import api
+from fakes.kube import api, tokens
 from fakes.kube.clock import http_date
 from fakes.kube.double import KubeDouble
 from fakes.kube.errors import ApiError, internal, too_large, unauthorized
+from fakes.kube.tokens import User
 from fakes.runtime import FakeRuntime
 from fakes.server import FakeServerError, bind, url_for
 
@@ -197,14 +199,10 @@ async def _read_body(request: web.Request) -> bytes:
         raise too_large(MAX_BODY) from None
 
 
-def _authorized(double: KubeDouble, request: web.Request) -> bool:
-    header = request.headers.get("Authorization")
-    if header is None:
-        # Over plain http client-go never sends credentials (see fakes.kube.tls), so there a request without any
-        # stands for the kubeconfig's user; over https the token is required, as on a real server.
-        return request.path.rstrip("/") in PUBLIC_PATHS or not double.require_token
-    scheme, _, token = header.partition(" ")
-    return scheme.lower() == "bearer" and bool(double.token) and token.strip() == double.token
+def _authenticated(double: KubeDouble, request: web.Request) -> User | None:
+    """Who sent ``request`` (:func:`fakes.kube.tokens.authenticate`); ``None`` answers 401."""
+    public = request.path.rstrip("/") in PUBLIC_PATHS
+    return tokens.authenticate(double, request.headers.get("Authorization"), public=public)
 
 
 async def entry(request: web.Request) -> web.StreamResponse:
@@ -238,7 +236,8 @@ async def entry(request: web.Request) -> web.StreamResponse:
 
 async def _answer(request: web.Request, double: KubeDouble, body: bytes) -> web.StreamResponse:
     try:
-        if not _authorized(double, request):
+        user = _authenticated(double, request)
+        if user is None:
             raise unauthorized()
         return await api.handle(request, double, body)
     except ApiError as exc:
