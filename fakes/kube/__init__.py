@@ -22,6 +22,7 @@ matching the server's ``gitVersion``, so ``kubectl_version`` also picks the real
 What it serves (module by module):
 
 - ``server``: aiohttp in its own thread and loop; the request pipeline (admin, faults, journal, auth, ``Date``).
+  ``tokens`` (the admin token, ServiceAccount tokens from TokenRequest), ``authz`` (RBAC for ServiceAccounts).
 - ``api``: version, discovery, OpenAPI, CRUD, list/watch, patch, subresources. ``discovery`` (aggregated v2 and
   v2beta1, legacy), ``openapi`` (the minimal v3 that ``kubectl apply`` needs), ``tables`` (``kubectl get``
   output), ``patch`` (JSON, merge, strategic merge, server-side apply), ``validation`` (422 Invalid),

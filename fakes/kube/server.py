@@ -12,7 +12,8 @@ connection silent until the client or the server goes, ``reset`` sends a TCP RST
 (:mod:`fakes.kube.tokens`: the double's own token, or a ServiceAccount's from a TokenRequest; a wrong token is a 401
 ``Status``; ``/version`` and the health routes are open to a request without credentials, as
 ``system:public-info-viewer`` allows; any other request without credentials is a 401 when the double serves https,
-and is served over plain http, where client-go never sends the kubeconfig's token: see ``fakes.kube.tls``), then
+and is served over plain http, where client-go never sends the kubeconfig's token: see ``fakes.kube.tls``), RBAC
+for ServiceAccount users (:mod:`fakes.kube.authz`: a 403 ``Status`` before anything is routed), then
 :func:`fakes.kube.api.handle`. Every answer's ``Date`` header comes from the double's clock. A bug in the double
 answers 500 with a ``Status`` naming the exception, never a traceback.
 
@@ -39,7 +40,7 @@ from aiohttp import web
 from fakes.admin import handle_admin, is_admin_path
 from fakes.core import FakeRequest, FakeResponse
 from fakes.faults import Fault
-from fakes.kube import api, tokens
+from fakes.kube import api, authz, tokens
 from fakes.kube.clock import http_date
 from fakes.kube.double import KubeDouble
 from fakes.kube.errors import ApiError, internal, too_large, unauthorized
@@ -239,6 +240,7 @@ async def _answer(request: web.Request, double: KubeDouble, body: bytes) -> web.
         user = _authenticated(double, request)
         if user is None:
             raise unauthorized()
+        authz.authorize(double, user, request.method, request.path, request.query)
         return await api.handle(request, double, body)
     except ApiError as exc:
         return api.error_response(exc)
