@@ -26,9 +26,9 @@ from typing import Any
 
 import httpx
 
+from fakes.kube.client import Api, ApiError
 from fakes.kube.controllers.node import healthy_conditions
 from fakes.kube.local_process import config_map_data, secret_data
-from fakes.kube.node.api import Api, ApiError
 from fakes.kube.node.kubelet import KubeletServer, Surface
 from fakes.kube.node.pods import Container, Hooks, PodWorker, rfc3339
 
@@ -113,7 +113,7 @@ class LocalNode:
         self._stop = asyncio.Event()
         self.surface = Surface(asyncio.get_running_loop())
         self.kubelet = KubeletServer(self.surface)
-        self.api = Api(self.kubeconfig)
+        self.api = Api.from_kubeconfig(self.kubeconfig)
         try:
             await self.kubelet.start()
             await self._register()
