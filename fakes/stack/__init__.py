@@ -7,6 +7,11 @@ agent orchestrator, the core-controller, the stub agent (every AgentRun's Job), 
 fakes playing GitHub and Qdrant. Specs reach it exactly as they reach minikube: a kube context, real kubectl verbs
 and ``kubectl port-forward`` to the Services. Deleting a pod or rolling a Deployment restarts the service behind it.
 
+The services reach Kubernetes only through the API server, as the product's do: each with the ServiceAccount token
+its node asked for and the RBAC its manifests grant (:mod:`fakes.stack.cluster_api`; lists, watches that resume from
+their resourceVersion, conflicts). The node is the one part of the twin that touches the double's insides, and only
+for what a node does (its port table, exec and log streams, the environment and volumes a kubelet builds).
+
 Start it::
 
     with fakes.stack.serve(kubeconfig="/tmp/kc", context="stack-twin") as twin:
@@ -29,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fakes.kube
+from fakes.kube.client import Api
 from fakes.stack import bugs as bug_switches
 from fakes.stack import config
 from fakes.stack.node import Node, NodeRunner
@@ -120,10 +126,10 @@ def serve(
         kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
     ) as kd:
         switches = bug_switches.Switches(switched)
-        node = Node(kd.double, config.NAMESPACE, switches, timing)
+        node = Node(kd.double, Api.from_kubeconfig(kd.kubeconfig, kd.context), config.NAMESPACE, switches, timing)
         register_images(node)
-        node.start_loop()
         try:
+            node.start_loop()
             runner = NodeRunner(node)
             kd.controllers.kubelet.containers.register(runner.matches, runner)
             node.logbook = kd.controllers.logs
@@ -133,7 +139,7 @@ def serve(
 
             up = Up(run_kubectl, timing)
             up.run()
-            switches.publish(kd.double.store, config.NAMESPACE)  # from now on the ConfigMap decides, at every turn
+            node.publish_bugs()  # from now on the ConfigMap decides, at every turn
             yield TwinHandle(kd, node, switches, time.monotonic() - began, up.steps)
         finally:
             node.close()

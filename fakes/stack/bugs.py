@@ -7,18 +7,19 @@ matching cluster spec going red with a message that names the problem. Switch th
 --bug NAME`` or the pytest option ``--twin-bug NAME`` (only for the twin, never for a cluster).
 
 The switched-on set can change while the twin runs: it lives in the ConfigMap :data:`CONFIGMAP` in the stack's
-namespace (data key :data:`KEY`, names separated by commas or whitespace), which every service reads from the API
-double's store each time it decides (:class:`Switches`); ``--bug`` only seeds it. ``kubectl apply`` a new one and
-the next turn runs with it, no restart. Names the twin does not know are ignored there (:func:`configmap` builds a
+namespace (data key :data:`KEY`, names separated by commas or whitespace), which the twin's node watches through
+the API and every service reads from that watch's cache each time it decides (:class:`Switches`); ``--bug`` only
+seeds it. ``kubectl apply`` a new one and the next turn runs with it, no restart (the watch brings the change within
+milliseconds of the apply's answer). Names the twin does not know are ignored there (:func:`configmap` builds a
 checked one).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -211,32 +212,24 @@ def names_in(obj: dict[str, Any] | None) -> frozenset[str]:
     return frozenset(name for name in re.split(r"[\s,]+", text) if name in BUGS)
 
 
-class _Store(Protocol):
-    def get(self, resource: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
-
-    def create(self, resource: str, obj: dict[str, Any], *, namespace: str | None = None) -> dict[str, Any]: ...
-
-
 class Switches:
     """The twin's switched-on bugs, read at each decision: ``"NAME" in switches``, ``iter``, :meth:`current`.
 
-    Until :meth:`publish` (the stack's namespace does not exist before the set-up) the seed decides; after it, the
-    :data:`CONFIGMAP` in the API double's store does (deleted: no bug on)."""
+    Until :meth:`follow` (the stack's namespace does not exist before the set-up) the seed decides; after it, the
+    :data:`CONFIGMAP` as its source gives it (deleted: no bug on)."""
 
     def __init__(self, seed: frozenset[str] = frozenset()) -> None:
         self.seed = seed
-        self._store: _Store | None = None
-        self._namespace = ""
+        self._source: Callable[[], dict[str, Any] | None] | None = None
 
-    def publish(self, store: _Store, namespace: str) -> None:
-        """Write the seed into :data:`CONFIGMAP` in ``namespace`` and read the switches from there on."""
-        store.create("configmaps", configmap(self.seed, namespace), namespace=namespace)
-        self._store, self._namespace = store, namespace
+    def follow(self, source: Callable[[], dict[str, Any] | None]) -> None:
+        """Read the switches from ``source()`` (the :data:`CONFIGMAP` object, or ``None``) from now on."""
+        self._source = source
 
     def current(self) -> frozenset[str]:
-        if self._store is None:
+        if self._source is None:
             return self.seed
-        return names_in(self._store.get("configmaps", self._namespace, CONFIGMAP))
+        return names_in(self._source())
 
     def __contains__(self, name: object) -> bool:
         return name in self.current()

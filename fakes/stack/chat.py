@@ -64,7 +64,7 @@ class Orchestrator(Protocol):
     def planner(self) -> Planner: ...
     def _caller(self, request: web.Request) -> str | None: ...
     async def _run_turn(self, inv: Invocation) -> str: ...
-    def _launch(self, inv: Invocation, launch: identity.Launch) -> str: ...
+    async def _launch(self, inv: Invocation, launch: identity.Launch) -> str: ...
     async def _await_reply(self, inv: Invocation, run: str, reattached: bool) -> str: ...
 
 
@@ -301,7 +301,7 @@ async def agent_turn(
     ``/invoke`` turn. A parked turn streams its prompt at once and is held open (:meth:`identity.Gate.hold`) for the
     user to link; the owner's parked request on this session is what their next turn resumes."""
     caller = identity.chat_caller(request.headers, bearer_subject, orch.gate.jwt_secret)
-    agent = chosen_agent(orch, goal)
+    agent = await chosen_agent(orch, goal)
     pending = None if caller.refused else orch.gate.resumable(session, caller)
     if pending is not None:
         agent, goal = pending.agent, pending.text
@@ -315,19 +315,19 @@ async def agent_turn(
     verdict = await orch.gate.hold(caller, inv.agent, inv.goal, inv.session, alive=outlet.alive)
     if isinstance(verdict, identity.Launch):
         inv.parked = False
-        run = orch._launch(inv, verdict)
+        run = await orch._launch(inv, verdict)
         return "\n\n" + await orch._await_reply(inv, run, False), [], "stop"
     if isinstance(verdict, identity.Refuse):
         return "\n\n" + verdict.text, [], "stop"
     return "", [], "stop"
 
 
-def chosen_agent(orch: Orchestrator, goal: str) -> str:
+async def chosen_agent(orch: Orchestrator, goal: str) -> str:
     """The agent a chat turn goes to: the Agent the request names ("Delegate this to <agent>: ...") when the
     catalog has it, else the stub agent *(twin's reading: upstream's planner asks the model to pick; the specs
     name the agent they need, so the pick is deterministic)*."""
     named = DELEGATE.search(goal)
-    if named and orch.ctx.double.store.get(config.AGENTS, orch.ctx.namespace, named.group(1).lower()) is not None:
+    if named and await orch.ctx.api.get(config.AGENTS, named.group(1).lower()) is not None:
         return named.group(1).lower()
     return config.STUB_AGENT
 

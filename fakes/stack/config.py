@@ -10,8 +10,7 @@ from __future__ import annotations
 NAMESPACE = "controller-agent"
 GROUP = "core.controller-agent.dev"
 VERSION = "v1alpha1"
-AGENTRUNS = f"agentruns.{GROUP}"  # a name the store resolves
-AGENTRUNS_KEY = f"{GROUP}/agentruns"  # the collection key change feeds use
+AGENTRUNS = f"agentruns.{GROUP}"  # plural.group, as the twin's API client names resources
 AGENTS = f"agents.{GROUP}"
 
 # --- services, selectors, ports (specs/cluster/README.md §2) ------------------------------------------------

@@ -2,8 +2,11 @@
 Job's outcome becomes the run's ``status.phase``.
 
 It acts only while its own pod runs (a stopped controller leaves new runs phaseless, as RBAC drift or a crash loop
-does: failure mode 36 in specs/cluster/README.md) and resynchronises every run when it starts. Writes go through
-the API double's store, so ``creationTimestamp`` is whole-second and on the double's clock.
+does: failure mode 36 in specs/cluster/README.md) and resynchronises every run when it starts. As a
+controller-runtime manager does, it watches AgentRuns and Jobs through the API with its ServiceAccount's token (the
+ClusterRole ``core-controller`` must grant it: without list and watch it never starts), queues the name of every run
+an event concerns and reconciles one name at a time from its caches; writes go to the API, a status write again on
+``409 Conflict``.
 
 For each run without a Job: the Agent named by ``spec.agentRef`` is read (``spec.env`` at every launch, so pacing
 patched onto the Agent applies to the next run), the requested ``spec.secretEnv`` values are resolved for the run's
@@ -23,95 +26,110 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+from datetime import datetime
 from typing import Any
 
-from fakes.kube.clock import parse_rfc3339
-from fakes.kube.errors import ApiError
-from fakes.kube.store import StoreEvent
+import httpx
+
+from fakes.kube.informer import Informer
 from fakes.stack import config, identity
+from fakes.stack.cluster_api import ApiError
 from fakes.stack.node import PodContext
 
 TERMINAL = ("Succeeded", "Failed")
 RUN_LABEL = "core.controller-agent.dev/agentrun"
+SYNC_TIMEOUT = 30.0
+"""Seconds the first lists of AgentRuns and Jobs may take before the controller gives up starting (and its pod
+restarts, as a manager whose caches never sync exits)."""
 
 
 class CoreController:
     def __init__(self, ctx: PodContext) -> None:
         self.ctx = ctx
-        self.store = ctx.double.store
+        self.api = ctx.api
         self.ns = ctx.namespace
         self.key = ctx.env.get("IDENTITY_LINK_ENCRYPTION_KEY", "")
-        self.subscription: Any = None
-        self.sweeper: asyncio.Task[None] | None = None
+        self.queue: asyncio.Queue[str] = asyncio.Queue()
+        self.queued: set[str] = set()
+        self.runs: Informer = self.api.informer(config.AGENTRUNS, self._on_run)
+        self.jobs: Informer = self.api.informer("jobs.batch", self._on_job)
+        self.tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-
-        def feed(event: StoreEvent) -> None:  # on the double's loop: hand over to the node's
-            loop.call_soon_threadsafe(self._on_event, event)
-
-        self.subscription = self.store.subscribe(feed, [config.AGENTRUNS_KEY, "batch/jobs"])
-        items, _ = self.store.list(config.AGENTRUNS, self.ns)
-        for run in items:
-            self.reconcile(run["metadata"]["name"])
-        self.sweeper = asyncio.ensure_future(self._retention())
-        self.ctx.log(f"core-controller: started, {len(items)} AgentRun(s) resynchronised")
+        try:
+            await asyncio.gather(self.runs.start(SYNC_TIMEOUT), self.jobs.start(SYNC_TIMEOUT))
+        except Exception:
+            await self.stop(0.0)
+            raise
+        self.tasks = [asyncio.ensure_future(self._work()), asyncio.ensure_future(self._retention())]
+        self.ctx.log(f"core-controller: started, {len(self.runs.items())} AgentRun(s) resynchronised")
 
     async def stop(self, grace: float) -> None:
-        if self.subscription is not None:
-            self.subscription.cancel()
-            self.subscription = None
-        if self.sweeper is not None:
-            self.sweeper.cancel()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(self.runs.stop(), self.jobs.stop())
 
-    def _on_event(self, event: StoreEvent) -> None:
-        if self.subscription is None or event.namespace != self.ns or event.type == "DELETED":
-            return
-        if event.resource.key == "batch/jobs":
-            owner = (event.object["metadata"].get("labels") or {}).get(RUN_LABEL)
-            if owner:
-                self.reconcile(owner)
-        else:
-            self.reconcile(event.name)
+    def _on_run(self, kind: str, run: dict[str, Any]) -> None:
+        if kind != "DELETED":
+            self._enqueue(run["metadata"]["name"])
+
+    def _on_job(self, kind: str, job: dict[str, Any]) -> None:
+        owner = (job["metadata"].get("labels") or {}).get(RUN_LABEL)
+        if owner and kind != "DELETED":
+            self._enqueue(owner)
+
+    def _enqueue(self, name: str) -> None:
+        if name not in self.queued:  # a work queue holds a name once, however many events name it
+            self.queued.add(name)
+            self.queue.put_nowait(name)
+
+    async def _work(self) -> None:
+        while True:
+            name = await self.queue.get()
+            self.queued.discard(name)
+            await self.reconcile(name)
 
     # --- reconcile --------------------------------------------------------------------------------------------
 
-    def reconcile(self, name: str) -> None:
+    async def reconcile(self, name: str) -> None:
         try:
-            run = self.store.get(config.AGENTRUNS, self.ns, name)
+            run = self.runs.get(name, self.ns)
             if run is None or run["metadata"].get("deletionTimestamp"):
                 return
             terminal = (run.get("status") or {}).get("phase") in TERMINAL
             if terminal and "rollout-fails-run-transiently" not in self.ctx.bugs:
                 return  # final, whoever wrote it: only the retention sweep touches the run again
-            job = self.store.get("jobs.batch", self.ns, name)
+            job = self.jobs.get(name, self.ns)
             if job is None:
                 if terminal:
                     return
-                self._launch(run)
-                self._phase(name, "Running")
+                await self._launch(run)
+                await self._phase(name, "Running")
                 return
-            self._phase(name, job_phase(job))
-        except ApiError as exc:
+            await self._phase(name, job_phase(job))
+        except (ApiError, httpx.HTTPError) as exc:
             self.ctx.log(f"core-controller: reconcile {name}: {exc}")
 
-    def _phase(self, name: str, phase: str, message: str | None = None) -> None:
-        def change(obj: dict[str, Any]) -> None:
+    async def _phase(self, name: str, phase: str, message: str | None = None) -> None:
+        def change(obj: dict[str, Any]) -> bool:
             status = obj.setdefault("status", {})
+            if status.get("phase") == phase:
+                return False
             status["phase"] = phase
             if message:
                 status["message"] = message
+            return True
 
-        current = self.store.get(config.AGENTRUNS, self.ns, name)
+        current = self.runs.get(name, self.ns)
         if current is not None and (current.get("status") or {}).get("phase") != phase:
-            self.store.mutate(config.AGENTRUNS, self.ns, name, change, subresource="status")
+            await self.api.mutate(config.AGENTRUNS, name, change, sub="status")
 
-    def _launch(self, run: dict[str, Any]) -> None:
+    async def _launch(self, run: dict[str, Any]) -> None:
         spec = run.get("spec") or {}
         name = run["metadata"]["name"]
-        agent = self.store.get(config.AGENTS, self.ns, str(spec.get("agentRef", "")))
+        agent = await self.api.get(config.AGENTS, str(spec.get("agentRef", "")))
         if agent is None:
-            self._phase(name, "Failed", f"agent {spec.get('agentRef')!r} not found")
+            await self._phase(name, "Failed", f"agent {spec.get('agentRef')!r} not found")
             return
         owner = {
             "apiVersion": f"{config.GROUP}/{config.VERSION}",
@@ -122,8 +140,8 @@ class CoreController:
             "blockOwnerDeletion": True,
         }
         wanted = [str(n) for n in spec.get("secretEnv") or []]
-        values = identity.run_secret_values(self.store, self.ns, self.key, spec)
-        self._create(
+        values = await identity.run_secret_values(self.api, self.key, spec)
+        await self._create(
             "secrets",
             {
                 "apiVersion": "v1",
@@ -149,7 +167,7 @@ class CoreController:
             {"name": n, "valueFrom": {"secretKeyRef": {"name": f"{name}-identity", "key": n, "optional": True}}}
             for n in refs
         ]
-        self._create(
+        await self._create(
             "jobs.batch",
             {
                 "apiVersion": "batch/v1",
@@ -177,24 +195,23 @@ class CoreController:
         )
         self.ctx.log(f"core-controller: Job {name} created with env {[e['name'] for e in env]}")
 
-    def _create(self, resource: str, obj: dict[str, Any]) -> None:
+    async def _create(self, resource: str, obj: dict[str, Any]) -> None:
         try:
-            self.store.create(resource, obj)
+            await self.api.create(resource, obj)
         except ApiError as exc:
-            if exc.code != 409:  # created already (a resync after a restart): fine
+            if exc.code != 409:  # created already (a resync after a restart, or a cache behind our write): fine
                 raise
 
     async def _retention(self) -> None:
         while True:
             await asyncio.sleep(self.ctx.timing.seconds("retention_sweep"))
-            items, _ = self.store.list(config.AGENTRUNS, self.ns)
-            now = self.ctx.double.clock.time()
-            for run in items:
+            now = self.ctx.clock()
+            for run in self.runs.items():
                 done = (run.get("status") or {}).get("phase") in TERMINAL
-                created = parse_rfc3339(run["metadata"]["creationTimestamp"])
-                if done and now - created > self.ctx.timing.seconds("run_retention"):
-                    with contextlib.suppress(ApiError):
-                        self.store.delete(config.AGENTRUNS, self.ns, run["metadata"]["name"])
+                created = datetime.fromisoformat(run["metadata"]["creationTimestamp"].replace("Z", "+00:00"))
+                if done and now - created.timestamp() > self.ctx.timing.seconds("run_retention"):
+                    with contextlib.suppress(ApiError, httpx.HTTPError):
+                        await self.api.delete(config.AGENTRUNS, run["metadata"]["name"])
 
 
 def job_phase(job: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ stored format in ``specs/cluster/README.md`` §5 ("Credentials"): Secret ``<pref
 ``base64(iv):base64(tag):base64(ciphertext)`` (AES-256-GCM, 12-byte IV, 16-byte tag, no associated data) under the
 gateway's ``IDENTITY_LINK_ENCRYPTION_KEY`` (32 bytes as base64, or 64 hex digits). The reader is written here on its
 own, not imported from the harness, so a spec that seeds with the harness and launches through the twin checks that
-the two sides agree. The orchestrator's pre-flight and the core-controller read records here.
+the two sides agree. The orchestrator's pre-flight and the core-controller read records here, through the API with
+their own ServiceAccount (:class:`~fakes.stack.cluster_api.ClusterApi`, in its namespace).
 
 Writes are the product's too (:func:`write`, :func:`move`): the identity gate moves a chat user's record to their
 canonical subject, the gateway's identity-link API stores a refreshed GitHub link. A write is create-then-replace
@@ -28,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from fakes.kube.errors import ApiError
 from fakes.stack import config
+from fakes.stack.cluster_api import ApiError
 
 if TYPE_CHECKING:
-    from fakes.kube.store import Store
+    from fakes.stack.cluster_api import ClusterApi
 
 RECORD_KEY = "_recordKey"
 ENCRYPTED = frozenset({"token", "refreshToken", "credentialsJson"})
@@ -79,13 +80,15 @@ def open_field(packed: str, key: bytes) -> str | None:
         return None
 
 
-def lookup(store: Store, namespace: str, subject: str, key_text: str, prefix: str) -> dict[str, str] | None:
+async def lookup(api: ClusterApi, subject: str, key_text: str, prefix: str) -> dict[str, str] | None:
     """The record of kind ``prefix`` stored for ``subject``, its fields as plaintext, or ``None`` when there is none,
     it belongs to another subject, holds nothing but its record key, or an encrypted field does not open (a record
     written under another key reads as absent, as in the product)."""
     key = key_bytes(key_text)
-    secret = store.get("secrets", namespace, secret_name(prefix, subject))
-    if key is None or secret is None:
+    if key is None:
+        return None
+    secret = await api.get("secrets", secret_name(prefix, subject))
+    if secret is None:
         return None
     try:
         fields = {k: base64.b64decode(str(v), validate=True).decode() for k, v in (secret.get("data") or {}).items()}
@@ -101,14 +104,14 @@ def lookup(store: Store, namespace: str, subject: str, key_text: str, prefix: st
     return fields
 
 
-def claude(store: Store, namespace: str, subject: str, key_text: str) -> dict[str, str]:
+async def claude(api: ClusterApi, subject: str, key_text: str) -> dict[str, str]:
     """The Claude variables for ``subject``: ``CLAUDE_CODE_OAUTH_TOKEN`` (the setup-token record's ``token``) and
     ``CLAUDE_LOGIN_CREDENTIALS_JSON`` (the login record's ``credentialsJson``), each when its record exists."""
     found: dict[str, str] = {}
-    setup = lookup(store, namespace, subject, key_text, config.CLAUDE_SECRET_PREFIXES[0])
+    setup = await lookup(api, subject, key_text, config.CLAUDE_SECRET_PREFIXES[0])
     if setup and setup.get("token"):
         found["CLAUDE_CODE_OAUTH_TOKEN"] = setup["token"]
-    login = lookup(store, namespace, subject, key_text, config.CLAUDE_SECRET_PREFIXES[1])
+    login = await lookup(api, subject, key_text, config.CLAUDE_SECRET_PREFIXES[1])
     if login and login.get("credentialsJson"):
         found["CLAUDE_LOGIN_CREDENTIALS_JSON"] = login["credentialsJson"]
     return found
@@ -146,10 +149,10 @@ def subject_label(subject: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+$", "", cleaned[:63]) or "unknown"
 
 
-def raw_fields(store: Store, namespace: str, subject: str, prefix: str) -> dict[str, str] | None:
+async def raw_fields(api: ClusterApi, subject: str, prefix: str) -> dict[str, str] | None:
     """The record's stored fields (encrypted ones still packed, ``_recordKey`` left out), or ``None`` when there is
     no record of ``subject`` (no Secret, another subject's, or nothing but the record key)."""
-    secret = store.get("secrets", namespace, secret_name(prefix, subject))
+    secret = await api.get("secrets", secret_name(prefix, subject))
     if secret is None:
         return None
     try:
@@ -161,7 +164,7 @@ def raw_fields(store: Store, namespace: str, subject: str, prefix: str) -> dict[
     return fields
 
 
-def write(store: Store, namespace: str, subject: str, prefix: str, fields: dict[str, str]) -> None:
+async def write(api: ClusterApi, subject: str, prefix: str, fields: dict[str, str]) -> None:
     """Store ``fields`` (encrypted ones already packed) as ``subject``'s record of kind ``prefix``: create, or
     replace the whole Secret when it exists (the product's create-then-replace). Raises ``ApiError``."""
     data = {k: base64.b64encode(v.encode()).decode() for k, v in {**fields, RECORD_KEY: subject}.items()}
@@ -171,42 +174,38 @@ def write(store: Store, namespace: str, subject: str, prefix: str, fields: dict[
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": api.namespace, "labels": labels},
         "data": data,
     }
     try:
-        store.create("secrets", obj)
+        await api.create("secrets", obj)
     except ApiError as exc:
         if exc.code != 409:
             raise
-        store.update("secrets", obj, check_version=False)
+        await api.replace("secrets", obj)  # no resourceVersion: an unconditional update, as the product's
 
 
-def move(
-    store: Store, namespace: str, prefix: str, source: str, destination: str
+async def move(
+    api: ClusterApi, prefix: str, source: str, destination: str
 ) -> Literal["moved", "not-found", "occupied"]:
     """Move ``source``'s record of kind ``prefix`` to ``destination`` in the product's order (see the module
     docstring). Raises ``ApiError`` when a write fails, and ``RuntimeError`` when the read-back differs."""
     if source == destination:
         return "occupied"
-    fields = raw_fields(store, namespace, source, prefix)
+    fields = await raw_fields(api, source, prefix)
     if fields is None:
         return "not-found"
-    if store.get("secrets", namespace, secret_name(prefix, destination)) is not None:
+    if await api.get("secrets", secret_name(prefix, destination)) is not None:
         return "occupied"
-    write(store, namespace, destination, prefix, fields)
-    if raw_fields(store, namespace, destination, prefix) != fields:
+    await write(api, destination, prefix, fields)
+    if await raw_fields(api, destination, prefix) != fields:
         raise RuntimeError(f"credential move {prefix} -> {secret_name(prefix, destination)}: read-back differs")
-    try:
-        store.delete("secrets", namespace, secret_name(prefix, source))
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
+    await api.delete("secrets", secret_name(prefix, source))
     return "moved"
 
 
-def github_link(store: Store, namespace: str, subject: str, key_text: str) -> dict[str, str] | None:
+async def github_link(api: ClusterApi, subject: str, key_text: str) -> dict[str, str] | None:
     """``subject``'s GitHub link with its fields as plaintext (``githubLogin``, ``expiresAt``, ``token``, optional
     ``refreshToken`` and ``refreshExpiresAt``), or ``None`` when there is none or it has no ``githubLogin``."""
-    link = lookup(store, namespace, subject, key_text, config.GITHUB_LINK_PREFIX)
+    link = await lookup(api, subject, key_text, config.GITHUB_LINK_PREFIX)
     return link if link and link.get("githubLogin") else None

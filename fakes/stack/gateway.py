@@ -40,6 +40,7 @@ import httpx
 from aiohttp import web
 
 from fakes.stack import config
+from fakes.stack.cluster_api import ApiError
 from fakes.stack.http import Listener, healthy, json_error
 from fakes.stack.identity_link import IdentityLinkApi
 from fakes.stack.network import Unreachable
@@ -107,7 +108,11 @@ class Gateway:
             return json_error(400, "body is not JSON")
         delivery = request.headers.get("x-github-delivery", "")
         event = request.headers.get("x-github-event", "")
-        turn = self._turn_for(event, payload, delivery) if isinstance(payload, dict) else None
+        try:
+            turn = await self._turn_for(event, payload, delivery) if isinstance(payload, dict) else None
+        except (ApiError, httpx.HTTPError) as exc:  # the routes cannot be read: GitHub redelivers on a 5xx
+            self.ctx.log(f"gateway: reading IntegrationRoutes failed: {exc}")
+            return json_error(503, f"cannot read IntegrationRoutes: {exc}")
         if turn is not None:
             self.outbox[turn["id"]] = turn  # durable before the 202: a restart right now loses nothing
             self._spawn(turn)
@@ -119,11 +124,11 @@ class Gateway:
         expected = "sha256=" + hmac.new(self.secret.encode(), raw, hashlib.sha256).hexdigest()
         return hmac.compare_digest(expected, header)
 
-    def _turn_for(self, event: str, payload: dict[str, Any], delivery: str) -> dict[str, Any] | None:
+    async def _turn_for(self, event: str, payload: dict[str, Any], delivery: str) -> dict[str, Any] | None:
         if event != "issues" or payload.get("action") != "labeled":
             return None
         label = str((payload.get("label") or {}).get("name", ""))
-        route = issue_label_route(self.ctx.double.store, self.ctx.namespace, label)
+        route = await issue_label_route(self.ctx.api, label)
         if route is None:
             return None
         sender = payload.get("sender") or {}

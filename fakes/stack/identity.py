@@ -49,6 +49,7 @@ import jwt
 from fakes.stack import config, credentials
 
 if TYPE_CHECKING:
+    from fakes.stack.cluster_api import ClusterApi
     from fakes.stack.node import PodContext
     from fakes.stack.redis import RedisClient
 
@@ -219,12 +220,12 @@ class RepoGate(Protocol):
 
 
 class Gate:
-    """The pre-flight of one orchestrator instance: reads and moves credential Secrets in the API double's store,
+    """The pre-flight of one orchestrator instance: reads and moves credential Secrets through the API,
     keeps parked requests on the session in Redis, and asks ``repo_gate`` about repositories."""
 
     def __init__(self, ctx: PodContext, redis: RedisClient, repo_gate: RepoGate) -> None:
         self.ctx = ctx
-        self.store = ctx.double.store
+        self.api = ctx.api
         self.ns = ctx.namespace
         self.key = ctx.env.get("IDENTITY_LINK_ENCRYPTION_KEY", "")
         self.jwt_secret = ctx.env.get(JWT_SECRET_ENV, "")
@@ -240,14 +241,14 @@ class Gate:
         the repository an event came from (webhook turns); chat turns name theirs in ``text``."""
         if caller.refused:
             return Refuse(f"I {caller.refused}, so I did not run anything. Reload the chat and try again.")
-        agent = self.store.get(config.AGENTS, self.ns, agent_name)
+        agent = await self.api.get(config.AGENTS, agent_name)
         if agent is None:
             return Refuse(f"agent {agent_name} is not in the catalog (is the community-components release deployed?)")
         providers = [str(p) for p in (agent.get("spec") or {}).get("identityProviders") or []]
-        principal = self._principal(caller)
+        principal = await self._principal(caller)
         if principal is None:
             return Park(github_link_prompt(agent_name, session), ("github",))
-        missing = self._claude(caller, principal, providers)
+        missing = await self._claude(caller, principal, providers)
         if missing:
             return Park(accounts_prompt(agent_name, session, [CLAUDE_PROVIDERS[p][2] for p in missing]), tuple(missing))
         env = [CLAUDE_PROVIDERS[p][1] for p in providers if p in CLAUDE_PROVIDERS]
@@ -262,13 +263,13 @@ class Gate:
             spec.update(decision.spec)
         return Launch(principal, tuple(env), spec)
 
-    def _principal(self, caller: Caller) -> str | None:
+    async def _principal(self, caller: Caller) -> str | None:
         if not caller.chat_user:
             return caller.subject
-        link = credentials.github_link(self.store, self.ns, caller.subject, self.key)
+        link = await credentials.github_link(self.api, caller.subject, self.key)
         return f"{GITHUB_PREFIX}{link['githubLogin'].lower()}" if link else None
 
-    def _claude(self, caller: Caller, principal: str, providers: list[str]) -> list[str]:
+    async def _claude(self, caller: Caller, principal: str, providers: list[str]) -> list[str]:
         """The Claude providers still missing at ``principal`` after adopting the chat user's own records."""
         keyed_by = caller.subject if "chat-subject-keying" in self.ctx.bugs and caller.chat_user else principal
         missing = []
@@ -276,19 +277,19 @@ class Gate:
             if provider not in CLAUDE_PROVIDERS:
                 continue
             prefix = CLAUDE_PROVIDERS[provider][0]
-            if self._readable(keyed_by, prefix):
+            if await self._readable(keyed_by, prefix):
                 continue
             if caller.chat_user and keyed_by == principal:
-                outcome = credentials.move(self.store, self.ns, prefix, caller.subject, principal)
+                outcome = await credentials.move(self.api, prefix, caller.subject, principal)
                 if outcome == "moved":
                     self.ctx.log(f"identity: adopted {prefix} of {caller.subject} at {principal}")
-                if self._readable(principal, prefix):
+                if await self._readable(principal, prefix):
                     continue
             missing.append(provider)
         return missing
 
-    def _readable(self, subject: str, prefix: str) -> bool:
-        return credentials.lookup(self.store, self.ns, subject, self.key, prefix) is not None
+    async def _readable(self, subject: str, prefix: str) -> bool:
+        return await credentials.lookup(self.api, subject, self.key, prefix) is not None
 
     # --- parked chat turns -----------------------------------------------------------------------------------------
 
@@ -372,18 +373,18 @@ class Gate:
             self.ctx.log(f"identity: could not record the parked request of {session}: {exc}")
 
 
-def run_secret_values(store: Any, namespace: str, key_text: str, spec: Mapping[str, Any]) -> dict[str, str]:
+async def run_secret_values(api: ClusterApi, key_text: str, spec: Mapping[str, Any]) -> dict[str, str]:
     """What the core-controller puts in a run's ``<run>-identity`` Secret, from the AgentRun's ``spec``: the Claude
     variables of ``spec.subject``, ``AGENT_ACTOR_LOGIN`` from a ``github:`` subject, ``AGENT_TARGET_REPOSITORY``
     from ``spec.targetRepository`` and ``GITHUB_TOKEN`` from the GitHub link of ``spec.githubLinkSubject``."""
     subject = str(spec.get("subject", ""))
-    values = credentials.claude(store, namespace, subject, key_text)
+    values = await credentials.claude(api, subject, key_text)
     if subject.startswith(GITHUB_PREFIX):
         values["AGENT_ACTOR_LOGIN"] = subject.removeprefix(GITHUB_PREFIX)
     if spec.get("targetRepository"):
         values["AGENT_TARGET_REPOSITORY"] = str(spec["targetRepository"])
     if spec.get("githubLinkSubject"):
-        link = credentials.github_link(store, namespace, str(spec["githubLinkSubject"]), key_text)
+        link = await credentials.github_link(api, str(spec["githubLinkSubject"]), key_text)
         if link and link.get("token"):
             values["GITHUB_TOKEN"] = link["token"]
     return values

@@ -57,7 +57,7 @@ class IdentityLinkApi:
         if not self._authorized(request):
             return json_error(401, "unrecognized bearer token")
         subject = request.query.get("subject", "")
-        link = self._link(subject)
+        link = await self._link(subject)
         if link is None:
             return json_error(404, "no GitHub link for this subject")
         return web.json_response({"subject": subject, "githubLogin": link["githubLogin"]})
@@ -66,7 +66,7 @@ class IdentityLinkApi:
         if not self._authorized(request):
             return json_error(401, "unrecognized bearer token")
         subject = request.query.get("subject", "")
-        link = self._link(subject)
+        link = await self._link(subject)
         if link is None:
             return json_error(404, "no GitHub link for this subject")
         now = datetime.now(UTC)
@@ -84,10 +84,10 @@ class IdentityLinkApi:
             }
         )
 
-    def _link(self, subject: str) -> dict[str, str] | None:
+    async def _link(self, subject: str) -> dict[str, str] | None:
         if not subject:
             return None
-        return credentials.github_link(self.ctx.double.store, self.ctx.namespace, subject, self.key)
+        return await credentials.github_link(self.ctx.api, subject, self.key)
 
     async def _refresh(self, subject: str, link: dict[str, str], now: datetime) -> dict[str, str] | None:
         """The link after a refresh grant, stored; ``None`` when it has no usable refresh token or GitHub refuses."""
@@ -121,6 +121,6 @@ class IdentityLinkApi:
             fields["refreshToken"] = credentials.seal_field(str(grant["refresh_token"]), key)
             lifetime = int(grant.get("refresh_token_expires_in", 15811200))
             fields["refreshExpiresAt"] = credentials.js_iso(now + timedelta(seconds=lifetime))
-        credentials.write(self.ctx.double.store, self.ctx.namespace, subject, config.GITHUB_LINK_PREFIX, fields)
+        await credentials.write(self.ctx.api, subject, config.GITHUB_LINK_PREFIX, fields)
         self.ctx.log(f"identity-link: refreshed {subject}'s GitHub link")
-        return credentials.github_link(self.ctx.double.store, self.ctx.namespace, subject, self.key)
+        return await credentials.github_link(self.ctx.api, subject, self.key)

@@ -3,8 +3,9 @@
 The twin deploys ``fakes/openai/manifests/deployment.yaml`` and ``service.yaml`` (Service ``fake-openai``, port 80 to
 container 8080) unchanged, with the twin's own script in the ConfigMap ``fake-openai-rules``
 (``fakes/stack/manifests/45-model-script.yaml``). The container's ``FAKE_OPENAI_RULES`` names the file its volume
-mounts from that ConfigMap; here the node reads the same ConfigMap key from the API double when the pod starts, as
-the mounted file would be read at start (a change needs a pod restart, as on a cluster: failure mode 13).
+mounts from that ConfigMap; here the node gives the same ConfigMap key when the pod starts
+(:meth:`~fakes.stack.node.PodContext.mounted_file`), as the mounted file would be read at start (a change needs a
+pod restart, as on a cluster: failure mode 13).
 ``FAKE_OPENAI_API_KEYS`` (optional Secret ``fake-openai-keys``) limits the accepted keys; unset, any key is.
 
 State (rules added at run time, the capture of every call) lives in the pod: deleting it starts from the script.
@@ -24,22 +25,6 @@ RULES_ENV = "FAKE_OPENAI_RULES"
 KEYS_ENV = "FAKE_OPENAI_API_KEYS"
 
 
-def mounted_file(ctx: PodContext, path: str) -> str | None:
-    """The text of ``path`` as the pod's configMap volumes mount it, or ``None`` when no volume provides it."""
-    spec = ctx.pod.get("spec") or {}
-    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
-    for mount in ctx.container.get("volumeMounts") or []:
-        root = str(mount.get("mountPath", "")).rstrip("/") + "/"
-        source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
-        if not path.startswith(root) or not source.get("name"):
-            continue
-        config_map = ctx.double.store.get("configmaps", ctx.namespace, str(source["name"])) or {}
-        value = (config_map.get("data") or {}).get(path[len(root) :])
-        if value is not None:
-            return str(value)
-    return None
-
-
 def fake_openai(ctx: PodContext) -> FakeServicePod:
     """The pod's container: ``fakes.openai.serve`` with the mounted script and the accepted keys."""
     import fakes.openai
@@ -47,7 +32,7 @@ def fake_openai(ctx: PodContext) -> FakeServicePod:
     options: dict[str, Any] = {}
     rules_path = ctx.env.get(RULES_ENV)
     if rules_path:
-        text = mounted_file(ctx, rules_path)
+        text = ctx.mounted_file(rules_path)
         if text is None:
             raise FileNotFoundError(f"fake openai: cannot load rules: {rules_path} is not mounted in the pod")
         options["rules"] = Script.from_spec(json.loads(text))

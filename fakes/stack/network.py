@@ -1,28 +1,28 @@
-"""The twin's cluster network: Service names to the local servers behind their Ready pods.
+"""The twin's cluster network: Service names to the local servers behind their Ready pods (the node's kube-proxy).
 
 Inside the stack, services reach each other by Service DNS names (``http://agent-orchestrator-invoke:8081``); kube-proxy
 sends a connection to one of the Service's *ready endpoints*: pods matching its selector whose ``Ready`` condition
-is ``True`` and which are not terminating. The twin does the same from the double's objects: a Service's
-``targetPort`` (a number or a container port name) is looked up on the chosen pod, and the pod's container port
-leads to the local ``(host, port)`` its process listens on (``double.ports``, filled by the node). With no ready
-endpoint a connection is refused, as on a cluster, so a restarting service really is unreachable for its callers.
+is ``True`` and which are not terminating. The twin does the same from Services and pods it watches through the API
+(:class:`~fakes.kube.informer.Informer` caches, as kube-proxy watches): a Service's ``targetPort`` (a number or a
+container port name) is looked up on the chosen pod, and the pod's container port leads to the local ``(host, port)``
+its process listens on (the node's port table, :class:`PortTable`). With no ready endpoint a connection is refused,
+as on a cluster, so a restarting service really is unreachable for its callers.
 
 Never used by the specs: they reach services only through ``kubectl port-forward``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from fakes.kube.selectors import from_label_selector
-
-if TYPE_CHECKING:
-    from fakes.kube.double import KubeDouble
+from fakes.kube.client import Api
+from fakes.kube.informer import Informer
 
 
 class Unreachable(ConnectionError):
@@ -56,12 +56,28 @@ def container_port(pod: dict[str, Any], target: int | str) -> int | None:
     return None
 
 
-class Network:
-    """Resolve ``<service>[.<namespace>[.svc[.cluster.local]]]:<port>`` to a ready pod's local address."""
+class PortTable(Protocol):
+    """Where a pod's container port listens on this machine (the node's runtime knows)."""
 
-    def __init__(self, double: KubeDouble, namespace: str) -> None:
-        self.double = double
+    def target(self, namespace: str, pod: str, port: int) -> tuple[str, int] | None: ...
+
+
+class Network:
+    """Resolve ``<service>[.<namespace>[.svc[.cluster.local]]]:<port>`` to a ready pod's local address, from the
+    Services and pods of every namespace as ``api`` lists and watches them (:meth:`start`, :meth:`stop`)."""
+
+    def __init__(self, api: Api, ports: PortTable, namespace: str) -> None:
+        self.ports = ports
         self.namespace = namespace
+        self.services = Informer(api, "/api/v1/services")
+        self.pods = Informer(api, "/api/v1/pods")
+
+    async def start(self, timeout: float) -> None:
+        """Returns once both lists are in. Raises ``InformerNotSynced`` after ``timeout`` seconds."""
+        await asyncio.gather(self.services.start(timeout), self.pods.start(timeout))
+
+    async def stop(self) -> None:
+        await asyncio.gather(self.services.stop(), self.pods.stop())
 
     def split_host(self, host: str) -> tuple[str, str]:
         parts = host.split(".")
@@ -72,8 +88,7 @@ class Network:
     def endpoints(self, service: str, port: int, namespace: str | None = None) -> list[Endpoint]:
         """Every ready endpoint of ``service``'s ``port`` (the Service port, as a caller dials it)."""
         ns = namespace or self.namespace
-        store = self.double.store
-        svc = store.get("services", ns, service)
+        svc = self.services.get(service, ns)
         if svc is None:
             return []
         spec = svc.get("spec") or {}
@@ -83,14 +98,16 @@ class Network:
                 target = entry.get("targetPort", port)
         if target is None or not spec.get("selector"):
             return []
-        selector = from_label_selector({"matchLabels": spec["selector"]})
-        pods, _ = store.list("pods", ns)
+        selector = dict(spec["selector"])  # a Service selects by equality on every label it names
         found = []
-        for pod in pods:
-            if not selector.matches(pod.get("metadata", {}).get("labels") or {}) or not pod_ready(pod):
+        for pod in self.pods.items():
+            labels = pod.get("metadata", {}).get("labels") or {}
+            if pod["metadata"].get("namespace") != ns or not pod_ready(pod):
+                continue
+            if any(labels.get(key) != value for key, value in selector.items()):
                 continue
             number = container_port(pod, target)
-            mapped = self.double.ports.target(ns, pod["metadata"]["name"], number) if number is not None else None
+            mapped = self.ports.target(ns, pod["metadata"]["name"], number) if number is not None else None
             if mapped is not None:
                 found.append(Endpoint(pod["metadata"]["name"], number or 0, mapped[0], mapped[1]))
         return found

@@ -7,8 +7,15 @@ port-forward`` and the in-cluster :mod:`~fakes.stack.network` reach it. Deleting
 the real service keeps in memory is gone (a new pod starts from nothing), what it keeps on a volume claim survives
 (``PodContext.volume``). Job containers run to completion and report an exit code.
 
-The pod lifecycle around it (Pending -> Running -> Ready, Terminating, Succeeded/Failed) is the kubelet's part:
-:mod:`fakes.stack.kubelet` drives it through :meth:`Node.start` / :meth:`Node.stop`.
+The pod lifecycle around it (Pending -> Running -> Ready, Terminating, Succeeded/Failed) is the double's kubelet's
+part: it drives the node through :class:`NodeRunner`.
+
+The node is the one part of the twin that reaches into the API double, and only for what a node does: the port
+table and exec handlers (the container runtime), the log book, the environment and configMap volumes a kubelet
+builds, the node's clock (``PodContext.clock``: the cluster's wall clock, the double's). Everything a service does
+at the API goes through ``PodContext.api`` (:mod:`fakes.stack.cluster_api`), with the token of its pod's
+ServiceAccount: the node asks for it with a TokenRequest (bound to the pod, :data:`TOKEN_SECONDS`, renewed at 80 %
+of its life, as the kubelet's projected token volume is), so RBAC rules what a service may do.
 """
 
 from __future__ import annotations
@@ -24,17 +31,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fakes.kube.client import Api
+from fakes.kube.informer import Informer
 from fakes.kube.local_process import StoreSources, environment
+from fakes.stack import bugs as bug_switches
 from fakes.stack.bugs import Switches
+from fakes.stack.cluster_api import ClusterApi
 from fakes.stack.network import ClusterClient, Network
 from fakes.stack.profile import Effective
 
 if TYPE_CHECKING:
     from fakes.kube.double import KubeDouble
+    from fakes.kube.exec import ExecRequest, ExecResult
 
 log = logging.getLogger("fakes.stack")
 LOG_LINES = 2000
 """Lines of output kept per container (the node's `kubectl logs`)."""
+TOKEN_SECONDS = 3607
+"""The ``expirationSeconds`` the node asks for a pod's ServiceAccount token: the kubelet's projected volume's."""
+TOKEN_RENEW = 0.8
+"""The share of a token's life after which the node asks for a new one (the kubelet's token manager)."""
+WATCH_START_TIMEOUT = 30.0
+"""Seconds the node's own lists (Services, pods, the bug switches) may take to come in at start."""
+ExecHandler = Callable[["ExecRequest"], "ExecResult"]
 
 
 class Container(Protocol):
@@ -62,6 +81,7 @@ class PodContext:
     pod: dict[str, Any]
     container: dict[str, Any]
     env: dict[str, str]
+    api: ClusterApi
     lines: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=LOG_LINES))
 
     @property
@@ -77,8 +97,9 @@ class PodContext:
         return self.node.network
 
     @property
-    def double(self) -> KubeDouble:
-        return self.node.double
+    def clock(self) -> Callable[[], float]:
+        """The cluster's wall clock (seconds since the epoch): what ``creationTimestamp`` is written with."""
+        return self.node.clock
 
     @property
     def bugs(self) -> Switches:
@@ -94,6 +115,31 @@ class PodContext:
 
     def map_port(self, container_port: int, port: int, host: str = "127.0.0.1") -> None:
         self.node.double.ports.map(self.namespace, self.name, container_port, host, port)
+
+    def serve_exec(self, handler: ExecHandler | None) -> None:
+        """Answer ``kubectl exec`` into this pod with ``handler`` (``None``: stop answering), as the container's
+        own programs would."""
+        handlers = self.node.double.exec_handlers
+        if handler is None:
+            handlers.clear(self.namespace, self.name)
+        else:
+            handlers.set(self.namespace, self.name, handler)
+
+    def mounted_file(self, path: str) -> str | None:
+        """The text of ``path`` as the pod's configMap volumes mount it, or ``None`` when no volume provides it (read
+        at the call, as a file on the mounted volume is)."""
+        spec = self.pod.get("spec") or {}
+        volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+        for mount in self.container.get("volumeMounts") or []:
+            root = str(mount.get("mountPath", "")).rstrip("/") + "/"
+            source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
+            if not path.startswith(root) or not source.get("name"):
+                continue
+            config_map = self.node.double.store.get("configmaps", self.namespace, str(source["name"])) or {}
+            value = (config_map.get("data") or {}).get(path[len(root) :])
+            if value is not None:
+                return str(value)
+        return None
 
     def volume(self, claim: str) -> dict[str, Any]:
         """The durable state behind the persistentVolumeClaim ``claim`` (survives pod restarts)."""
@@ -121,23 +167,29 @@ class Running:
     context: PodContext
     container: Container
     task_started: float
+    renewal: asyncio.Task[None]
 
 
 class Node:
-    """Service instances by pod, on one event loop in its own thread (``start_loop`` / ``close``)."""
+    """Service instances by pod, on one event loop in its own thread (``start_loop`` / ``close``). ``api`` is the
+    node's own client of the API server (its kubelet's and kube-proxy's credentials)."""
 
     def __init__(
         self,
         double: KubeDouble,
+        api: Api,
         namespace: str,
         bugs: Switches | None = None,
         timing: Effective | None = None,
     ) -> None:
         self.double = double
+        self.api = api
         self.namespace = namespace
         self.bugs = bugs if bugs is not None else Switches()
         self.timing = timing if timing is not None else Effective()
-        self.network = Network(double, namespace)
+        self.clock: Callable[[], float] = double.clock.time
+        self.network = Network(api, double.ports, namespace)
+        self._bug_switches: Informer | None = None
         self.images: list[tuple[str, ContainerFactory]] = []
         #: The double's log book (``kubectl logs``), when its controllers run.
         self.logbook: Any = None
@@ -164,7 +216,23 @@ class Node:
     # --- the loop ---------------------------------------------------------------------------------------------
 
     def start_loop(self) -> None:
+        """Start the loop and the node's watches; returns once they have listed. Raises ``InformerNotSynced``."""
         self._thread.start()
+        self.submit(self.network.start(WATCH_START_TIMEOUT)).result(WATCH_START_TIMEOUT + 1.0)
+
+    def publish_bugs(self) -> None:
+        """Write the seed of the bug switches into their ConfigMap through the API and read them from its watch
+        from now on (:meth:`fakes.stack.bugs.Switches.follow`)."""
+        self.submit(self._publish_bugs()).result(WATCH_START_TIMEOUT + 1.0)
+
+    async def _publish_bugs(self) -> None:
+        manifest = bug_switches.configmap(self.bugs.seed, self.namespace)
+        api = ClusterApi(self.api, self.namespace)
+        await api.create("configmaps", manifest)
+        informer = api.informer("configmaps", fieldSelector=f"metadata.name={bug_switches.CONFIGMAP}")
+        await informer.start(WATCH_START_TIMEOUT)
+        self._bug_switches = informer
+        self.bugs.follow(lambda: informer.get(bug_switches.CONFIGMAP, self.namespace))
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -191,6 +259,10 @@ class Node:
         with self._lock:
             keys = list(self._running)
         await asyncio.gather(*(self.stop(ns, name, grace=1.0) for ns, name in keys), return_exceptions=True)
+        if self._bug_switches is not None:
+            await self._bug_switches.stop()
+        await self.network.stop()
+        await self.api.aclose()
 
     # --- instances --------------------------------------------------------------------------------------------
 
@@ -205,20 +277,50 @@ class Node:
         with self._lock:
             return self._volumes.setdefault((namespace, claim), {})
 
-    def context_for(self, pod: dict[str, Any]) -> PodContext:
+    def context_for(self, pod: dict[str, Any], token: str) -> PodContext:
+        """The pod's context, its API client authenticated with ``token`` (the pod's ServiceAccount's)."""
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
-        return PodContext(
-            self, pod, container, environment(pod, container, StoreSources(self.double.store), strict=False)
-        )
+        env = environment(pod, container, StoreSources(self.double.store), strict=False)
+        api = ClusterApi(self.api.with_token(token), str(pod["metadata"]["namespace"]))
+        return PodContext(self, pod, container, env, api)
+
+    async def _token(self, pod: dict[str, Any]) -> tuple[str, float]:
+        """A TokenRequest for the pod's ServiceAccount, bound to the pod: ``(token, lifetime seconds)``."""
+        meta = pod["metadata"]
+        account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "expirationSeconds": TOKEN_SECONDS,
+                "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta.get("uid")},
+            },
+        }
+        path = f"/api/v1/namespaces/{meta['namespace']}/serviceaccounts/{account}/token"
+        answer = await self.api.call("POST", path, request)
+        return str(answer["status"]["token"]), float(answer["spec"].get("expirationSeconds") or TOKEN_SECONDS)
+
+    async def _renew_token(self, pod: dict[str, Any], api: ClusterApi, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds * TOKEN_RENEW)
+            try:
+                token, seconds = await self._token(pod)
+            except Exception as exc:  # the kubelet retries; the old token is still good for a fifth of its life
+                log.warning("%s: renewing its token failed: %s", pod["metadata"]["name"], exc)
+                seconds = seconds / 4
+                continue
+            api.api.set_token(token)
 
     async def start(self, pod: dict[str, Any]) -> Running:
         """Start the pod's service and return once it serves. Raises what the service's start raises."""
         factory = self.factory_for(pod)
         if factory is None:
             raise KeyError(f"the twin's node runs no image {pod['spec']['containers'][0].get('image')!r}")
-        context = self.context_for(pod)
+        token, seconds = await self._token(pod)
+        context = self.context_for(pod, token)
+        renewal = asyncio.ensure_future(self._renew_token(pod, context.api, seconds))
         instance = factory(context)
-        running = Running(context, instance, time.monotonic())
+        running = Running(context, instance, time.monotonic(), renewal)
         with self._lock:
             self._running[(context.namespace, context.name)] = running
         context.log(f"starting {context.container.get('image')}")
@@ -247,6 +349,8 @@ class Node:
         except (TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
             log.warning("%s/%s did not stop cleanly within %.0fs: %r", namespace, name, grace, exc)
         self.double.ports.clear(namespace, name)
+        running.renewal.cancel()
+        await running.context.api.api.aclose()
 
 
 class PodProcessHandle:

@@ -41,19 +41,20 @@ import json
 import secrets
 from typing import Any
 
+import httpx
 from aiohttp import web
 
-from fakes.kube.errors import ApiError
 from fakes.stack import config, identity
 from fakes.stack.caller_tools import BadTools, CallerToolStore, cluster_qdrant, parse_tools
 from fakes.stack.chat import ChatFacade
+from fakes.stack.cluster_api import ApiError
 from fakes.stack.http import Listener, json_error
 from fakes.stack.invocation import Invocation
 from fakes.stack.model import ModelClient
 from fakes.stack.nats import NatsClient
 from fakes.stack.network import Unreachable
 from fakes.stack.node import PodContext
-from fakes.stack.planner import Planner
+from fakes.stack.planner import TOOLS, Planner
 from fakes.stack.redis import RedisClient, RedisUnavailable
 from fakes.stack.repo_gate import RepoGate
 from fakes.stack.skills import SkillIndex
@@ -61,6 +62,8 @@ from fakes.stack.skills import SkillIndex
 EMBEDDING_SIZE = 1536
 COLLECTIONS = ("tools", "skills", "agents", "caller_tools")
 ACTIVE = (None, "", "Pending", "Running")
+TOOLS_LIST_TIMEOUT = 10.0
+"""Seconds the first list of catalog Tools may take (a failure is retried with the rest of the warm-up)."""
 
 
 class TurnFailed(Exception):
@@ -112,9 +115,9 @@ class Orchestrator:
             chat_model=env.get("PLANNER_MODEL", "gpt-4o-mini"),
             embedding_model=env.get("EMBEDDING_MODEL", "text-embedding-3-small"),
         )
+        self.tools = self.ctx.api.informer(TOOLS)
         self.skills = SkillIndex(
-            self.ctx.double.store,
-            self.ctx.namespace,
+            self.ctx.api,
             qdrant,
             self.model,
             self.ctx.log,
@@ -122,8 +125,7 @@ class Orchestrator:
         )
         store = CallerToolStore(qdrant, self.model.embed)
         self.planner = Planner(
-            store=self.ctx.double.store,
-            namespace=self.ctx.namespace,
+            catalog=lambda name: self.tools.get(name, self.ctx.namespace),
             model=self.model,
             skills=self.skills,
             caller_tools=store,
@@ -136,9 +138,10 @@ class Orchestrator:
     async def stop(self, grace: float) -> None:
         self.draining = True
         await self.skills.stop()
+        await self.tools.stop()
         self.nats.unsubscribe_all()  # a held reply stays unacknowledged for the next orchestrator
         if "rollout-fails-run-transiently" in self.ctx.bugs:
-            self._fail_awaited_runs()
+            await self._fail_awaited_runs()
         for invocation in self.invocations.values():
             if invocation.task is not None:
                 invocation.task.cancel()
@@ -147,21 +150,20 @@ class Orchestrator:
         await self.http.aclose()
         self.invocations.clear()
 
-    def _fail_awaited_runs(self) -> None:
+    async def _fail_awaited_runs(self) -> None:
         """The broken version (rollout-fails-run-transiently): a stopping orchestrator marks every run it was
         waiting on ``Failed`` (that version's controller then re-derives ``Running`` from the still-running Job, so
         only a watch sees it)."""
 
-        def failed(obj: dict[str, Any]) -> None:
+        def failed(obj: dict[str, Any]) -> bool:
             obj.setdefault("status", {}).update(phase="Failed", message="orchestrator shutting down")
+            return True
 
         for invocation in self.invocations.values():
             if invocation.run and invocation.task is not None and not invocation.task.done():
                 try:
-                    self.ctx.double.store.mutate(
-                        config.AGENTRUNS, self.ctx.namespace, invocation.run, failed, subresource="status"
-                    )
-                except ApiError as exc:
+                    await self.ctx.api.mutate(config.AGENTRUNS, invocation.run, failed, sub="status")
+                except (ApiError, httpx.HTTPError) as exc:
                     self.ctx.log(f"orchestrator: could not mark {invocation.run} Failed: {exc}")
 
     async def _warm_up(self) -> None:
@@ -177,6 +179,7 @@ class Orchestrator:
                     )
                     if answer.status_code not in (200, 409):
                         raise Unreachable(f"qdrant answered {answer.status_code} creating {name}")
+                await self.tools.start(TOOLS_LIST_TIMEOUT)
                 await self._index_catalog(base)
                 await self.skills.start()
                 return
@@ -186,7 +189,7 @@ class Orchestrator:
 
     async def _index_catalog(self, base: str) -> None:
         for kind, collection in (("tools", "tools"), ("agents", "agents")):  # skills: fakes.stack.skills
-            items, _ = self.ctx.double.store.list(f"{kind}.{config.GROUP}", self.ctx.namespace)
+            items = await self.ctx.api.list(f"{kind}.{config.GROUP}")
             points = [
                 {
                     "id": index + 1,
@@ -302,8 +305,7 @@ class Orchestrator:
         return plan.text
 
     async def _run_turn(self, inv: Invocation) -> str:
-        store = self.ctx.double.store
-        agent = store.get(config.AGENTS, self.ctx.namespace, inv.agent)
+        agent = await self.ctx.api.get(config.AGENTS, inv.agent)
         if agent is None:
             raise TurnFailed(f"agent {inv.agent} is not in the catalog (is the community-components release deployed?)")
         caller = inv.identity or identity.invoke_caller(inv.caller, inv.subject if inv.subject != inv.caller else None)
@@ -316,26 +318,26 @@ class Orchestrator:
         if isinstance(verdict, identity.Refuse):
             return verdict.text
         try:
-            run = self._live_run(inv.session)
+            run = await self._live_run(inv.session)
             reattached = run is not None
             if run is None:
-                run = self._launch(inv, verdict)
+                run = await self._launch(inv, verdict)
         except RedisUnavailable as exc:
             raise TurnFailed(f"session store unavailable: {exc}") from None
         inv.run = run
         return await self._await_reply(inv, run, reattached)
 
-    def _live_run(self, session: str) -> str | None:
+    async def _live_run(self, session: str) -> str | None:
         raw = self.redis.get(f"sess:{session}")
         if not raw:
             return None
         run = json.loads(raw).get("run")
-        obj = self.ctx.double.store.get(config.AGENTRUNS, self.ctx.namespace, run) if run else None
+        obj = await self.ctx.api.get(config.AGENTRUNS, run) if run else None
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None
         return run if (obj.get("status") or {}).get("phase") in ACTIVE else None
 
-    def _launch(self, inv: Invocation, launch: identity.Launch) -> str:
+    async def _launch(self, inv: Invocation, launch: identity.Launch) -> str:
         name = f"{inv.agent}-{secrets.token_hex(4)}"
         run = {
             "apiVersion": f"{config.GROUP}/{config.VERSION}",
@@ -351,8 +353,8 @@ class Orchestrator:
             },
         }
         try:
-            self.ctx.double.store.create(config.AGENTRUNS, run)
-        except ApiError as exc:
+            await self.ctx.api.create(config.AGENTRUNS, run)
+        except (ApiError, httpx.HTTPError) as exc:
             raise TurnFailed(f"could not create the AgentRun: {exc}") from None
         self.redis.set(f"sess:{inv.session}", json.dumps({"run": name, "invocation": inv.id}))
         self.ctx.log(f"launched AgentRun {name} for {inv.session}")

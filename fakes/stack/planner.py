@@ -59,7 +59,6 @@ from fakes.stack.model import Completion, ModelClient, ModelToolCall
 from fakes.stack.skills import Skill, SkillIndex
 
 if TYPE_CHECKING:
-    from fakes.kube.store import Store
     from fakes.stack.network import ClusterClient
 
 TOOLS = f"tools.{config.GROUP}"
@@ -150,8 +149,7 @@ class Planner:
     def __init__(
         self,
         *,
-        store: Store,
-        namespace: str,
+        catalog: Callable[[str], dict[str, Any] | None],
         model: ModelClient,
         skills: SkillIndex,
         caller_tools: CallerToolStore,
@@ -160,8 +158,7 @@ class Planner:
         bugs: Container[str],
         log: Callable[[str], None],
     ) -> None:
-        self.store = store
-        self.namespace = namespace
+        self.catalog = catalog
         self.model = model
         self.skills = skills
         self.caller_tools = caller_tools
@@ -262,7 +259,7 @@ class Planner:
         return chosen
 
     def _catalog_tool(self, name: str) -> dict[str, Any] | None:
-        obj = self.store.get(TOOLS, self.namespace, name)
+        obj = self.catalog(name)
         if obj is None:
             self.log(f"planner: the skill names catalog tool {name}, which does not exist")
             return None
@@ -303,7 +300,7 @@ class Planner:
             advertised = call.name in plan.advertised
             if name in caller_names and (advertised or leaky):
                 returned.append(ModelToolCall(call.id, name, call.arguments))
-            elif (advertised or leaky) and self.store.get(TOOLS, self.namespace, call.name) is not None:
+            elif (advertised or leaky) and self.catalog(call.name) is not None:
                 run.append(call)
             elif leaky:
                 returned.append(call)
@@ -316,7 +313,7 @@ class Planner:
         return returned, run
 
     async def _execute(self, call: ModelToolCall) -> str:
-        obj = self.store.get(TOOLS, self.namespace, call.name) or {}
+        obj = self.catalog(call.name) or {}
         http = (obj.get("spec") or {}).get("http") or {}
         if not isinstance(http, dict) or not http.get("url"):
             return f"tool {call.name} has no runner in this deployment"

@@ -53,10 +53,10 @@ class RedisServer:
     async def start(self) -> None:
         self.server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
         self.ctx.map_port(config.REDIS_PORT, self.server.sockets[0].getsockname()[1])
-        self.ctx.double.exec_handlers.set(self.ctx.namespace, self.ctx.name, self.exec)
+        self.ctx.serve_exec(self.exec)
 
     async def stop(self, grace: float) -> None:
-        self.ctx.double.exec_handlers.clear(self.ctx.namespace, self.ctx.name)
+        self.ctx.serve_exec(None)
         with self.lock:
             self.data.clear()
         if self.server is not None:

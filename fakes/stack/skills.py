@@ -27,17 +27,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fakes.kube.store import StoreEvent
 from fakes.stack import config
 from fakes.stack.caller_tools import PREFIX
 from fakes.stack.model import ModelClient
 
 if TYPE_CHECKING:
-    from fakes.kube.store import Store
+    from fakes.kube.informer import Informer
+    from fakes.stack.cluster_api import ClusterApi
 
 COLLECTION = "skills"
 SKILLS = f"skills.{config.GROUP}"
-SKILLS_KEY = f"{config.GROUP}/skills"
+LIST_TIMEOUT = 10.0
+"""Seconds the first list of Skills may take at start (a failure is retried with the rest of the warm-up)."""
 CANDIDATES = 3
 MIN_SCORE = 0.2
 """Cosine score a skill's embedding must reach to be a candidate (the twin's retrieval threshold)."""
@@ -79,12 +80,12 @@ def point_id(name: str) -> str:
 
 
 class SkillIndex:
-    """Skill resources of ``namespace`` mirrored into Qdrant (see the module docstring)."""
+    """Skill resources of ``api``'s namespace, watched through the API, mirrored into Qdrant (see the module
+    docstring)."""
 
     def __init__(
         self,
-        store: Store,
-        namespace: str,
+        api: ClusterApi,
         qdrant: Qdrant,
         model: ModelClient,
         log: Callable[[str], None],
@@ -92,37 +93,33 @@ class SkillIndex:
         retry: float,
     ) -> None:
         """``retry``: seconds between indexing attempts after a failure (the profile's ``skill_index_retry``)."""
-        self.store = store
+        self.api = api
         self.retry = retry
-        self.namespace = namespace
         self.qdrant = qdrant
         self.model = model
         self.log = log
         self.dirty: set[str] = set()
         self.wake = asyncio.Event()
-        self.subscription: Any = None
+        self.skills: Informer | None = None
         self.worker: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Index every Skill now (raises when that fails: the orchestrator is not warm yet), then follow changes."""
-        loop = asyncio.get_running_loop()
-
-        def feed(event: StoreEvent) -> None:  # on the double's loop
-            if event.namespace == self.namespace:
-                loop.call_soon_threadsafe(self._mark, event.name)
-
-        if self.subscription is None:
-            self.subscription = self.store.subscribe(feed, [SKILLS_KEY])
-        items, _ = self.store.list(SKILLS, self.namespace)
-        names = {str(item["metadata"]["name"]) for item in items}
+        if self.skills is None:
+            self.skills = self.api.informer(SKILLS, lambda _kind, obj: self._mark(str(obj["metadata"]["name"])))
+        await self.skills.start(LIST_TIMEOUT)
+        self.dirty.clear()  # the list's own events: indexed just below
+        names = {str(item["metadata"]["name"]) for item in self.skills.items()}
         await self._sync(names | await self._indexed_names())
         if self.worker is None:
             self.worker = asyncio.ensure_future(self._work())
 
+    def _skill(self, name: str) -> dict[str, Any] | None:
+        return self.skills.get(name, self.api.namespace) if self.skills is not None else None
+
     async def stop(self) -> None:
-        if self.subscription is not None:
-            self.subscription.cancel()
-            self.subscription = None
+        if self.skills is not None:
+            await self.skills.stop()  # its cache stays as it was last seen
         if self.worker is not None:
             self.worker.cancel()
             self.worker = None
@@ -148,9 +145,9 @@ class SkillIndex:
         present: list[str] = []
         gone: list[str] = []
         for name in sorted(names):
-            obj = self.store.get(SKILLS, self.namespace, name)
+            obj = self._skill(name)
             (present if obj is not None and not obj["metadata"].get("deletionTimestamp") else gone).append(name)
-        skills = [Skill.from_resource(self.store.get(SKILLS, self.namespace, name) or {}) for name in present]
+        skills = [Skill.from_resource(self._skill(name) or {}) for name in present]
         if skills:
             vectors = await self.model.embed([f"{s.name}: {s.description}" for s in skills])
             points = [
@@ -187,7 +184,7 @@ class SkillIndex:
         )
         found = []
         for hit in hits:
-            obj = self.store.get(SKILLS, self.namespace, str(hit["payload"]["name"]))
+            obj = self._skill(str(hit["payload"]["name"]))
             if obj is not None and not obj["metadata"].get("deletionTimestamp"):
                 found.append(Skill.from_resource(obj))
         return found

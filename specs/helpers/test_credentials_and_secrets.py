@@ -4,13 +4,16 @@ opens
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 
 import pytest
 
 from fakes.kube import KubeHandle
+from fakes.kube.client import Api
 from fakes.stack import credentials as twin_credentials
+from fakes.stack.cluster_api import ClusterApi
 from specs.agent_controller.cluster_secrets import SecretMissing, read_secret_value
 from specs.agent_controller.credentials import (
     CLAUDE_SETUP_TOKEN,
@@ -36,17 +39,30 @@ def test_a_field_the_harness_encrypts_opens_in_the_twin_under_that_key_only() ->
     assert twin_credentials.open_field("not:three-parts", decode_key(KEY_TEXT)) is None
 
 
+def claude(handle: KubeHandle, subject: str, key_text: str) -> dict[str, str]:
+    """What the twin's reader finds for ``subject``, read through the double's API."""
+
+    async def read() -> dict[str, str]:
+        api = Api(handle.url, token=handle.token)
+        try:
+            return await twin_credentials.claude(ClusterApi(api, "default"), subject, key_text)
+        finally:
+            await api.aclose()
+
+    return asyncio.run(read())
+
+
 def test_seeded_claude_credentials_are_found_for_their_subject_alone(fake_kube: KubeHandle) -> None:
     store = CredentialStore(fake_kube.kube(namespace="default"), decode_key(KEY_TEXT))
     store.seed_all_claude("github:e2e-user")
     store.seed_all_claude("github:e2e-user")  # applied: replaces, no conflict
-    found = twin_credentials.claude(fake_kube.store, "default", "github:e2e-user", KEY_TEXT)
+    found = claude(fake_kube, "github:e2e-user", KEY_TEXT)
     assert sorted(found) == ["CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_LOGIN_CREDENTIALS_JSON"]
-    assert twin_credentials.claude(fake_kube.store, "default", "client-integration-gateway", KEY_TEXT) == {}
+    assert claude(fake_kube, "client-integration-gateway", KEY_TEXT) == {}
     other_key = base64.b64encode(os.urandom(32)).decode()
-    assert twin_credentials.claude(fake_kube.store, "default", "github:e2e-user", other_key) == {}
+    assert claude(fake_kube, "github:e2e-user", other_key) == {}
     store.delete_all()
-    assert twin_credentials.claude(fake_kube.store, "default", "github:e2e-user", KEY_TEXT) == {}
+    assert claude(fake_kube, "github:e2e-user", KEY_TEXT) == {}
 
 
 def test_secret_values_are_read_and_never_printed(fake_kube: KubeHandle) -> None:

@@ -70,8 +70,29 @@ FIVE = [
 ]
 
 
+class Listed:
+    """Just enough of an informer: the objects it was given, a watch that never fires."""
+
+    def __init__(self, objects: dict[str, dict[str, Any]]) -> None:
+        self.objects = objects
+
+    async def start(self, timeout: float) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    def get(self, name: str, namespace: str = "") -> dict[str, Any] | None:
+        return self.objects.get(name)
+
+    def items(self) -> list[dict[str, Any]]:
+        return list(self.objects.values())
+
+
 class Catalog:
-    """Just enough of the API double's store: Skills and Tools by name, a change feed nobody fires."""
+    """Just enough of a service's API client: Skills and Tools by name, informers whose watch nobody fires."""
+
+    namespace = NS
 
     def __init__(self, qdrant_url: str) -> None:
         def skill(name: str, description: str, **spec: Any) -> dict[str, Any]:
@@ -102,14 +123,8 @@ class Catalog:
             },
         }
 
-    def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.objects.get(resource, {}).get(name)
-
-    def list(self, resource: str, namespace: str) -> tuple[list[dict[str, Any]], str]:
-        return list(self.objects.get(resource, {}).values()), "1"
-
-    def subscribe(self, callback: Callable[[Any], None], keys: Any) -> Any:
-        return type("Subscription", (), {"cancel": lambda self: None})()
+    def informer(self, resource: str, on_event: Any = None, **params: Any) -> Listed:
+        return Listed(self.objects.get(resource, {}))
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +156,11 @@ def plan(model: FakeHandle[OpenAIFake], qdrant: Any) -> PlanRun:
                     )
                 llm = ModelClient(http, base_url=f"{model.url}/v1", api_key="k")  # type: ignore[arg-type]
                 catalog = Catalog(qdrant.url)
-                skills = SkillIndex(catalog, NS, q, llm, lambda line: None, retry=0.5)  # type: ignore[arg-type]
+                skills = SkillIndex(catalog, q, llm, lambda line: None, retry=0.5)  # type: ignore[arg-type]
                 await skills.start()
                 await skills.stop()
                 planner = Planner(
-                    store=catalog,  # type: ignore[arg-type]  # duck-typed stand-in for the API double's Store
-                    namespace=NS,
+                    catalog=catalog.objects["tools.core.controller-agent.dev"].get,
                     model=llm,
                     skills=skills,
                     caller_tools=CallerToolStore(q, llm.embed),

@@ -4,12 +4,15 @@ port-forwards, as the cluster specs do."""
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import fakes.stack
 from harness import ForwardPool, PortForwardDied, fetch_through_sync, unique_issue_number, wait_for_sync
@@ -227,3 +230,51 @@ def test_runs_wait_for_a_stopped_core_controller_and_are_launched_when_it_return
     assert phase in ("Running", "Succeeded", "Failed")
     env = kube.kubectl_json("get", "job", "spec-while-down")["spec"]["template"]["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env].count("AGENT_ACTOR_LOGIN") == 1
+
+
+def _manifest(kind: str, name: str) -> dict[str, Any]:
+    """The object ``kind``/``name`` as the twin's release manifest holds it (one without profile templates)."""
+    text = (Path(fakes.stack.__file__).parent / "manifests" / "40-release.yaml").read_text()
+    for document in text.split("\n---\n"):
+        if f"kind: {kind}\n" in document and f"  name: {name}\n" in document:
+            return dict(yaml.safe_load(document))
+    raise KeyError(f"no {kind} {name} in the twin's release manifest")
+
+
+def test_the_orchestrator_calls_the_api_as_its_service_account_under_its_role(kube: Any, pool: ForwardPool) -> None:
+    role = _manifest("Role", "agent-orchestrator")
+    drifted = copy.deepcopy(role)
+    drifted["rules"][0]["resources"].remove("agents")  # RBAC drift: the catalog's Agents no longer readable
+    headers = {"authorization": "Bearer e2e-gateway-token"}
+    kube.kubectl("apply", "-f", "-", input=json.dumps(drifted))
+    try:
+        answer = fetch_through_sync(
+            pool.get(kube, *ORCHESTRATOR),
+            "POST",
+            "/invoke",
+            headers=headers,
+            json={"session": "spec:rbac", "input": "hi"},
+        )
+        assert answer.status_code == 202
+        settled = wait_for_sync(
+            "the invocation under the drifted Role to settle",
+            lambda: (
+                body
+                if (
+                    body := fetch_through_sync(
+                        pool.get(kube, *ORCHESTRATOR), "GET", f"/invoke/{answer.json()['id']}", headers=headers
+                    ).json()
+                )["status"]
+                != "pending"
+                else None
+            ),
+            timeout=60.0,
+            interval=0.2,
+        )
+    finally:
+        kube.kubectl("apply", "-f", "-", input=json.dumps(role))
+    assert settled["status"] == "failed"
+    assert (
+        'User "system:serviceaccount:controller-agent:agent-orchestrator" cannot get resource "agents" in API group '
+        '"core.controller-agent.dev" in the namespace "controller-agent"'
+    ) in settled["error"]
