@@ -103,3 +103,11 @@ def test_a_circle_under_type_checking_fails(copy: Path) -> None:
     assert done.returncode != 0
     assert "No cycles are allowed in fakes." in done.stdout
     assert ".admin -> .runtime" in done.stdout or ".runtime -> .admin" in done.stdout
+
+
+def test_a_twin_service_importing_the_doubles_store_fails(copy: Path) -> None:
+    _plant(copy / "fakes" / "stack" / "gateway.py", "from fakes.kube.store import Store as _Planted  # noqa: F401")
+    done = _lint_imports(copy)
+    assert done.returncode != 0
+    assert "The twin's services reach Kubernetes only through the API client" in done.stdout
+    assert "fakes.stack.gateway -> fakes.kube.store" in done.stdout
