@@ -7,12 +7,14 @@ What a kubelet writes of its Node and Lease follows ``pkg/kubelet/kubelet_node_s
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 from typing import Any
 
 import pytest
 
+from fakes.kube.node.node import POD_CIDR
 from harness import process
 
 pytestmark = [pytest.mark.control_plane, pytest.mark.timeout(300)]
@@ -67,7 +69,8 @@ def test_a_pod_is_bound_to_it_and_its_process_ends_with_the_pods_deletion(local_
     kube.kubectl("wait", "--for=condition=Ready", "pod/sleeper", "--timeout=60s", timeout=KUBECTL_TIMEOUT)
     pod = _json(kube, "get", "pod", "sleeper")
     assert pod["spec"]["nodeName"] == "local-node"
-    assert pod["status"]["podIP"] == "127.0.0.1"
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(POD_CIDR)  # never loopback
+    assert pod["status"]["hostIP"] == "127.0.0.1"
     started = set(process.LIVE_CHILDREN) - before
     assert len(started) == 1, started  # the container's process, in its own group
     (pid,) = started

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,9 @@ import httpx
 
 from fakes.kube.client import Api, ApiError
 from fakes.kube.controllers.node import healthy_conditions
-from fakes.kube.local_process import config_map_data, secret_data
 from fakes.kube.node.kubelet import KubeletServer, Surface
 from fakes.kube.node.pods import Container, Hooks, PodWorker, rfc3339
+from fakes.kube.node.sources import Fetched, fetch_sources
 
 log = logging.getLogger("fakes.kube.node")
 Obj = dict[str, Any]
@@ -43,6 +44,10 @@ WATCH_RETRY_SECONDS = 1.0
 """Seconds between a failed pod watch and the next list."""
 STOP_TIMEOUT = 30.0
 LABEL = "stack-harness.dev/local-node"
+POD_CIDR = "10.244.0.0/24"
+"""The Node's ``spec.podCIDR``; each pod's IP comes from it. Never dialled: the API server refuses loopback pod
+addresses in Endpoints and EndpointSlices, so pods need addresses of their own, and everything that reaches a pod's
+port goes through this node's port table on 127.0.0.1 (port-forward, and the stack twin's network)."""
 
 
 class NodeError(Exception):
@@ -63,6 +68,10 @@ class LocalNode:
         self._workers: dict[str, PodWorker] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._pending: set[asyncio.Future[None]] = set()
+        #: ``runtime(pod, container name)``: a process-like run for a container that is not of the local-process
+        #: contract (see :class:`~fakes.kube.node.pods.Hooks`), or ``None`` to simulate it; set before pods arrive.
+        self.runtime: Callable[[Obj, str], Any] | None = None
+        self._addresses: dict[str, str] = {}
 
     def __enter__(self) -> LocalNode:
         return self.start()
@@ -160,7 +169,8 @@ class LocalNode:
             "beta.kubernetes.io/arch": "amd64",
             LABEL: "true",
         }
-        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": labels}, "spec": {}}
+        spec = {"podCIDR": POD_CIDR, "podCIDRs": [POD_CIDR]}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": labels}, "spec": spec}
         try:
             await self.api.call("POST", "/api/v1/nodes", node)
         except ApiError as exc:
@@ -277,12 +287,30 @@ class LocalNode:
         self.surface.local_runs.drop(worker.namespace, worker.name)
         self.surface.ports.clear(worker.namespace, worker.name)
         self.surface.store.drop(worker.namespace, worker.name)
+        self._addresses.pop(uid, None)
         self.kubelet.logs.forget(uid)
 
     def _hooks(self) -> Hooks:
         return Hooks(
-            self._patch_status, self._delete, self._sources, self._on_run, self._on_output, self._on_end, self._event
+            self._patch_status,
+            self._delete,
+            self._sources,
+            self._on_run,
+            self._on_output,
+            self._on_end,
+            self._event,
+            runtime=lambda pod, name: self.runtime(pod, name) if self.runtime is not None else None,
+            pod_ip=self._pod_ip,
         )
+
+    def _pod_ip(self, pod: Obj) -> str:
+        """The pod's address from :data:`POD_CIDR`, one per pod uid until the pod is gone."""
+        uid = str(pod["metadata"]["uid"])
+        if uid not in self._addresses:
+            taken = set(self._addresses.values())
+            free = (str(a) for a in ipaddress.ip_network(POD_CIDR).hosts() if str(a) not in taken)
+            self._addresses[uid] = next(free, "")  # a full range writes no address, as a kubelet without IPs
+        return self._addresses[uid]
 
     async def _patch_status(self, pod: Obj, status: Obj) -> Obj:
         meta = pod["metadata"]
@@ -307,36 +335,8 @@ class LocalNode:
             if exc.status not in (404, 409):
                 log.warning("pod %s/%s not deleted: %s", meta["namespace"], meta["name"], exc)
 
-    async def _sources(self, pod: Obj) -> _Fetched:
-        """Every ConfigMap and Secret the pod's environment names, read now (missing ones as ``None``)."""
-        namespace = str(pod["metadata"]["namespace"])
-        wanted: set[tuple[str, str]] = set()
-        spec = pod.get("spec") or {}
-        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
-            for source in c.get("envFrom") or []:
-                wanted |= {
-                    (k, str(source[key]["name"]))
-                    for k, key in (("configmaps", "configMapRef"), ("secrets", "secretRef"))
-                    if key in source
-                }
-            for env in c.get("env") or []:
-                ref = env.get("valueFrom") or {}
-                wanted |= {
-                    (k, str(ref[key]["name"]))
-                    for k, key in (("configmaps", "configMapKeyRef"), ("secrets", "secretKeyRef"))
-                    if key in ref
-                }
-        found: dict[tuple[str, str], Mapping[str, str] | None] = {}
-        for kind, name in wanted:
-            try:
-                obj = await self.api.call("GET", f"/api/v1/namespaces/{namespace}/{kind}/{name}")
-            except ApiError as exc:
-                if exc.status != 404:
-                    raise
-                found[(kind, name)] = None
-                continue
-            found[(kind, name)] = secret_data(obj) if kind == "secrets" else config_map_data(obj)
-        return _Fetched(found)
+    async def _sources(self, pod: Obj) -> Fetched:
+        return await fetch_sources(self.api, pod)
 
     def _on_run(self, pod: Obj, c: Container) -> None:
         meta = pod["metadata"]
@@ -386,19 +386,6 @@ class LocalNode:
         meta = pod["metadata"]
         self.kubelet.logs.end_run(str(meta["uid"]), c.name, c.container_id)
         self.surface.local_runs.drop(str(meta["namespace"]), str(meta["name"]), c.name)
-
-
-class _Fetched:
-    """The Secrets and ConfigMaps read for one pod (:class:`fakes.kube.local_process.Sources`)."""
-
-    def __init__(self, found: dict[tuple[str, str], Mapping[str, str] | None]) -> None:
-        self.found = found
-
-    def config_map(self, _namespace: str, name: str) -> Mapping[str, str] | None:
-        return self.found.get(("configmaps", name))
-
-    def secret(self, _namespace: str, name: str) -> Mapping[str, str] | None:
-        return self.found.get(("secrets", name))
 
 
 def _micro(when: float) -> str:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from fakes.kube.local_process import (
     ConfigError,
@@ -53,6 +53,24 @@ def rfc3339(when: float) -> str:
     return datetime.fromtimestamp(int(when), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class Run(Protocol):
+    """One run of a container as the worker watches it (:class:`~fakes.kube.local_process.LocalProcess`, or what a
+    :attr:`Hooks.runtime` gives): ``exit_code`` (``None`` while it runs), ``started_at`` (epoch seconds)."""
+
+    @property
+    def exit_code(self) -> int | None: ...
+
+    started_at: float
+
+    def ready(self) -> bool: ...
+
+    def terminate(self, grace: float) -> None: ...
+
+    def wait(self, timeout: float) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+
 @dataclass
 class Container:
     """One container's state as the kubelet keeps it."""
@@ -67,7 +85,7 @@ class Container:
     container_id: str = ""
     ready: bool = False
     started: bool = False
-    process: LocalProcess | None = None
+    process: Run | None = None
     launch: Launch | None = None
     workdir: str | None = None
     backoff: float = 0.0
@@ -104,8 +122,10 @@ class Hooks:
     (awaitable), ``sources(pod)`` (awaitable; the Secrets and ConfigMaps its environment reads, as a
     :class:`~fakes.kube.local_process.Sources`), ``on_run(pod, container)`` (a run began: its log, its ports),
     ``on_output(pod, container name, container id, stream, line)`` (from the run's reading thread), ``on_end(pod,
-    container)`` (the run ended), ``event(pod, type, reason, message)`` (a kubelet's event on the pod) and the node's
-    ``host_ip``."""
+    container)`` (the run ended), ``event(pod, type, reason, message)`` (a kubelet's event on the pod), the node's
+    ``host_ip`` (also the pods' IP unless ``pod_ip(pod)`` gives one), and ``runtime(pod, container name)``: a
+    :class:`Run` for a container that is not of the local-process contract but that the node runs another way (the
+    stack twin's services), or ``None`` to simulate it."""
 
     patch_status: Callable[[Obj, Obj], Any]
     delete: Callable[[Obj], Any]
@@ -115,6 +135,8 @@ class Hooks:
     on_end: Callable[[Obj, Container], None]
     event: Callable[[Obj, str, str, str], None]
     host_ip: str = "127.0.0.1"
+    runtime: Callable[[Obj, str], Any] = lambda _pod, _name: None
+    pod_ip: Callable[[Obj], str] | None = None
 
 
 class PodWorker:
@@ -209,8 +231,11 @@ class PodWorker:
             + hashlib.sha256(f"{self.pod['metadata']['uid']}/{c.name}/{c.restarts}/{now}".encode()).hexdigest()[:32]
         )
         if not c.local:
-            c.state, c.started, c.ready = {"running": {"startedAt": rfc3339(now)}}, True, True
+            c.process = self.hooks.runtime(self.pod, c.name)
+            c.state, c.started, c.ready = {"running": {"startedAt": rfc3339(now)}}, True, c.process is None
             self.hooks.on_run(self.pod, c)
+            if c.process is not None:
+                self.hooks.event(self.pod, "Normal", "Started", f"Started container {c.name}")
             return
         try:
             sources = await self.hooks.sources(self.pod)
@@ -369,6 +394,7 @@ class PodWorker:
             if c.get("type") not in ("Initialized", "Ready", "ContainersReady", "PodReadyToStartContainers")
         ]
         now = rfc3339(time.time())
+        pod_ip = self.hooks.pod_ip(self.pod) if self.hooks.pod_ip is not None else self.hooks.host_ip
 
         def condition(kind: str, true: bool) -> Obj:
             before: Obj = next((c for c in old if c.get("type") == kind), {})
@@ -387,8 +413,8 @@ class PodWorker:
             ],
             "hostIP": self.hooks.host_ip,
             "hostIPs": [{"ip": self.hooks.host_ip}],
-            "podIP": self.hooks.host_ip,
-            "podIPs": [{"ip": self.hooks.host_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
             "startTime": rfc3339(self.started),
             "containerStatuses": [c.status() for c in self.main],
         }
