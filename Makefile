@@ -75,9 +75,13 @@ matrix: venv
 # E2E_WORKERS: twice the cores: against the twin each worker has its own twin and shard, and the
 # cluster specs mostly wait on the stack's windows (on 2 cores, -m "cluster or twin": 258 s with 2 workers, 215 s
 # with 4, for 277 and 336 s of CPU). Against one cluster context the cluster specs stay one shard on one worker.
+# TWIN_ON=control-plane: each twin runs on a real control plane of its own with a local node instead of the API
+# double (its binaries built first, `make control-plane`); the specs and their selection are the same.
 E2E_WORKERS ?= $(shell echo $$(( 2 * $(CORES) )))
-e2e: venv
-	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m pytest specs -n $(E2E_WORKERS) --dist loadgroup -rfE $(PYTEST_ARGS)
+TWIN_ON ?= double
+e2e: venv $(if $(filter control-plane,$(TWIN_ON)),control-plane)
+	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= STACK_TWIN_ON=$(TWIN_ON) $(PY) -m pytest specs -n $(E2E_WORKERS) \
+	  --dist loadgroup -rfE $(PYTEST_ARGS)
 
 # The real control plane (harness.controlplane): `control-plane` builds its five binaries from their Go modules into
 # the per-user cache (about 6 minutes cold on 2 cores; nothing when current); `test-control-plane` builds, then runs

@@ -37,7 +37,7 @@ import fakes.kube
 from fakes.kube.client import Api
 from fakes.stack import bugs as bug_switches
 from fakes.stack import config
-from fakes.stack.node import Node, NodeRunner
+from fakes.stack.node import Host, Node, NodeRunner
 from fakes.stack.profile import Effective, effective
 from fakes.stack.up import Up
 
@@ -126,13 +126,13 @@ def serve(
         kubeconfig, context=context, namespace=config.NAMESPACE, kubectl_version=kubectl_version
     ) as kd:
         switches = bug_switches.Switches(switched)
-        node = Node(kd.double, Api.from_kubeconfig(kd.kubeconfig, kd.context), config.NAMESPACE, switches, timing)
+        host = Host(kd.double.ports, kd.double.exec_handlers, kd.controllers.logs, kd.double.clock.time)
+        node = Node(host, Api.from_kubeconfig(kd.kubeconfig, kd.context), config.NAMESPACE, switches, timing)
         register_images(node)
         try:
             node.start_loop()
             runner = NodeRunner(node)
             kd.controllers.kubelet.containers.register(runner.matches, runner)
-            node.logbook = kd.controllers.logs
 
             def run_kubectl(*args: str, input: str | None = None, timeout: float = 60.0) -> Any:
                 return kd.kubectl(*args, input=input, timeout=timeout, kubectl=kubectl)

@@ -1,5 +1,9 @@
-"""``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...] [--time-scale K] [--set NAME=S ...]``:
-run the stack twin.
+"""``python -m fakes.stack --kubeconfig PATH [--context NAME] [--bug NAME ...] [--time-scale K] [--set NAME=S ...]
+[--on double|control-plane]``: run the stack twin.
+
+``--on`` picks what it runs on: the API double (default; :func:`fakes.stack.serve`) or the real control plane of this
+machine with a local node (:mod:`fakes.stack.on_plane`; its binaries built by ``make control-plane``; ``--kubeconfig``
+must name a file that does not exist yet).
 
 ``--time-scale K`` (a number >= 1, default 1) divides every timing of the profile (``fakes/stack/profile.toml``) by K,
 never below an entry's floor; the scaled deployed values are what the twin's objects carry. ``--set NAME=SECONDS``
@@ -21,6 +25,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 import fakes.stack
 from fakes.stack.bugs import BUGS
@@ -73,6 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME=SECONDS",
         help="deploy this deployed profile value as given, in seconds (repeatable): a mis-set stack",
     )
+    parser.add_argument(
+        "--on",
+        choices=("double", "control-plane"),
+        default="double",
+        help="run on the API double (default) or on this machine's real control plane with a local node",
+    )
     parser.add_argument("--verbose", action="store_true", help="log the services' lines to stderr")
     return parser
 
@@ -93,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with fakes.stack.serve(
+        with _serve(args.on)(
             args.kubeconfig, args.context, bugs=args.bug, time_scale=args.time_scale, overrides=overrides
         ) as twin:
             print(
@@ -107,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "time_scale": timing.scale,
                         "profile": twin.timing.as_json(),
                         "start_seconds": round(twin.start_seconds, 3),
+                        "on": args.on,
                         "steps": {name: round(seconds, 3) for name, seconds in twin.up_steps},
                     }
                 ),
@@ -121,6 +133,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _serve(on: str) -> Any:
+    if on == "control-plane":
+        from fakes.stack import on_plane
+
+        return on_plane.serve
+    return fakes.stack.serve
 
 
 if __name__ == "__main__":

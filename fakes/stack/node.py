@@ -2,20 +2,20 @@
 
 A pod whose container image is one the twin knows (``twin.stack-harness.dev/<service>``, and the fakes' own
 ``fake-github:dev`` / ``fake-qdrant:dev``) gets an instance of that service on the node's event loop: its servers
-listen on 127.0.0.1 (OS-chosen ports) and its container ports are mapped in ``double.ports``, so ``kubectl
-port-forward`` and the in-cluster :mod:`~fakes.stack.network` reach it. Deleting the pod stops the instance: what
-the real service keeps in memory is gone (a new pod starts from nothing), what it keeps on a volume claim survives
-(``PodContext.volume``). Job containers run to completion and report an exit code.
+listen on 127.0.0.1 (OS-chosen ports) and its container ports are mapped in the host's port table (:class:`Host`),
+so ``kubectl port-forward`` and the in-cluster :mod:`~fakes.stack.network` reach it. Deleting the pod stops the
+instance: what the real service keeps in memory is gone (a new pod starts from nothing), what it keeps on a volume
+claim survives (``PodContext.volume``). Job containers run to completion and report an exit code.
 
-The pod lifecycle around it (Pending -> Running -> Ready, Terminating, Succeeded/Failed) is the double's kubelet's
-part: it drives the node through :class:`NodeRunner`.
+The pod lifecycle around it (Pending -> Running -> Ready, Terminating, Succeeded/Failed) is the kubelet's part: the
+API double's kubelet drives the node through :class:`NodeRunner`.
 
-The node is the one part of the twin that reaches into the API double, and only for what a node does: the port
-table and exec handlers (the container runtime), the log book, the environment and configMap volumes a kubelet
-builds, the node's clock (``PodContext.clock``: the cluster's wall clock, the double's). Everything a service does
-at the API goes through ``PodContext.api`` (:mod:`fakes.stack.cluster_api`), with the token of its pod's
-ServiceAccount: the node asks for it with a TokenRequest (bound to the pod, :data:`TOKEN_SECONDS`, renewed at 80 %
-of its life, as the kubelet's projected token volume is), so RBAC rules what a service may do.
+The node is the one part of the twin that does what a node does: its :class:`Host` serves the pods' ports, exec and
+logs, and gives the wall clock (``PodContext.clock``); through its own API client it reads the ConfigMaps and
+Secrets a pod's environment and volumes name, as a kubelet does before a start. Everything a service does at the
+API goes through ``PodContext.api`` (:mod:`fakes.stack.cluster_api`), with the token of its pod's ServiceAccount:
+the node asks for it with a TokenRequest (bound to the pod, :data:`TOKEN_SECONDS`, renewed at 80 % of its life, as
+the kubelet's projected token volume is), so RBAC rules what a service may do.
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fakes.kube.client import Api
+from fakes.kube.extensions import ExecHandlers, PortMap
 from fakes.kube.informer import Informer
-from fakes.kube.local_process import StoreSources, environment
+from fakes.kube.local_process import environment
+from fakes.kube.logs import LogBook
+from fakes.kube.node.sources import Fetched, fetch_sources
 from fakes.stack import bugs as bug_switches
 from fakes.stack.bugs import Switches
 from fakes.stack.cluster_api import ClusterApi
@@ -41,7 +44,6 @@ from fakes.stack.network import ClusterClient, Network
 from fakes.stack.profile import Effective
 
 if TYPE_CHECKING:
-    from fakes.kube.double import KubeDouble
     from fakes.kube.exec import ExecRequest, ExecResult
 
 log = logging.getLogger("fakes.stack")
@@ -82,6 +84,7 @@ class PodContext:
     container: dict[str, Any]
     env: dict[str, str]
     api: ClusterApi
+    sources: Fetched
     lines: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=LOG_LINES))
 
     @property
@@ -114,20 +117,20 @@ class PodContext:
         return ClusterClient(self.node.network, timeout=timeout)
 
     def map_port(self, container_port: int, port: int, host: str = "127.0.0.1") -> None:
-        self.node.double.ports.map(self.namespace, self.name, container_port, host, port)
+        self.node.host.ports.map(self.namespace, self.name, container_port, host, port)
 
     def serve_exec(self, handler: ExecHandler | None) -> None:
         """Answer ``kubectl exec`` into this pod with ``handler`` (``None``: stop answering), as the container's
         own programs would."""
-        handlers = self.node.double.exec_handlers
+        handlers = self.node.host.exec_handlers
         if handler is None:
             handlers.clear(self.namespace, self.name)
         else:
             handlers.set(self.namespace, self.name, handler)
 
     def mounted_file(self, path: str) -> str | None:
-        """The text of ``path`` as the pod's configMap volumes mount it, or ``None`` when no volume provides it (read
-        at the call, as a file on the mounted volume is)."""
+        """The text of ``path`` as the pod's configMap volumes mount it, or ``None`` when no volume provides it (as
+        the ConfigMap was when the pod started)."""
         spec = self.pod.get("spec") or {}
         volumes = {v.get("name"): v for v in spec.get("volumes") or []}
         for mount in self.container.get("volumeMounts") or []:
@@ -135,8 +138,8 @@ class PodContext:
             source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
             if not path.startswith(root) or not source.get("name"):
                 continue
-            config_map = self.node.double.store.get("configmaps", self.namespace, str(source["name"])) or {}
-            value = (config_map.get("data") or {}).get(path[len(root) :])
+            data = self.sources.config_map(self.namespace, str(source["name"])) or {}
+            value = data.get(path[len(root) :])
             if value is not None:
                 return str(value)
         return None
@@ -148,7 +151,7 @@ class PodContext:
     def log(self, message: str) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.lines.append(f"{stamp} {message}")
-        book = self.node.logbook
+        book = self.node.host.logs
         if book is not None:
             with contextlib.suppress(KeyError):  # the pod is already gone
                 book.append(self.namespace, self.name, message)
@@ -170,29 +173,41 @@ class Running:
     renewal: asyncio.Task[None]
 
 
+@dataclass
+class Host:
+    """What the node's pods get from the machine that runs them (the API double's kubelet, or a local node of a
+    real control plane): the port table ``kubectl port-forward`` reaches containers through, the exec handlers
+    ``kubectl exec`` runs, the log book ``kubectl logs`` reads (``None``: lines only in :meth:`Node.logs`), and the
+    wall clock (seconds since the epoch)."""
+
+    ports: PortMap
+    exec_handlers: ExecHandlers
+    logs: LogBook | None
+    clock: Callable[[], float] = time.time
+
+
 class Node:
-    """Service instances by pod, on one event loop in its own thread (``start_loop`` / ``close``). ``api`` is the
-    node's own client of the API server (its kubelet's and kube-proxy's credentials)."""
+    """Service instances by pod, on one event loop in its own thread (``start_loop`` / ``close``). ``host`` is where
+    their ports, exec and logs are served; ``api`` the node's own client of the API server (its kubelet's and
+    kube-proxy's credentials)."""
 
     def __init__(
         self,
-        double: KubeDouble,
+        host: Host,
         api: Api,
         namespace: str,
         bugs: Switches | None = None,
         timing: Effective | None = None,
     ) -> None:
-        self.double = double
+        self.host = host
         self.api = api
         self.namespace = namespace
         self.bugs = bugs if bugs is not None else Switches()
         self.timing = timing if timing is not None else Effective()
-        self.clock: Callable[[], float] = double.clock.time
-        self.network = Network(api, double.ports, namespace)
+        self.clock: Callable[[], float] = host.clock
+        self.network = Network(api, host.ports, namespace)
         self._bug_switches: Informer | None = None
         self.images: list[tuple[str, ContainerFactory]] = []
-        #: The double's log book (``kubectl logs``), when its controllers run.
-        self.logbook: Any = None
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="twin-node", daemon=True)
         self._running: dict[tuple[str, str], Running] = {}
@@ -263,6 +278,10 @@ class Node:
             await self._bug_switches.stop()
         await self.network.stop()
         await self.api.aclose()
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:  # token renewals and services' own tasks: nothing outlives the loop
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     # --- instances --------------------------------------------------------------------------------------------
 
@@ -277,12 +296,13 @@ class Node:
         with self._lock:
             return self._volumes.setdefault((namespace, claim), {})
 
-    def context_for(self, pod: dict[str, Any], token: str) -> PodContext:
-        """The pod's context, its API client authenticated with ``token`` (the pod's ServiceAccount's)."""
+    def context_for(self, pod: dict[str, Any], token: str, sources: Fetched) -> PodContext:
+        """The pod's context, its API client authenticated with ``token`` (the pod's ServiceAccount's), its
+        environment and volumes from ``sources`` (read through the API as the pod starts)."""
         container = ((pod.get("spec") or {}).get("containers") or [{}])[0]
-        env = environment(pod, container, StoreSources(self.double.store), strict=False)
+        env = environment(pod, container, sources, strict=False)
         api = ClusterApi(self.api.with_token(token), str(pod["metadata"]["namespace"]))
-        return PodContext(self, pod, container, env, api)
+        return PodContext(self, pod, container, env, api, sources)
 
     async def _token(self, pod: dict[str, Any]) -> tuple[str, float]:
         """A TokenRequest for the pod's ServiceAccount, bound to the pod: ``(token, lifetime seconds)``."""
@@ -317,7 +337,7 @@ class Node:
         if factory is None:
             raise KeyError(f"the twin's node runs no image {pod['spec']['containers'][0].get('image')!r}")
         token, seconds = await self._token(pod)
-        context = self.context_for(pod, token)
+        context = self.context_for(pod, token, await fetch_sources(self.api, pod))
         renewal = asyncio.ensure_future(self._renew_token(pod, context.api, seconds))
         instance = factory(context)
         running = Running(context, instance, time.monotonic(), renewal)
@@ -348,13 +368,13 @@ class Node:
             await asyncio.wait_for(running.container.stop(grace), timeout=grace + 1.0)
         except (TimeoutError, Exception) as exc:  # the kubelet's SIGKILL after the grace period
             log.warning("%s/%s did not stop cleanly within %.0fs: %r", namespace, name, grace, exc)
-        self.double.ports.clear(namespace, name)
+        self.host.ports.clear(namespace, name)
         running.renewal.cancel()
         await running.context.api.api.aclose()
 
 
 class PodProcessHandle:
-    """The kubelet's view of one pod's service instance (the double's ``PodProcess``): polled on the double's loop,
+    """The kubelet's view of one pod's service instance (the double's ``PodProcess``): polled on the kubelet's loop,
     updated from the node's loop. ``ready()`` once the service serves; ``exit_code`` once it has stopped or, for a
     Job container, once its process ended."""
 
@@ -362,8 +382,10 @@ class PodProcessHandle:
         self.node = node
         self.namespace = str(pod["metadata"]["namespace"])
         self.name = str(pod["metadata"]["name"])
+        self.started_at = time.time()
         self._ready = False
         self._exit: int | None = None
+        self._exited = threading.Event()
         self._terminating = False
         node.submit(self._run(pod))
 
@@ -375,9 +397,25 @@ class PodProcessHandle:
         return self._exit
 
     def terminate(self, grace: float) -> None:
-        if not self._terminating:
-            self._terminating = True
-            self.node.submit(self._stop(grace))
+        if self._terminating:
+            return
+        self._terminating = True
+        if self.node.loop.is_closed():  # the node stopped every instance already
+            self._ended(self._exit if self._exit is not None else 143)
+            return
+        self.node.submit(self._stop(grace))
+
+    def kill(self) -> None:
+        self.terminate(0.0)
+
+    def wait(self, timeout: float) -> int | None:
+        """The exit code once the instance has stopped, waiting up to ``timeout`` seconds (``None`` if still up)."""
+        self._exited.wait(timeout)
+        return self._exit
+
+    def _ended(self, code: int) -> None:
+        self._exit = code
+        self._exited.set()
 
     async def _run(self, pod: dict[str, Any]) -> None:
         try:
@@ -385,7 +423,7 @@ class PodProcessHandle:
         except Exception as exc:  # a container that fails to start exits 1, as a process would
             log.warning("%s/%s failed to start: %s: %s", self.namespace, self.name, type(exc).__name__, exc)
             await self.node.stop(self.namespace, self.name, grace=0.0)
-            self._exit = 1
+            self._ended(1)
             return
         if self._terminating:
             return
@@ -395,13 +433,13 @@ class PodProcessHandle:
             code = await finished
             await self.node.stop(self.namespace, self.name, grace=1.0)
             self._ready = False
-            self._exit = code
+            self._ended(code)
 
     async def _stop(self, grace: float) -> None:
         self._ready = False
         await self.node.stop(self.namespace, self.name, grace=grace)
         if self._exit is None:
-            self._exit = 143  # SIGTERM
+            self._ended(143)  # SIGTERM
 
 
 class NodeRunner:
@@ -415,3 +453,7 @@ class NodeRunner:
 
     def start(self, pod: dict[str, Any]) -> PodProcessHandle:
         return PodProcessHandle(self.node, pod)
+
+    def for_local_node(self, pod: dict[str, Any], _container: str) -> PodProcessHandle | None:
+        """A local node's ``runtime`` hook: the pod's instance when the node knows its image, else ``None``."""
+        return self.start(pod) if self.matches(pod) else None

@@ -56,6 +56,12 @@ meaningful (its waits are formulas over the deployed profile; the floors keep wh
 real kubectl must act inside)."""
 
 
+_ON_WORDS = {"double": "the API double", "control-plane": "the real control plane with a local node"}
+ON_ENV = "STACK_TWIN_ON"
+"""What new twins run on (``double`` or ``control-plane``) when not told: the pytest option ``--twin-on`` sets it,
+so the pytest sessions a spec starts (the bug-switch specs') inherit it."""
+
+
 @dataclass
 class TwinInfo:
     """What the twin reported when it came up."""
@@ -81,9 +87,12 @@ class TwinSession:
         overrides: Mapping[str, float] | None = None,
         python: str = sys.executable,
         start_timeout: float = TWIN_START_TIMEOUT,
+        on: str | None = None,
     ) -> None:
         """``time_scale``: the twin's ``--time-scale``; ``overrides``: deployed values to mis-set (name -> seconds,
-        as deployed: the twin's ``--set NAME=SECONDS``)."""
+        as deployed: the twin's ``--set NAME=SECONDS``); ``on``: ``double`` or ``control-plane`` (the twin's
+        ``--on``; default :data:`ON_ENV` from the environment, else ``double``)."""
+        self.on = on or os.environ.get(ON_ENV) or "double"
         self.bugs = bugs
         self.time_scale = time_scale
         self.overrides = dict(overrides or {})
@@ -149,7 +158,8 @@ class TwinSession:
 
     def header(self) -> list[str]:
         return [
-            f"harness: cluster specs use the stack twin this run starts (kube context {self.context!r}, "
+            f"harness: cluster specs use the stack twin this run starts on {_ON_WORDS[self.on]} "
+            f"(kube context {self.context!r}, "
             f"namespace {self.kube.namespace!r}, {scale_words(self.time_scale)})"
         ]
 
@@ -170,7 +180,7 @@ class TwinSession:
         argv = [self.python, "-m", "fakes.stack", "--kubeconfig", self.kubeconfig, "--context", self.context]
         for bug in self.bugs:
             argv += ["--bug", bug]
-        argv += ["--time-scale", f"{self.time_scale:g}"]
+        argv += ["--time-scale", f"{self.time_scale:g}", "--on", self.on]
         for name, seconds in sorted(self.overrides.items()):
             argv += ["--set", f"{name}={seconds!r}"]
         began = time.monotonic()

@@ -14,6 +14,8 @@ Options:
 - ``--twin-set NAME=SECONDS`` (repeatable): deploy the twin with one deployed profile value as given (``python -m
   fakes.stack --set``): a mis-set stack, for the spec that the headroom check refuses it; a usage error with any
   other target;
+- ``--twin-on double|control-plane``: what the session's twins run on (``STACK_TWIN_ON`` for the pytest runs its
+  specs start): the API double, or this machine's real control plane with a local node (:mod:`fakes.stack.on_plane`);
 - ``--twin-attach PATH``: run the cluster specs against a stack twin another session on this machine runs, named by
   the ready file its :class:`~specs.agent_controller.twin.TwinSession` wrote (``ready_file``): a usage error unless
   that file names a live twin process (:class:`~specs.agent_controller.twin.AttachedTwin`), and with
@@ -29,6 +31,7 @@ Marker ``twin``: specs that start stack twins of their own (the product-bug swit
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,7 +40,13 @@ from harness.diagnostics_plugin import register_window_evidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
 from specs.agent_controller.headroom import HeadroomSummary
-from specs.agent_controller.twin import DEFAULT_TIME_SCALE, AttachedTwin, TwinAttachRefused, TwinSession
+from specs.agent_controller.twin import (
+    DEFAULT_TIME_SCALE,
+    ON_ENV,
+    AttachedTwin,
+    TwinAttachRefused,
+    TwinSession,
+)
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
 _HEADROOM_SUMMARY = "agent-controller-headroom-summary"
@@ -74,6 +83,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "which the cluster specs' headroom check must refuse",
     )
     group.addoption(
+        "--twin-on",
+        choices=("double", "control-plane"),
+        default=None,
+        help="what the stack twins of this run (and of the pytest runs its specs start) run on: the API double "
+        "(default) or this machine's real control plane with a local node (make control-plane builds it)",
+    )
+    group.addoption(
         "--twin-attach",
         default=None,
         metavar="PATH",
@@ -87,6 +103,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "twin: starts stack twins of its own (bug-switch specs): in e2e, not in test")
     if not config.pluginmanager.has_plugin(_HEADROOM_SUMMARY):
         config.pluginmanager.register(HeadroomSummary(), _HEADROOM_SUMMARY)
+    on = config.getoption("--twin-on")
+    if on:
+        os.environ[ON_ENV] = on  # inherited by the pytest runs the bug-switch specs start
+    if os.environ.get(ON_ENV) == "control-plane":
+        from harness.controlplane.build import cache_root
+
+        # The pytest runs the bug-switch specs start have a HOME of their own: name the binaries' cache for them.
+        os.environ.setdefault("HARNESS_CONTROL_PLANE_CACHE", str(cache_root()))
     time_scale(config)  # a usage error now, not at the first cluster spec
     twin_settings(config)
     bugs = tuple(config.getoption("--twin-bug") or ())

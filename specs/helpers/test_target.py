@@ -129,7 +129,7 @@ def test_header_and_summary_name_the_twin_and_why(pytester: pytest.Pytester, kub
     assert len(header) == 2
     result.stdout.fnmatch_lines(
         [
-            "harness: cluster specs use the stack twin this run starts (kube context "
+            "harness: cluster specs use the stack twin this run starts on the API double (kube context "
             "'stack-twin-*', namespace 'controller-agent', time scale 5: every stack timing divided by 5, floors "
             "kept; --time-scale 1 for its own)"
         ]
