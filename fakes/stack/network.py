@@ -1,12 +1,14 @@
 """The twin's cluster network: Service names to the local servers behind their Ready pods (the node's kube-proxy).
 
 Inside the stack, services reach each other by Service DNS names (``http://agent-orchestrator-invoke:8081``); kube-proxy
-sends a connection to one of the Service's *ready endpoints*: pods matching its selector whose ``Ready`` condition
-is ``True`` and which are not terminating. The twin does the same from Services and pods it watches through the API
-(:class:`~fakes.kube.informer.Informer` caches, as kube-proxy watches): a Service's ``targetPort`` (a number or a
-container port name) is looked up on the chosen pod, and the pod's container port leads to the local ``(host, port)``
-its process listens on (the node's port table, :class:`PortTable`). With no ready endpoint a connection is refused,
-as on a cluster, so a restarting service really is unreachable for its callers.
+sends a connection to one of the Service's *ready endpoints*. The twin does the same from what it watches through the
+API (:class:`~fakes.kube.informer.Informer` caches, as kube-proxy watches): on a real control plane the Service's
+EndpointSlices, which its controller keeps (ready, not terminating Pod endpoints, the target port resolved); on the
+API double, which has no EndpointSlice controller, the pods the Service selects whose ``Ready`` condition is ``True``
+and which are not terminating, the ``targetPort`` (a number or a container port name) looked up on the pod. The
+pod's container port then leads to the local ``(host, port)`` its process listens on (the node's port table,
+:class:`PortTable`); no pod or Service address is ever dialled. With no ready endpoint a connection is refused, as on
+a cluster, so a restarting service really is unreachable for its callers.
 
 Never used by the specs: they reach services only through ``kubectl port-forward``.
 """
@@ -56,6 +58,11 @@ def container_port(pod: dict[str, Any], target: int | str) -> int | None:
     return None
 
 
+SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+SERVICE_NAME = "kubernetes.io/service-name"
+"""The label the EndpointSlice controller puts on a Service's slices."""
+
+
 class PortTable(Protocol):
     """Where a pod's container port listens on this machine (the node's runtime knows)."""
 
@@ -64,20 +71,23 @@ class PortTable(Protocol):
 
 class Network:
     """Resolve ``<service>[.<namespace>[.svc[.cluster.local]]]:<port>`` to a ready pod's local address, from the
-    Services and pods of every namespace as ``api`` lists and watches them (:meth:`start`, :meth:`stop`)."""
+    Services of every namespace and, with ``endpoint_slices``, the EndpointSlices the cluster's controller keeps
+    for them (as kube-proxy reads them), else the pods they select (the API double runs no EndpointSlice
+    controller), all as ``api`` lists and watches them (:meth:`start`, :meth:`stop`)."""
 
-    def __init__(self, api: Api, ports: PortTable, namespace: str) -> None:
+    def __init__(self, api: Api, ports: PortTable, namespace: str, *, endpoint_slices: bool = False) -> None:
         self.ports = ports
         self.namespace = namespace
         self.services = Informer(api, "/api/v1/services")
-        self.pods = Informer(api, "/api/v1/pods")
+        self.sources = Informer(api, SLICES if endpoint_slices else "/api/v1/pods")
+        self.endpoint_slices = endpoint_slices
 
     async def start(self, timeout: float) -> None:
         """Returns once both lists are in. Raises ``InformerNotSynced`` after ``timeout`` seconds."""
-        await asyncio.gather(self.services.start(timeout), self.pods.start(timeout))
+        await asyncio.gather(self.services.start(timeout), self.sources.start(timeout))
 
     async def stop(self) -> None:
-        await asyncio.gather(self.services.stop(), self.pods.stop())
+        await asyncio.gather(self.services.stop(), self.sources.stop())
 
     def split_host(self, host: str) -> tuple[str, str]:
         parts = host.split(".")
@@ -93,14 +103,17 @@ class Network:
             return []
         spec = svc.get("spec") or {}
         target: int | str | None = None
+        port_name = ""
         for entry in spec.get("ports") or []:
             if int(entry.get("port", 0)) == port:
-                target = entry.get("targetPort", port)
+                target, port_name = entry.get("targetPort", port), str(entry.get("name") or "")
         if target is None or not spec.get("selector"):
             return []
+        if self.endpoint_slices:
+            return self._from_slices(service, ns, port_name)
         selector = dict(spec["selector"])  # a Service selects by equality on every label it names
         found = []
-        for pod in self.pods.items():
+        for pod in self.sources.items():
             labels = pod.get("metadata", {}).get("labels") or {}
             if pod["metadata"].get("namespace") != ns or not pod_ready(pod):
                 continue
@@ -110,6 +123,26 @@ class Network:
             mapped = self.ports.target(ns, pod["metadata"]["name"], number) if number is not None else None
             if mapped is not None:
                 found.append(Endpoint(pod["metadata"]["name"], number or 0, mapped[0], mapped[1]))
+        return found
+
+    def _from_slices(self, service: str, ns: str, port_name: str) -> list[Endpoint]:
+        """The ready, not terminating Pod endpoints of the Service's slices for its port named ``port_name``
+        (``discovery.k8s.io/v1``: a slice's port carries the resolved target port number)."""
+        found = []
+        for piece in self.sources.items():
+            meta = piece.get("metadata") or {}
+            if meta.get("namespace") != ns or (meta.get("labels") or {}).get(SERVICE_NAME) != service:
+                continue
+            number = next((p.get("port") for p in piece.get("ports") or [] if (p.get("name") or "") == port_name), None)
+            if number is None:
+                continue
+            for endpoint in piece.get("endpoints") or []:
+                conditions, ref = endpoint.get("conditions") or {}, endpoint.get("targetRef") or {}
+                if conditions.get("ready") is False or conditions.get("terminating") or ref.get("kind") != "Pod":
+                    continue
+                mapped = self.ports.target(ns, str(ref.get("name")), int(number))
+                if mapped is not None:
+                    found.append(Endpoint(str(ref["name"]), int(number), mapped[0], mapped[1]))
         return found
 
     def resolve(self, host: str, port: int) -> Endpoint:

@@ -198,6 +198,8 @@ class Node:
         namespace: str,
         bugs: Switches | None = None,
         timing: Effective | None = None,
+        *,
+        endpoint_slices: bool = False,
     ) -> None:
         self.host = host
         self.api = api
@@ -205,7 +207,7 @@ class Node:
         self.bugs = bugs if bugs is not None else Switches()
         self.timing = timing if timing is not None else Effective()
         self.clock: Callable[[], float] = host.clock
-        self.network = Network(api, host.ports, namespace)
+        self.network = Network(api, host.ports, namespace, endpoint_slices=endpoint_slices)
         self._bug_switches: Informer | None = None
         self.images: list[tuple[str, ContainerFactory]] = []
         self.loop = asyncio.new_event_loop()

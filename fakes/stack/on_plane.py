@@ -89,7 +89,8 @@ def serve(
     try:
         with LocalNode(plane.kubeconfig) as local:
             host = Host(local.surface.ports, local.surface.exec_handlers, local.kubelet.logs, time.time)
-            node = Node(host, Api.from_kubeconfig(plane.kubeconfig, context), config.NAMESPACE)
+            api = Api.from_kubeconfig(plane.kubeconfig, context)
+            node = Node(host, api, config.NAMESPACE, endpoint_slices=True)  # kube-proxy's source, as on a cluster
             node.bugs, node.timing = bug_switches.Switches(switched), timing
             _register(node)
             try:
