@@ -64,6 +64,11 @@ def render(manifest: str, timing: Effective) -> str:
     return timing.render((MANIFESTS / manifest).read_text(encoding="utf-8"))
 
 
+CRD_SERVE_TIMEOUT = 30.0
+"""Seconds the applied CRDs may take to be served (each read of discovery is one kubectl call)."""
+CRD_SERVE_POLL = 0.2
+
+
 class UpFailed(RuntimeError):
     """A set-up step failed; the message names the step and what kubectl said."""
 
@@ -110,13 +115,19 @@ class Up:
 
     def crds(self) -> None:
         self._run("CRDs", "apply", "--server-side", "--force-conflicts", "-f", str(MANIFESTS / "10-crds.yaml"))
-        served = set(self._run("CRDs", "api-resources", f"--api-group={config.GROUP}", "-o", "name").split())
-        missing = [k for k in CRD_KINDS if f"{k}.{config.GROUP}" not in served]
-        if missing:
-            raise UpFailed(
-                f"stack set-up, step CRDs: applied but not served: {', '.join(missing)} "
-                "(the orchestrator would crash-loop on a bare 404)"
-            )
+        # A real API server serves a new CRD once it is Established and in discovery, a moment after the apply.
+        deadline = time.monotonic() + CRD_SERVE_TIMEOUT
+        while True:
+            served = set(self._run("CRDs", "api-resources", f"--api-group={config.GROUP}", "-o", "name").split())
+            missing = [k for k in CRD_KINDS if f"{k}.{config.GROUP}" not in served]
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                raise UpFailed(
+                    f"stack set-up, step CRDs: applied but not served after {CRD_SERVE_TIMEOUT:.0f} s: "
+                    f"{', '.join(missing)} (the orchestrator would crash-loop on a bare 404)"
+                )
+            time.sleep(CRD_SERVE_POLL)  # between two discovery reads: the probe is the read above
 
     def secrets(self) -> None:
         gateway = {
