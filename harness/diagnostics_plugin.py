@@ -150,6 +150,15 @@ def register_window_evidence(name: str, build: Callable[[datetime], ExtraEvidenc
     _WINDOW_EVIDENCE[name] = build
 
 
+_TARGET_EVIDENCE: list[Callable[[], list[ExtraEvidence]]] = []
+
+
+def register_target_evidence(build: Callable[[], list[ExtraEvidence]]) -> None:
+    """Keep ``build()`` for every failed spec that reached a cluster: evidence of the target itself (a stand-in's
+    control plane logs, say), whatever the spec asked for. A stack layer's plugin calls this when it loads."""
+    _TARGET_EVIDENCE.append(build)
+
+
 # --- options and session ----------------------------------------------------------------------------------------
 
 
@@ -446,6 +455,10 @@ def _sources(item: pytest.Item, state: _SpecState, phase: str, report: pytest.Te
             for target in marker.args:
                 if target in _WINDOW_EVIDENCE:
                     interest.add_extra(_WINDOW_EVIDENCE[target](since))
+    if kube is not None:
+        for build in _TARGET_EVIDENCE:
+            for extra in build():
+                interest.add_extra(extra)
     return Sources(
         spec=item.nodeid,
         phase=phase,

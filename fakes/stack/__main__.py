@@ -12,7 +12,8 @@ other name is a usage error (exit 2), as is K below 1.
 
 Starts the API double, deploys the stack with kubectl and prints one JSON line to stdout once it is up:
 ``{"event": "ready", "context", "kubeconfig", "namespace", "bugs", "time_scale", "profile": {name: seconds or
-count}, "start_seconds", "steps": {...}}``. Runs until SIGINT or SIGTERM, then stops everything (the kubeconfig it
+count}, "start_seconds", "steps": {...}, "on", "logs": {component: log file}}`` (``logs``: the control plane's,
+empty on the double). Runs until SIGINT or SIGTERM, then stops everything (the kubeconfig it
 wrote goes too) and exits 0. When the start fails it prints ``{"event": "failed", "error": "..."}`` and exits 1.
 """
 
@@ -119,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "profile": twin.timing.as_json(),
                         "start_seconds": round(twin.start_seconds, 3),
                         "on": args.on,
+                        "logs": getattr(twin, "logs", {}),
                         "steps": {name: round(seconds, 3) for name, seconds in twin.up_steps},
                     }
                 ),

@@ -57,6 +57,11 @@ class PlaneTwinHandle:
         self.start_seconds, self.up_steps = start_seconds, steps
         self.kubeconfig, self.context, self.namespace = str(plane.kubeconfig), plane.context, config.NAMESPACE
 
+    @property
+    def logs(self) -> dict[str, str]:
+        """Each control-plane component's log file (``kube-apiserver``, ...), for a failed spec's evidence."""
+        return {name: str(path) for name, path in self.plane.logs().items()}
+
     def kube(self, **kwargs: Any) -> Any:
         """A ``harness.Kube`` pinned to the plane's context and the stack's namespace."""
         kube = self.plane.kube(config.NAMESPACE)

@@ -74,6 +74,8 @@ class TwinInfo:
     time_scale: float = 1.0
     profile: dict[str, float] = field(default_factory=dict)
     """The twin's effective timing profile as it reported it (name -> seconds, counts as numbers)."""
+    logs: dict[str, str] = field(default_factory=dict)
+    """The control plane's log files by component (a twin on the control plane; none on the double)."""
 
 
 class TwinSession:
@@ -199,6 +201,7 @@ class TwinSession:
             tuple(ready.get("bugs") or ()),
             float(ready.get("time_scale", 1.0)),
             dict(ready.get("profile") or {}),
+            {str(k): str(v) for k, v in (ready.get("logs") or {}).items()},
         )
 
     def _read_ready(self, deadline: float) -> dict[str, Any]:

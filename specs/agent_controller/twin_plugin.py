@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.diagnostics_plugin import register_window_evidence
+from harness.diagnostics_plugin import register_target_evidence, register_window_evidence
+from harness.evidence import ExtraEvidence
 from harness.targets import TargetChoice, target_choice
 from specs.agent_controller.evidence import MARKER_TARGET, agent_runs_evidence
 from specs.agent_controller.headroom import HeadroomSummary
@@ -49,6 +51,32 @@ from specs.agent_controller.twin import (
 )
 
 register_window_evidence(MARKER_TARGET, agent_runs_evidence)
+_STARTED: list[TwinSession] = []
+"""This process's twin sessions, for :func:`control_plane_logs`."""
+LOG_TAIL_BYTES = 256 * 1024
+"""How much of each control-plane component's log a failed spec keeps (its end)."""
+
+
+def control_plane_logs() -> list[ExtraEvidence]:
+    """``control-plane-<component>.log``: the end of each component's log, for a twin on the control plane."""
+    extras = []
+    for session in _STARTED:
+        for component, path in sorted((session.info.logs if session.info else {}).items()):
+
+            def read(_kube: Any, _timeout: float, path: str = path) -> str | None:
+                try:
+                    with open(path, "rb") as log:
+                        log.seek(0, os.SEEK_END)
+                        log.seek(max(0, log.tell() - LOG_TAIL_BYTES))
+                        return log.read().decode("utf-8", "replace") or None
+                except OSError:
+                    return None
+
+            extras.append(ExtraEvidence(f"the control plane's {component} log", f"control-plane-{component}.log", read))
+    return extras
+
+
+register_target_evidence(control_plane_logs)
 _HEADROOM_SUMMARY = "agent-controller-headroom-summary"
 
 
@@ -168,7 +196,9 @@ def make_stand_in(config: pytest.Config) -> TwinSession | AttachedTwin:
         return _attach(config, attach)
     bugs = tuple(config.getoption("--twin-bug") or ())
     _check_bugs(bugs)
-    return TwinSession(bugs=bugs, time_scale=time_scale(config), overrides=twin_settings(config))
+    session = TwinSession(bugs=bugs, time_scale=time_scale(config), overrides=twin_settings(config))
+    _STARTED.append(session)
+    return session
 
 
 def _attach(config: pytest.Config, path: str) -> AttachedTwin:
