@@ -1,7 +1,9 @@
 """The main job's own specs on the stack twin: wall time by time scale and number of twins, and where each spec
 file's time goes (waiting on the stack versus everything else). Nothing is asserted.
 
-Run: ``python benchmarks/bench_main_job.py [--scales 5] [--twins 2] [--select cluster,twin,"cluster or twin"]``.
+Run: ``python benchmarks/bench_main_job.py [--scales 5] [--twins 2] [--select cluster,twin,"cluster or twin"]
+[--on double,control-plane]``; ``--on`` picks what the twins run on (the API double, or this machine's real control
+plane with a local node: the same specs, where the time goes on each).
 ``make bench`` runs the quick set (the default scale, two twins, the main job's selection ``cluster or twin``);
 ``make bench LONG=1`` runs every combination of scale 1 and the default scale, one and two twins, and the cluster
 and twin-marked selections apart (at scale 1 a run is 10 to 15 minutes on 2 cores).
@@ -47,23 +49,25 @@ class Run:
     selection: str
     scale: float
     twins: int
+    on: str
     wall: float
     outcome: str
     files: dict[str, FileTime] = field(default_factory=dict)
 
 
-def run_once(selection: str, scale: float, twins: int) -> Run:
+def run_once(selection: str, scale: float, twins: int, on: str = "double") -> Run:
     with tempfile.TemporaryDirectory(prefix="bench-main-job-") as tmp:
         junit = Path(tmp) / "junit.xml"
         argv = [sys.executable, "-m", "pytest", "specs", "-m", selection, "--target=twin", f"--time-scale={scale:g}"]
         argv += [f"-n={twins}", "--dist=loadgroup", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}"]
+        argv += [f"--twin-on={on}"]
         began = time.monotonic()
         done = process.run_bounded(argv, timeout=RUN_TIMEOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         wall = time.monotonic() - began
         lines = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line or "failed" in line)]
         outcome = lines[-1].strip("= ") if lines else f"exit {done.returncode}: {process.tail(done.stdout, 3)}"
         files = per_file(junit) if junit.exists() else {}
-    return Run(selection, scale, twins, wall, outcome, files)
+    return Run(selection, scale, twins, on, wall, outcome, files)
 
 
 def per_file(junit: Path) -> dict[str, FileTime]:
@@ -93,7 +97,8 @@ def spec_file(classname: str) -> str:
 
 
 def show(run: Run) -> None:
-    print(f"\n== -m {run.selection!r}, time scale {run.scale:g}, {run.twins} twin(s): {run.wall:.1f} s wall")
+    where = f"time scale {run.scale:g}, {run.twins} twin(s) on {run.on}"
+    print(f"\n== -m {run.selection!r}, {where}: {run.wall:.1f} s wall")
     print(f"   pytest: {run.outcome}")
     total = sum(f.seconds for f in run.files.values())
     waiting = sum(f.waiting for f in run.files.values())
@@ -112,12 +117,14 @@ def main() -> None:
     parser.add_argument(
         "--select", default="cluster,twin" if long else "cluster or twin", help="-m selections, comma-separated"
     )
+    parser.add_argument("--on", default="double", help="what the twins run on: double, control-plane (comma-separated)")
     args = parser.parse_args()
     print(f"main job on the twin, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
     for selection in args.select.split(","):
         for scale in (float(s) for s in args.scales.split(",")):
             for twins in (int(n) for n in args.twins.split(",")):
-                show(run_once(selection.strip(), scale, twins))
+                for on in args.on.split(","):
+                    show(run_once(selection.strip(), scale, twins, on.strip()))
 
 
 if __name__ == "__main__":
