@@ -140,6 +140,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="progress of long waits: live (in place), lines (every 30 s), off; auto picks by terminal",
     )
     option(
+        "--job-shard",
+        default=None,
+        metavar="I/N",
+        help="run only shard I (0-based) of N: the cluster specs split as the main job splits them over N targets, "
+        "the other specs by the same rule (a shard of an Indexed Job: harness.jobrun)",
+    )
+    option(
         "--harness-report",
         action="store_true",
         default=False,

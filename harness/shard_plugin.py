@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from harness import shards, worker_collection
+from harness.jobrun import select
 from harness.markexpr import cluster_specs_selectable
 
 WORKER_DURATIONS = "harness_durations"
@@ -129,7 +130,28 @@ def pytest_collection_modifyitems(
 ) -> Generator[None, None, None]:
     """After every other plugin (``-m``, ``-k`` deselection included): :func:`split_cluster_specs`."""
     yield
+    keep_job_shard(config, items)
     split_cluster_specs(config, items)
+
+
+def keep_job_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--job-shard I/N``, deselect every spec not in shard ``I`` (:mod:`harness.jobrun.select`). Raises
+    ``pytest.UsageError`` for a value that is not ``I/N``."""
+    text = config.getoption("job_shard", None)
+    if not text:
+        return
+    try:
+        shard = select.JobShard.parse(str(text))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    cluster = {item.nodeid for item in items if item.get_closest_marker("cluster") is not None}
+    durations = config.stash.get(_DURATIONS, None)
+    if durations is None:
+        durations = shards.read_durations(durations_path(config))
+    _kept, dropped = select.keep([item.nodeid for item in items], cluster, durations, shard)
+    gone = set(dropped)
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid in gone])
+    items[:] = [item for item in items if item.nodeid not in gone]
 
 
 def split_cluster_specs(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,136 @@
+"""The objects one sharded run applies: its Namespace, the shards' ServiceAccount, and the Indexed Job.
+
+- **Namespace** ``harness-run-<run id>``, labelled with the run id (:data:`harness.artifacts.RUN_LABEL`): everything
+  else of the run lives in it, so deleting it removes the run whatever state it was left in.
+- **ServiceAccount** ``harness-shard``. A shard that runs its specs against a stack of its own (a twin started in
+  the pod) uses no verb of the cluster it runs on, so no Role is bound and no token is mounted
+  (``automountServiceAccountToken: false``): the least privilege is none. ``grants`` adds a Role and RoleBinding
+  with exactly the rules given, for shards whose specs reach the cluster's API.
+- **Job**: ``completionMode: Indexed`` with ``completions`` = ``parallelism`` = shards, so index ``i`` is shard ``i``
+  (``JOB_COMPLETION_INDEX``); ``backoffLimitPerIndex: 0`` and ``restartPolicy: Never``, so a failed or deleted pod
+  fails its index and is never retried (a retry would hide a flake); ``activeDeadlineSeconds`` bounds the whole
+  Job. Semantics from the Kubernetes Job docs (Indexed completion mode, backoff limit per index; GA in 1.33).
+- **The container**: ``image`` (on a cluster with a container runtime), or, for a node that runs pods as local
+  processes, this checkout's interpreter with ``workingDir`` the checkout and the pod annotated
+  ``stack-harness.dev/local-process: "true"`` (the local-process contract of the repository's fakes).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.artifacts import RUN_LABEL
+
+Obj = dict[str, Any]
+SERVICE_ACCOUNT = "harness-shard"
+JOB = "harness-shards"
+CONTAINER = "shard"
+LOCAL_PROCESS = "stack-harness.dev/local-process"
+"""The annotation of the local-process contract (a node of this machine runs the pod's containers as processes)."""
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run: ``run_id``, ``shards`` (>= 1), ``pytest_args`` (each shard's, before ``--job-shard``),
+    ``deadline`` (seconds, the Job's ``activeDeadlineSeconds``), ``image`` (``None``: run as a local process from
+    ``checkout``), ``env`` (extra container environment), ``grants`` (Role rules; empty: no Role)."""
+
+    run_id: str
+    shards: int
+    pytest_args: tuple[str, ...]
+    deadline: float
+    image: str | None = None
+    checkout: Path = field(default_factory=Path.cwd)
+    env: tuple[tuple[str, str], ...] = ()
+    grants: tuple[Obj, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError(f"shards must be at least 1, got {self.shards}")
+        if self.deadline <= 0:
+            raise ValueError(f"deadline must be positive seconds, got {self.deadline}")
+
+    @property
+    def namespace(self) -> str:
+        return f"harness-run-{self.run_id}".lower()[:63].rstrip("-")
+
+    def objects(self) -> list[Obj]:
+        """Every object of the run, in the order to apply them."""
+        labels = {RUN_LABEL: self.run_id}
+        meta = {"namespace": self.namespace, "labels": labels}
+        objects: list[Obj] = [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace, "labels": labels}},
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": SERVICE_ACCOUNT, **meta},
+                "automountServiceAccountToken": bool(self.grants),
+            },
+        ]
+        if self.grants:
+            objects += self._role(meta)
+        return [*objects, self.job(meta)]
+
+    def _role(self, meta: Obj) -> list[Obj]:
+        rbac = "rbac.authorization.k8s.io/v1"
+        return [
+            {
+                "apiVersion": rbac,
+                "kind": "Role",
+                "metadata": {"name": SERVICE_ACCOUNT, **meta},
+                "rules": list(self.grants),
+            },
+            {
+                "apiVersion": rbac,
+                "kind": "RoleBinding",
+                "metadata": {"name": SERVICE_ACCOUNT, **meta},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": SERVICE_ACCOUNT},
+                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": self.namespace}],
+            },
+        ]
+
+    def job(self, meta: Obj) -> Obj:
+        """The Indexed Job."""
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": JOB, **meta},
+            "spec": {
+                "completionMode": "Indexed",
+                "completions": self.shards,
+                "parallelism": self.shards,
+                "backoffLimitPerIndex": 0,
+                "activeDeadlineSeconds": max(1, int(self.deadline)),
+                "template": {"metadata": self._pod_meta(), "spec": self._pod_spec()},
+            },
+        }
+
+    def _pod_meta(self) -> Obj:
+        meta: Obj = {"labels": {RUN_LABEL: self.run_id}}
+        if self.image is None:
+            meta["annotations"] = {LOCAL_PROCESS: "true"}
+        return meta
+
+    def _pod_spec(self) -> Obj:
+        env = [{"name": "HARNESS_JOB_SHARDS", "value": str(self.shards)}]
+        env += [{"name": k, "value": v} for k, v in self.env]
+        container: Obj = {"name": CONTAINER, "env": env, "args": ["--", *self.pytest_args]}
+        if self.image is None:
+            container |= {
+                "image": "local-process",
+                "command": [sys.executable, "-m", "harness.jobrun.shard"],
+                "workingDir": str(self.checkout),
+            }
+        else:
+            container |= {"image": self.image, "command": ["python", "-m", "harness.jobrun.shard"]}
+        return {
+            "restartPolicy": "Never",
+            "serviceAccountName": SERVICE_ACCOUNT,
+            "automountServiceAccountToken": bool(self.grants),
+            "containers": [container],
+        }
