@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
           m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test lint fuzz e2e matrix bench venv clean control-plane test-control-plane install-check
+.PHONY: test lint fuzz e2e e2e-job matrix bench venv clean control-plane test-control-plane install-check
 
 # A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
 venv:
@@ -82,6 +82,16 @@ TWIN_ON ?= double
 e2e: venv $(if $(filter control-plane,$(TWIN_ON)),control-plane)
 	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= STACK_TWIN_ON=$(TWIN_ON) $(PY) -m pytest specs -n $(E2E_WORKERS) \
 	  --dist loadgroup -rfE $(PYTEST_ARGS)
+
+# The cluster specs as an Indexed Job of SHARDS pods (python -m harness.jobrun). Without CONTEXT: on a real control
+# plane started here, whose node runs each pod as a local process of this checkout (specs/jobrun/local_cluster.py);
+# each shard starts its own twin (TWIN_ON). With CONTEXT (an allowed one) the pods run IMAGE, a build of this checkout.
+SHARDS ?= 2
+JOB_PYTEST_ARGS ?= specs -m cluster --target twin -p no:cacheprovider -rfE
+e2e-job: venv $(if $(CONTEXT),,control-plane)
+	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m \
+	  $(if $(CONTEXT),harness.jobrun --context $(CONTEXT) --image $(IMAGE),specs.jobrun.local_cluster) \
+	  --shards $(SHARDS) --env HOME=$$HOME --env STACK_TWIN_ON=$(TWIN_ON) -- $(JOB_PYTEST_ARGS) $(PYTEST_ARGS)
 
 # The real control plane (harness.controlplane): `control-plane` builds its five binaries from their Go modules into
 # the per-user cache (about 6 minutes cold on 2 cores; nothing when current); `test-control-plane` builds, then runs

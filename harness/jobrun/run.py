@@ -143,16 +143,24 @@ def job_finished(job: Obj) -> str:
 
 
 def progress(shards: list[Shard]) -> str:
+    """``harness jobrun: 1/2 shards done; specs so far: 40 passed, ... (shard 0: 22 passed; shard 1: 18 passed)``."""
     done = sum(1 for shard in shards if shard.ended is not None)
     totals: dict[str, int] = {}
+    each = []
     for shard in shards:
-        for outcome, count in shard.summary()["counts"].items():
+        counts = shard.summary()["counts"]
+        for outcome, count in counts.items():
             totals[outcome] = totals.get(outcome, 0) + count
+        each.append(f"shard {shard.index}: " + (_counts(counts) or "none yet"))
     return (
         f"harness jobrun: {done}/{len(shards)} shards done; specs so far: "
         f"{totals.get('passed', 0)} passed, {totals.get('failed', 0)} failed, {totals.get('error', 0)} errors, "
-        f"{totals.get('skipped', 0)} skipped"
+        f"{totals.get('skipped', 0)} skipped ({'; '.join(each)})"
     )
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
 
 
 def collect(shards: list[Shard], job: Obj, folder: Path, say: Callable[[str], None]) -> int:
@@ -160,8 +168,9 @@ def collect(shards: list[Shard], job: Obj, folder: Path, say: Callable[[str], No
     ran = sum(len(shard.reading.results) for shard in shards)
     bad = [shard for shard in shards if not _passed(shard)]
     for shard in bad:
-        counts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(shard.reading.counts().items())) or "none"
-        why = shard.cause or f"pytest exited {shard.reading.exit}"
+        counts = _counts(shard.reading.counts()) or "none"
+        # Once pytest said its exit code, the container's end is that code: the pod's status adds nothing.
+        why = shard.cause if shard.reading.exit is None else f"pytest exited {shard.reading.exit}"
         say(
             f"harness jobrun: shard {shard.index} (pod {shard.pod or 'none'}) failed: {why}; its specs so far: {counts}"
         )

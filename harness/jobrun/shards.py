@@ -30,7 +30,7 @@ def pod_cause(pod: Obj) -> str:
     """Why a pod that did not succeed ended, in one line: deleted, evicted (the ``DisruptionTarget`` condition's
     reason and message), the pod's own ``reason`` (``DeadlineExceeded``), or its container's termination."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    parts: list[str] = []
+    parts: list[str] = [f"deleted at {meta['deletionTimestamp']}"] if meta.get("deletionTimestamp") else []
     for condition in status.get("conditions") or []:
         if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
             parts.append(f"{condition.get('reason')}: {condition.get('message', '')}".rstrip(": "))
@@ -40,8 +40,6 @@ def pod_cause(pod: Obj) -> str:
         ended = (container.get("state") or {}).get("terminated")
         if ended:
             parts.append(f"container {container.get('name')} exited {ended.get('exitCode')} ({ended.get('reason')})")
-    if meta.get("deletionTimestamp") and not parts:
-        parts.append(f"deleted at {meta['deletionTimestamp']} before it finished")
     return "; ".join(parts) or f"phase {status.get('phase', 'unknown')}"
 
 
@@ -65,6 +63,7 @@ class Shard:
     ended: str | None = None
     cause: str = ""
     log: list[str] = field(default_factory=list)
+    follow_error: str = ""
     _follower: subprocess.Popen[bytes] | None = None
     _thread: threading.Thread | None = None
     _restarts: int = 0
@@ -96,6 +95,9 @@ class Shard:
                 self.reading.feed([line])
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
+        if proc.returncode and proc.stderr is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.follow_error = proc.stderr.read(4096).decode(errors="replace").strip()
         with self._lock:
             if len(lines) >= len(self.log):  # a follower started again reads from the start: keep the longest
                 self.log = lines
@@ -129,7 +131,7 @@ class Shard:
         elif pod is not None and (pod.get("metadata") or {}).get("deletionTimestamp"):
             self.cause = pod_cause(pod)  # ends as Failed, or goes: the next look decides
         elif gone:
-            self.ended, self.cause = "failed", self.cause or f"pod {self.pod} was deleted before it finished"
+            self.ended, self.cause = "failed", self.cause or "deleted (gone from the API before its end was seen)"
 
     def summary(self) -> Obj:
         """This shard's line of the merged summary."""
@@ -140,6 +142,7 @@ class Shard:
                 "pod": self.pod,
                 "ended": self.ended,
                 "cause": self.cause,
+                "follow_error": self.follow_error,
                 "exit": self.reading.exit,
                 "counts": counts,
                 "results": dict(self.reading.results),
