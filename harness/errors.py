@@ -31,6 +31,7 @@ stack layer adds its own subclasses in its own module)::
     │   ├── ForwardLeak
     │   ├── ArtifactsNotWritable
     │   ├── QdrantReadError
+    │   ├── BundleBroken ······················· a shard's files did not arrive whole (harness.jobrun)
     │   └── ControlPlaneError ·················· the real control plane (harness.controlplane)
     │       ├── BinariesMissing ················ a binary it needs is neither built nor given (skips, naming the fix)
     │       ├── ControlPlaneBuildFailed ········ Go is missing or too old, the proxy refused, `go build` failed
@@ -141,6 +142,11 @@ class DurationsFileError(HarnessError):
     """The durations file (``[tool.harness] durations_file``, :mod:`harness.shards`) exists but is not a JSON object
     of node ids to non-negative seconds, cannot be read, or its lock stayed held by another run. The message names
     the file and the fix (correct it or delete it: the next run writes it again)."""
+
+
+class BundleBroken(HarnessError):
+    """A shard's files (:mod:`harness.jobrun.wire`) did not arrive whole: their size or sha256 differs from the header,
+    the archive cannot be unpacked, is too large, or names a path outside its folder. The message says which."""
 
 
 class KubectlNotFound(HarnessError):

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import BundleBroken as BundleBroken  # re-exported: defined in harness.errors
+
 PREFIX = "harness-jobrun "
 CHUNK = 1000
 """Characters of base64 per bundle line: well under a container runtime's 16 KiB line split."""
@@ -51,10 +53,6 @@ def bundle_lines(folder: Path) -> Iterator[str]:
     for start in range(0, len(text), CHUNK):
         yield record("bundle", None) + " " + text[start : start + CHUNK]
     yield record("bundle-end")
-
-
-class BundleBroken(Exception):
-    """A bundle that did not arrive whole (its size or sha256 differs, or it stopped before its end)."""
 
 
 @dataclass
