@@ -45,7 +45,8 @@ PASSING = "def test_one():\n    assert 1 + 1 == 2\n\ndef test_two():\n    assert
 def jobrun(plane: Any, shards: int, folder: Path, artifacts: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "harness.jobrun", "--context", plane.context, "--kubeconfig", str(plane.kubeconfig),
-        "--shards", str(shards), "--artifacts", str(artifacts), *extra, "--", str(folder), "-p", "no:cacheprovider",
+        "--shards", str(shards), "--artifacts", str(artifacts), *extra,
+        "--", str(folder), f"--rootdir={folder}", "-p", "no:cacheprovider",
     ]  # fmt: skip
 
 
