@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FITS   := import re, sys, tomllib; need = tomllib.load(open("pyproject.toml", "rb"))["project"]["requires-python"]; \
           m = re.fullmatch(r">=\s*(\d+)\.(\d+)", need.strip()); sys.exit(sys.version_info[:2] < (int(m[1]), int(m[2])))
 
-.PHONY: test lint fuzz e2e e2e-job matrix bench venv clean control-plane test-control-plane install-check
+.PHONY: test lint fuzz e2e e2e-job runner-image matrix bench venv clean control-plane test-control-plane install-check
 
 # A .venv that cannot run the project (made by another Python, or broken) is rebuilt, not reused.
 venv:
@@ -85,13 +85,21 @@ e2e: venv $(if $(filter control-plane,$(TWIN_ON)),control-plane)
 
 # The cluster specs as an Indexed Job of SHARDS pods (python -m harness.jobrun). Without CONTEXT: on a real control
 # plane started here, whose node runs each pod as a local process of this checkout (specs/jobrun/local_cluster.py);
-# each shard starts its own twin (TWIN_ON). With CONTEXT (an allowed one) the pods run IMAGE, a build of this checkout.
+# each shard starts its own twin (TWIN_ON). With CONTEXT (an allowed one, e.g. minikube) the pods run IMAGE, built
+# from this checkout into that cluster first (runner-image; each shard's twin on the API double there).
 SHARDS ?= 2
+IMAGE ?= stack-harness-runner:dev
 JOB_PYTEST_ARGS ?= specs -m cluster --target twin -p no:cacheprovider -rfE
-e2e-job: venv $(if $(CONTEXT),,control-plane)
+e2e-job: venv $(if $(CONTEXT),runner-image,control-plane)
 	$(GO_RUNTIME) PYTHONDONTWRITEBYTECODE= $(PY) -m \
-	  $(if $(CONTEXT),harness.jobrun --context $(CONTEXT) --image $(IMAGE),specs.jobrun.local_cluster) \
-	  --shards $(SHARDS) --env HOME=$$HOME --env STACK_TWIN_ON=$(TWIN_ON) -- $(JOB_PYTEST_ARGS) $(PYTEST_ARGS)
+	  $(if $(CONTEXT),harness.jobrun --context $(CONTEXT) --image $(IMAGE),specs.jobrun.local_cluster --env HOME=$$HOME \
+	  --env STACK_TWIN_ON=$(TWIN_ON)) --shards $(SHARDS) -- $(JOB_PYTEST_ARGS) $(PYTEST_ARGS)
+
+# The runner image (harness/jobrun/Dockerfile) of this checkout's HEAD (git archive: no .venv, no artifacts, nothing
+# uncommitted), built inside minikube's own image store, so its pods find it with no registry.
+runner-image:
+	@context=$$(mktemp -d) && trap 'rm -rf "$$context"' EXIT && git archive HEAD | tar -x -C "$$context" && \
+	  minikube image build -t $(IMAGE) -f harness/jobrun/Dockerfile "$$context"
 
 # The real control plane (harness.controlplane): `control-plane` builds its five binaries from their Go modules into
 # the per-user cache (about 6 minutes cold on 2 cores; nothing when current); `test-control-plane` builds, then runs

@@ -19,7 +19,9 @@ their number, and the cluster specs are split over them by :mod:`harness.shard_p
   to after its teardown, so a ``disruptive`` spec runs alone among the cluster specs of its target and plain ones
   run one at a time. They also carry an ``xdist_group`` (``cluster``, or ``cluster-<i>`` for shard ``i`` of
   several targets: :mod:`harness.shard_plugin`), so under ``--dist loadgroup`` (``make e2e``) each target's specs
-  go to one worker and the lock is never contended; cluster-free specs spread over every worker.
+  go to one worker and the lock is never contended; cluster-free specs spread over every worker. In a pod
+  (``--in-cluster``: :mod:`harness.incluster`) the lock is a Lease in the guarded namespace instead
+  (:mod:`harness.lease`), so specs in several pods against one stack never overlap either.
 - The ``kube`` fixture's guarded :class:`harness.Kube` (:func:`kube_fixture`) and the ``since`` anchor on the API
   server's clock (:func:`since_anchor`).
 - Every ``wait_for`` a test ran is added to the JUnit report as properties ``harness.wait.N``; the terminal
@@ -33,6 +35,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import sys
 import time
 from collections.abc import Generator, Iterator
@@ -58,6 +61,7 @@ from harness.markexpr import cluster_specs_selectable
 if TYPE_CHECKING:  # the rest is imported where it is used: a run that never reaches a cluster never loads it
     from harness import waiting
     from harness.kube import Kube
+    from harness.lease import LeaseLock
 
 Verdict = tuple[str, Any]  # ("ok", Kube) | ("skip", reason) | ("fail", message)
 
@@ -66,6 +70,8 @@ _GUARDS = pytest.StashKey[dict[str | None, Verdict]]()  # the main process's, pe
 _CONFIG = pytest.StashKey[HarnessConfig]()
 _API = pytest.StashKey[Verdict]()  # ("ok", ApiServerInfo) | ("fail", message)
 _LOCK_FAILED = pytest.StashKey[str]()
+LEASE_NAME = "harness-cluster-lock"
+"""The in-cluster mode's cluster lock: a Lease of this name in the guarded namespace (:mod:`harness.lease`)."""
 _WAIT_PREFIX = "harness.wait."
 _WORKER_GUARD = "harness_guard"
 _HEADER_SHOWN = pytest.StashKey[bool]()
@@ -75,6 +81,33 @@ _GUARD_FAILED = "kube context guard: "
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_CONFIG] = _read_config(config)
+    if config.getoption("--in-cluster", False):
+        _pin_in_cluster(config)
+
+
+def _pin_in_cluster(config: pytest.Config) -> None:
+    """``--in-cluster``: the pod's service account as this session's only context (a usage error, once, when it
+    cannot be read or another context or kubeconfig was asked for)."""
+    import tempfile
+
+    from harness import incluster
+
+    if config.getoption("--kube-context") or config.getoption("--kubeconfig"):
+        raise pytest.UsageError("--in-cluster brings its own context and kubeconfig: drop --kube-context/--kubeconfig")
+    try:
+        account = incluster.service_account()
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    folder = Path(tempfile.mkdtemp(prefix="harness-in-cluster-"))
+    config.add_cleanup(lambda: _remove(folder))
+    config.option.kubeconfig = str(incluster.write_kubeconfig(account, folder / "kubeconfig"))
+    config.option.kube_context = [incluster.CONTEXT]
+
+
+def _remove(folder: Path) -> None:
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
 
 
 def _read_config(config: pytest.Config) -> HarnessConfig:
@@ -415,7 +448,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     lock = _ClusterLock.for_item(item)
     try:
         if lock is not None:
-            failure = lock.acquire(item.config.getoption("--cluster-lock-timeout"), item.nodeid)
+            failure = lock.acquire(item.config.getoption("--cluster-lock-timeout"))
             if failure:
                 item.stash[_LOCK_FAILED] = failure
         yield
@@ -435,21 +468,27 @@ class _ClusterLock:
     the path's) tries again on the new one, the usual ``flock``-and-unlink protocol.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, nodeid: str) -> None:
+        self.path, self.nodeid = path, nodeid
         self.fd: int | None = None
 
     @classmethod
-    def for_item(cls, item: pytest.Item) -> _ClusterLock | None:
+    def for_item(cls, item: pytest.Item) -> _ClusterLock | LeaseLock | None:
+        """The lock for a cluster spec: this file lock, or in a pod (``--in-cluster``) a Lease in the guarded
+        namespace, which every pod against that namespace takes."""
         if item.get_closest_marker("cluster") is None:
             return None
         state, detail = guard_verdict(item.config)
         if state != "ok":
             return None  # nothing will touch a cluster: the spec skips or fails at set-up
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", detail.context)
-        return cls(state_dir() / f"cluster-{name}.lock")
+        if item.config.getoption("--in-cluster", False):
+            from harness.lease import LeaseLock
 
-    def acquire(self, timeout: float, nodeid: str) -> str | None:
+            return LeaseLock(detail, LEASE_NAME, f"{socket.gethostname()}/{os.getpid()} {item.nodeid}"[:128])
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", detail.context)
+        return cls(state_dir() / f"cluster-{name}.lock", item.nodeid)
+
+    def acquire(self, timeout: float) -> str | None:
         """Take the lock within ``timeout`` seconds; ``None`` on success, else why not (for the spec's error)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -472,7 +511,7 @@ class _ClusterLock:
                     )
                 time.sleep(0.05)  # polling the lock itself, bounded by the deadline
         os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "nodeid": nodeid, "since": time.time()}).encode(), 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "nodeid": self.nodeid, "since": time.time()}).encode(), 0)
         self.fd = fd
         return None
 

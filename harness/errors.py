@@ -32,6 +32,7 @@ stack layer adds its own subclasses in its own module)::
     │   ├── ArtifactsNotWritable
     │   ├── QdrantReadError
     │   ├── BundleBroken ······················· a shard's files did not arrive whole (harness.jobrun)
+    │   ├── InClusterUnavailable ··············· --in-cluster without the pod's service account (harness.incluster)
     │   └── ControlPlaneError ·················· the real control plane (harness.controlplane)
     │       ├── BinariesMissing ················ a binary it needs is neither built nor given (skips, naming the fix)
     │       ├── ControlPlaneBuildFailed ········ Go is missing or too old, the proxy refused, `go build` failed
@@ -147,6 +148,12 @@ class DurationsFileError(HarnessError):
 class BundleBroken(HarnessError):
     """A shard's files (:mod:`harness.jobrun.wire`) did not arrive whole: their size or sha256 differs from the header,
     the archive cannot be unpacked, is too large, or names a path outside its folder. The message says which."""
+
+
+class InClusterUnavailable(HarnessError):
+    """``--in-cluster`` was given but the pod's service account cannot be read: no token (neither the mounted
+    file nor the environment), no CA certificate, or no ``KUBERNETES_SERVICE_HOST``/``PORT``. The message names
+    what is missing and where it was looked for."""
 
 
 class KubectlNotFound(HarnessError):

@@ -15,21 +15,30 @@ import pytest
 
 if TYPE_CHECKING:  # imported when a spec asks for the fixture: loading the plugin stays cheap
     from harness.forward_pool import ForwardPool
+    from harness.service_addresses import ServiceAddresses
     from harness.testing.standin import KubectlStandIn
 
 
 @pytest.fixture(scope="session")
-def forwards() -> Iterator[ForwardPool]:
-    """One :class:`ForwardPool` for the session: ``forwards.get(kube, "svc/fake-github", 80)``.
+def forwards(request: pytest.FixtureRequest) -> Iterator[ForwardPool | ServiceAddresses]:
+    """One :class:`ForwardPool` for the session: ``forwards.get(kube, "svc/fake-github", 80)``; with
+    ``--in-cluster``, a :class:`~harness.service_addresses.ServiceAddresses` (the Services' in-cluster addresses,
+    no kubectl) with the same ``get``/``aget``.
 
     At session end every forward is stopped; if any kubectl child survived, teardown raises
     :class:`~harness.errors.ForwardLeak`, so the session fails loudly instead of leaving ports held.
     """
-    from harness.forward_pool import ForwardPool
-
-    pool = ForwardPool()
+    pool = session_pool(request.config)
     yield pool
     pool.close()
+
+
+def session_pool(config: pytest.Config) -> ForwardPool | ServiceAddresses:
+    """The ``forwards`` fixture's pool for this session's mode (``--in-cluster`` or not)."""
+    from harness.forward_pool import ForwardPool
+    from harness.service_addresses import ServiceAddresses
+
+    return ServiceAddresses() if config.getoption("--in-cluster", False) else ForwardPool()
 
 
 @pytest.fixture

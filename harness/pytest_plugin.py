@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from harness.diagnostics_plugin import EvidenceRequest
     from harness.forward_pool import ForwardPool
     from harness.kube import Kube
+    from harness.service_addresses import ServiceAddresses
     from harness.targets import TargetChoice
     from harness.testing.standin import KubectlStandIn
 
@@ -88,6 +89,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="PATH",
         help="kubeconfig file for cluster specs (default: [tool.harness] kubeconfig, else $KUBECONFIG, else "
         "kubectl's default)",
+    )
+    option(
+        "--in-cluster",
+        action="store_true",
+        default=False,
+        help="running in a pod: credentials from its service account under the context harness-in-cluster (which "
+        "must be allowed), the cluster lock a Lease, Services dialled at their in-cluster addresses (no "
+        "port-forwards): harness.incluster",
     )
     option(
         "--namespace",
@@ -390,16 +399,18 @@ def issue_number(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture(scope="session")
-def forwards(request: pytest.FixtureRequest) -> Iterator[ForwardPool]:
-    """One :class:`ForwardPool` for the session: ``forwards.get(kube, "svc/fake-github", 80)``.
+def forwards(request: pytest.FixtureRequest) -> Iterator[ForwardPool | ServiceAddresses]:
+    """One :class:`ForwardPool` for the session: ``forwards.get(kube, "svc/fake-github", 80)``; with
+    ``--in-cluster``, a :class:`~harness.service_addresses.ServiceAddresses` (the Services' in-cluster addresses,
+    no kubectl) with the same ``get``/``aget``.
 
     At session end every forward is stopped; if any kubectl child survived, teardown raises
     :class:`~harness.errors.ForwardLeak`, so the session fails loudly instead of leaving ports held.
     """
     use(request.config)
-    from harness.forward_pool import ForwardPool
+    from harness.forward_fixtures import session_pool
 
-    pool = ForwardPool()
+    pool = session_pool(request.config)
     yield pool
     pool.close()
 

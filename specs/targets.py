@@ -77,7 +77,8 @@ def local_node_plane() -> Iterator[Any]:
     except BinariesMissing as exc:
         pytest.skip(str(exc))
     try:
-        with LocalNode(plane.kubeconfig):
+        with LocalNode(plane.kubeconfig) as node:
+            plane.local_node = node  # type: ignore[attr-defined]  # for specs that need a pod's local port (the node's port table)
             yield plane
     finally:
         plane.release()

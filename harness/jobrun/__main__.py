@@ -9,6 +9,7 @@ shard failed or no spec ran, 2 for bad arguments or a refused context, 130 on Ct
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
@@ -40,6 +41,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         "--env", action="append", default=[], metavar="NAME=VALUE", help="environment for every shard (repeatable)"
     )
     parser.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="shards run pytest --in-cluster (harness.incluster): the ServiceAccount's token, a Lease for the "
+        "cluster lock, Services dialled directly; the specs' [tool.harness] must allow harness-in-cluster",
+    )
+    parser.add_argument(
+        "--grants",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="a JSON list of Role rules the shards' ServiceAccount gets in the run's namespace (default: none)",
+    )
+    parser.add_argument(
         "--deadline",
         type=float,
         default=DEFAULT_DEADLINE,
@@ -69,6 +83,18 @@ def _env(pairs: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _grants(path: Path | None) -> tuple[dict[str, object], ...]:
+    if path is None:
+        return ()
+    try:
+        rules = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--grants {path}: {exc}") from None
+    if not isinstance(rules, list) or not all(isinstance(rule, dict) and rule.get("verbs") for rule in rules):
+        raise ValueError(f"--grants {path}: want a JSON list of Role rules, each with verbs")
+    return tuple(rules)
+
+
 def _sigterm(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
@@ -76,10 +102,19 @@ def _sigterm(_signum: int, _frame: FrameType | None) -> None:
 def main(argv: list[str]) -> int:
     args, pytest_args = parse(argv)
     try:
-        plan = Plan(
-            new_run_id(), args.shards, tuple(pytest_args), args.deadline, args.image, Path.cwd(), _env(args.env)
-        )
         root = Kube.connect(args.context, "default", config=load_config(), kubeconfig=args.kubeconfig, pick=PICK)
+        plan = Plan(
+            new_run_id(),
+            args.shards,
+            tuple(pytest_args),
+            args.deadline,
+            args.image,
+            Path.cwd(),
+            _env(args.env),
+            _grants(args.grants),
+            in_cluster=args.in_cluster,
+            api_server=root.server_url() if args.in_cluster else None,
+        )
     except (ValueError, HarnessError) as exc:
         print(f"harness jobrun: {exc}", file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ from urllib3.exceptions import HTTPError
 
 from harness.errors import KubectlError
 from harness.jobrun import wire
-from harness.jobrun.plan import INDEX_ANNOTATION, JOB, JOB_NAME_LABEL, Plan
+from harness.jobrun.plan import INDEX_ANNOTATION, JOB, JOB_NAME_LABEL, TOKEN_SECRET, Plan
 from harness.jobrun.shards import Shard, started
 from harness.kube import Kube
 
@@ -39,6 +39,8 @@ API_TIMEOUT = 15.0
 """Seconds one API call may take."""
 LOST_AFTER = 4 * API_TIMEOUT
 """Seconds without an answer from the API server after which the run gives up on the shards still running."""
+TOKEN_TIMEOUT = 30.0
+"""Seconds the tokens controller may take to fill a service-account-token Secret (it does so within a second)."""
 EMPTY_SHARD = 5
 """pytest's exit code when a shard got no spec (more shards than test modules): not a failure of that shard."""
 
@@ -52,9 +54,12 @@ def run(root: Kube, plan: Plan, artifacts: Path, say: Callable[[str], None] = pr
     folder = artifacts / plan.run_id
     say(f"harness jobrun: {plan.shards} shards as Job {plan.namespace}/{JOB} on context {root.context}")
     try:
-        namespace, *rest = plan.objects()
+        namespace, *rest, job_object = plan.objects()
         root.kubectl("apply", "-f", "-", input=json.dumps(namespace))
         kube.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": rest}))
+        if any(obj["kind"] == "Secret" and obj["metadata"]["name"] == TOKEN_SECRET for obj in rest):
+            token_filled(kube)
+        kube.kubectl("apply", "-f", "-", input=json.dumps(job_object))
         job = follow(kube, plan, shards, say)
         for shard in shards:
             shard.drained(DRAIN)
@@ -64,6 +69,23 @@ def run(root: Kube, plan: Plan, artifacts: Path, say: Callable[[str], None] = pr
             shard.stop()
         write_folders(shards, folder)
         delete(root, plan, say)
+
+
+def token_filled(kube: Kube) -> None:
+    """Wait (:data:`TOKEN_TIMEOUT` seconds) for the tokens controller to fill the shards' token Secret: a pod
+    started before would find no key to read. Raises :class:`~harness.errors.WaitTimeout` naming the Secret."""
+    from harness.waiting import wait_for_sync
+
+    def filled() -> bool | None:
+        found = kube.kubectl_json("get", "secret", TOKEN_SECRET, "--ignore-not-found")
+        return bool(found and (found.get("data") or {}).get("token")) or None
+
+    wait_for_sync(
+        f"the tokens controller to fill Secret {kube.namespace}/{TOKEN_SECRET}",
+        filled,
+        timeout=TOKEN_TIMEOUT,
+        interval=0.25,
+    )
 
 
 def follow(kube: Kube, plan: Plan, shards: list[Shard], say: Callable[[str], None]) -> Obj:
