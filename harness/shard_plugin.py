@@ -327,6 +327,11 @@ class _Recorder:
         if not ran:
             return
         path = durations_path(self.config)
+        if self.config.getoption("job_shard", None):
+            # A shard of a Job: the other shards may still be splitting by this file; a write now could change
+            # their split mid-run, running a spec twice or never.
+            self.config.stash[_WRITTEN] = f"durations not recorded: a shard of a Job leaves {_shown(path)} as it is"
+            return
         if not path.exists() and not _asked_for_durations(self.config):
             self.config.stash[_WRITTEN] = (
                 f"durations not recorded: no {_shown(path)} (create it, or set [tool.harness] durations_file, for "

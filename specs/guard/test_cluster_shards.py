@@ -326,3 +326,21 @@ def test_a_project_that_never_asked_for_a_durations_file_gets_none(
     assert result.ret == 0, result.stdout.str()
     assert not (pytester.path / ".harness-durations.json").exists()
     result.stdout.fnmatch_lines(["durations not recorded: no .harness-durations.json (create it, or set *"])
+
+
+def test_a_shard_of_a_job_leaves_the_durations_file_as_it_is(
+    pytester: pytest.Pytester,
+    local_cluster: StubApiServer,
+    kubectl_standin: KubectlStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # The other shards of the Job may still be splitting by the file: a merge now could move a spec between shards.
+    durations = _project(pytester, tmp_path / "shards.jsonl", monkeypatch)
+    before = durations.read_text()
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "--kube-context", "minikube", "--job-shard", "0/1", timeout=240
+    )  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    assert durations.read_text() == before
+    result.stdout.fnmatch_lines(["durations not recorded: a shard of a Job leaves .harness-durations.json as it is"])
