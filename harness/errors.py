@@ -547,7 +547,7 @@ class PortForwardBroken(PortForwardFailure):
 
 
 class PortForwardDied(PortForwardFailure):
-    """kubectl exited while a request was in flight (raised within about 200 ms of the exit, not at the timeout)."""
+    """kubectl exited while a request was in flight (raised a few milliseconds after the exit, not at the timeout)."""
 
 
 class ServiceFailure(HopFailure):

@@ -4,11 +4,11 @@ A bare HTTP call has no overall timeout, so a forward dropped by a busy API serv
 answers and the run waits forever. httpx's own timeouts
 only measure inactivity per phase (encode/httpx#1450: a server dripping one byte every 0.5 s never times
 out), so here one total deadline covers connect, headers and the whole body. While the request runs, the
-forward's recorded exit is watched, so a kubectl that dies mid-request is reported within about 200 ms of
-its exit, not at the request timeout. Every failure is a :class:`~harness.errors.HopFailure`
-whose ``hop`` names the forward or the service; a caller's mistake (bad timeout, URL or argument) is a
-``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to ``max_body`` bytes
-only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s.
+forward's change signal wakes it, so a kubectl that dies mid-request is reported a few milliseconds after its
+exit (``benchmarks/bench_kube_double.py death`` prints the figures), not at the request timeout. Every failure
+is a :class:`~harness.errors.HopFailure` whose ``hop`` names the forward or the service; a caller's mistake (bad
+timeout, URL or argument) is a ``ValueError`` / ``TypeError`` raised before anything is sent. The body is read up to
+``max_body`` bytes only: a service streaming without end once pushed a probe to 1 GB of memory in 3 s.
 
 ``stream_through`` is the same exchange for a body read as it arrives (server-sent events): the caller's ``consume``
 gets the response once its headers are in and reads it incrementally, still under the one total deadline, with the
@@ -17,6 +17,7 @@ same forward watch and the same hop errors.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import ssl
@@ -50,7 +51,7 @@ DEFAULT_MAX_BODY = 64 * 1024 * 1024
 (Qdrant scrolls and GitHub pages are kilobytes to a few MiB), far below what would exhaust a CI runner."""
 
 WATCH_INTERVAL = 0.02
-"""How often an in-flight request looks at the forward's recorded exit (seconds); bounds death detection."""
+"""How often (seconds) an in-flight request polls a forward that has no change signal (a test double of one)."""
 
 SETTLE = 0.2
 """After a reset or refusal, how long (seconds) to let kubectl's exit or error line arrive before blaming the service.
@@ -136,7 +137,7 @@ async def fetch_through(
     - :class:`PortForwardGone` at once when the forward already exited or was closed;
       :class:`PortForwardBroken` when it is alive but known broken (kubectl logged a forwarding error, or
       several requests in a row were reset);
-    - :class:`PortForwardDied` when kubectl exits during the request (within ~200 ms of the exit), with its
+    - :class:`PortForwardDied` when kubectl exits during the request (a few milliseconds after the exit), with its
       exit code and stderr tail;
     - :class:`PortForwardBroken` when kubectl, still alive, prints a broken-tunnel line while the request is in
       flight (``error creating error stream ... Timeout occurred``, ...): the request ends then, not at its budget;
@@ -376,8 +377,7 @@ def _content_length(response: httpx.Response) -> int | None:
 async def _watch_exit(fwd: Forward, scope: anyio.CancelScope) -> None:
     """Cancel the exchange as soon as the forward's exit is recorded (its watcher records it as it happens) or
     kubectl prints a line that means the tunnel is broken: a request on a broken tunnel would only hang."""
-    while fwd.exit_summary() is None and fwd.broken_reason() is None:
-        await anyio.sleep(WATCH_INTERVAL)
+    await _until(fwd, lambda: fwd.exit_summary() is not None or fwd.broken_reason() is not None)
     scope.cancel()
 
 
@@ -385,12 +385,28 @@ async def _settle(fwd: Forward) -> bool:
     """After a reset or refusal, wait up to :data:`SETTLE` seconds for kubectl to exit; True if it exited.
 
     A logged forwarding error does not end the wait early: ``lost connection to pod`` precedes the exit."""
-    deadline = time.monotonic() + SETTLE
-    while time.monotonic() < deadline:
-        if fwd.exit_summary() is not None:
-            return True
-        await anyio.sleep(WATCH_INTERVAL)
+    with anyio.move_on_after(SETTLE):
+        await _until(fwd, lambda: fwd.exit_summary() is not None)
     return fwd.exit_summary() is not None
+
+
+async def _until(fwd: Forward, done: Callable[[], bool]) -> None:
+    """Return once ``done()``: woken by the forward's change signal (:meth:`harness.PortForward.change_signal`)
+    the moment its watcher records an exit or a broken tunnel; a forward without one is polled every
+    :data:`WATCH_INTERVAL` seconds."""
+    signal = getattr(fwd, "change_signal", None)
+    if signal is None:
+        while not done():
+            await anyio.sleep(WATCH_INTERVAL)
+        return
+    with signal() as wake:
+        while not done():
+            await _readable(wake)
+            with contextlib.suppress(BlockingIOError):
+                wake.recv(4096)  # read empty: the next wait sleeps until the next change
+
+
+_readable = getattr(anyio, "wait_readable", None) or anyio.wait_socket_readable  # wait_readable: anyio >= 4.7
 
 
 def _refuse_if_unusable(fwd: Forward, where: str, path: str, budget: float) -> None:

@@ -43,6 +43,7 @@ from harness.errors import HarnessError, HopFailure, PortForwardNotReady, hide_f
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Iterator
 
     from harness.kube import Kube
 
@@ -160,6 +161,7 @@ class PortForward:
         self._banner = threading.Event()
         self._spawn_error: OSError | None = None
         self._thread: threading.Thread | None = None
+        self._wakers: set[socket.socket] = set()
 
     # --- what fetch_through reads --------------------------------------------------------------------
 
@@ -193,6 +195,32 @@ class PortForward:
     def stderr_tail(self, lines: int = 8) -> str:
         """kubectl's last ``lines`` stderr lines, `` | ``-joined (``""`` if none)."""
         return process.tail("\n".join(list(self._stderr)), lines)
+
+    @contextlib.contextmanager
+    def change_signal(self) -> Iterator[socket.socket]:
+        """A socket that turns readable when this forward exits or is found broken (at once if it already has): a
+        request in flight waits on it instead of polling, so the exit reaches it as the watcher records it. Read
+        it empty before waiting again. Closed at the end of the block."""
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        with self._lock:
+            self._wakers.add(theirs)
+            now = self.exit is not None or self._broken is not None
+        if now:
+            _poke(theirs)
+        try:
+            yield ours
+        finally:
+            with self._lock:
+                self._wakers.discard(theirs)
+            ours.close()
+            theirs.close()
+
+    def _changed(self) -> None:
+        with self._lock:
+            wakers = list(self._wakers)
+        for waker in wakers:
+            _poke(waker)
 
     def note_answer(self) -> None:
         """A request through this forward got a complete HTTP answer: resets are no longer consecutive."""
@@ -391,6 +419,7 @@ class PortForward:
         if self._broken is None and any(marker in line for marker in BROKEN_MARKERS):
             self._broken = f"kubectl reported: {line.strip()}"
             self.broken_at = time.monotonic()
+            self._changed()
 
     def _record_exit(self, proc: subprocess.Popen[bytes]) -> None:
         # Whatever the leader left in its group (a helper it started) must not outlive it; the group is
@@ -405,6 +434,7 @@ class PortForward:
             else None
         )
         self.exit = ForwardExit(returncode, sig, self.stderr_tail(), time.monotonic(), stopped_by_harness=self._closed)
+        self._changed()
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
@@ -709,6 +739,11 @@ def client_version(kubectl_path: str) -> str:
         return str(json.loads(done.stdout)["clientVersion"]["gitVersion"])
     except (OSError, process.Timeout, ValueError, KeyError, TypeError) as exc:
         return f"unknown ({type(exc).__name__}: {exc})"
+
+
+def _poke(waker: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # closed by its waiter meanwhile, or already full of pokes: either is fine
+        waker.send(b"!", socket.MSG_DONTWAIT)
 
 
 def _pidfd(pid: int) -> int | None:

@@ -90,6 +90,34 @@ def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStan
     anyio.run(main)
 
 
+def test_the_exit_wakes_the_request_it_does_not_poll_for_it(
+    kubectl_standin: KubectlStandIn, target: TargetServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the poll interval at a minute, a kill still ends the hung request at once: the change signal woke it."""
+    monkeypatch.setattr("harness.fetch.WATCH_INTERVAL", 60.0)
+    kubectl_standin.script(target_port=target.port)
+    with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
+        assert fwd.proc is not None
+        pid = fwd.proc.pid
+
+        async def main() -> None:
+            async def kill_when_hung() -> None:
+                while "/hang" not in target.requests:
+                    await anyio.sleep(0.01)
+                os.kill(pid, signal.SIGKILL)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(kill_when_hung)
+                with pytest.raises(PortForwardDied):
+                    await fetch_through(fwd, "GET", "/hang", timeout=30.0)
+
+        start = time.monotonic()
+        anyio.run(main)
+        assert time.monotonic() - start < 20.0  # far under the 60 s poll and the 30 s budget
+        with fwd.change_signal() as wake:  # an exited forward's signal is readable at once
+            assert wake.recv(16) == b"!"
+
+
 def test_silent_service_behind_a_live_forward_is_a_service_timeout(
     kubectl_standin: KubectlStandIn, target: TargetServer
 ) -> None:
