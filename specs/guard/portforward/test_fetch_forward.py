@@ -71,15 +71,8 @@ def test_forward_killed_during_a_hung_request_async(kubectl_standin: KubectlStan
         kubectl_standin.script(target_port=target.port)
         async with port_forward(kubectl_standin.kube(), "svc/x", 80) as fwd:
             assert fwd.proc is not None
-            pid = fwd.proc.pid
-
-            async def kill_when_hung() -> None:
-                while "/hang" not in target.requests:
-                    await anyio.sleep(0.01)
-                os.kill(pid, signal.SIGKILL)
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(kill_when_hung)
+                tg.start_soon(kill_when_hung, target, fwd.proc.pid)
                 start = time.monotonic()
                 with pytest.raises(PortForwardDied) as caught:
                     await fetch_through(fwd, "GET", "/hang", timeout=20.0)
@@ -101,13 +94,8 @@ def test_the_exit_wakes_the_request_it_does_not_poll_for_it(
         pid = fwd.proc.pid
 
         async def main() -> None:
-            async def kill_when_hung() -> None:
-                while "/hang" not in target.requests:
-                    await anyio.sleep(0.01)
-                os.kill(pid, signal.SIGKILL)
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(kill_when_hung)
+                tg.start_soon(kill_when_hung, target, pid)
                 with pytest.raises(PortForwardDied):
                     await fetch_through(fwd, "GET", "/hang", timeout=30.0)
 
@@ -219,3 +207,10 @@ def test_recorded_exit_ends_a_request_whose_socket_stays_open(target: TargetServ
     assert time.monotonic() - fwd.exit_at < 10.0  # only the watched exit can end it before the 60 s budget
     assert caught.value.exit_code == 1
     assert "lost connection to pod" in caught.value.stderr_tail
+
+
+async def kill_when_hung(target: TargetServer, pid: int) -> None:
+    """SIGKILL kubectl ``pid`` once the target holds the hung request."""
+    while "/hang" not in target.requests:
+        await anyio.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
